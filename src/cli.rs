@@ -1,0 +1,239 @@
+//! The command line: clap types and one function per subcommand over the same domain services the MCP tool uses.
+//!
+//! Data goes to stdout (a table, or JSON with `--json`); everything else goes to stderr.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use crate::app::App;
+use crate::config::Config;
+use crate::model::{ListFilter, ServerSpec, Source, Transport};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-discover",
+    version,
+    about = "MCP server registry, marketplace and proxy"
+)]
+pub struct Cli {
+    /// Directory for the database and other state (default: the platform data dir; env AGENT_DISCOVER_DATA_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP on stdin/stdout (what an MCP client launches).
+    Mcp,
+    /// List registered servers.
+    List {
+        /// Full-text search over names, descriptions and tags.
+        #[arg(long, short)]
+        query: Option<String>,
+        /// Only servers from this source (manual, local, registry, npm, pypi, smithery).
+        #[arg(long)]
+        source: Option<String>,
+        /// Only installed servers.
+        #[arg(long)]
+        installed: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Register a server: `agent-discover add NAME -- COMMAND [ARGS...]`, or `--url` for a remote one.
+    Add {
+        name: String,
+        #[arg(long, short, default_value = "")]
+        description: String,
+        /// Tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Environment variable KEY=VALUE (repeatable).
+        #[arg(long = "env", value_parser = parse_kv)]
+        env: Vec<(String, String)>,
+        /// stdio (default), streamable-http or sse.
+        #[arg(long, default_value = "stdio")]
+        transport: String,
+        /// URL of a remote server.
+        #[arg(long)]
+        url: Option<String>,
+        /// HTTP header KEY=VALUE for a remote server (repeatable).
+        #[arg(long = "header", value_parser = parse_kv)]
+        headers: Vec<(String, String)>,
+        #[arg(long)]
+        json: bool,
+        /// The program and its arguments, after `--`.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Remove a server with its tools, secrets and metrics.
+    Remove {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one server and its tools.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
+    #[command(hide = true)]
+    FixtureServer(crate::fixture::FixtureArgs),
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::FixtureServer(args) = cli.command {
+        return crate::fixture::run(args).await;
+    }
+    let config = Config::resolve(cli.data_dir.as_deref())?;
+    let app = App::open(config.clone())
+        .with_context(|| format!("cannot open the registry at {}", config.db_path.display()))?;
+    match cli.command {
+        Command::Mcp => crate::mcp::serve_stdio(app).await,
+        Command::List {
+            query,
+            source,
+            installed,
+            json,
+        } => {
+            let source = source.map(|s| s.parse::<Source>()).transpose()?;
+            let rows = app.registry.list(&ListFilter {
+                query,
+                source,
+                installed_only: installed,
+            })?;
+            if json {
+                return print_json(&serde_json::to_value(&rows)?);
+            }
+            let mut out = std::io::stdout().lock();
+            if rows.is_empty() {
+                eprintln!(
+                    "no servers registered; add one with `agent-discover add NAME -- COMMAND [ARGS...]`"
+                );
+                return Ok(());
+            }
+            writeln!(
+                out,
+                "{:<24} {:<16} {:<7} {:>5}  {:<9} DESCRIPTION",
+                "NAME", "TRANSPORT", "ACTIVE", "TOOLS", "SOURCE"
+            )?;
+            for r in rows {
+                let s = r.server;
+                writeln!(
+                    out,
+                    "{:<24} {:<16} {:<7} {:>5}  {:<9} {}",
+                    s.name,
+                    s.transport.as_str(),
+                    if s.active { "yes" } else { "no" },
+                    r.tool_count,
+                    s.source.as_str(),
+                    one_line(&s.description, 60)
+                )?;
+            }
+            Ok(())
+        }
+        Command::Add {
+            name,
+            description,
+            tags,
+            env,
+            transport,
+            url,
+            headers,
+            json,
+            command,
+        } => {
+            let transport: Transport = transport.parse()?;
+            let mut command = command.into_iter();
+            let spec = ServerSpec {
+                name,
+                description,
+                source: Source::Manual,
+                command: command.next(),
+                args: command.collect(),
+                env: env.into_iter().collect::<BTreeMap<_, _>>(),
+                tags,
+                transport,
+                url,
+                headers: headers.into_iter().collect(),
+                ..Default::default()
+            };
+            let server = app.registry.register(spec)?;
+            if json {
+                return print_json(&serde_json::to_value(&server)?);
+            }
+            println!("{}", server.name);
+            eprintln!("registered `{}` (id {})", server.name, server.id);
+            Ok(())
+        }
+        Command::Remove { name, json } => {
+            app.registry.remove(&name)?;
+            if json {
+                return print_json(&json!({"status": "removed", "name": name}));
+            }
+            eprintln!("removed `{name}`");
+            Ok(())
+        }
+        Command::Show { name, json } => {
+            let server = app.registry.get(&name)?;
+            let tools = app.registry.tools(server.id)?;
+            if json {
+                let mut v = serde_json::to_value(&server)?;
+                v["tools"] = serde_json::to_value(&tools)?;
+                return print_json(&v);
+            }
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "name:        {}", server.name)?;
+            writeln!(out, "description: {}", server.description)?;
+            writeln!(out, "transport:   {}", server.transport.as_str())?;
+            if let Some(c) = &server.command {
+                writeln!(out, "command:     {} {}", c, server.args.join(" "))?;
+            }
+            if let Some(u) = &server.url {
+                writeln!(out, "url:         {u}")?;
+            }
+            writeln!(out, "source:      {}", server.source.as_str())?;
+            writeln!(out, "active:      {}", server.active)?;
+            writeln!(out, "health:      {}", server.health_status.as_str())?;
+            if !server.tags.is_empty() {
+                writeln!(out, "tags:        {}", server.tags.join(", "))?;
+            }
+            writeln!(out, "tools:       {}", tools.len())?;
+            for t in tools {
+                writeln!(out, "  {:<30} {}", t.name, one_line(&t.description, 70))?;
+            }
+            Ok(())
+        }
+        Command::FixtureServer(_) => unreachable!("handled above"),
+    }
+}
+
+fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max - 1).collect::<String>())
+    }
+}

@@ -1,0 +1,96 @@
+//! Where agent-discover keeps its files and which limits apply, resolved once at start from flags and environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Resolved at start-up and passed down; never a global.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Directory holding the database, the secrets key and other state.
+    pub data_dir: PathBuf,
+    /// The SQLite file (`AGENT_DISCOVER_DB` overrides `<data_dir>/agent-discover.db`).
+    pub db_path: PathBuf,
+    pub timeouts: Timeouts,
+    /// How long call-log entries are kept (`AGENT_DISCOVER_LOG_RETENTION_DAYS`, default 30).
+    pub log_retention_days: u32,
+}
+
+/// Default time limits (seed 000); a server may override activation and call limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub activate: Duration,
+    pub call: Duration,
+    pub health: Duration,
+    pub marketplace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            activate: Duration::from_secs(30),
+            call: Duration::from_secs(60),
+            health: Duration::from_secs(5),
+            marketplace: Duration::from_secs(15),
+        }
+    }
+}
+
+pub const ENV_DATA_DIR: &str = "AGENT_DISCOVER_DATA_DIR";
+pub const ENV_DB: &str = "AGENT_DISCOVER_DB";
+pub const ENV_LOG_RETENTION_DAYS: &str = "AGENT_DISCOVER_LOG_RETENTION_DAYS";
+pub const DB_FILE: &str = "agent-discover.db";
+
+impl Config {
+    /// Resolves paths: `--data-dir` flag, then `AGENT_DISCOVER_DATA_DIR`, then the platform data dir
+    /// (`~/.local/share/agent-discover` on Linux). `AGENT_DISCOVER_DB` names the database file directly.
+    pub fn resolve(data_dir_flag: Option<&Path>) -> Result<Config> {
+        let data_dir = match data_dir_flag {
+            Some(d) => d.to_path_buf(),
+            None => match non_empty_env(ENV_DATA_DIR) {
+                Some(d) => PathBuf::from(d),
+                None => default_data_dir()?,
+            },
+        };
+        let db_path = match non_empty_env(ENV_DB) {
+            Some(p) => PathBuf::from(p),
+            None => data_dir.join(DB_FILE),
+        };
+        let log_retention_days = match non_empty_env(ENV_LOG_RETENTION_DAYS) {
+            Some(v) => v.parse().map_err(|_| {
+                Error::invalid(
+                    ENV_LOG_RETENTION_DAYS,
+                    format!("{v:?} is not a whole number of days"),
+                )
+            })?,
+            None => 30,
+        };
+        Ok(Config {
+            data_dir,
+            db_path,
+            timeouts: Timeouts::default(),
+            log_retention_days,
+        })
+    }
+
+    /// A configuration rooted in `dir`, for tests and embedders.
+    pub fn in_dir(dir: &Path) -> Config {
+        Config {
+            data_dir: dir.to_path_buf(),
+            db_path: dir.join(DB_FILE),
+            timeouts: Timeouts::default(),
+            log_retention_days: 30,
+        }
+    }
+}
+
+fn non_empty_env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn default_data_dir() -> Result<PathBuf> {
+    directories::ProjectDirs::from("", "", "agent-discover")
+        .map(|p| p.data_dir().to_path_buf())
+        .ok_or_else(|| Error::Unavailable(format!("cannot find a home directory for the data dir; pass --data-dir or set {ENV_DATA_DIR}")))
+}

@@ -1,0 +1,96 @@
+//! The crate's one error type: variants chosen by what the caller decides (bad input, not found, conflict, upstream, internal).
+
+use std::fmt;
+
+/// What kind of failure an [`Error`] is, as a stable machine-readable code.
+///
+/// Every transport maps this once: REST to a status, MCP to invalid-params or an `isError` result, CLI to exit 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidInput,
+    NotFound,
+    Conflict,
+    Upstream,
+    Timeout,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::Upstream => "upstream_error",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::Unavailable => "unavailable",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The caller sent something we refuse; the message says what and how to fix it.
+    #[error("invalid {what}: {reason}")]
+    Invalid { what: &'static str, reason: String },
+    #[error("{what} `{name}` not found")]
+    NotFound { what: &'static str, name: String },
+    #[error("{what} `{name}` already exists")]
+    Conflict { what: &'static str, name: String },
+    /// A child server or remote source failed; `message` names the cause.
+    #[error("server `{server}`: {message}")]
+    Upstream { server: String, message: String },
+    #[error("server `{server}`: {what} timed out after {ms} ms")]
+    Timeout {
+        server: String,
+        what: &'static str,
+        ms: u64,
+    },
+    /// Something this machine lacks (a tool, a model file, a port).
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("database error: {0}")]
+    Store(#[from] rusqlite::Error),
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn invalid(what: &'static str, reason: impl Into<String>) -> Error {
+        Error::Invalid {
+            what,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn not_found(what: &'static str, name: impl Into<String>) -> Error {
+        Error::NotFound {
+            what,
+            name: name.into(),
+        }
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Invalid { .. } => ErrorCode::InvalidInput,
+            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::Conflict { .. } => ErrorCode::Conflict,
+            Error::Upstream { .. } => ErrorCode::Upstream,
+            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::Unavailable(_) => ErrorCode::Unavailable,
+            Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,443 @@
+//! A real MCP server built into the binary for tests (`agent-discover fixture-server`), with misbehaviours switched by flags.
+//!
+//! Tests of this and later issues spawn it as a child: slow or hanging initialize, exit before initialize, crash after
+//! N calls, garbage on stdout, a 10 MB result, `tools/list_changed` on demand, resources, prompts, and sampling,
+//! elicitation and roots requests sent to its client.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::*;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct FixtureArgs {
+    /// serverInfo name.
+    #[arg(long, default_value = "fixture")]
+    pub name: String,
+    /// Extra tool `NAME` or `NAME=DESCRIPTION` (repeatable); it echoes its arguments.
+    #[arg(long = "tool")]
+    pub tools: Vec<String>,
+    /// Also generate N tools `tool_1..tool_N`.
+    #[arg(long, default_value_t = 0)]
+    pub tool_count: usize,
+    /// Delay the initialize response.
+    #[arg(long, default_value_t = 0)]
+    pub init_delay_ms: u64,
+    /// Never answer initialize.
+    #[arg(long)]
+    pub init_hang: bool,
+    /// Exit with "API key required" on stderr before initialize, unless this variable is set.
+    #[arg(long)]
+    pub require_env: Option<String>,
+    /// Exit with "API key required" on stderr before initialize, always.
+    #[arg(long)]
+    pub exit_before_init: bool,
+    /// Serve N tool calls, then exit in the middle of the next one.
+    #[arg(long)]
+    pub crash_after: Option<u64>,
+    /// Print non-JSON lines on stdout before serving.
+    #[arg(long)]
+    pub garbage_stdout: bool,
+    /// Number of resources (`fixture://resource/1..N`) and one template.
+    #[arg(long, default_value_t = 0)]
+    pub resources: usize,
+    /// Number of prompts (`prompt_1..N`).
+    #[arg(long, default_value_t = 0)]
+    pub prompts: usize,
+    /// Lines to print on stderr at start.
+    #[arg(long, default_value_t = 0)]
+    pub stderr_lines: usize,
+}
+
+struct Fixture {
+    args: FixtureArgs,
+    calls: AtomicU64,
+    extra: Mutex<Vec<Tool>>,
+}
+
+pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
+    for i in 0..args.stderr_lines {
+        eprintln!("fixture stderr line {}", i + 1);
+    }
+    let missing_key = args
+        .require_env
+        .as_ref()
+        .is_some_and(|k| std::env::var_os(k).is_none());
+    if args.exit_before_init || missing_key {
+        let key = args
+            .require_env
+            .clone()
+            .unwrap_or_else(|| "FIXTURE_API_KEY".into());
+        eprintln!("Error: API key required: set {key}");
+        std::process::exit(1);
+    }
+    if args.garbage_stdout {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "this is not json-rpc")?;
+        writeln!(out, "{{\"broken\": ")?;
+        writeln!(out, "Server starting on stdio...")?;
+        out.flush()?;
+    }
+    let service = Fixture {
+        args,
+        calls: AtomicU64::new(0),
+        extra: Mutex::new(Vec::new()),
+    }
+    .serve(rmcp::transport::stdio())
+    .await?;
+    service.waiting().await?;
+    Ok(())
+}
+
+fn schema(v: Value) -> Arc<JsonObject> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+fn text(s: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(s)])
+}
+
+impl Fixture {
+    fn builtin_tools(&self) -> Vec<Tool> {
+        let obj = |props: Value, req: &[&str]| {
+            schema(json!({"type": "object", "properties": props, "required": req}))
+        };
+        let mut tools = vec![
+            Tool::new(
+                "echo",
+                "Echo the given text back",
+                obj(
+                    json!({"text": {"type": "string", "description": "Text to echo"}}),
+                    &["text"],
+                ),
+            ),
+            Tool::new(
+                "add",
+                "Add two numbers",
+                obj(
+                    json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                    &["a", "b"],
+                ),
+            ),
+            Tool::new(
+                "sleep",
+                "Sleep for ms milliseconds, sending progress notifications every step_ms",
+                obj(
+                    json!({"ms": {"type": "integer"}, "step_ms": {"type": "integer"}}),
+                    &["ms"],
+                ),
+            ),
+            Tool::new(
+                "big",
+                "Return a text result of `bytes` bytes (default 10 MB)",
+                obj(json!({"bytes": {"type": "integer"}}), &[]),
+            ),
+            Tool::new(
+                "env",
+                "Return the value of an environment variable",
+                obj(json!({"key": {"type": "string"}}), &["key"]),
+            ),
+            Tool::new(
+                "add_tool",
+                "Add a tool named `name` and send tools/list_changed",
+                obj(json!({"name": {"type": "string"}}), &["name"]),
+            ),
+            Tool::new(
+                "fail",
+                "Return a tool error with `message`",
+                obj(json!({"message": {"type": "string"}}), &[]),
+            ),
+            Tool::new(
+                "exit",
+                "Exit the process at once with `code`",
+                obj(json!({"code": {"type": "integer"}}), &[]),
+            ),
+            Tool::new(
+                "sample",
+                "Ask the client to sample an LLM completion for `prompt`",
+                obj(json!({"prompt": {"type": "string"}}), &["prompt"]),
+            ),
+            Tool::new(
+                "elicit",
+                "Ask the client's user for an answer to `message`",
+                obj(json!({"message": {"type": "string"}}), &["message"]),
+            ),
+            Tool::new("roots", "List the client's roots", obj(json!({}), &[])),
+        ];
+        for spec in &self.args.tools {
+            let (name, desc) = spec
+                .split_once('=')
+                .unwrap_or((spec.as_str(), "A fixture tool that echoes its arguments"));
+            tools.push(Tool::new(
+                name.to_owned(),
+                desc.to_owned(),
+                obj(json!({"input": {"type": "string"}}), &[]),
+            ));
+        }
+        for i in 1..=self.args.tool_count {
+            tools.push(Tool::new(
+                format!("tool_{i}"),
+                format!("Generated fixture tool number {i}"),
+                obj(json!({"input": {"type": "string"}}), &[]),
+            ));
+        }
+        tools
+    }
+}
+
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but still used by legacy-era servers, which is what we imitate.
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        let caps = if self.args.resources > 0 || self.args.prompts > 0 {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        };
+        ServerConfig::new(caps).with_server_info(Implementation::new(
+            self.args.name.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if self.args.init_hang {
+            std::future::pending::<()>().await;
+        }
+        if self.args.init_delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.args.init_delay_ms)).await;
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut tools = self.builtin_tools();
+        tools.extend(self.extra.lock().await.iter().cloned());
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.args.crash_after.is_some_and(|limit| n > limit) {
+            eprintln!("fixture: crashing during call {n}");
+            std::process::exit(3);
+        }
+        let args = request.arguments.clone().unwrap_or_default();
+        let s = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let u = |k: &str, d: u64| args.get(k).and_then(Value::as_u64).unwrap_or(d);
+        let res = match request.name.as_ref() {
+            "echo" => text(s("text")),
+            "add" => {
+                let f = |k: &str| args.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                text(format!("{}", f("a") + f("b")))
+            }
+            "sleep" => {
+                let (ms, step) = (u("ms", 0), u("step_ms", 100).max(1));
+                let token = request.meta.as_ref().and_then(|m| m.get_progress_token());
+                let mut done = 0;
+                while done < ms {
+                    let d = step.min(ms - done);
+                    tokio::time::sleep(Duration::from_millis(d)).await;
+                    done += d;
+                    if let Some(token) = &token {
+                        let _ = context
+                            .peer
+                            .notify_progress(
+                                ProgressNotificationParam::new(token.clone(), done as f64)
+                                    .with_total(ms as f64),
+                            )
+                            .await;
+                    }
+                }
+                text(format!("slept {ms} ms"))
+            }
+            "big" => text("x".repeat(u("bytes", 10 * 1024 * 1024) as usize)),
+            "env" => text(std::env::var(s("key")).unwrap_or_else(|_| "<unset>".into())),
+            "add_tool" => {
+                let name = s("name");
+                self.extra.lock().await.push(Tool::new(
+                    name.clone(),
+                    "A tool added at run time",
+                    schema(json!({"type": "object"})),
+                ));
+                let _ = context.peer.notify_tool_list_changed().await;
+                text(format!("added {name}"))
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text(format!(
+                "fixture failure: {}",
+                s("message")
+            ))]),
+            "exit" => {
+                eprintln!("fixture: exiting on request");
+                std::process::exit(u("code", 0) as i32);
+            }
+            "sample" => {
+                let params = CreateMessageRequestParams::new(
+                    vec![SamplingMessage::user_text(s("prompt"))],
+                    100,
+                );
+                match context.peer.create_message(params).await {
+                    Ok(r) => text(format!(
+                        "sampled: {}",
+                        serde_json::to_string(&r.message).unwrap_or_default()
+                    )),
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "sampling failed: {e}"
+                    ))]),
+                }
+            }
+            "elicit" => {
+                let schema = serde_json::from_value(json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}))
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                let params = ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: s("message"),
+                    requested_schema: schema,
+                };
+                match context.peer.create_elicitation(params).await {
+                    Ok(r) => text(format!(
+                        "elicited: {}",
+                        serde_json::to_string(&r).unwrap_or_default()
+                    )),
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "elicitation failed: {e}"
+                    ))]),
+                }
+            }
+            "roots" => match context.peer.list_roots().await {
+                Ok(r) => text(serde_json::to_string(&r).unwrap_or_default()),
+                Err(e) => {
+                    CallToolResult::error(vec![ContentBlock::text(format!("roots failed: {e}"))])
+                }
+            },
+            other => {
+                let known = self.builtin_tools().iter().any(|t| t.name == other)
+                    || self.extra.lock().await.iter().any(|t| t.name == other);
+                if !known {
+                    return Err(McpError::invalid_params(
+                        format!("unknown tool {other}"),
+                        None,
+                    ));
+                }
+                text(format!(
+                    "called {other} with {}",
+                    Value::Object(args.clone())
+                ))
+            }
+        };
+        Ok(res.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let items = (1..=self.args.resources)
+            .map(|i| Resource::new(format!("fixture://resource/{i}"), format!("resource-{i}")))
+            .collect();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let items = if self.args.resources > 0 {
+            vec![ResourceTemplate::new("fixture://item/{id}", "item")]
+        } else {
+            vec![]
+        };
+        Ok(ListResourceTemplatesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.clone();
+        if !uri.starts_with("fixture://") {
+            return Err(McpError::resource_not_found(
+                format!("no resource {uri}"),
+                None,
+            ));
+        }
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(
+            format!("contents of {uri}"),
+            uri,
+        )])
+        .into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let items = (1..=self.args.prompts)
+            .map(|i| {
+                Prompt::new(
+                    format!("prompt_{i}"),
+                    Some(format!("Fixture prompt {i}")),
+                    Some(vec![PromptArgument::new("topic")]),
+                )
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(items))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let topic = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("topic"))
+            .and_then(Value::as_str)
+            .unwrap_or("nothing")
+            .to_owned();
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            format!("{} about {topic}", request.name),
+        )])
+        .into())
+    }
+}

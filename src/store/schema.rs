@@ -1,0 +1,118 @@
+//! Schema migrations, ordered and idempotent, versioned with `PRAGMA user_version`.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::Result;
+
+/// Each entry moves the schema from version `index` to `index + 1`. Never edit a shipped entry; append a new one.
+const MIGRATIONS: &[&str] = &[
+    // v1: servers, tools, secrets, metrics, and FTS5 indexes kept in sync by triggers.
+    r#"
+    CREATE TABLE servers (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL DEFAULT 'manual' CHECK (source IN ('manual','local','registry','npm','pypi','smithery')),
+        command TEXT,
+        args TEXT NOT NULL DEFAULT '[]',
+        env TEXT NOT NULL DEFAULT '{}',
+        tags TEXT NOT NULL DEFAULT '[]',
+        package_name TEXT,
+        package_version TEXT,
+        transport TEXT NOT NULL DEFAULT 'stdio' CHECK (transport IN ('stdio','streamable-http','sse')),
+        url TEXT,
+        headers TEXT NOT NULL DEFAULT '{}',
+        repository TEXT,
+        homepage TEXT,
+        installed INTEGER NOT NULL DEFAULT 1,
+        active INTEGER NOT NULL DEFAULT 0,
+        latest_version TEXT,
+        last_health_check TEXT,
+        health_status TEXT NOT NULL DEFAULT 'unknown' CHECK (health_status IN ('unknown','healthy','unhealthy')),
+        error_count INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        activate_timeout_ms INTEGER,
+        call_timeout_ms INTEGER,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+    );
+    CREATE TABLE server_tools (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        input_schema TEXT NOT NULL DEFAULT '{}',
+        embedding BLOB,
+        embedding_model TEXT,
+        UNIQUE (server_id, name)
+    );
+    CREATE TABLE server_secrets (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value BLOB NOT NULL,
+        masked INTEGER NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        UNIQUE (server_id, key)
+    );
+    CREATE TABLE server_metrics (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        tool_name TEXT NOT NULL,
+        call_count INTEGER NOT NULL DEFAULT 0,
+        error_count INTEGER NOT NULL DEFAULT 0,
+        total_latency_ms INTEGER NOT NULL DEFAULT 0,
+        last_called_at TEXT,
+        UNIQUE (server_id, tool_name)
+    );
+    CREATE INDEX server_tools_server ON server_tools(server_id);
+
+    CREATE VIRTUAL TABLE servers_fts USING fts5(
+        name, description, tags, content='servers', content_rowid='id', tokenize='unicode61 remove_diacritics 1'
+    );
+    CREATE TRIGGER servers_ai AFTER INSERT ON servers BEGIN
+        INSERT INTO servers_fts(rowid, name, description, tags) VALUES (new.id, new.name, new.description, new.tags);
+    END;
+    CREATE TRIGGER servers_ad AFTER DELETE ON servers BEGIN
+        INSERT INTO servers_fts(servers_fts, rowid, name, description, tags) VALUES ('delete', old.id, old.name, old.description, old.tags);
+    END;
+    CREATE TRIGGER servers_au AFTER UPDATE OF name, description, tags ON servers BEGIN
+        INSERT INTO servers_fts(servers_fts, rowid, name, description, tags) VALUES ('delete', old.id, old.name, old.description, old.tags);
+        INSERT INTO servers_fts(rowid, name, description, tags) VALUES (new.id, new.name, new.description, new.tags);
+    END;
+
+    CREATE VIRTUAL TABLE server_tools_fts USING fts5(
+        name, description, content='server_tools', content_rowid='id', tokenize='unicode61 remove_diacritics 1'
+    );
+    CREATE TRIGGER server_tools_ai AFTER INSERT ON server_tools BEGIN
+        INSERT INTO server_tools_fts(rowid, name, description) VALUES (new.id, new.name, new.description);
+    END;
+    CREATE TRIGGER server_tools_ad AFTER DELETE ON server_tools BEGIN
+        INSERT INTO server_tools_fts(server_tools_fts, rowid, name, description) VALUES ('delete', old.id, old.name, old.description);
+    END;
+    CREATE TRIGGER server_tools_au AFTER UPDATE OF name, description ON server_tools BEGIN
+        INSERT INTO server_tools_fts(server_tools_fts, rowid, name, description) VALUES ('delete', old.id, old.name, old.description);
+        INSERT INTO server_tools_fts(rowid, name, description) VALUES (new.id, new.name, new.description);
+    END;
+    "#,
+];
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Applies the migrations this file lacks. Safe when several processes open a fresh file at once:
+/// the check and the changes happen inside one IMMEDIATE transaction.
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if current >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+    }
+    tx.commit()?;
+    Ok(())
+}

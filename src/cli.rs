@@ -31,7 +31,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP on stdin/stdout (what an MCP client launches).
-    Mcp,
+    Mcp {
+        /// `dynamic`: active servers' tools appear in tools/list; `static`: only the `registry` tool (use `proxy_call`).
+        #[arg(long, value_enum, default_value_t = crate::mcp::ToolsMode::Dynamic)]
+        tools_mode: crate::mcp::ToolsMode,
+    },
     /// List registered servers.
     List {
         /// Full-text search over names, descriptions and tags.
@@ -103,7 +107,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let app = App::open(config.clone())
         .with_context(|| format!("cannot open the registry at {}", config.db_path.display()))?;
     match cli.command {
-        Command::Mcp => crate::mcp::serve_stdio(app).await,
+        Command::Mcp { tools_mode } => crate::mcp::serve_stdio(app, tools_mode).await,
         Command::List {
             query,
             source,
@@ -181,7 +185,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Remove { name, json } => {
-            app.registry.remove(&name)?;
+            app.uninstall(&name).await?;
             if json {
                 return print_json(&json!({"status": "removed", "name": name}));
             }

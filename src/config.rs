@@ -15,6 +15,8 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// How long call-log entries are kept (`AGENT_DISCOVER_LOG_RETENTION_DAYS`, default 30).
     pub log_retention_days: u32,
+    /// The program that runs `child-guard` (see `guard`); `None` means this executable.
+    pub guard_exe: Option<PathBuf>,
 }
 
 /// Default time limits (seed 000); a server may override activation and call limits.
@@ -71,6 +73,7 @@ impl Config {
             db_path,
             timeouts: Timeouts::default(),
             log_retention_days,
+            guard_exe: None,
         })
     }
 
@@ -81,6 +84,7 @@ impl Config {
             db_path: dir.join(DB_FILE),
             timeouts: Timeouts::default(),
             log_retention_days: 30,
+            guard_exe: None,
         }
     }
 }

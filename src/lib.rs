@@ -1,12 +1,16 @@
 //! agent-discover: an MCP server registry, marketplace and proxy. Modules in reading order, from the bottom layer up.
 
 pub mod app;
+pub mod calllog;
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod events;
 pub mod fixture;
+pub mod guard;
 pub mod mcp;
 pub mod model;
+pub mod proxy;
 pub mod registry;
+pub mod secrets;
 pub mod store;

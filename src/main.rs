@@ -5,6 +5,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The child guard runs before anything else: no runtime, no logging, nothing on stdout.
+    let mut raw = std::env::args_os().skip(1);
+    if raw
+        .next()
+        .is_some_and(|a| a == agent_discover::guard::SUBCOMMAND)
+    {
+        return ExitCode::from(agent_discover::guard::run(raw.collect()).clamp(0, 255) as u8);
+    }
     let cli = agent_discover::cli::Cli::parse();
     // stdout may be the MCP channel, so logs always go to stderr, without colour.
     tracing_subscriber::fmt()

@@ -1,4 +1,5 @@
-//! Our MCP server: one rmcp `ServerHandler` that serves the built-in `registry` tool, over stdio (and later HTTP).
+//! Our MCP server: one rmcp `ServerHandler` serving the built-in `registry` tool plus every active child's tools,
+//! resources and prompts, over stdio and (through the HTTP layer) Streamable HTTP, for both protocol eras.
 //!
 //! A thin adapter: arguments are parsed and checked in `registry_tool`, the work is done by the domain layer.
 
@@ -6,41 +7,96 @@ mod args;
 mod registry_tool;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::model::*;
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::json;
 
 use crate::app::App;
 use crate::error::{Error, ErrorCode};
+use crate::events::Received;
+use crate::proxy::Caller;
 
 pub use registry_tool::ACTIONS;
 
 pub const SERVER_NAME: &str = "agent-discover";
 
-/// The MCP face of one `App`; cheap to clone (one per connection).
+/// What `tools/list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ToolsMode {
+    /// The `registry` tool plus every active server's tools as `server__tool` (updated with list_changed).
+    #[default]
+    Dynamic,
+    /// Only the `registry` tool; proxied tools are reached with `proxy_call` (for clients that ignore list_changed).
+    Static,
+}
+
+static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
+
+/// The MCP face of one `App`; one per connection (stdio) or session (HTTP).
 #[derive(Clone)]
 pub struct McpServer {
     app: Arc<App>,
+    mode: ToolsMode,
+    client_id: u64,
+    /// Whether `on_initialized` should start a list_changed forwarder (HTTP sessions; stdio starts its own).
+    forward_on_initialized: bool,
 }
 
 impl McpServer {
-    pub fn new(app: Arc<App>) -> McpServer {
-        McpServer { app }
+    pub fn new(app: Arc<App>, mode: ToolsMode) -> McpServer {
+        McpServer {
+            app,
+            mode,
+            client_id: NEXT_CLIENT.fetch_add(1, Ordering::Relaxed),
+            forward_on_initialized: false,
+        }
+    }
+
+    /// For Streamable HTTP sessions: list_changed is forwarded once the session is initialized.
+    pub fn for_http(app: Arc<App>, mode: ToolsMode) -> McpServer {
+        McpServer {
+            forward_on_initialized: true,
+            ..McpServer::new(app, mode)
+        }
     }
 }
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "agent-discover is a registry of MCP servers. Use the `registry` tool: `list` to see registered servers, \
-                 `install` to register one (name + command + args), `uninstall` to remove it, `status` for what is running.",
-            )
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .build();
+        ServerConfig::new(caps).with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))).with_instructions(
+            "agent-discover is a registry and proxy of MCP servers. Use the `registry` tool: `list` registered servers, `install` one \
+             (name + command + args), `activate` it to get its tools as `server__tool`, or call any active server's tool with \
+             `proxy_call`; `status` shows what is running.",
+        )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        self.app
+            .proxy
+            .register_client(self.client_id, context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if self.forward_on_initialized {
+            spawn_list_changed_forwarder(self.app.clone(), context.peer.clone(), self.mode);
+        }
     }
 
     async fn list_tools(
@@ -48,36 +104,214 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![
-            registry_tool::definition(),
-        ]))
+        let mut tools = vec![registry_tool::definition()];
+        if self.mode == ToolsMode::Dynamic {
+            tools.extend(self.app.proxy.tools());
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        match request.name.as_ref() {
-            registry_tool::NAME => {
-                registry_tool::call(&self.app, request.arguments.unwrap_or_default())
-                    .await
-                    .map(Into::into)
-            }
-            other => Err(McpError::invalid_params(
-                format!(
-                    "unknown tool `{}`; this server offers: {}",
-                    crate::model::truncate_for_message(other),
-                    registry_tool::NAME
-                ),
-                None,
-            )),
+        let progress_token = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        let caller = Caller {
+            peer: Some(context.peer.clone()),
+            progress_token,
+            cancel: Some(context.ct.clone()),
+        };
+        if request.name == registry_tool::NAME {
+            return registry_tool::call(&self.app, request.arguments.unwrap_or_default(), caller)
+                .await
+                .map(Into::into);
         }
+        let Some((server, tool)) = self.app.proxy.resolve(&request.name) else {
+            return Ok(unknown_tool(&self.app, &request.name).into());
+        };
+        proxy_call(&self.app, &server, &tool, request.arguments, caller)
+            .await
+            .map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         (name == registry_tool::NAME).then(registry_tool::definition)
     }
+
+    async fn list_resources(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(
+            self.app.proxy.list_resources().await,
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.app.proxy.list_resource_templates().await,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        match self.app.proxy.read_resource(&request.uri).await {
+            Ok(r) => Ok(r.into()),
+            Err(Error::NotFound { .. }) => Err(McpError::resource_not_found(
+                format!(
+                    "no resource {}; resource URIs look like agent-discover://SERVER/URI",
+                    crate::model::truncate_for_message(&request.uri)
+                ),
+                None,
+            )),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(
+            self.app.proxy.list_prompts().await,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        match self
+            .app
+            .proxy
+            .get_prompt(&request.name, request.arguments)
+            .await
+        {
+            Ok(r) => Ok(r.into()),
+            Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
+                format!(
+                    "no prompt {}; prompts are named SERVER__PROMPT",
+                    crate::model::truncate_for_message(&request.name)
+                ),
+                None,
+            )),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// 2026-07-28 clients get list_changed through `subscriptions/listen` (they have no session to push to).
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut sub = self.app.events.subscribe("*");
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                next = sub.recv() => {
+                    let Some(received) = next else { return Ok(()) };
+                    if !changes_lists(&received) {
+                        continue;
+                    }
+                    let sink = context.sink();
+                    if self.mode == ToolsMode::Dynamic && sink.notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                    let _ = sink.notify_resource_list_changed().await;
+                    let _ = sink.notify_prompt_list_changed().await;
+                }
+            }
+        }
+    }
+}
+
+fn changes_lists(r: &Received) -> bool {
+    match r {
+        Received::Event(ev) => ev.changes_tool_list(),
+        Received::Lagged(_) => true,
+    }
+}
+
+/// Sends list_changed notifications to one connected client whenever the proxied lists change; ends with the connection.
+pub fn spawn_list_changed_forwarder(app: Arc<App>, peer: Peer<RoleServer>, mode: ToolsMode) {
+    let mut sub = app.events.subscribe("*");
+    tokio::spawn(async move {
+        while let Some(received) = sub.recv().await {
+            if !changes_lists(&received) {
+                continue;
+            }
+            if peer.is_transport_closed() {
+                break;
+            }
+            if mode == ToolsMode::Dynamic && peer.notify_tool_list_changed().await.is_err() {
+                break;
+            }
+            let _ = peer.notify_resource_list_changed().await;
+            let _ = peer.notify_prompt_list_changed().await;
+        }
+    });
+}
+
+/// Calls a proxied tool and shapes failures for agents: a typed error with a kind and similar tools to try.
+pub(crate) async fn proxy_call(
+    app: &App,
+    server: &str,
+    tool: &str,
+    args: Option<serde_json::Map<String, serde_json::Value>>,
+    caller: Caller,
+) -> Result<CallToolResult, McpError> {
+    match app.proxy.call_tool(server, tool, args, caller).await {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            let kind = match &e {
+                Error::Timeout { .. } => "timeout",
+                Error::NotFound { .. } => "tool_not_found",
+                Error::Unavailable(_) => "server_unavailable",
+                _ => "transport_error",
+            };
+            let body = json!({
+                "error": e.to_string(),
+                "code": e.code().as_str(),
+                "kind": kind,
+                "server": server,
+                "tool": tool,
+                "did_you_mean": app.proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
+            });
+            Ok(CallToolResult::error(vec![ContentBlock::text(
+                body.to_string(),
+            )]))
+        }
+    }
+}
+
+fn unknown_tool(app: &App, name: &str) -> CallToolResult {
+    let body = json!({
+        "error": format!("unknown tool `{}`: no active server offers it", crate::model::truncate_for_message(name)),
+        "code": "not_found",
+        "kind": "tool_not_found",
+        "hint": "activate the server that has it (registry action `activate`), or call it with `proxy_call`",
+        "did_you_mean": app.proxy.did_you_mean(name, 3),
+    });
+    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
 }
 
 /// Renders a domain value as the JSON text block agent-discover's tools return.
@@ -93,7 +327,7 @@ pub(crate) fn map_error(err: Error) -> Result<CallToolResult, McpError> {
     match err.code() {
         ErrorCode::InvalidInput => Err(McpError::invalid_params(err.to_string(), None)),
         code => {
-            let body = serde_json::json!({ "error": err.to_string(), "code": code.as_str() });
+            let body = json!({ "error": err.to_string(), "code": code.as_str() });
             Ok(CallToolResult::error(vec![ContentBlock::text(
                 body.to_string(),
             )]))
@@ -101,9 +335,38 @@ pub(crate) fn map_error(err: Error) -> Result<CallToolResult, McpError> {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client disconnects. Nothing else may write to stdout.
-pub async fn serve_stdio(app: Arc<App>) -> anyhow::Result<()> {
-    let service = McpServer::new(app).serve(rmcp::transport::stdio()).await?;
-    service.waiting().await?;
-    Ok(())
+/// Serves MCP on stdin/stdout until the client disconnects, then stops every child. Nothing else writes to stdout.
+pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
+    let server = McpServer::new(app.clone(), mode);
+    let client_id = server.client_id;
+    let service = server.serve(rmcp::transport::stdio()).await?;
+    // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
+    spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
+    app.proxy.restore_in_background();
+    let res = tokio::select! {
+        r = service.waiting() => r.map(|_| ()).map_err(anyhow::Error::from),
+        _ = shutdown_signal() => Ok(()),
+    };
+    app.proxy.unregister_client(client_id);
+    app.proxy.shutdown().await;
+    res
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

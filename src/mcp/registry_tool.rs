@@ -13,11 +13,24 @@ use super::{json_result, map_error};
 use crate::app::App;
 use crate::error::Error;
 use crate::model::{ListFilter, ServerSpec, Source, Transport};
+use crate::proxy::Caller;
 
 pub const NAME: &str = "registry";
 
 /// Every action this build implements; the tool schema's `action` enum is exactly this list.
-pub const ACTIONS: &[&str] = &["list", "install", "uninstall", "status"];
+pub const ACTIONS: &[&str] = &[
+    "list",
+    "install",
+    "uninstall",
+    "activate",
+    "deactivate",
+    "proxy_call",
+    "get_schema",
+    "set_secret",
+    "delete_secret",
+    "list_secrets",
+    "status",
+];
 
 /// Arguments and the actions that use them; the schema only shows arguments of implemented actions.
 fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
@@ -102,13 +115,15 @@ pub fn definition() -> Tool {
     };
     Tool::new(
         NAME,
-        "Registry of MCP servers: list registered servers, install (register) or uninstall one, and show status. \
-         Pass `action` plus that action's arguments.",
+        "Registry and proxy of MCP servers. list: registered servers. install/uninstall: register or remove one. \
+         activate/deactivate: start or stop it (its tools appear as server__tool). proxy_call: call any active server's tool \
+         (call_as or server+tool, plus arguments). get_schema: a tool's full input schema. set_secret/delete_secret/list_secrets: \
+         per-server secrets (masked). status: what is running. Pass `action` plus that action's arguments.",
         Arc::new(schema),
     )
 }
 
-pub async fn call(app: &Arc<App>, args: Args) -> Result<CallToolResult, McpError> {
+pub async fn call(app: &Arc<App>, args: Args, caller: Caller) -> Result<CallToolResult, McpError> {
     let action = match args.get("action") {
         Some(Value::String(a)) => a.clone(),
         Some(_) => {
@@ -130,7 +145,18 @@ pub async fn call(app: &Arc<App>, args: Args) -> Result<CallToolResult, McpError
     let result = match action.as_str() {
         "list" => list(app, &args),
         "install" => install(app, &args),
-        "uninstall" => uninstall(app, &args),
+        "uninstall" => uninstall(app, &args).await,
+        "activate" => activate(app, &args).await,
+        "deactivate" => deactivate(app, &args).await,
+        "proxy_call" => {
+            let (server, tool) = target(app, &args, "proxy_call")?;
+            let arguments = args::opt_object(&args, "arguments")?;
+            return super::proxy_call(app, &server, &tool, arguments, caller).await;
+        }
+        "get_schema" => get_schema(app, &args),
+        "set_secret" => set_secret(app, &args),
+        "delete_secret" => delete_secret(app, &args),
+        "list_secrets" => list_secrets(app, &args),
         "status" => status(app),
         other => {
             return Err(McpError::invalid_params(
@@ -223,30 +249,121 @@ fn install(app: &App, a: &Args) -> Outcome {
     }))
 }
 
-fn uninstall(app: &App, a: &Args) -> Outcome {
-    let name = args::req_str(a, "name", "uninstall")?;
+fn server_name(a: &Args, action: &str) -> Result<String, McpError> {
+    let name = args::req_str(a, "name", action)?;
     name.parse::<crate::model::ServerName>()
         .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+    Ok(name)
+}
+
+async fn uninstall(app: &App, a: &Args) -> Outcome {
+    let name = server_name(a, "uninstall")?;
     Ok(app
-        .registry
-        .remove(&name)
+        .uninstall(&name)
+        .await
         .map(|()| json!({"status": "uninstalled", "name": name})))
+}
+
+async fn activate(app: &App, a: &Args) -> Outcome {
+    let name = server_name(a, "activate")?;
+    Ok(app.proxy.activate(&name).await.map(|act| {
+        json!({
+            "status": act.status,
+            "name": act.name,
+            "tools": act.tools.iter().map(|t| json!({"name": crate::proxy::names::expose(&act.name, &t.name), "description": t.description})).collect::<Vec<_>>(),
+        })
+    }))
+}
+
+async fn deactivate(app: &App, a: &Args) -> Outcome {
+    let name = server_name(a, "deactivate")?;
+    Ok(app
+        .proxy
+        .deactivate(&name)
+        .await
+        .map(|was| json!({"status": if was { "deactivated" } else { "not_active" }, "name": name})))
+}
+
+/// The (server, tool) an action names: `call_as` (`server__tool`, `mcp__server__tool`) or `server` + `tool`.
+fn target(app: &App, a: &Args, action: &str) -> Result<(String, String), McpError> {
+    if let Some(call_as) = args::opt_str(a, "call_as")? {
+        return app.proxy.resolve(&call_as).ok_or_else(|| {
+            McpError::invalid_params(
+                format!("`call_as` {:?} names no known server; use `server__tool` with a registered server name", crate::model::truncate_for_message(&call_as)),
+                None,
+            )
+        });
+    }
+    match (args::opt_str(a, "server")?, args::opt_str(a, "tool")?) {
+        (Some(s), Some(t)) if !s.is_empty() && !t.is_empty() => Ok((s, t)),
+        _ => Err(McpError::invalid_params(
+            format!("action `{action}` needs `call_as` (server__tool) or both `server` and `tool`"),
+            None,
+        )),
+    }
+}
+
+fn get_schema(app: &App, a: &Args) -> Outcome {
+    let (server, tool) = target(app, a, "get_schema")?;
+    Ok(match app.registry.store().tool(&server, &tool) {
+        Ok(Some(t)) => Ok(json!({
+            "call_as": crate::proxy::names::expose(&server, &tool), "server": server, "tool": tool,
+            "description": t.description, "input_schema": t.input_schema,
+        })),
+        Ok(None) => Err(Error::not_found(
+            "tool",
+            format!("{server}__{tool} (activate the server once so its tools are known)"),
+        )),
+        Err(e) => Err(e),
+    })
+}
+
+fn set_secret(app: &App, a: &Args) -> Outcome {
+    let name = server_name(a, "set_secret")?;
+    let key = args::req_str(a, "key", "set_secret")?;
+    let value = args::req_str(a, "value", "set_secret")?;
+    crate::model::validate_key("secret key", &key)
+        .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+    Ok(app.secrets.set(&name, &key, &value).map(|()| {
+        json!({"status": "set", "name": name, "key": key, "masked_value": crate::secrets::mask(&value),
+               "note": "takes effect the next time the server is activated"})
+    }))
+}
+
+fn delete_secret(app: &App, a: &Args) -> Outcome {
+    let name = server_name(a, "delete_secret")?;
+    let key = args::req_str(a, "key", "delete_secret")?;
+    Ok(app.secrets.delete(&name, &key).map(|existed| json!({"status": if existed { "deleted" } else { "not_found" }, "name": name, "key": key})))
+}
+
+fn list_secrets(app: &App, a: &Args) -> Outcome {
+    let name = server_name(a, "list_secrets")?;
+    Ok(app
+        .secrets
+        .list(&name)
+        .map(|s| json!({"name": name, "secrets": s})))
 }
 
 fn status(app: &App) -> Outcome {
     let store = app.registry.store();
     let summary = (|| -> crate::error::Result<Value> {
-        let active: Vec<Value> = app
-            .registry
-            .list(&ListFilter::default())?
-            .into_iter()
-            .filter(|r| r.server.active)
-            .map(|r| json!({"name": r.server.name, "description": r.server.description, "tool_count": r.tool_count}))
+        let children = app.proxy.children();
+        let servers: Vec<Value> = children
+            .iter()
+            .map(|c| {
+                let description = app.registry.get(&c.name).map(|s| s.description).unwrap_or_default();
+                json!({"name": c.name, "description": description, "status": c.status, "transport": c.transport, "pid": c.pid,
+                       "tool_count": c.tool_count, "tools": c.tools, "stderr_tail": c.stderr_tail, "last_error": c.last_error,
+                       "started_at": c.started_at, "restarts": c.restarts})
+            })
             .collect();
+        let (recent, logged) = app.calllog.entries(10, 0);
         Ok(json!({
             "version": env!("CARGO_PKG_VERSION"),
-            "active_count": active.len(),
-            "servers": active,
+            "active_count": servers.len(),
+            "servers": servers,
+            "calls": {"logged": logged, "recent": recent},
+            "metrics": store.metrics_overview()?,
             "registry": {
                 "db_path": app.config.db_path,
                 "schema_version": store.schema_version()?,

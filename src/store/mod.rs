@@ -4,6 +4,7 @@
 //! Nothing here knows about MCP, HTTP or child processes.
 
 mod schema;
+mod secrets;
 mod servers;
 mod tools;
 
@@ -16,6 +17,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 pub use schema::SCHEMA_VERSION;
+pub use secrets::{CallSample, SecretRow, ServerMetrics, ToolMetrics};
 
 #[derive(Clone)]
 pub struct Store {

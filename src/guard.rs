@@ -1,0 +1,67 @@
+//! `agent-discover child-guard`: a tiny supervisor between agent-discover and each stdio child, so no child outlives us.
+//!
+//! The guard leads the child's process group and holds the read end of a "lifeline" pipe (fd 3) whose write end only
+//! agent-discover holds. When agent-discover exits in any way, `kill -9` included, the pipe reaches end-of-file and the
+//! guard kills its whole group (npx -> node -> server chains and stragglers that ignore stdin EOF). When the child exits
+//! first, the guard exits with the child's status and agent-discover reaps the rest of the group.
+//!
+//! Runs before the async runtime and logging start; uses only std and libc, and never writes to stdout.
+
+use std::ffi::OsString;
+
+/// The file descriptor the lifeline arrives on.
+pub const LIFELINE_FD: i32 = 3;
+pub const SUBCOMMAND: &str = "child-guard";
+
+/// `args` are what follows `child-guard`: `-- PROGRAM [ARGS...]`. Returns the exit code.
+#[cfg(unix)]
+pub fn run(args: Vec<OsString>) -> i32 {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::ExitStatusExt;
+
+    let mut args = args.into_iter().skip_while(|a| a != "--").skip(1);
+    let Some(program) = args.next() else {
+        eprintln!("agent-discover child-guard: usage: child-guard -- PROGRAM [ARGS...]");
+        return 2;
+    };
+    // The child must not inherit the lifeline, or our death would not close it.
+    // SAFETY: fcntl on a descriptor number has no memory-safety preconditions.
+    let have_lifeline = unsafe { libc::fcntl(LIFELINE_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0;
+    let mut child = match std::process::Command::new(&program).args(args).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "agent-discover: cannot start `{}`: {e}",
+                program.to_string_lossy()
+            );
+            return 127;
+        }
+    };
+    if have_lifeline {
+        std::thread::spawn(|| {
+            // SAFETY: fd 3 was handed to us by agent-discover and nothing else in this process owns it.
+            let mut lifeline = unsafe { std::fs::File::from_raw_fd(LIFELINE_FD) };
+            let mut buf = [0u8; 16];
+            while matches!(lifeline.read(&mut buf), Ok(n) if n > 0) {}
+            // agent-discover is gone: take the whole group down, ourselves included.
+            // SAFETY: killpg(0, ..) signals our own process group; no memory is involved.
+            unsafe { libc::killpg(0, libc::SIGKILL) };
+        });
+    }
+    match child.wait() {
+        Ok(status) => status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+        Err(e) => {
+            eprintln!("agent-discover child-guard: wait failed: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(not(unix))]
+pub fn run(_args: Vec<OsString>) -> i32 {
+    eprintln!("agent-discover child-guard is only needed on Unix");
+    2
+}

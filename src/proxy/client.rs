@@ -1,0 +1,139 @@
+//! `ChildClient`: our rmcp client handler for one child. Follows the child's list changes, routes its progress
+//! notifications to the caller, and forwards its sampling, elicitation and roots requests to a connected client.
+
+use std::sync::Weak;
+
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
+
+use super::Inner;
+
+pub struct ChildClient {
+    pub(super) proxy: Weak<Inner>,
+    pub(super) server: String,
+}
+
+impl ChildClient {
+    fn refused(&self, what: &str, why: &str) -> McpError {
+        McpError::invalid_request(
+            format!(
+                "agent-discover cannot forward the {what} request of `{}`: {why}",
+                self.server
+            ),
+            None,
+        )
+    }
+}
+
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577, but legacy children still send them.
+impl ClientHandler for ChildClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = ClientCapabilities::builder()
+            .enable_roots()
+            .enable_sampling()
+            .enable_elicitation()
+            .build();
+        ClientConfig::new(
+            caps,
+            Implementation::new("agent-discover", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(inner) = self.proxy.upgrade() {
+            let server = self.server.clone();
+            // Re-listing needs the same connection this notification came in on, so it runs outside the handler.
+            tokio::spawn(async move { inner.refresh_tools(&server).await });
+        }
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.events.emit(crate::events::Event::ToolsChanged {
+                name: self.server.clone(),
+            });
+        }
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.events.emit(crate::events::Event::ToolsChanged {
+                name: self.server.clone(),
+            });
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.route_progress(params).await;
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        let inner = self
+            .proxy
+            .upgrade()
+            .ok_or_else(|| self.refused("sampling", "shutting down"))?;
+        let peer = inner
+            .client_for(&self.server, |caps| caps.sampling.is_some())
+            .ok_or_else(|| {
+                self.refused(
+                    "sampling",
+                    "no connected client declared the sampling capability",
+                )
+            })?;
+        peer.create_message(params)
+            .await
+            .map_err(|e| self.refused("sampling", &e.to_string()))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let inner = self
+            .proxy
+            .upgrade()
+            .ok_or_else(|| self.refused("elicitation", "shutting down"))?;
+        let peer = inner
+            .client_for(&self.server, |caps| caps.elicitation.is_some())
+            .ok_or_else(|| {
+                self.refused(
+                    "elicitation",
+                    "no connected client declared the elicitation capability",
+                )
+            })?;
+        peer.create_elicitation(request)
+            .await
+            .map_err(|e| self.refused("elicitation", &e.to_string()))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, McpError> {
+        let inner = self
+            .proxy
+            .upgrade()
+            .ok_or_else(|| self.refused("roots", "shutting down"))?;
+        let peer = inner
+            .client_for(&self.server, |caps| caps.roots.is_some())
+            .ok_or_else(|| {
+                self.refused("roots", "no connected client declared the roots capability")
+            })?;
+        peer.list_roots()
+            .await
+            .map_err(|e| self.refused("roots", &e.to_string()))
+    }
+}

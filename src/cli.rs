@@ -88,9 +88,47 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Start a server once to check it and record its tools, and flag it active so every agent-discover process runs it.
+    Activate {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Clear a server's active flag (and stop it if it runs in this process).
+    Deactivate {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-server secrets, encrypted at rest and shown masked.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+    /// What is registered, active and failing, with call metrics.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
     /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
     #[command(hide = true)]
     FixtureServer(crate::fixture::FixtureArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Set a secret; without VALUE it is read from stdin (so it stays out of shell history).
+    Set {
+        name: String,
+        key: String,
+        value: Option<String>,
+    },
+    /// Delete a secret.
+    Rm { name: String, key: String },
+    /// List a server's secrets, masked.
+    Ls {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_kv(s: &str) -> Result<(String, String), String> {
@@ -219,6 +257,136 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             writeln!(out, "tools:       {}", tools.len())?;
             for t in tools {
                 writeln!(out, "  {:<30} {}", t.name, one_line(&t.description, 70))?;
+            }
+            Ok(())
+        }
+        Command::Activate { name, json } => {
+            let act = app.proxy.activate(&name).await;
+            // The flag stays set: every agent-discover process restores the server; this one stops its copy now.
+            app.proxy.shutdown().await;
+            let act = act?;
+            if json {
+                return print_json(&serde_json::to_value(&act)?);
+            }
+            eprintln!(
+                "activated `{}` ({} tools); agent-discover processes start it from now on",
+                act.name,
+                act.tools.len()
+            );
+            let mut out = std::io::stdout().lock();
+            for t in act.tools {
+                writeln!(
+                    out,
+                    "{:<40} {}",
+                    crate::proxy::names::expose(&name, &t.name),
+                    one_line(&t.description, 70)
+                )?;
+            }
+            Ok(())
+        }
+        Command::Deactivate { name, json } => {
+            let server = app.registry.get(&name)?;
+            let was = app.proxy.deactivate(&name).await? || server.active;
+            app.registry.set_active(server.id, false, None)?;
+            if json {
+                return print_json(
+                    &json!({"status": if was { "deactivated" } else { "not_active" }, "name": name}),
+                );
+            }
+            eprintln!(
+                "{} `{name}`",
+                if was {
+                    "deactivated"
+                } else {
+                    "was not active:"
+                }
+            );
+            Ok(())
+        }
+        Command::Secrets(cmd) => match cmd {
+            SecretsCommand::Set { name, key, value } => {
+                let value = match value {
+                    Some(v) => v,
+                    None => {
+                        let mut v = String::new();
+                        std::io::stdin().read_line(&mut v)?;
+                        v.trim_end_matches(['\r', '\n']).to_owned()
+                    }
+                };
+                app.secrets.set(&name, &key, &value)?;
+                eprintln!(
+                    "set `{key}` for `{name}` ({})",
+                    crate::secrets::mask(&value)
+                );
+                Ok(())
+            }
+            SecretsCommand::Rm { name, key } => {
+                if !app.secrets.delete(&name, &key)? {
+                    anyhow::bail!("server `{name}` has no secret `{key}`");
+                }
+                eprintln!("removed `{key}` from `{name}`");
+                Ok(())
+            }
+            SecretsCommand::Ls { name, json } => {
+                let list = app.secrets.list(&name)?;
+                if json {
+                    return print_json(&serde_json::to_value(&list)?);
+                }
+                let mut out = std::io::stdout().lock();
+                for s in list {
+                    writeln!(out, "{:<32} {:<12} {}", s.key, s.masked_value, s.updated_at)?;
+                }
+                Ok(())
+            }
+        },
+        Command::Status { json } => {
+            let rows = app.registry.list(&ListFilter::default())?;
+            let metrics = app.registry.store().metrics_overview()?;
+            if json {
+                return print_json(&json!({
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "db_path": app.config.db_path,
+                    "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "tool_count": r.tool_count,
+                        "health_status": r.server.health_status, "last_error": r.server.last_error})).collect::<Vec<_>>(),
+                    "metrics": metrics,
+                }));
+            }
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "agent-discover {} — {}",
+                env!("CARGO_PKG_VERSION"),
+                app.config.db_path.display()
+            )?;
+            writeln!(
+                out,
+                "{} servers, {} active",
+                rows.len(),
+                rows.iter().filter(|r| r.server.active).count()
+            )?;
+            for r in rows
+                .iter()
+                .filter(|r| r.server.active || r.server.last_error.is_some())
+            {
+                writeln!(
+                    out,
+                    "  {:<24} {:<8} {:>4} tools  {}",
+                    r.server.name,
+                    if r.server.active { "active" } else { "stopped" },
+                    r.tool_count,
+                    r.server
+                        .last_error
+                        .as_deref()
+                        .map(|e| one_line(e, 60))
+                        .unwrap_or_default()
+                )?;
+            }
+            for m in metrics {
+                writeln!(
+                    out,
+                    "  calls {:<18} {:>6} calls {:>4} errors {:>8.1} ms avg",
+                    m.server_name, m.total_calls, m.total_errors, m.avg_latency_ms
+                )?;
             }
             Ok(())
         }

@@ -267,7 +267,11 @@ impl ServerHandler for Fixture {
             }
             "sleep" => {
                 let (ms, step) = (u("ms", 0), u("step_ms", 100).max(1));
-                let token = request.meta.as_ref().and_then(|m| m.get_progress_token());
+                let token = request
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.get_progress_token())
+                    .or_else(|| context.meta.get_progress_token());
                 let mut done = 0;
                 while done < ms {
                     let d = step.min(ms - done);

@@ -95,6 +95,16 @@ fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
             json!({"type": "object", "additionalProperties": {"type": "string"}, "description": "[install] HTTP headers for a remote server"}),
             &["install"],
         ),
+        (
+            "activate_timeout_ms",
+            json!({"type": "integer", "description": "[install] Activation time limit for this server (default 30000)"}),
+            &["install"],
+        ),
+        (
+            "call_timeout_ms",
+            json!({"type": "integer", "description": "[install] Tool-call time limit for this server, reset by progress (default 60000)"}),
+            &["install"],
+        ),
     ]
 }
 
@@ -244,8 +254,32 @@ fn install(app: &App, a: &Args) -> Outcome {
     // Validation failures are bad arguments (a protocol error), not a failed action.
     spec.validate()
         .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
-    Ok(app.registry.register(spec).map(|s| {
-        json!({"status": "installed", "server": s.name, "id": s.id, "transport": s.transport, "command": s.command, "args": s.args, "url": s.url})
+    let patch = crate::model::ServerPatch {
+        activate_timeout_ms: args::opt_u64(a, "activate_timeout_ms")?,
+        call_timeout_ms: args::opt_u64(a, "call_timeout_ms")?,
+        ..Default::default()
+    };
+    for (what, v) in [
+        ("activate_timeout_ms", patch.activate_timeout_ms),
+        ("call_timeout_ms", patch.call_timeout_ms),
+    ] {
+        if v.is_some_and(|ms| ms == 0 || ms > 3_600_000) {
+            return Err(McpError::invalid_params(
+                format!("`{what}` must be between 1 and 3600000 milliseconds"),
+                None,
+            ));
+        }
+    }
+    let registered = app.registry.register(spec).and_then(|s| {
+        if patch.activate_timeout_ms.is_some() || patch.call_timeout_ms.is_some() {
+            app.registry.update(&s.name, &patch)
+        } else {
+            Ok(s)
+        }
+    });
+    Ok(registered.map(|s| {
+        json!({"status": "installed", "server": s.name, "id": s.id, "transport": s.transport, "command": s.command, "args": s.args, "url": s.url,
+               "activate_timeout_ms": s.activate_timeout_ms, "call_timeout_ms": s.call_timeout_ms})
     }))
 }
 

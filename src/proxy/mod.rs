@@ -11,17 +11,18 @@ mod sse;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    GetPromptRequestParams, GetPromptResult, NumberOrString, ProgressNotificationParam,
-    ProgressToken, Prompt, ReadResourceRequestParams, ReadResourceResult, RequestMetaObject,
-    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientRequest, ContentBlock, GetPromptRequestParams, GetPromptResult,
+    NumberOrString, ProgressNotificationParam, ProgressToken, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerResult, Tool,
 };
-use rmcp::service::RunningService;
+use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{Peer, RoleClient, RoleServer, ServiceExt};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -103,7 +104,6 @@ pub(crate) struct Inner {
     /// Which client is calling each server right now (most recent last).
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
     metrics_tx: tokio::sync::mpsc::UnboundedSender<CallSample>,
-    next_token: AtomicU64,
     observer: Mutex<Option<Arc<dyn Fn(&str, &str, Duration, bool) + Send + Sync>>>,
 }
 
@@ -170,7 +170,6 @@ impl Proxy {
             clients: Mutex::default(),
             callers: Mutex::default(),
             metrics_tx,
-            next_token: AtomicU64::new(1),
             observer: Mutex::new(None),
         });
         tokio::spawn(metrics_writer(registry, metrics_rx));
@@ -954,10 +953,21 @@ impl Inner {
         args: Option<Map<String, Value>>,
         caller: &Caller,
     ) -> Result<CallToolResult> {
-        let token = format!(
-            "agent-discover-{}",
-            self.next_token.fetch_add(1, Ordering::Relaxed)
-        );
+        let upstream = |message: String| Error::Upstream {
+            server: child.name.clone(),
+            message,
+        };
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = args;
+        // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = child
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| upstream(e.to_string()))?;
+        let token = token_key(&handle.progress_token);
+        let request_id = handle.id.clone();
         let (reset_tx, mut reset_rx) = tokio::sync::mpsc::unbounded_channel();
         let route = ProgressRoute {
             caller: caller.peer.clone().zip(caller.progress_token.clone()),
@@ -978,28 +988,24 @@ impl Inner {
                 }
             }
         });
-
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        params.arguments = args;
-        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
-            NumberOrString::String(token.clone().into()),
-        )));
-        let call = child.peer.call_tool_once(params);
-        tokio::pin!(call);
+        let response = handle.await_response();
+        tokio::pin!(response);
         let mut exited = child.exited.clone();
         let cancelled = caller.cancel.clone().unwrap_or_default();
         let timeout = child.call_timeout;
         let mut deadline = tokio::time::Instant::now() + timeout;
-        let upstream = |message: String| Error::Upstream {
-            server: child.name.clone(),
-            message,
+        let cancel_child = |reason: &str| {
+            let peer = child.peer.clone();
+            let param =
+                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_owned()));
+            tokio::spawn(async move { peer.notify_cancelled(param).await });
         };
         loop {
             tokio::select! {
-                res = &mut call => {
+                res = &mut response => {
                     return match res {
-                        Ok(CallToolResponse::Complete(r)) => Ok(r),
-                        Ok(_) => Err(upstream("the server asked for input or created a task; agent-discover does not relay those yet".into())),
+                        Ok(ServerResult::CallToolResult(r)) => Ok(r),
+                        Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
                         Err(e) => {
                             // A transport error may just be the first sign of an exit; prefer the exit's cause.
                             let cause = child.exited.borrow().clone();
@@ -1012,6 +1018,7 @@ impl Inner {
                 }
                 Some(()) = reset_rx.recv() => deadline = tokio::time::Instant::now() + timeout,
                 _ = tokio::time::sleep_until(deadline) => {
+                    cancel_child("timed out in agent-discover");
                     return Err(Error::Timeout { server: child.name.clone(), what: "tool call", ms: timeout.as_millis() as u64 });
                 }
                 Ok(_) = exited.wait_for(|c| c.is_some()) => {
@@ -1019,7 +1026,7 @@ impl Inner {
                     return Err(with_stderr(upstream(format!("exited during the call: {cause}")), &child.stderr));
                 }
                 _ = cancelled.cancelled() => {
-                    // Dropping `call` sends notifications/cancelled to the child.
+                    cancel_child("cancelled by the client");
                     return Err(upstream("cancelled by the client".into()));
                 }
             }
@@ -1027,10 +1034,7 @@ impl Inner {
     }
 
     async fn route_progress(&self, params: ProgressNotificationParam) {
-        let key = match &params.progress_token.0 {
-            NumberOrString::String(s) => s.to_string(),
-            NumberOrString::Number(n) => n.to_string(),
-        };
+        let key = token_key(&params.progress_token);
         let target = {
             let routes = lock(&self.progress);
             let Some(route) = routes.get(&key) else {
@@ -1107,6 +1111,13 @@ impl<F: FnMut()> Drop for ScopeGuard<F> {
 }
 fn scopeguard<F: FnMut()>(f: F) -> ScopeGuard<F> {
     ScopeGuard(f)
+}
+
+fn token_key(token: &ProgressToken) -> String {
+    match &token.0 {
+        NumberOrString::String(s) => format!("s:{s}"),
+        NumberOrString::Number(n) => format!("n:{n}"),
+    }
 }
 
 fn describe_exit(status: std::process::ExitStatus) -> String {

@@ -1,1 +1,6 @@
-//! tests
+//! The single integration-test binary: each module drives the real `agent-discover` binary or library.
+
+// Shared helpers for spawning agent-discover and talking MCP to it.
+mod harness;
+// The proxy against the fixture server: activation, calls, crashes, timeouts, notifications, secrets, cleanup.
+mod proxy;

@@ -1,0 +1,282 @@
+//! Test harness for driving a real `agent-discover mcp` process with rmcp's client: spawn, call the registry tool,
+//! watch notifications, and check that process groups are gone.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agent-discover");
+
+/// What the test client saw from agent-discover.
+#[derive(Default)]
+pub struct Seen {
+    pub tool_list_changed: Mutex<usize>,
+    pub progress: Mutex<Vec<f64>>,
+    pub notify: Notify,
+}
+
+#[derive(Clone)]
+pub struct TestClient {
+    pub seen: Arc<Seen>,
+    /// Declare sampling and answer it with this text.
+    pub sampling_reply: Option<String>,
+}
+
+#[allow(deprecated)]
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.sampling_reply.is_some() {
+            ClientCapabilities::builder().enable_sampling().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new("it", "0"))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _c: NotificationContext<RoleClient>) {
+        *self.seen.tool_list_changed.lock().unwrap() += 1;
+        self.seen.notify.notify_waiters();
+    }
+
+    async fn on_progress(&self, p: ProgressNotificationParam, _c: NotificationContext<RoleClient>) {
+        self.seen.progress.lock().unwrap().push(p.progress);
+        self.seen.notify.notify_waiters();
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _c: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let reply = self
+            .sampling_reply
+            .clone()
+            .ok_or_else(|| ErrorData::invalid_request("no sampling", None))?;
+        let asked = params
+            .messages
+            .first()
+            .and_then(|m| {
+                m.content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .map(|t| t.text.clone())
+            })
+            .unwrap_or_default();
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text(format!("{reply} (asked: {asked})")),
+            "test-model".into(),
+        ))
+    }
+}
+
+pub struct Agent {
+    pub client: RunningService<RoleClient, TestClient>,
+    pub seen: Arc<Seen>,
+    pub pid: u32,
+}
+
+/// A command line for agent-discover processes in tests: this data dir, no dashboard.
+pub fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("--data-dir").arg(dir).args(args);
+    cmd.env("AGENT_DISCOVER_DASHBOARD", "off")
+        .env_remove("AGENT_DISCOVER_DB")
+        .env("AGENT_DISCOVER_LOG", "agent_discover=debug,warn");
+    cmd
+}
+
+pub async fn spawn(dir: &Path, extra: &[&str], sampling_reply: Option<&str>) -> Agent {
+    let mut args = vec!["mcp"];
+    args.extend_from_slice(extra);
+    let (transport, stderr) = TokioChildProcess::builder(command(dir, &args))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent-discover mcp");
+    let pid = transport.id().expect("pid");
+    if let Some(stderr) = stderr {
+        // Drain so the child never blocks on a full pipe; show it when a test fails.
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(l)) = lines.next_line().await {
+                eprintln!("[agent-discover {pid}] {l}");
+            }
+        });
+    }
+    let seen = Arc::new(Seen::default());
+    let client = TestClient {
+        seen: seen.clone(),
+        sampling_reply: sampling_reply.map(str::to_owned),
+    }
+    .serve(transport)
+    .await
+    .expect("initialize");
+    Agent { client, seen, pid }
+}
+
+impl Agent {
+    /// Calls the registry tool; returns (is_error, parsed JSON or text).
+    pub async fn try_registry(&self, args: Value) -> Result<(bool, Value), ErrorData> {
+        let Value::Object(map) = args else {
+            panic!("args must be an object")
+        };
+        match self
+            .client
+            .call_tool(CallToolRequestParams::new("registry").with_arguments(map))
+            .await
+        {
+            Ok(r) => Ok((r.is_error == Some(true), parse(&r))),
+            Err(rmcp::ServiceError::McpError(e)) => Err(e),
+            Err(e) => panic!("transport failure: {e}"),
+        }
+    }
+
+    /// Calls the registry tool and expects success.
+    pub async fn registry(&self, args: Value) -> Value {
+        let (is_error, v) = self
+            .try_registry(args.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{args} -> protocol error {e:?}"));
+        assert!(!is_error, "{args} -> {v}");
+        v
+    }
+
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        let Value::Object(map) = args else {
+            panic!("args must be an object")
+        };
+        self.client
+            .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(map))
+            .await
+            .expect("tools/call")
+    }
+
+    pub async fn tool_names(&self) -> Vec<String> {
+        self.client
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    /// Waits (bounded) until `n` tools/list_changed notifications have arrived.
+    pub async fn wait_list_changed(&self, n: usize) {
+        let seen = self.seen.clone();
+        wait_for(Duration::from_secs(10), || {
+            *seen.tool_list_changed.lock().unwrap() >= n
+        })
+        .await;
+    }
+
+    /// Installs the fixture server under `name` with extra fixture flags and install arguments.
+    pub async fn install_fixture(&self, name: &str, flags: &[&str], extra: Value) -> Value {
+        let mut args = vec!["fixture-server".to_owned(), "--name".into(), name.into()];
+        args.extend(flags.iter().map(|s| s.to_string()));
+        let mut req = json!({"action": "install", "name": name, "command": BIN, "args": args, "description": format!("fixture {name}")});
+        if let (Value::Object(r), Value::Object(e)) = (&mut req, extra) {
+            r.extend(e);
+        }
+        self.registry(req).await
+    }
+
+    pub async fn stop(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+pub fn parse(r: &CallToolResult) -> Value {
+    let text: String = r
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("");
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+pub fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Polls `cond` until it holds or `limit` passes (then panics). For effects that have no event to wait on,
+/// such as a process disappearing.
+pub async fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < limit,
+            "condition not met within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Pids of live processes in process group `pgid` (zombies excluded).
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the `(comm)`: state ppid pgrp ...
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[0] != "Z" && f[2].parse::<u32>().ok() == Some(pgid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+pub fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rfind(')').is_some_and(|i| !s[i + 2..].starts_with('Z')))
+}
+
+/// Pids of live processes whose command line contains `args` consecutively.
+pub fn processes_with_args(args: &[&str]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let argv: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
+        if argv
+            .windows(args.len())
+            .any(|w| w.iter().zip(args).all(|(a, b)| *a == b.as_bytes()))
+            && pid_alive(pid)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}

@@ -1,0 +1,563 @@
+//! Proxy tests against the fixture server: activation, calls, crashes, timeouts, notifications, secrets, cleanup.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::*;
+use serde_json::{Value, json};
+
+use crate::harness::{self, Agent, group_members, parse, pid_alive, text, wait_for};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+async fn child_pgid(agent: &Agent, name: &str) -> u32 {
+    let status = agent.registry(json!({"action": "status"})).await;
+    let server = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {status}"));
+    server["pid"].as_u64().expect("pid") as u32
+}
+
+#[tokio::test]
+async fn activate_call_deactivate_with_list_changed_and_no_leftovers() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture(
+            "fx",
+            &["--tool", "lookup_weather=Look up the weather"],
+            json!({}),
+        )
+        .await;
+    assert_eq!(agent.tool_names().await, ["registry"]);
+
+    let act = agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    assert_eq!(act["status"], "activated");
+    agent.wait_list_changed(1).await;
+    let names = agent.tool_names().await;
+    assert!(
+        names.contains(&"fx__echo".to_owned()) && names.contains(&"fx__lookup_weather".to_owned()),
+        "{names:?}"
+    );
+    let again = agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    assert_eq!(again["status"], "already_active");
+
+    let r = agent
+        .call("fx__echo", json!({"text": "hello through the proxy"}))
+        .await;
+    assert_eq!(text(&r), "hello through the proxy");
+    let r = agent.call("fx__add", json!({"a": 2, "b": 40})).await;
+    assert_eq!(text(&r), "42");
+    let pgid = child_pgid(&agent, "fx").await;
+    assert!(!group_members(pgid).is_empty());
+
+    // Metrics are written in the background; poll the status until they show.
+    let mut calls = 0;
+    for _ in 0..100 {
+        let status = agent.registry(json!({"action": "status"})).await;
+        calls = status["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["server_name"] == "fx")
+            .map(|m| m["total_calls"].as_i64().unwrap())
+            .unwrap_or(0);
+        if calls == 2 {
+            assert_eq!(status["calls"]["logged"], 2);
+            assert_eq!(status["calls"]["recent"][0]["tool"], "add");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(calls, 2);
+
+    let d = agent
+        .registry(json!({"action": "deactivate", "name": "fx"}))
+        .await;
+    assert_eq!(d["status"], "deactivated");
+    agent.wait_list_changed(2).await;
+    assert_eq!(agent.tool_names().await, ["registry"]);
+    assert!(
+        group_members(pgid).is_empty(),
+        "process group {pgid} survived deactivation"
+    );
+    let d = agent
+        .registry(json!({"action": "deactivate", "name": "fx"}))
+        .await;
+    assert_eq!(d["status"], "not_active");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_and_kill_9_leave_no_child() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent.install_fixture("fx", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    let pgid = child_pgid(&agent, "fx").await;
+    // Close our side: agent-discover sees EOF, shuts down and ends the group.
+    let pid = agent.pid;
+    agent.stop().await;
+    wait_for(Duration::from_secs(10), || !pid_alive(pid)).await;
+    wait_for(Duration::from_secs(5), || group_members(pgid).is_empty()).await;
+
+    // kill -9: nothing runs agent-discover's shutdown; the guard's lifeline ends the group.
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent.wait_list_changed(1).await; // the server flagged active was restored in the background
+    let pgid = child_pgid(&agent, "fx").await;
+    assert!(!group_members(pgid).is_empty());
+    // SAFETY: kill on a pid we spawned.
+    unsafe { libc::kill(agent.pid as i32, libc::SIGKILL) };
+    wait_for(Duration::from_secs(10), || group_members(pgid).is_empty()).await;
+}
+
+#[tokio::test]
+async fn init_that_never_answers_is_killed_after_the_timeout() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture(
+            "hang",
+            &["--init-hang"],
+            json!({"activate_timeout_ms": 800}),
+        )
+        .await;
+    let started = Instant::now();
+    let (is_error, v) = agent
+        .try_registry(json!({"action": "activate", "name": "hang"}))
+        .await
+        .unwrap();
+    assert!(is_error, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 800 ms"),
+        "{v}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The hung child and its guard are gone.
+    wait_for(Duration::from_secs(5), || {
+        harness::processes_with_args(&["--name", "hang", "--init-hang"]).is_empty()
+    })
+    .await;
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["active_count"], 0);
+
+    agent
+        .install_fixture("slow", &["--init-delay-ms", "300"], json!({}))
+        .await;
+    let act = agent
+        .registry(json!({"action": "activate", "name": "slow"}))
+        .await;
+    assert_eq!(act["status"], "activated");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn exit_before_initialize_reports_stderr() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("keyless", &["--require-env", "FIXTURE_API_KEY"], json!({}))
+        .await;
+    let (is_error, v) = agent
+        .try_registry(json!({"action": "activate", "name": "keyless"}))
+        .await
+        .unwrap();
+    assert!(is_error);
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.contains("API key required") && msg.contains("exit code 1"),
+        "{msg}"
+    );
+    // A secret fixes it: secrets are merged into the child's environment.
+    let set = agent.registry(json!({"action": "set_secret", "name": "keyless", "key": "FIXTURE_API_KEY", "value": "sk-live-abcdef"})).await;
+    assert_eq!(set["masked_value"], "sk-l****");
+    agent
+        .registry(json!({"action": "activate", "name": "keyless"}))
+        .await;
+    let r = agent
+        .call("keyless__env", json!({"key": "FIXTURE_API_KEY"}))
+        .await;
+    assert_eq!(text(&r), "sk-live-abcdef");
+    let listed = agent
+        .registry(json!({"action": "list_secrets", "name": "keyless"}))
+        .await;
+    assert_eq!(listed["secrets"][0]["masked_value"], "sk-l****");
+    assert!(!listed.to_string().contains("abcdef"));
+    // Encrypted at rest: the value is nowhere in the database files.
+    for f in ["agent-discover.db", "agent-discover.db-wal"] {
+        if let Ok(bytes) = std::fs::read(dir.path().join(f)) {
+            assert!(
+                !bytes.windows(14).any(|w| w == b"sk-live-abcdef"),
+                "{f} holds the secret in clear"
+            );
+        }
+    }
+    let del = agent
+        .registry(json!({"action": "delete_secret", "name": "keyless", "key": "FIXTURE_API_KEY"}))
+        .await;
+    assert_eq!(del["status"], "deleted");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn crash_mid_call_fails_at_once_then_restarts_on_next_use() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("crashy", &["--crash-after", "1"], json!({}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "crashy"}))
+        .await;
+    assert_eq!(
+        text(&agent.call("crashy__echo", json!({"text": "one"})).await),
+        "one"
+    );
+    let started = Instant::now();
+    let r = agent.call("crashy__echo", json!({"text": "two"})).await;
+    assert_eq!(r.is_error, Some(true));
+    let v = parse(&r);
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.contains("exited during the call") && msg.contains("crashing during call 2"),
+        "{msg}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "crash took {:?} to report",
+        started.elapsed()
+    );
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["servers"][0]["status"], "error");
+    // Its tools stay listed so the agent can call again; the next call after the back-off restarts it.
+    assert!(
+        agent
+            .tool_names()
+            .await
+            .contains(&"crashy__echo".to_owned())
+    );
+    let mut answer = String::new();
+    for _ in 0..50 {
+        let r = agent.call("crashy__echo", json!({"text": "three"})).await;
+        if r.is_error != Some(true) {
+            answer = text(&r);
+            break;
+        }
+        let msg = parse(&r)["error"].as_str().unwrap_or_default().to_owned();
+        assert!(msg.contains("restarts on the next call"), "{msg}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(answer, "three");
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["servers"][0]["status"], "ready");
+    assert_eq!(status["servers"][0]["restarts"], 1);
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn garbage_stdout_big_results_and_child_list_changed() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture(
+            "noisy",
+            &["--garbage-stdout", "--stderr-lines", "3"],
+            json!({}),
+        )
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "noisy"}))
+        .await;
+    agent.wait_list_changed(1).await;
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert!(
+        status["servers"][0]["stderr_tail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "fixture stderr line 3"),
+        "{status}"
+    );
+
+    let r = agent.call("noisy__big", json!({})).await;
+    assert_eq!(text(&r).len(), 10 * 1024 * 1024);
+
+    let r = agent
+        .call("noisy__add_tool", json!({"name": "late_arrival"}))
+        .await;
+    assert_eq!(text(&r), "added late_arrival");
+    agent.wait_list_changed(2).await;
+    wait_for(Duration::from_secs(5), || true).await;
+    let mut found = false;
+    for _ in 0..100 {
+        if agent
+            .tool_names()
+            .await
+            .contains(&"noisy__late_arrival".to_owned())
+        {
+            found = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(found, "the child's new tool never appeared");
+    assert_eq!(
+        text(
+            &agent
+                .call("noisy__late_arrival", json!({"input": "x"}))
+                .await
+        ),
+        r#"called late_arrival with {"input":"x"}"#
+    );
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn progress_resets_the_call_timeout_and_is_forwarded() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("slowpoke", &[], json!({"call_timeout_ms": 400}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "slowpoke"}))
+        .await;
+    // 1.2 s of work with progress every 100 ms stays alive under a 400 ms timeout.
+    let mut params = CallToolRequestParams::new("slowpoke__sleep").with_arguments(
+        json!({"ms": 1200, "step_ms": 100})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::String("t-1".into()),
+    )));
+    let r = match agent.client.call_tool_once(params).await.expect("call") {
+        CallToolResponse::Complete(r) => r,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text(&r), "slept 1200 ms");
+    let seen = agent.seen.progress.lock().unwrap().clone();
+    // The last notification may trail the result (both are forwarded as they come).
+    assert!(
+        seen.len() >= 10 && seen.windows(2).all(|w| w[0] < w[1]),
+        "{seen:?}"
+    );
+    // Without progress the same limit fails the call.
+    let r = agent
+        .call("slowpoke__sleep", json!({"ms": 1200, "step_ms": 1200}))
+        .await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(parse(&r)["kind"], "timeout");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn sampling_is_forwarded_only_to_clients_that_declared_it() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], Some("sampled by the test client")).await;
+    agent.install_fixture("asker", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "asker"}))
+        .await;
+    let r = agent
+        .call("asker__sample", json!({"prompt": "capital of France?"}))
+        .await;
+    let t = text(&r);
+    assert!(
+        t.contains("sampled by the test client") && t.contains("capital of France?"),
+        "{t}"
+    );
+    agent.stop().await;
+
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent.wait_list_changed(1).await;
+    let r = agent.call("asker__sample", json!({"prompt": "x"})).await;
+    let t = text(&r);
+    assert!(
+        t.contains("sampling failed") && t.contains("sampling capability"),
+        "{t}"
+    );
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn resources_prompts_and_static_mode() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &["--tools-mode", "static"], None).await;
+    agent
+        .install_fixture("docs", &["--resources", "2", "--prompts", "1"], json!({}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "docs"}))
+        .await;
+    // Static mode: only the registry tool is listed, proxy_call reaches everything.
+    assert_eq!(agent.tool_names().await, ["registry"]);
+    let r = agent.registry(json!({"action": "proxy_call", "call_as": "mcp__docs__echo", "arguments": {"text": "static"}})).await;
+    assert_eq!(r, Value::String("static".into()));
+    let r = agent.registry(json!({"action": "proxy_call", "server": "docs", "tool": "add", "arguments": {"a": 1, "b": 2}})).await;
+    assert_eq!(r, json!(3));
+    let schema = agent
+        .registry(json!({"action": "get_schema", "call_as": "docs__add"}))
+        .await;
+    assert_eq!(schema["input_schema"]["required"], json!(["a", "b"]));
+
+    let resources = agent.client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "agent-discover://docs/fixture://resource/1",
+            "agent-discover://docs/fixture://resource/2"
+        ]
+    );
+    let read = agent
+        .client
+        .read_resource(ReadResourceRequestParams::new(
+            "agent-discover://docs/fixture://resource/2",
+        ))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, uri, .. } = &read.contents[0] else {
+        panic!("{read:?}")
+    };
+    assert_eq!(
+        (text.as_str(), uri.as_str()),
+        (
+            "contents of fixture://resource/2",
+            "agent-discover://docs/fixture://resource/2"
+        )
+    );
+    let templates = agent.client.list_all_resource_templates().await.unwrap();
+    assert_eq!(
+        templates[0].uri_template,
+        "agent-discover://docs/fixture://item/{id}"
+    );
+    let prompts = agent.client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "docs__prompt_1");
+    let mut p = GetPromptRequestParams::new("docs__prompt_1");
+    p.arguments = Some(json!({"topic": "rust"}).as_object().unwrap().clone());
+    let got = agent.client.get_prompt(p).await.unwrap();
+    assert!(format!("{:?}", got.messages[0]).contains("prompt_1 about rust"));
+    assert!(
+        agent
+            .client
+            .read_resource(ReadResourceRequestParams::new("file:///etc/passwd"))
+            .await
+            .is_err()
+    );
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_tools_suggest_similar_ones_and_names_are_legal() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    let long = "a-rather-long-server-name-to-overflow.the-limit";
+    agent
+        .install_fixture(
+            long,
+            &["--tool", "fetch_weather_forecast_for_a_city_by_name"],
+            json!({}),
+        )
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": long}))
+        .await;
+    let names = agent.tool_names().await;
+    for n in &names {
+        assert!(
+            n.len() <= 64
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "illegal exposed name {n}"
+        );
+    }
+    let weather =
+        agent_discover::proxy::names::expose(long, "fetch_weather_forecast_for_a_city_by_name");
+    assert!(
+        weather.len() <= 64 && names.contains(&weather),
+        "{weather} not in {names:?}"
+    );
+    let r = agent.call(&weather, json!({"input": "Paris"})).await;
+    assert!(
+        text(&r).starts_with("called fetch_weather_forecast_for_a_city_by_name"),
+        "{}",
+        text(&r)
+    );
+    // The unshortened spelling is accepted too (parsed by the longest server-name prefix).
+    let r = agent.registry(json!({"action": "proxy_call", "call_as": format!("{long}__echo"), "arguments": {"text": "long"}})).await;
+    assert_eq!(r, Value::String("long".into()));
+
+    let r = agent.call("nosuch__ech", json!({})).await;
+    assert_eq!(r.is_error, Some(true));
+    let v = parse(&r);
+    assert_eq!(v["kind"], "tool_not_found");
+    let suggestions: Vec<&str> = v["did_you_mean"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tool"].as_str().unwrap())
+        .collect();
+    assert!(suggestions.contains(&"echo"), "{v}");
+    assert!(suggestions.len() <= 3);
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn active_servers_are_restored_by_new_processes() {
+    let dir = tmp();
+    let a = harness::spawn(dir.path(), &[], None).await;
+    a.install_fixture("shared", &[], json!({})).await;
+    a.registry(json!({"action": "activate", "name": "shared"}))
+        .await;
+    // A second client process on the same database starts the server itself, after answering initialize.
+    let started = Instant::now();
+    let b = harness::spawn(dir.path(), &[], None).await;
+    let init = started.elapsed();
+    b.wait_list_changed(1).await;
+    assert!(b.tool_names().await.contains(&"shared__echo".to_owned()));
+    assert_eq!(
+        text(&b.call("shared__echo", json!({"text": "from b"})).await),
+        "from b"
+    );
+    assert!(init < Duration::from_secs(5));
+    // A server that cannot start has its flag cleared and its error recorded.
+    a.install_fixture("broken", &["--exit-before-init"], json!({}))
+        .await;
+    let store = agent_discover::store::Store::open(&dir.path().join("agent-discover.db")).unwrap();
+    let id = store.server_by_name("broken").unwrap().unwrap().id;
+    store.set_active(id, true, None).unwrap();
+    let c = harness::spawn(dir.path(), &[], None).await;
+    c.wait_list_changed(1).await;
+    wait_for(Duration::from_secs(10), || {
+        store
+            .server_by_name("broken")
+            .unwrap()
+            .is_some_and(|s| !s.active && s.last_error.is_some())
+    })
+    .await;
+    let err = store
+        .server_by_name("broken")
+        .unwrap()
+        .unwrap()
+        .last_error
+        .unwrap();
+    assert!(err.contains("API key required"), "{err}");
+    for agent in [a, b, c] {
+        agent.stop().await;
+    }
+}

@@ -19,8 +19,8 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientCapabilities, ClientRequest, ContentBlock, GetPromptRequestParams, GetPromptResult,
     NumberOrString, ProgressNotificationParam, ProgressToken, Prompt, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
-    ServerResult, Tool,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ResultType,
+    ServerCapabilities, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{Peer, RoleClient, RoleServer, ServiceExt};
@@ -505,6 +505,7 @@ impl Proxy {
                 server: server.to_owned(),
                 message: e.to_string(),
             })?;
+        res.result_type.get_or_insert(ResultType::COMPLETE);
         for c in &mut res.contents {
             match c {
                 ResourceContents::TextResourceContents { uri, .. }
@@ -551,14 +552,16 @@ impl Proxy {
         let (child, prompt) = target.ok_or_else(|| Error::not_found("prompt", name))?;
         let mut params = GetPromptRequestParams::new(prompt);
         params.arguments = arguments;
-        child
+        let mut res = child
             .peer
             .get_prompt(params)
             .await
             .map_err(|e| Error::Upstream {
                 server: child.name.clone(),
                 message: e.to_string(),
-            })
+            })?;
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
     }
 }
 
@@ -961,11 +964,14 @@ impl Inner {
         params.arguments = args;
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = child
+        let handle = match child
             .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| upstream(e.to_string()))?;
+        {
+            Ok(h) => h,
+            Err(e) => return Err(child.explain_failure(e.to_string()).await),
+        };
         let token = token_key(&handle.progress_token);
         let request_id = handle.id.clone();
         let (reset_tx, mut reset_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -1000,22 +1006,9 @@ impl Inner {
                 CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_owned()));
             tokio::spawn(async move { peer.notify_cancelled(param).await });
         };
-        loop {
+        let res = loop {
             tokio::select! {
-                res = &mut response => {
-                    return match res {
-                        Ok(ServerResult::CallToolResult(r)) => Ok(r),
-                        Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
-                        Err(e) => {
-                            // A transport error may just be the first sign of an exit; prefer the exit's cause.
-                            let cause = child.exited.borrow().clone();
-                            Err(match cause {
-                                Some(c) => with_stderr(upstream(format!("exited during the call: {c}")), &child.stderr),
-                                None => upstream(e.to_string()),
-                            })
-                        }
-                    };
-                }
+                res = &mut response => break res,
                 Some(()) = reset_rx.recv() => deadline = tokio::time::Instant::now() + timeout,
                 _ = tokio::time::sleep_until(deadline) => {
                     cancel_child("timed out in agent-discover");
@@ -1030,6 +1023,15 @@ impl Inner {
                     return Err(upstream("cancelled by the client".into()));
                 }
             }
+        };
+        match res {
+            // A legacy child's result has no resultType; a 2026-07-28 client requires one.
+            Ok(ServerResult::CallToolResult(mut r)) => {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+                Ok(r)
+            }
+            Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
+            Err(e) => Err(child.explain_failure(e.to_string()).await),
         }
     }
 
@@ -1082,6 +1084,30 @@ impl Child {
                 input_schema: Value::Object((*t.input_schema).clone()),
             })
             .collect()
+    }
+
+    /// A transport error is often the first sign of an exit: wait briefly for the exit watcher so the error names
+    /// the real cause (exit code, stderr) instead of "transport closed".
+    async fn explain_failure(&self, transport_error: String) -> Error {
+        if self.pid.is_some() {
+            let mut exited = self.exited.clone();
+            let _ = tokio::time::timeout(Duration::from_secs(1), exited.wait_for(|c| c.is_some()))
+                .await;
+        }
+        let cause = self.exited.borrow().clone();
+        match cause {
+            Some(c) => with_stderr(
+                Error::Upstream {
+                    server: self.name.clone(),
+                    message: format!("exited during the call: {c}"),
+                },
+                &self.stderr,
+            ),
+            None => Error::Upstream {
+                server: self.name.clone(),
+                message: transport_error,
+            },
+        }
     }
 
     /// Ends the connection, then the process group: close stdin, give the child a moment, then SIGKILL the group.

@@ -4,3 +4,5 @@
 mod harness;
 // The proxy against the fixture server: activation, calls, crashes, timeouts, notifications, secrets, cleanup.
 mod proxy;
+// Real MCP servers from npm and PyPI, and the official Python SDK as a client.
+mod interop;

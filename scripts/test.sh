@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The test command: installs what the integration tests need (real MCP servers from npm and PyPI, the Python MCP SDK)
+# into .ci/cache, then runs `cargo test`. Idempotent; a second run only runs the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache=.ci/cache
+mkdir -p "$cache"
+
+# Python: the official MCP SDK (interop checks) and mcp-server-time (a real PyPI server).
+if [ ! -x "$cache/venv/bin/python" ]; then
+  python3 -m venv "$cache/venv"
+fi
+if ! cmp -s tests/interop/requirements.txt "$cache/venv/.requirements"; then
+  "$cache/venv/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
+  cp tests/interop/requirements.txt "$cache/venv/.requirements"
+fi
+
+# Node: real npm MCP servers, installed from the pinned manifest (addresses come from the user's npm config).
+mkdir -p "$cache/node"
+if ! cmp -s tests/interop/package.json "$cache/node/package.json"; then
+  cp tests/interop/package.json "$cache/node/package.json"
+  (cd "$cache/node" && npm install --no-audit --no-fund --loglevel=error)
+fi
+
+export AGENT_DISCOVER_TEST_CACHE="$PWD/$cache"
+# Every process the tests start inherits this marker, so leftovers can be found afterwards.
+export AGENT_DISCOVER_TEST_RUN="run-$$-$RANDOM"
+status=0
+cargo test "$@" || status=$?
+
+# No process the tests started may outlive them (children, grandchildren, remote test servers).
+leftovers=""
+for env in /proc/[0-9]*/environ; do
+  pid=${env#/proc/}; pid=${pid%/environ}
+  [ "$pid" = "$$" ] && continue
+  if tr '\0' '\n' < "$env" 2>/dev/null | grep -qx "AGENT_DISCOVER_TEST_RUN=$AGENT_DISCOVER_TEST_RUN"; then
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)
+    [ "$state" = "Z" ] || [ -z "$state" ] && continue
+    leftovers+="$pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"$'\n'
+  fi
+done
+if [ -n "$leftovers" ]; then
+  echo "error: processes started by the tests are still running:" >&2
+  printf '%s' "$leftovers" >&2
+  exit 1
+fi
+echo "no process started by the tests is left"
+exit "$status"

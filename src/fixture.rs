@@ -52,6 +52,9 @@ pub struct FixtureArgs {
     /// Lines to print on stderr at start.
     #[arg(long, default_value_t = 0)]
     pub stderr_lines: usize,
+    /// Serve tools/list in pages of this many tools (0: one page).
+    #[arg(long, default_value_t = 0)]
+    pub page_size: usize,
 }
 
 struct Fixture {
@@ -233,12 +236,23 @@ impl ServerHandler for Fixture {
 
     async fn list_tools(
         &self,
-        _r: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let mut tools = self.builtin_tools();
         tools.extend(self.extra.lock().await.iter().cloned());
-        Ok(ListToolsResult::with_all_items(tools))
+        if self.args.page_size == 0 {
+            return Ok(ListToolsResult::with_all_items(tools));
+        }
+        // The cursor is the index of the page's first tool.
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let end = (start + self.args.page_size).min(tools.len());
+        let mut page = ListToolsResult::with_all_items(tools[start.min(end)..end].to_vec());
+        page.next_cursor = (end < tools.len()).then(|| end.to_string());
+        Ok(page)
     }
 
     async fn call_tool(
@@ -275,7 +289,13 @@ impl ServerHandler for Fixture {
                 let mut done = 0;
                 while done < ms {
                     let d = step.min(ms - done);
-                    tokio::time::sleep(Duration::from_millis(d)).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(d)) => {}
+                        _ = context.ct.cancelled() => {
+                            eprintln!("fixture: sleep cancelled after {done} ms");
+                            return Err(McpError::internal_error("cancelled", None));
+                        }
+                    }
                     done += d;
                     if let Some(token) = &token {
                         let _ = context

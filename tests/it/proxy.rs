@@ -561,3 +561,124 @@ async fn active_servers_are_restored_by_new_processes() {
         agent.stop().await;
     }
 }
+
+#[tokio::test]
+async fn paginated_tool_lists_are_followed() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture(
+            "paged",
+            &["--tool-count", "40", "--page-size", "7"],
+            json!({}),
+        )
+        .await;
+    let act = agent
+        .registry(json!({"action": "activate", "name": "paged"}))
+        .await;
+    let tools = act["tools"].as_array().unwrap();
+    assert_eq!(
+        tools.len(),
+        11 + 40,
+        "built-in tools plus 40 generated ones, over 8 pages"
+    );
+    assert!(tools.iter().any(|t| t["name"] == "paged__tool_40"));
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_cancelled_in_the_child() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent.install_fixture("sleepy", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "sleepy"}))
+        .await;
+    let params = CallToolRequestParams::new("sleepy__sleep").with_arguments(
+        json!({"ms": 30000, "step_ms": 50})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    // Dropping the pending call makes rmcp's client send notifications/cancelled; agent-discover relays it.
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(300),
+        agent.client.call_tool_once(params),
+    )
+    .await;
+    assert!(dropped.is_err(), "the call should still be running");
+    let mut cancelled = false;
+    for _ in 0..250 {
+        let status = agent.registry(json!({"action": "status"})).await;
+        if status["servers"][0]["stderr_tail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| {
+                l.as_str()
+                    .unwrap_or("")
+                    .starts_with("fixture: sleep cancelled")
+            })
+        {
+            cancelled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(cancelled, "the child never saw the cancellation");
+    // The connection is still healthy afterwards.
+    assert_eq!(
+        text(
+            &agent
+                .call("sleepy__echo", json!({"text": "still here"}))
+                .await
+        ),
+        "still here"
+    );
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_that_keeps_crashing_stays_down_until_activated_again() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("doomed", &["--crash-after", "0"], json!({}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "doomed"}))
+        .await;
+    let mut last = String::new();
+    // Every call crashes the child; after MAX_FAILURES crashes it is taken down for good.
+    for _ in 0..200 {
+        let r = agent.call("doomed__echo", json!({"text": "x"})).await;
+        last = parse(&r)["error"].as_str().unwrap_or_default().to_owned();
+        if last.contains("is not active") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(last.contains("is not active"), "{last}");
+    let listed = agent.registry(json!({"action": "list"})).await;
+    assert_eq!(listed[0]["active"], false);
+    assert!(
+        !agent
+            .tool_names()
+            .await
+            .contains(&"doomed__echo".to_owned())
+    );
+    let store = agent_discover::store::Store::open(&dir.path().join("agent-discover.db")).unwrap();
+    let err = store
+        .server_by_name("doomed")
+        .unwrap()
+        .unwrap()
+        .last_error
+        .unwrap();
+    assert!(err.contains("gave up after 5 failures"), "{err}");
+    // Activating again starts it afresh.
+    let act = agent
+        .registry(json!({"action": "activate", "name": "doomed"}))
+        .await;
+    assert_eq!(act["status"], "activated");
+    agent.stop().await;
+}

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::events::EventBus;
 use crate::proxy::Proxy;
 use crate::registry::Registry;
+use crate::search::Search;
 use crate::secrets::Secrets;
 use crate::store::Store;
 
@@ -20,6 +21,28 @@ pub struct App {
     pub secrets: Secrets,
     pub calllog: Arc<CallLog>,
     pub proxy: Proxy,
+    pub search: Search,
+}
+
+/// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
+fn spawn_search_indexer(events: &EventBus, search: Search) {
+    let mut sub = events.subscribe("*");
+    tokio::spawn(async move {
+        while let Some(received) = sub.recv().await {
+            let relevant = match &received {
+                crate::events::Received::Event(ev) => ev.changes_tool_list(),
+                crate::events::Received::Lagged(_) => true,
+            };
+            if relevant {
+                search.tools_changed();
+                if search.hybrid() {
+                    if let Err(e) = search.embed_pending().await {
+                        tracing::warn!(error = %e, "embedding new tools failed");
+                    }
+                }
+            }
+        }
+    });
 }
 
 impl App {
@@ -42,6 +65,9 @@ impl App {
             config.timeouts,
             guard_exe,
         );
+        let (provider, provider_status) = crate::search::Provider::from_env();
+        let search = Search::new(registry.store().clone(), provider, provider_status);
+        spawn_search_indexer(&events, search.clone());
         Ok(Arc::new(App {
             config,
             events,
@@ -49,6 +75,7 @@ impl App {
             secrets,
             calllog,
             proxy,
+            search,
         }))
     }
 
@@ -57,5 +84,116 @@ impl App {
         self.registry.get(name)?;
         self.proxy.deactivate(name).await?;
         self.registry.remove(name)
+    }
+}
+
+/// The answer to `find_tool` (agent-discover's response shape).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum FindOutcome {
+    Found {
+        found: bool,
+        confidence: &'static str,
+        score: f64,
+        call_as: String,
+        server: String,
+        tool: String,
+        description: String,
+        required_args: Vec<serde_json::Value>,
+        optional_count: usize,
+        next_step: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        activation_error: Option<String>,
+        other_matches: Vec<serde_json::Value>,
+    },
+    NotFound {
+        found: bool,
+        top_score: f64,
+        hint: String,
+    },
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+impl App {
+    /// Finds the one tool for `query` across every server whose tools are known, and (with `auto_activate`) starts its
+    /// server so the tool appears in the client's list.
+    pub async fn find_tool(
+        &self,
+        query: &str,
+        limit: usize,
+        auto_activate: bool,
+    ) -> Result<FindOutcome> {
+        let ranking = self.search.rank(query, limit.clamp(1, 50)).await?;
+        let top_score = ranking.hits.first().map(|h| h.score).unwrap_or(0.0);
+        let Some(best) = ranking
+            .hits
+            .first()
+            .filter(|_| top_score >= crate::search::NO_MATCH)
+        else {
+            let known = self.registry.store().count_tools()?;
+            let hint = if known == 0 {
+                "no tools are known yet: install servers and activate them once so their tools are indexed".to_owned()
+            } else {
+                format!(
+                    "no tool among {known} known tools fits this query well; rephrase it, or browse the marketplace for a server that has such a tool"
+                )
+            };
+            return Ok(FindOutcome::NotFound {
+                found: false,
+                top_score: round2(top_score),
+                hint,
+            });
+        };
+        let call_as = crate::proxy::names::expose(&best.tool.server, &best.tool.name);
+        let (required_args, optional_count) =
+            crate::search::compact_schema(&best.tool.input_schema);
+        let mut activation_error = None;
+        let next_step = if auto_activate {
+            match self.proxy.activate(&best.tool.server).await {
+                Ok(_) => format!(
+                    "call the tool `{call_as}` directly (its server is active), or use registry proxy_call with call_as `{call_as}`"
+                ),
+                Err(e) => {
+                    activation_error = Some(e.to_string());
+                    format!(
+                        "its server `{}` failed to start; fix that (see activation_error), then activate it",
+                        best.tool.server
+                    )
+                }
+            }
+        } else if self.proxy.is_active(&best.tool.server) {
+            format!("call registry proxy_call with call_as `{call_as}` and the arguments")
+        } else {
+            format!(
+                "activate `{}` (registry activate) or set auto_activate, then call `{call_as}`",
+                best.tool.server
+            )
+        };
+        let other_matches = ranking.hits[1..]
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "call_as": crate::proxy::names::expose(&h.tool.server, &h.tool.name),
+                    "server": h.tool.server, "tool": h.tool.name, "description": h.tool.description, "score": round2(h.score),
+                })
+            })
+            .collect();
+        Ok(FindOutcome::Found {
+            found: true,
+            confidence: ranking.confidence,
+            score: round2(best.score),
+            call_as,
+            server: best.tool.server.clone(),
+            tool: best.tool.name.clone(),
+            description: best.tool.description.clone(),
+            required_args,
+            optional_count,
+            next_step,
+            activation_error,
+            other_matches,
+        })
     }
 }

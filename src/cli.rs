@@ -76,6 +76,17 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Find the tool for a task across every known server (BM25, plus embeddings when available).
+    Find {
+        query: String,
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+        /// Also start the owning server (it stays flagged active).
+        #[arg(long)]
+        activate: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove a server with its tools, secrets and metrics.
     Remove {
         name: String,
@@ -257,6 +268,56 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             writeln!(out, "tools:       {}", tools.len())?;
             for t in tools {
                 writeln!(out, "  {:<30} {}", t.name, one_line(&t.description, 70))?;
+            }
+            Ok(())
+        }
+        Command::Find {
+            query,
+            limit,
+            activate,
+            json,
+        } => {
+            let outcome = app.find_tool(&query, limit, activate).await;
+            app.proxy.shutdown().await;
+            let v = serde_json::to_value(outcome?)?;
+            if json {
+                return print_json(&v);
+            }
+            let mut out = std::io::stdout().lock();
+            if v["found"] != true {
+                anyhow::bail!(
+                    "no good match (top score {}): {}",
+                    v["top_score"],
+                    v["hint"].as_str().unwrap_or_default()
+                );
+            }
+            writeln!(
+                out,
+                "{}  (score {}, {} confidence)",
+                v["call_as"].as_str().unwrap_or_default(),
+                v["score"],
+                v["confidence"].as_str().unwrap_or_default()
+            )?;
+            writeln!(
+                out,
+                "  {}",
+                one_line(v["description"].as_str().unwrap_or_default(), 100)
+            )?;
+            for a in v["required_args"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "  required: {} ({})",
+                    a["name"].as_str().unwrap_or_default(),
+                    a["type"]
+                )?;
+            }
+            for m in v["other_matches"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "also: {}  (score {})",
+                    m["call_as"].as_str().unwrap_or_default(),
+                    m["score"]
+                )?;
             }
             Ok(())
         }

@@ -12,5 +12,6 @@ pub mod mcp;
 pub mod model;
 pub mod proxy;
 pub mod registry;
+pub mod search;
 pub mod secrets;
 pub mod store;

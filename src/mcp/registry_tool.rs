@@ -19,6 +19,8 @@ pub const NAME: &str = "registry";
 
 /// Every action this build implements; the tool schema's `action` enum is exactly this list.
 pub const ACTIONS: &[&str] = &[
+    "find_tool",
+    "find_tools",
     "list",
     "install",
     "uninstall",
@@ -37,8 +39,23 @@ fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
     vec![
         (
             "query",
-            json!({"type": "string", "description": "[list] Full-text search over server names, descriptions and tags"}),
-            &["list"],
+            json!({"type": "string", "description": "[find_tool] What you want to do, in plain words; [list] full-text search over server names, descriptions and tags"}),
+            &["find_tool", "list"],
+        ),
+        (
+            "intents",
+            json!({"type": "array", "items": {"type": "string"}, "description": "[find_tools] One plain-words intent per tool you need, answered in one round trip"}),
+            &["find_tools"],
+        ),
+        (
+            "limit",
+            json!({"type": "integer", "description": "[find_tool/find_tools] How many matches to consider (default 5)"}),
+            &["find_tool", "find_tools"],
+        ),
+        (
+            "auto_activate",
+            json!({"type": "boolean", "description": "[find_tool/find_tools] Start the owning server so the tool appears in your tool list (default true); false: use proxy_call"}),
+            &["find_tool", "find_tools"],
         ),
         (
             "source",
@@ -168,6 +185,55 @@ pub async fn call(app: &Arc<App>, args: Args, caller: Caller) -> Result<CallTool
         "delete_secret" => delete_secret(app, &args),
         "list_secrets" => list_secrets(app, &args),
         "status" => status(app),
+        "find_tool" => {
+            let query = args::req_str(&args, "query", "find_tool")?;
+            let limit = args::opt_u64(&args, "limit")?.unwrap_or(5) as usize;
+            let auto = args::opt_bool(&args, "auto_activate")?.unwrap_or(true);
+            if query.len() > crate::model::limits::QUERY {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "`query` is {} bytes, over the limit of {}",
+                        query.len(),
+                        crate::model::limits::QUERY
+                    ),
+                    None,
+                ));
+            }
+            Ok(app
+                .find_tool(&query, limit, auto)
+                .await
+                .map(|o| serde_json::to_value(o).unwrap_or_default()))
+        }
+        "find_tools" => {
+            let intents = args::opt_str_list(&args, "intents")?
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    McpError::invalid_params(
+                        "action `find_tools` needs `intents`, a non-empty array of strings",
+                        None,
+                    )
+                })?;
+            if intents.len() > 20 {
+                return Err(McpError::invalid_params(
+                    "`intents` takes at most 20 entries",
+                    None,
+                ));
+            }
+            let limit = args::opt_u64(&args, "limit")?.unwrap_or(5) as usize;
+            let auto = args::opt_bool(&args, "auto_activate")?.unwrap_or(true);
+            let mut results = Vec::new();
+            for intent in &intents {
+                let mut v = match app.find_tool(intent, limit, auto).await {
+                    Ok(o) => serde_json::to_value(o).unwrap_or_default(),
+                    Err(e) => {
+                        json!({"found": false, "error": e.to_string(), "code": e.code().as_str()})
+                    }
+                };
+                v["intent"] = Value::String(intent.clone());
+                results.push(v);
+            }
+            Ok(Ok(json!({"results": results})))
+        }
         other => {
             return Err(McpError::invalid_params(
                 format!(

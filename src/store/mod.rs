@@ -4,6 +4,7 @@
 //! Nothing here knows about MCP, HTTP or child processes.
 
 mod schema;
+mod search;
 mod secrets;
 mod servers;
 mod tools;
@@ -17,6 +18,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 pub use schema::SCHEMA_VERSION;
+pub use search::Bm25Hit;
 pub use secrets::{CallSample, SecretRow, ServerMetrics, ToolMetrics};
 
 #[derive(Clone)]

@@ -1,0 +1,418 @@
+//! Tool search: `find_tool` across every server whose tools are known, by BM25 (FTS5) and, when an embedding
+//! provider is available, hybrid ranking `0.7 x cosine + 0.3 x normalised BM25`.
+//!
+//! Embeddings are stored with their model id in `server_tools`; an in-memory vector index is rebuilt when the
+//! stored tools change (here or in another process). Knows nothing about MCP; `mcp` shapes the answer.
+
+pub mod provider;
+pub mod query;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::model::ToolRecord;
+use crate::store::Store;
+pub use provider::{Provider, ProviderStatus};
+
+/// Below this top score, `find_tool` answers "not found" rather than a bad match.
+pub const NO_MATCH: f64 = 0.25;
+const CANDIDATES: usize = 50;
+
+/// One ranked tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub tool: ToolRecord,
+    pub score: f64,
+    /// BM25 relevance normalised to [0, 1] within this query (0 when BM25 did not match).
+    pub bm25: f64,
+    pub cosine: Option<f64>,
+}
+
+/// The answer to one query: ranked hits and a confidence label.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ranking {
+    pub hits: Vec<Hit>,
+    pub confidence: &'static str,
+    pub hybrid: bool,
+}
+
+#[derive(Clone)]
+pub struct Search {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    provider: Provider,
+    status: ProviderStatus,
+    index: RwLock<Option<VectorIndex>>,
+    /// Bumped whenever tools or embeddings change in this process; with `PRAGMA data_version` it tells whether the
+    /// index is stale.
+    generation: AtomicU64,
+    embedding: tokio::sync::Mutex<()>,
+    last_error: Mutex<Option<String>>,
+}
+
+struct VectorIndex {
+    generation: u64,
+    data_version: i64,
+    dim: usize,
+    ids: Vec<i64>,
+    /// `ids.len() * dim` floats, row-major, unit-normalised.
+    data: Vec<f32>,
+}
+
+impl std::fmt::Debug for Search {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Search")
+            .field("provider", &self.inner.status.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Search {
+    pub fn new(store: Store, provider: Provider, status: ProviderStatus) -> Search {
+        Search {
+            inner: Arc::new(Inner {
+                store,
+                provider,
+                status,
+                index: RwLock::new(None),
+                generation: AtomicU64::new(0),
+                embedding: tokio::sync::Mutex::new(()),
+                last_error: Mutex::new(None),
+            }),
+        }
+    }
+
+    pub fn status(&self) -> Value {
+        let mut v = serde_json::to_value(&self.inner.status).unwrap_or_default();
+        if let Some(e) = self
+            .inner
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            v["last_error"] = Value::String(e);
+        }
+        v
+    }
+
+    pub fn hybrid(&self) -> bool {
+        self.inner.provider.model_id().is_some()
+    }
+
+    /// Tells the index that stored tools changed in this process.
+    pub fn tools_changed(&self) {
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Embeds every stored tool that lacks an embedding from the current model. Safe to call often.
+    pub async fn embed_pending(&self) -> Result<usize> {
+        let Some(model) = self.inner.provider.model_id() else {
+            return Ok(0);
+        };
+        let _one_at_a_time = self.inner.embedding.lock().await;
+        let mut done = 0;
+        loop {
+            let store = self.inner.store.clone();
+            let m = model.clone();
+            let batch = tokio::task::spawn_blocking(move || store.tools_needing_embedding(&m, 256))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??;
+            if batch.is_empty() {
+                break;
+            }
+            let texts: Vec<String> = batch
+                .iter()
+                .map(|(_, name, desc)| tool_text(name, desc))
+                .collect();
+            let vectors = match self.inner.provider.embed(texts).await {
+                Ok(v) => v,
+                Err(e) => {
+                    *self
+                        .inner
+                        .last_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    return Err(e);
+                }
+            };
+            let items: Vec<(i64, Vec<f32>)> =
+                batch.iter().map(|(id, _, _)| *id).zip(vectors).collect();
+            let store = self.inner.store.clone();
+            let m = model.clone();
+            let n = items.len();
+            tokio::task::spawn_blocking(move || store.set_embeddings(&m, &items))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??;
+            done += n;
+            self.tools_changed();
+        }
+        Ok(done)
+    }
+
+    /// Ranks the catalog for `query`. With embeddings: union of BM25 and cosine candidates, 0.7 cos + 0.3 BM25.
+    pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
+        if query.trim().is_empty() {
+            return Err(Error::invalid(
+                "query",
+                "empty; describe what the tool should do",
+            ));
+        }
+        if query.len() > crate::model::limits::QUERY {
+            return Err(Error::invalid(
+                "query",
+                format!(
+                    "{} bytes is over the limit of {}",
+                    query.len(),
+                    crate::model::limits::QUERY
+                ),
+            ));
+        }
+        let terms = query::terms(query);
+        let store = self.inner.store.clone();
+        let fts = query::fts(&terms);
+        let bm25 = match fts {
+            Some(f) => tokio::task::spawn_blocking(move || store.search_tools_bm25(&f, CANDIDATES))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??,
+            None => Vec::new(),
+        };
+        let max_bm25 = bm25.iter().map(|h| h.score).fold(0.0_f64, f64::max);
+        // BM25 normalised by the best match, then scaled by how much of the query the tool covers, so a single
+        // weak word match does not look like a confident answer.
+        let mut hits: Vec<Hit> = bm25
+            .into_iter()
+            .map(|h| {
+                let cov =
+                    query::coverage(&terms, &format!("{} {}", h.tool.name, h.tool.description));
+                let norm = if max_bm25 > 0.0 {
+                    h.score / max_bm25
+                } else {
+                    0.0
+                } * cov;
+                Hit {
+                    tool: h.tool,
+                    score: norm,
+                    bm25: norm,
+                    cosine: None,
+                }
+            })
+            .collect();
+
+        let hybrid = match self.query_vector(query).await {
+            Some(qv) => {
+                let cos = self.cosine_top(&qv, CANDIDATES)?;
+                let mut missing: Vec<i64> = Vec::new();
+                for (id, c) in &cos {
+                    match hits.iter_mut().find(|h| h.tool.id == *id) {
+                        Some(h) => h.cosine = Some(*c),
+                        None => missing.push(*id),
+                    }
+                }
+                if !missing.is_empty() {
+                    let store = self.inner.store.clone();
+                    let tools = tokio::task::spawn_blocking(move || store.tools_by_ids(&missing))
+                        .await
+                        .map_err(|e| Error::Internal(e.to_string()))??;
+                    for t in tools {
+                        let c = cos.iter().find(|(id, _)| *id == t.id).map(|(_, c)| *c);
+                        hits.push(Hit {
+                            tool: t,
+                            score: 0.0,
+                            bm25: 0.0,
+                            cosine: c,
+                        });
+                    }
+                }
+                // BM25 candidates outside the cosine top-k still get their own cosine.
+                if let Some(index) = self
+                    .inner
+                    .index
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                {
+                    for h in hits.iter_mut().filter(|h| h.cosine.is_none()) {
+                        h.cosine = index.cosine_of(h.tool.id, &qv);
+                    }
+                }
+                for h in &mut hits {
+                    h.score = 0.7 * h.cosine.unwrap_or(0.0).max(0.0) + 0.3 * h.bm25;
+                }
+                true
+            }
+            None => false,
+        };
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.tool.name.len().cmp(&b.tool.name.len()))
+        });
+        hits.truncate(limit.max(1));
+        let confidence = confidence(&hits);
+        Ok(Ranking {
+            hits,
+            confidence,
+            hybrid,
+        })
+    }
+
+    async fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
+        self.inner.provider.model_id()?;
+        // Embed lazily-missing tools first so the index covers the catalog.
+        if let Err(e) = self.embed_pending().await {
+            tracing::warn!(error = %e, "embedding tools failed; searching with BM25 only");
+            return None;
+        }
+        match self.inner.provider.embed(vec![query.to_owned()]).await {
+            Ok(mut v) => v.pop(),
+            Err(e) => {
+                tracing::warn!(error = %e, "embedding the query failed; searching with BM25 only");
+                None
+            }
+        }
+    }
+
+    /// The `k` most similar tools by cosine, rebuilding the in-memory index if it is stale.
+    fn cosine_top(&self, q: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
+        let Some(model) = self.inner.provider.model_id() else {
+            return Ok(vec![]);
+        };
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        let data_version = self.inner.store.data_version()?;
+        let fresh = self
+            .inner
+            .index
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|i| i.generation == generation && i.data_version == data_version);
+        if !fresh {
+            let rows = self.inner.store.embeddings(&model)?;
+            let dim = rows.first().map(|(_, v)| v.len()).unwrap_or(0);
+            let mut ids = Vec::with_capacity(rows.len());
+            let mut data = Vec::with_capacity(rows.len() * dim);
+            for (id, v) in rows.into_iter().filter(|(_, v)| v.len() == dim) {
+                ids.push(id);
+                data.extend_from_slice(&v);
+            }
+            *self.inner.index.write().unwrap_or_else(|p| p.into_inner()) = Some(VectorIndex {
+                generation,
+                data_version,
+                dim,
+                ids,
+                data,
+            });
+        }
+        let guard = self.inner.index.read().unwrap_or_else(|p| p.into_inner());
+        let Some(index) = guard.as_ref() else {
+            return Ok(vec![]);
+        };
+        Ok(index.top(q, k))
+    }
+}
+
+impl VectorIndex {
+    fn top(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
+        if self.dim == 0 || q.len() != self.dim {
+            return vec![];
+        }
+        let mut scored: Vec<(i64, f64)> = self
+            .data
+            .chunks_exact(self.dim)
+            .zip(&self.ids)
+            .map(|(row, id)| (*id, dot(row, q) as f64))
+            .collect();
+        let k = k.min(scored.len());
+        if k == 0 {
+            return scored;
+        }
+        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        scored.truncate(k);
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scored
+    }
+
+    fn cosine_of(&self, id: i64, q: &[f32]) -> Option<f64> {
+        let i = self.ids.iter().position(|x| *x == id)?;
+        Some(dot(&self.data[i * self.dim..(i + 1) * self.dim], q) as f64)
+    }
+}
+
+/// Dot product with eight independent accumulators so the compiler vectorises it.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let chunks = a.len() / 8;
+    for i in 0..chunks {
+        for j in 0..8 {
+            acc[j] += a[i * 8 + j] * b[i * 8 + j];
+        }
+    }
+    let mut sum: f32 = acc.iter().sum();
+    for i in chunks * 8..a.len() {
+        sum += a[i] * b[i];
+    }
+    sum
+}
+
+/// The text embedded for a tool: its name in words, then its description.
+pub fn tool_text(name: &str, description: &str) -> String {
+    format!("{}: {}", name.replace(['_', '-'], " "), description)
+}
+
+/// high / medium / low from the BM25 gap between the top two results (a clear lexical winner is trustworthy).
+fn confidence(hits: &[Hit]) -> &'static str {
+    match hits {
+        [] => "low",
+        [only] => {
+            if only.score >= 0.5 {
+                "high"
+            } else {
+                "medium"
+            }
+        }
+        [a, b, ..] => {
+            let gap = a.bm25 - b.bm25;
+            if gap >= 0.5 {
+                "high"
+            } else if gap >= 0.15 || a.score - b.score >= 0.15 {
+                "medium"
+            } else {
+                "low"
+            }
+        }
+    }
+}
+
+/// Required arguments (name, type, description) and the number of optional ones, from a JSON Schema.
+pub fn compact_schema(schema: &Value) -> (Vec<Value>, usize) {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let args = required
+        .iter()
+        .map(|name| {
+            let p = props.and_then(|p| p.get(*name));
+            serde_json::json!({
+                "name": name,
+                "type": p.and_then(|p| p.get("type")).cloned().unwrap_or(Value::String("unknown".into())),
+                "description": p.and_then(|p| p.get("description")).cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    let optional = props
+        .map(|p| p.len())
+        .unwrap_or(0)
+        .saturating_sub(required.len());
+    (args, optional)
+}

@@ -40,19 +40,37 @@ fn echo(name: &str) -> CallToolRequestParams {
         .with_arguments(json!({"text": "ping"}).as_object().unwrap().clone())
 }
 
-async fn latencies(client: &RunningService<RoleClient, ()>, tool: &str) -> Vec<Duration> {
+/// Alternates direct and proxied calls so both paths see the same machine load; returns both sorted, and the
+/// per-pair differences sorted.
+async fn paired(
+    direct: &RunningService<RoleClient, ()>,
+    proxied: &RunningService<RoleClient, ()>,
+) -> (Vec<Duration>, Vec<Duration>, Vec<f64>) {
     for _ in 0..WARMUP {
-        client.call_tool(echo(tool)).await.unwrap();
+        direct.call_tool(echo("echo")).await.unwrap();
+        proxied.call_tool(echo("fx__echo")).await.unwrap();
     }
-    let mut out = Vec::with_capacity(CALLS);
+    let (mut d, mut p, mut diff) = (
+        Vec::with_capacity(CALLS),
+        Vec::with_capacity(CALLS),
+        Vec::with_capacity(CALLS),
+    );
     for _ in 0..CALLS {
         let t = Instant::now();
-        let r = client.call_tool(echo(tool)).await.unwrap();
-        out.push(t.elapsed());
+        direct.call_tool(echo("echo")).await.unwrap();
+        let a = t.elapsed();
+        let t = Instant::now();
+        let r = proxied.call_tool(echo("fx__echo")).await.unwrap();
+        let b = t.elapsed();
         assert_ne!(r.is_error, Some(true));
+        d.push(a);
+        p.push(b);
+        diff.push(b.as_secs_f64() * 1e6 - a.as_secs_f64() * 1e6);
     }
-    out.sort();
-    out
+    d.sort();
+    p.sort();
+    diff.sort_by(f64::total_cmp);
+    (d, p, diff)
 }
 
 fn pct(v: &[Duration], p: f64) -> Duration {
@@ -129,8 +147,7 @@ async fn main() {
     .await;
     registry(&proxied, json!({"action": "activate", "name": "fx"})).await;
 
-    let d = latencies(&direct, "echo").await;
-    let p = latencies(&proxied, "fx__echo").await;
+    let (d, p, diff) = paired(&direct, &proxied).await;
     let (d50, d99, p50, p99) = (pct(&d, 0.50), pct(&d, 0.99), pct(&p, 0.50), pct(&p, 0.99));
     let us = |x: Duration| x.as_secs_f64() * 1e6;
 

@@ -26,7 +26,7 @@ pub struct App {
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
 fn spawn_search_indexer(events: &EventBus, search: Search) {
-    let mut sub = events.subscribe("*");
+    let mut sub = events.subscribe("server:*");
     tokio::spawn(async move {
         while let Some(received) = sub.recv().await {
             let relevant = match &received {

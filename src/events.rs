@@ -22,8 +22,9 @@ pub enum Event {
     /// A child failed (exited, crashed, refused to start); `error` says why.
     #[serde(rename = "server:error")]
     ServerError { name: String, error: String },
-    /// A server's tool, resource or prompt list changed while it was active.
-    #[serde(rename = "tools:changed")]
+    /// A server's tool, resource or prompt list changed while it was active. Every event that changes what clients
+    /// list is a `server:*` event, so list watchers need not wake for each call.
+    #[serde(rename = "server:tools_changed")]
     ToolsChanged { name: String },
     #[serde(rename = "secrets:changed")]
     SecretsChanged { name: String },
@@ -42,7 +43,7 @@ impl Event {
             Event::ServerActivated { .. } => "server:activated",
             Event::ServerDeactivated { .. } => "server:deactivated",
             Event::ServerError { .. } => "server:error",
-            Event::ToolsChanged { .. } => "tools:changed",
+            Event::ToolsChanged { .. } => "server:tools_changed",
             Event::SecretsChanged { .. } => "secrets:changed",
             Event::CallLogged { .. } => "call:logged",
         }

@@ -223,7 +223,7 @@ impl ServerHandler for McpServer {
 
     /// 2026-07-28 clients get list_changed through `subscriptions/listen` (they have no session to push to).
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let mut sub = self.app.events.subscribe("*");
+        let mut sub = self.app.events.subscribe("server:*");
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
@@ -253,7 +253,7 @@ fn changes_lists(r: &Received) -> bool {
 
 /// Sends list_changed notifications to one connected client whenever the proxied lists change; ends with the connection.
 pub fn spawn_list_changed_forwarder(app: Arc<App>, peer: Peer<RoleServer>, mode: ToolsMode) {
-    let mut sub = app.events.subscribe("*");
+    let mut sub = app.events.subscribe("server:*");
     tokio::spawn(async move {
         while let Some(received) = sub.recv().await {
             if !changes_lists(&received) {

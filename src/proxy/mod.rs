@@ -103,7 +103,7 @@ pub(crate) struct Inner {
     clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
     /// Which client is calling each server right now (most recent last).
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
-    metrics_tx: tokio::sync::mpsc::UnboundedSender<CallSample>,
+    metrics_tx: tokio::sync::mpsc::UnboundedSender<MetricsMsg>,
     observer: Mutex<Option<Arc<dyn Fn(&str, &str, Duration, bool) + Send + Sync>>>,
 }
 
@@ -261,6 +261,7 @@ impl Proxy {
 
     /// Stops every child (agent-discover is shutting down). The `active` flags stay, so the next start restores them.
     pub async fn shutdown(&self) {
+        self.flush_metrics().await;
         let slots: Vec<Slot> = lock(&self.inner.children).drain().map(|(_, s)| s).collect();
         let stops = slots.into_iter().filter_map(|s| {
             if let Slot::Running(c) = s {
@@ -270,6 +271,14 @@ impl Proxy {
             }
         });
         futures::future::join_all(stops).await;
+    }
+
+    /// Writes pending call metrics now.
+    pub async fn flush_metrics(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.inner.metrics_tx.send(MetricsMsg::Flush(tx)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+        }
     }
 
     /// Re-activates, in the background, every server flagged active and installed; a server that fails to come up
@@ -356,12 +365,13 @@ impl Proxy {
             Ok(r) => (r.is_error != Some(true), result_text(r)),
             Err(e) => (false, e.to_string()),
         };
-        let _ = self.inner.metrics_tx.send(CallSample {
+        let _ = self.inner.metrics_tx.send(MetricsMsg::Sample(CallSample {
             server_id: child.server_id,
             tool: tool.to_owned(),
-            ok,
+            calls: 1,
+            errors: u64::from(!ok),
             latency_ms: latency.as_millis() as u64,
-        });
+        }));
         self.inner.calllog.record(
             server,
             tool,
@@ -1212,19 +1222,64 @@ fn result_text(r: &CallToolResult) -> String {
         .join("\n")
 }
 
+enum MetricsMsg {
+    Sample(CallSample),
+    /// Write what is pending now and answer when done.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// How long samples gather before one write; keeps SQLite off the path of every call.
+const METRICS_WINDOW: Duration = Duration::from_millis(250);
+
+/// Aggregates call samples per (server, tool) and writes them in one transaction per window.
 async fn metrics_writer(
     registry: Registry,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<CallSample>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<MetricsMsg>,
 ) {
     while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while let Ok(s) = rx.try_recv() {
-            batch.push(s);
+        let mut pending: HashMap<(i64, String), CallSample> = HashMap::new();
+        let mut flushed = Vec::new();
+        let mut add = |s: CallSample| {
+            let e = pending
+                .entry((s.server_id, s.tool.clone()))
+                .or_insert(CallSample {
+                    server_id: s.server_id,
+                    tool: s.tool.clone(),
+                    calls: 0,
+                    errors: 0,
+                    latency_ms: 0,
+                });
+            e.calls += s.calls;
+            e.errors += s.errors;
+            e.latency_ms += s.latency_ms;
+        };
+        match first {
+            MetricsMsg::Sample(s) => {
+                add(s);
+                let deadline = tokio::time::Instant::now() + METRICS_WINDOW;
+                loop {
+                    tokio::select! {
+                        m = rx.recv() => match m {
+                            Some(MetricsMsg::Sample(s)) => add(s),
+                            Some(MetricsMsg::Flush(tx)) => { flushed.push(tx); break }
+                            None => break,
+                        },
+                        _ = tokio::time::sleep_until(deadline) => break,
+                    }
+                }
+            }
+            MetricsMsg::Flush(tx) => flushed.push(tx),
         }
-        let store = registry.store().clone();
-        let res = tokio::task::spawn_blocking(move || store.record_calls(&batch)).await;
-        if let Ok(Err(e)) = res {
-            tracing::warn!(error = %e, "recording call metrics failed");
+        if !pending.is_empty() {
+            let store = registry.store().clone();
+            let batch: Vec<CallSample> = pending.into_values().collect();
+            let res = tokio::task::spawn_blocking(move || store.record_calls(&batch)).await;
+            if let Ok(Err(e)) = res {
+                tracing::warn!(error = %e, "recording call metrics failed");
+            }
+        }
+        for tx in flushed {
+            let _ = tx.send(());
         }
     }
 }

@@ -32,11 +32,12 @@ pub struct ServerMetrics {
     pub avg_latency_ms: f64,
 }
 
-/// One finished call, for [`Store::record_calls`].
+/// Finished calls of one tool, added to its counters by [`Store::record_calls`].
 pub struct CallSample {
     pub server_id: i64,
     pub tool: String,
-    pub ok: bool,
+    pub calls: u64,
+    pub errors: u64,
     pub latency_ms: u64,
 }
 
@@ -79,9 +80,9 @@ impl Store {
         {
             let mut stmt = tx.prepare(
                 "INSERT INTO server_metrics (server_id, tool_name, call_count, error_count, total_latency_ms, last_called_at)
-                 VALUES (?1, ?2, 1, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                 VALUES (?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%fZ','now'))
                  ON CONFLICT (server_id, tool_name) DO UPDATE SET
-                    call_count = call_count + 1, error_count = error_count + excluded.error_count,
+                    call_count = call_count + excluded.call_count, error_count = error_count + excluded.error_count,
                     total_latency_ms = total_latency_ms + excluded.total_latency_ms, last_called_at = excluded.last_called_at",
             )?;
             for s in samples {
@@ -89,7 +90,8 @@ impl Store {
                 match stmt.execute(params![
                     s.server_id,
                     s.tool,
-                    if s.ok { 0 } else { 1 },
+                    s.calls as i64,
+                    s.errors as i64,
                     s.latency_ms as i64
                 ]) {
                     Ok(_) => {}

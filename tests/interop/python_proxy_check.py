@@ -39,6 +39,8 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
         r = await client.call_tool("registry", {"action": "install", "name": name, "command": bin_path,
                                                 "args": ["fixture-server", "--resources", "1", "--prompts", "1"]})
         assert not r.is_error, payload(r)
+        listed = payload(await client.call_tool("registry", {"action": "list"}))
+        assert [s["name"] for s in listed] == [name], listed
 
         async def activate() -> None:
             r = await client.call_tool("registry", {"action": "activate", "name": name})
@@ -71,6 +73,7 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
         assert payload(r)["status"] == "deactivated", payload(r)
         r = await client.call_tool("registry", {"action": "uninstall", "name": name})
         assert payload(r)["status"] == "uninstalled", payload(r)
+        assert payload(await client.call_tool("registry", {"action": "list"})) == [], "uninstall left the server listed"
         print(f"ok: python SDK ({mode}) negotiated {version}")
 
 

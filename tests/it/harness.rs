@@ -280,3 +280,13 @@ pub fn processes_with_args(args: &[&str]) -> Vec<u32> {
     }
     out
 }
+
+/// A value shortened for assertion messages (test inputs can be a megabyte).
+pub fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 200 {
+        format!("{}… ({} bytes)", &s[..200], s.len())
+    } else {
+        s
+    }
+}

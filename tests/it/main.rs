@@ -2,6 +2,8 @@
 
 // Shared helpers for spawning agent-discover and talking MCP to it.
 mod harness;
+// The core: registry actions over stdio, the CLI, bad input, two processes on one database.
+mod registry;
 // The proxy against the fixture server: activation, calls, crashes, timeouts, notifications, secrets, cleanup.
 mod proxy;
 // Real MCP servers from npm and PyPI, and the official Python SDK as a client.

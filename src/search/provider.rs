@@ -39,9 +39,12 @@ pub struct OpenAi {
 impl Provider {
     /// Resolves the configured provider. Never fails: problems become a `none` provider with a reason.
     pub fn from_env() -> (Provider, ProviderStatus) {
-        let wanted = std::env::var(ENV_PROVIDER)
-            .unwrap_or_default()
-            .to_ascii_lowercase();
+        Provider::from_env_value(&std::env::var(ENV_PROVIDER).unwrap_or_default())
+    }
+
+    /// Resolves a provider by name (`none`, `local`, `openai`, or empty for the default).
+    pub fn from_env_value(wanted: &str) -> (Provider, ProviderStatus) {
+        let wanted = wanted.to_ascii_lowercase();
         let none = |reason: Option<String>| {
             (
                 Provider::None,

@@ -8,3 +8,5 @@ mod registry;
 mod proxy;
 // Real MCP servers from npm and PyPI, and the official Python SDK as a client.
 mod interop;
+// Tool search over a catalog of real tools.
+mod search;

@@ -143,6 +143,16 @@ impl ServerHandler for McpServer {
         (name == registry_tool::NAME).then(registry_tool::definition)
     }
 
+    /// rmcp hands over a request whose params do not fit its method's schema (say `tools/call` with a string for
+    /// `arguments`) as a custom request, and by default answers "method not found" with only the method name.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(unserved_request(&request.method, request.params.as_ref()))
+    }
+
     async fn list_resources(
         &self,
         _r: Option<PaginatedRequestParams>,
@@ -301,6 +311,48 @@ pub(crate) async fn proxy_call(
             )]))
         }
     }
+}
+
+/// Request methods this server answers; one of them only arrives as a custom request when its params are malformed.
+const SERVED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "subscriptions/listen",
+];
+
+/// The error for a request rmcp could not type: invalid params (saying what is wrong) for a method we serve,
+/// method not found (naming it) for any other.
+fn unserved_request(method: &str, params: Option<&serde_json::Value>) -> McpError {
+    use serde_json::Value;
+    let method = crate::model::truncate_for_message(method);
+    if !SERVED_METHODS.contains(&method.as_str()) {
+        return McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: `{method}`"),
+            None,
+        );
+    }
+    let problem = match (method.as_str(), params) {
+        (_, Some(p)) if !p.is_object() => "`params` must be an object",
+        ("tools/call", Some(Value::Object(p))) if !p.get("name").is_some_and(Value::is_string) => {
+            "`name` must be a string"
+        }
+        ("tools/call", Some(Value::Object(p)))
+            if p.get("arguments")
+                .is_some_and(|a| !a.is_object() && !a.is_null()) =>
+        {
+            "`arguments` must be an object"
+        }
+        _ => "they do not match the MCP schema of this method",
+    };
+    McpError::invalid_params(format!("malformed params for `{method}`: {problem}"), None)
 }
 
 fn unknown_tool(app: &App, name: &str) -> CallToolResult {

@@ -7,6 +7,7 @@
 pub mod provider;
 pub mod query;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -58,10 +59,13 @@ struct Inner {
 }
 
 struct VectorIndex {
+    model: String,
     generation: u64,
     data_version: i64,
     dim: usize,
     ids: Vec<i64>,
+    /// Row of each id, for scoring BM25 candidates outside the cosine top-k.
+    rows: HashMap<i64, usize>,
     /// `ids.len() * dim` floats, row-major, unit-normalised.
     data: Vec<f32>,
 }
@@ -159,22 +163,22 @@ impl Search {
 
     /// Ranks the catalog for `query`. With embeddings: union of BM25 and cosine candidates, 0.7 cos + 0.3 BM25.
     pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
-        if query.trim().is_empty() {
-            return Err(Error::invalid(
-                "query",
-                "empty; describe what the tool should do",
-            ));
-        }
-        if query.len() > crate::model::limits::QUERY {
-            return Err(Error::invalid(
-                "query",
-                format!(
-                    "{} bytes is over the limit of {}",
-                    query.len(),
-                    crate::model::limits::QUERY
-                ),
-            ));
-        }
+        check_query(query)?;
+        let vector = match self.inner.provider.model_id() {
+            Some(model) => self.query_vector(query).await.map(|v| (v, model)),
+            None => None,
+        };
+        self.rank_with(query, vector, limit).await
+    }
+
+    /// Ranks with a query vector computed elsewhere (`(vector, model id)`), or BM25 only when `None`.
+    pub async fn rank_with(
+        &self,
+        query: &str,
+        vector: Option<(Vec<f32>, String)>,
+        limit: usize,
+    ) -> Result<Ranking> {
+        check_query(query)?;
         let terms = query::terms(query);
         let store = self.inner.store.clone();
         let fts = query::fts(&terms);
@@ -206,9 +210,9 @@ impl Search {
             })
             .collect();
 
-        let hybrid = match self.query_vector(query).await {
-            Some(qv) => {
-                let cos = self.cosine_top(&qv, CANDIDATES)?;
+        let hybrid = match vector {
+            Some((qv, model)) => {
+                let cos = self.cosine_top(&model, &qv, CANDIDATES)?;
                 let mut missing: Vec<i64> = Vec::new();
                 for (id, c) in &cos {
                     match hits.iter_mut().find(|h| h.tool.id == *id) {
@@ -256,6 +260,23 @@ impl Search {
                 .then_with(|| a.tool.name.len().cmp(&b.tool.name.len()))
         });
         hits.truncate(limit.max(1));
+        // Candidates were read without their schemas; load the full records of the few returned.
+        let ids: Vec<i64> = hits
+            .iter()
+            .filter(|h| h.tool.input_schema.is_null())
+            .map(|h| h.tool.id)
+            .collect();
+        if !ids.is_empty() {
+            let store = self.inner.store.clone();
+            let full = tokio::task::spawn_blocking(move || store.tools_by_ids(&ids))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??;
+            for h in &mut hits {
+                if let Some(t) = full.iter().find(|t| t.id == h.tool.id) {
+                    h.tool.input_schema = t.input_schema.clone();
+                }
+            }
+        }
         let confidence = confidence(&hits);
         Ok(Ranking {
             hits,
@@ -281,10 +302,7 @@ impl Search {
     }
 
     /// The `k` most similar tools by cosine, rebuilding the in-memory index if it is stale.
-    fn cosine_top(&self, q: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
-        let Some(model) = self.inner.provider.model_id() else {
-            return Ok(vec![]);
-        };
+    fn cosine_top(&self, model: &str, q: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
         let generation = self.inner.generation.load(Ordering::SeqCst);
         let data_version = self.inner.store.data_version()?;
         let fresh = self
@@ -293,9 +311,11 @@ impl Search {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .is_some_and(|i| i.generation == generation && i.data_version == data_version);
+            .is_some_and(|i| {
+                i.model == model && i.generation == generation && i.data_version == data_version
+            });
         if !fresh {
-            let rows = self.inner.store.embeddings(&model)?;
+            let rows = self.inner.store.embeddings(model)?;
             let dim = rows.first().map(|(_, v)| v.len()).unwrap_or(0);
             let mut ids = Vec::with_capacity(rows.len());
             let mut data = Vec::with_capacity(rows.len() * dim);
@@ -303,11 +323,14 @@ impl Search {
                 ids.push(id);
                 data.extend_from_slice(&v);
             }
+            let rows = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
             *self.inner.index.write().unwrap_or_else(|p| p.into_inner()) = Some(VectorIndex {
+                model: model.to_owned(),
                 generation,
                 data_version,
                 dim,
                 ids,
+                rows,
                 data,
             });
         }
@@ -341,25 +364,47 @@ impl VectorIndex {
     }
 
     fn cosine_of(&self, id: i64, q: &[f32]) -> Option<f64> {
-        let i = self.ids.iter().position(|x| *x == id)?;
+        let i = *self.rows.get(&id)?;
         Some(dot(&self.data[i * self.dim..(i + 1) * self.dim], q) as f64)
     }
+}
+
+fn check_query(query: &str) -> Result<()> {
+    if query.trim().is_empty() {
+        return Err(Error::invalid(
+            "query",
+            "empty; describe what the tool should do",
+        ));
+    }
+    if query.len() > crate::model::limits::QUERY {
+        return Err(Error::invalid(
+            "query",
+            format!(
+                "{} bytes is over the limit of {}",
+                query.len(),
+                crate::model::limits::QUERY
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Dot product with eight independent accumulators so the compiler vectorises it.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
-    let chunks = a.len() / 8;
-    for i in 0..chunks {
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
         for j in 0..8 {
-            acc[j] += a[i * 8 + j] * b[i * 8 + j];
+            acc[j] += x[j] * y[j];
         }
     }
-    let mut sum: f32 = acc.iter().sum();
-    for i in chunks * 8..a.len() {
-        sum += a[i] * b[i];
-    }
-    sum
+    acc.iter().sum::<f32>() + tail
 }
 
 /// The text embedded for a tool: its name in words, then its description.

@@ -17,12 +17,17 @@ impl Store {
     pub fn search_tools_bm25(&self, fts: &str, limit: usize) -> Result<Vec<Bm25Hit>> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT t.id, t.server_id, s.name, t.name, t.description, t.input_schema, -bm25(server_tools_fts, 4.0, 1.0) AS score
-             FROM server_tools_fts f JOIN server_tools t ON t.id = f.rowid JOIN servers s ON s.id = t.server_id
-             WHERE server_tools_fts MATCH ?1 ORDER BY score DESC LIMIT ?2",
+            // Rank inside FTS5 first and join only the winners; joining every match before the LIMIT costs
+            // a lookup per matching row.
+            "WITH hits AS (
+                SELECT rowid AS id, -bm25(server_tools_fts, 4.0, 1.0) AS score FROM server_tools_fts
+                WHERE server_tools_fts MATCH ?1 ORDER BY score DESC LIMIT ?2
+             )
+             SELECT t.id, t.server_id, s.name, t.name, t.description, hits.score
+             FROM hits JOIN server_tools t ON t.id = hits.id JOIN servers s ON s.id = t.server_id ORDER BY hits.score DESC",
         )?;
+        // Schemas are left out (Null); the caller loads them for the few tools it returns.
         let rows = stmt.query_map(params![fts, limit as i64], |r| {
-            let schema: String = r.get(5)?;
             Ok(Bm25Hit {
                 tool: ToolRecord {
                     id: r.get(0)?,
@@ -30,10 +35,9 @@ impl Store {
                     server: r.get(2)?,
                     name: r.get(3)?,
                     description: r.get(4)?,
-                    input_schema: serde_json::from_str(&schema)
-                        .unwrap_or_else(|_| serde_json::json!({"type": "object"})),
+                    input_schema: serde_json::Value::Null,
                 },
-                score: r.get(6)?,
+                score: r.get(5)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

@@ -27,6 +27,8 @@ export AGENT_DISCOVER_TEST_CACHE="$PWD/$cache"
 export AGENT_DISCOVER_TEST_RUN="run-$$-$RANDOM"
 status=0
 cargo test "$@" || status=$?
+# The marketplace against the real npm and PyPI registries, at the addresses npm and pip are configured with.
+cargo run --quiet --example live_registry_check || status=$?
 
 # No process the tests started may outlive them (children, grandchildren, remote test servers).
 leftovers=""

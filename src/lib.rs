@@ -13,5 +13,6 @@ pub mod model;
 pub mod proxy;
 pub mod registry;
 pub mod search;
+pub mod marketplace;
 pub mod secrets;
 pub mod store;

@@ -10,3 +10,5 @@ mod proxy;
 mod interop;
 // Tool search over a catalog of real tools.
 mod search;
+// The marketplace against a stub registry on 127.0.0.1, and the installer.
+mod marketplace;

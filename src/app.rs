@@ -22,6 +22,10 @@ pub struct App {
     pub calllog: Arc<CallLog>,
     pub proxy: Proxy,
     pub search: Search,
+    /// The marketplace, built on first use (its HTTP client and cache cost start-up time), or why it could not be
+    /// configured (a broken config file must not stop agent-discover).
+    prereqs: tokio::sync::OnceCell<crate::marketplace::Prereqs>,
+    marketplace: std::sync::OnceLock<std::result::Result<crate::marketplace::Marketplace, String>>,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -68,6 +72,8 @@ impl App {
         let (provider, provider_status) = crate::search::Provider::from_env();
         let search = Search::new(registry.store().clone(), provider, provider_status);
         spawn_search_indexer(&events, search.clone());
+        let marketplace = std::sync::OnceLock::new();
+        let prereqs = tokio::sync::OnceCell::new();
         Ok(Arc::new(App {
             config,
             events,
@@ -76,7 +82,32 @@ impl App {
             calllog,
             proxy,
             search,
+            prereqs,
+            marketplace,
         }))
+    }
+
+    /// Which install tools (npx, uvx, uv, docker) this machine has, probed once per process.
+    pub async fn prereqs(&self) -> &crate::marketplace::Prereqs {
+        self.prereqs
+            .get_or_init(crate::marketplace::probe_prereqs)
+            .await
+    }
+
+    pub fn marketplace(&self) -> Result<&crate::marketplace::Marketplace> {
+        self.marketplace
+            .get_or_init(|| {
+                crate::marketplace::MarketplaceConfig::load(None)
+                    .and_then(|mut c| {
+                        c.cache_db = Some(self.config.db_path.clone());
+                        crate::marketplace::Marketplace::new(c)
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| {
+                crate::error::Error::Unavailable(format!("the marketplace is not configured: {e}"))
+            })
     }
 
     /// Removes a server, stopping it first if it runs here.

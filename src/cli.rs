@@ -76,6 +76,26 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Search the marketplace (official MCP registry, npm, PyPI).
+    Browse {
+        #[arg(default_value = "")]
+        query: String,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install a server from the marketplace (npx, uvx, docker or remote), asking for required values.
+    Install {
+        name: String,
+        /// A required value KEY=VALUE (repeatable); missing ones are asked for on a terminal.
+        #[arg(long = "input", value_parser = parse_kv)]
+        inputs: Vec<(String, String)>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Find the tool for a task across every known server (BM25, plus embeddings when available).
     Find {
         query: String,
@@ -271,6 +291,118 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Browse {
+            query,
+            limit,
+            cursor,
+            json,
+        } => {
+            let market = app.marketplace()?;
+            let progress =
+                (!json).then(|| spinner("asking the official MCP registry, npm and PyPI"));
+            let res = market
+                .browse(&query, limit.clamp(1, 100), cursor.as_deref())
+                .await;
+            if let Some(p) = progress {
+                p.abort();
+                eprint!("\r\x1b[2K");
+            }
+            if json {
+                return print_json(&serde_json::to_value(&res)?);
+            }
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "{:<45} {:<12} {:<8} {:<8} DESCRIPTION",
+                "NAME", "VERSION", "SOURCE", "INSTALL"
+            )?;
+            for e in &res.servers {
+                let method = e
+                    .install_method
+                    .map(|m| {
+                        serde_json::to_value(m)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default()
+                    })
+                    .unwrap_or_else(|| "-".into());
+                writeln!(
+                    out,
+                    "{:<45} {:<12} {:<8} {:<8} {}",
+                    e.name,
+                    e.version.as_deref().unwrap_or("-"),
+                    e.source.as_str(),
+                    method,
+                    one_line(&e.description, 60)
+                )?;
+            }
+            for s in res.sources.iter().filter(|s| !s.ok) {
+                eprintln!(
+                    "warning: {} failed: {}",
+                    s.source.as_str(),
+                    s.error.as_deref().unwrap_or("unknown error")
+                );
+            }
+            if let Some(c) = res.next_cursor {
+                eprintln!("more: agent-discover browse {query:?} --cursor {c}");
+            }
+            Ok(())
+        }
+        Command::Install { name, inputs, json } => {
+            let mut inputs: BTreeMap<String, String> = inputs.into_iter().collect();
+            let mut outcome = crate::install::install(&app, &name, &inputs).await?;
+            if let crate::install::InstallOutcome::NeedsInput { missing, .. } = &outcome {
+                use std::io::IsTerminal;
+                if !json && std::io::stdin().is_terminal() {
+                    for m in missing {
+                        eprint!(
+                            "{}{} ({}): ",
+                            m.name,
+                            if m.is_secret { " [secret]" } else { "" },
+                            m.description
+                        );
+                        let mut v = String::new();
+                        std::io::stdin().read_line(&mut v)?;
+                        inputs.insert(m.name.clone(), v.trim_end_matches(['\r', '\n']).to_owned());
+                    }
+                    outcome = crate::install::install(&app, &name, &inputs).await?;
+                }
+            }
+            if json {
+                return print_json(&serde_json::to_value(&outcome)?);
+            }
+            match outcome {
+                crate::install::InstallOutcome::Installed {
+                    server,
+                    command,
+                    args,
+                    url,
+                    warming,
+                    ..
+                } => {
+                    println!("{server}");
+                    eprintln!(
+                        "installed `{server}`: {}",
+                        url.unwrap_or_else(|| format!(
+                            "{} {}",
+                            command.unwrap_or_default(),
+                            args.join(" ")
+                        ))
+                    );
+                    if let Some(w) = warming {
+                        eprintln!("warming the package cache in the background: {w}");
+                    }
+                    Ok(())
+                }
+                crate::install::InstallOutcome::NeedsInput { missing, .. } => {
+                    let names: Vec<String> = missing
+                        .iter()
+                        .map(|m| format!("--input {}=...", m.name))
+                        .collect();
+                    anyhow::bail!("`{name}` needs values: {}", names.join(" "))
+                }
+            }
+        }
         Command::Find {
             query,
             limit,
@@ -453,6 +585,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
     }
+}
+
+/// A progress indicator on stderr (only when stderr is a terminal); abort the handle to stop it.
+fn spinner(what: &'static str) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return;
+        }
+        for frame in ['|', '/', '-', '\\'].iter().cycle() {
+            eprint!("\r{frame} {what}…");
+            tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+        }
+    })
 }
 
 fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {

@@ -28,6 +28,13 @@ pub enum Event {
     ToolsChanged { name: String },
     #[serde(rename = "secrets:changed")]
     SecretsChanged { name: String },
+    /// Filling the package cache of a newly installed server finished.
+    #[serde(rename = "server:warmup")]
+    Warmup {
+        name: String,
+        ok: bool,
+        message: Option<String>,
+    },
     /// One proxied call finished; `id` is its call-log entry.
     #[serde(rename = "call:logged")]
     CallLogged { id: u64 },
@@ -45,6 +52,7 @@ impl Event {
             Event::ServerError { .. } => "server:error",
             Event::ToolsChanged { .. } => "server:tools_changed",
             Event::SecretsChanged { .. } => "secrets:changed",
+            Event::Warmup { .. } => "server:warmup",
             Event::CallLogged { .. } => "call:logged",
         }
     }

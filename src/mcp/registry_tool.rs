@@ -21,6 +21,7 @@ pub const NAME: &str = "registry";
 pub const ACTIONS: &[&str] = &[
     "find_tool",
     "find_tools",
+    "browse",
     "list",
     "install",
     "uninstall",
@@ -49,8 +50,8 @@ fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
         ),
         (
             "limit",
-            json!({"type": "integer", "description": "[find_tool/find_tools] How many matches to consider (default 5)"}),
-            &["find_tool", "find_tools"],
+            json!({"type": "integer", "description": "[find_tool/find_tools] How many matches to consider (default 5); [browse] results per source (default 20)"}),
+            &["find_tool", "find_tools", "browse"],
         ),
         (
             "auto_activate",
@@ -59,8 +60,8 @@ fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
         ),
         (
             "source",
-            json!({"type": "string", "enum": ["manual", "local", "registry", "npm", "pypi", "smithery"], "description": "[list] Only servers from this source"}),
-            &["list"],
+            json!({"type": "string", "enum": ["manual", "local", "registry", "npm", "pypi", "smithery"], "description": "[list] Only servers from this source; [install] `registry` (or npm, pypi) installs `name` from the marketplace"}),
+            &["list", "install"],
         ),
         (
             "installed_only",
@@ -171,7 +172,11 @@ pub async fn call(app: &Arc<App>, args: Args, caller: Caller) -> Result<CallTool
     };
     let result = match action.as_str() {
         "list" => list(app, &args),
-        "install" => install(app, &args),
+        "install" => match args::opt_str(&args, "source")?.as_deref() {
+            Some(s) if s != "manual" => market_install(app, &args, &caller).await,
+            _ => install(app, &args),
+        },
+        "browse" => browse(app, &args).await,
         "uninstall" => uninstall(app, &args).await,
         "activate" => activate(app, &args).await,
         "deactivate" => deactivate(app, &args).await,
@@ -293,17 +298,6 @@ fn install(app: &App, a: &Args) -> Outcome {
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?,
         None => Transport::Stdio,
     };
-    if let Some(source) = args::opt_str(a, "source")? {
-        if source != "manual" {
-            return Err(McpError::invalid_params(
-                format!(
-                    "install with source `{}` is not available in this build; give `command` (and `args`) to register a server manually",
-                    crate::model::truncate_for_message(&source)
-                ),
-                None,
-            ));
-        }
-    }
     let spec = ServerSpec {
         name,
         description: args::opt_str(a, "description")?.unwrap_or_default(),
@@ -474,4 +468,99 @@ fn status(app: &App) -> Outcome {
         }))
     })();
     Ok(summary)
+}
+
+async fn browse(app: &App, a: &Args) -> Outcome {
+    let query = args::opt_str(a, "query")?.unwrap_or_default();
+    if query.len() > 1000 {
+        return Err(McpError::invalid_params("`query` is over 1000 bytes", None));
+    }
+    let limit = args::opt_u64(a, "limit")?.unwrap_or(20).clamp(1, 100) as usize;
+    let cursor = args::opt_str(a, "cursor")?;
+    let market = match app.marketplace() {
+        Ok(m) => m,
+        Err(e) => return Ok(Err(e)),
+    };
+    let res = market.browse(&query, limit, cursor.as_deref()).await;
+    let servers: Vec<Value> = res
+        .servers
+        .iter()
+        .map(|e| {
+            json!({"name": e.name, "title": e.title, "description": e.description, "version": e.version, "source": e.source,
+                   "runtime": e.runtime, "install_method": e.install_method, "repository": e.repository, "key": e.key})
+        })
+        .collect();
+    let prereqs = app.prereqs().await;
+    Ok(Ok(
+        json!({"servers": servers, "next_cursor": res.next_cursor, "sources": res.sources, "prereqs": prereqs}),
+    ))
+}
+
+/// Installs from the marketplace; missing required values are asked of the user through elicitation when the client
+/// supports it, else returned as `needs_input` for a second call with `inputs`.
+async fn market_install(app: &App, a: &Args, caller: &Caller) -> Outcome {
+    let name = args::req_str(a, "name", "install")?;
+    if name.len() > 214 || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(McpError::invalid_params(
+            format!(
+                "invalid package name {:?}",
+                crate::model::truncate_for_message(&name)
+            ),
+            None,
+        ));
+    }
+    let mut inputs = args::opt_str_map(a, "inputs")?.unwrap_or_default();
+    let mut outcome = crate::install::install(app, &name, &inputs).await;
+    if let (Ok(crate::install::InstallOutcome::NeedsInput { missing, .. }), Some(peer)) =
+        (&outcome, &caller.peer)
+    {
+        if peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.elicitation.is_some())
+        {
+            if let Some(answers) = elicit_inputs(peer, &name, missing).await {
+                inputs.extend(answers);
+                outcome = crate::install::install(app, &name, &inputs).await;
+            }
+        }
+    }
+    Ok(outcome.map(|o| serde_json::to_value(o).unwrap_or_default()))
+}
+
+/// Asks the connected user for the missing values in one form; `None` if they decline or the request fails.
+async fn elicit_inputs(
+    peer: &rmcp::Peer<rmcp::RoleServer>,
+    name: &str,
+    missing: &[crate::marketplace::MissingInput],
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let mut props = serde_json::Map::new();
+    for m in missing {
+        props.insert(
+            m.name.clone(),
+            json!({"type": "string", "title": m.name, "description": m.description}),
+        );
+    }
+    let required: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
+    let schema = serde_json::from_value(
+        json!({"type": "object", "properties": props, "required": required}),
+    )
+    .ok()?;
+    let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!(
+            "Installing `{name}` needs these values (secret ones are stored encrypted)"
+        ),
+        requested_schema: schema,
+    };
+    let res = peer.create_elicitation(params).await.ok()?;
+    if res.action != rmcp::model::ElicitationAction::Accept {
+        return None;
+    }
+    let content = res.content?;
+    let map = content.as_object()?;
+    Some(
+        map.iter()
+            .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+            .collect(),
+    )
 }

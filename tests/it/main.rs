@@ -14,3 +14,5 @@ mod search;
 mod marketplace;
 // Installing from the marketplace through the registry tool.
 mod install;
+// In-process embeddings against reference vectors from an independent implementation.
+mod embed;

@@ -1,0 +1,138 @@
+//! Local embeddings (`agent_discover::embed`): all-MiniLM-L6-v2 in Rust against tests/data/minilm_reference.json
+//! (ids from the `tokenizers` library, embeddings from onnxruntime and numpy; made by scripts/minilm_reference.py),
+//! a semantic sanity check, and inputs that must not break it. Needs the model: scripts/install-model.sh.
+
+use std::sync::OnceLock;
+
+use agent_discover::embed::{self, DIM, MiniLm};
+use serde_json::Value;
+
+fn model() -> &'static MiniLm {
+    static MODEL: OnceLock<MiniLm> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let Some(dir) = embed::find_model_dir(None) else {
+            panic!(
+                "the all-MiniLM-L6-v2 model files are not installed: run scripts/install-model.sh (it puts them in \
+                 ~/.cache/agent-discover/models/all-MiniLM-L6-v2) or set AGENT_DISCOVER_MODEL_DIR to a directory \
+                 holding model.safetensors and vocab.txt"
+            )
+        };
+        MiniLm::load(&dir).unwrap_or_else(|e| panic!("loading the model from {}: {e}", dir.display()))
+    })
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(&x, &y)| f64::from(x) * f64::from(y))
+        .sum();
+    let na: f64 = a.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .expect("an array of numbers")
+        .iter()
+        .map(|x| x.as_f64().expect("a number") as f32)
+        .collect()
+}
+
+#[test]
+fn embeddings_match_the_reference() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/minilm_reference.json"
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("reading the reference file"))
+            .expect("the reference file is JSON");
+    assert_eq!(doc["model_id"], embed::MODEL_ID);
+    let items = doc["items"].as_array().expect("items");
+    assert!(items.len() >= 10, "the reference has too few items");
+    let m = model();
+    let texts: Vec<&str> = items
+        .iter()
+        .map(|i| i["text"].as_str().expect("text"))
+        .collect();
+    let got = m.embed_batch(&texts);
+    assert_eq!(got.len(), texts.len());
+    let (mut min_int8, mut min_f32) = (f64::MAX, f64::MAX);
+    for (item, (text, e)) in items.iter().zip(texts.iter().zip(&got)) {
+        let want_ids: Vec<u32> = item["ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        assert_eq!(m.tokenize(text), want_ids, "token ids of {text:?}");
+        assert_eq!(e.len(), DIM);
+        let c = cosine(e, &floats(&item["embedding"]));
+        assert!(
+            c > 0.99,
+            "cosine {c} with the onnxruntime embedding of {text:?}"
+        );
+        min_int8 = min_int8.min(c);
+        if let Some(f) = item.get("embedding_f32") {
+            let c = cosine(e, &floats(f));
+            assert!(
+                c > 0.9999,
+                "cosine {c} with the float32 embedding of {text:?}"
+            );
+            min_f32 = min_f32.min(c);
+        }
+    }
+    // One text alone gives what it gives in a batch.
+    assert_eq!(m.embed(texts[0]), got[0]);
+    eprintln!(
+        "{} texts: min cosine {min_int8:.6} (onnxruntime int8), {min_f32:.8} (float32)",
+        texts.len()
+    );
+}
+
+#[test]
+fn similar_meanings_are_closer() {
+    let m = model();
+    let q = m.embed("find code on github");
+    let github = m.embed("Search GitHub repositories and issues");
+    let file = m.embed("Read a file from the local filesystem");
+    let (near, far) = (cosine(&q, &github), cosine(&q, &file));
+    assert!(
+        near > far + 0.1,
+        "cos(query, github tool) {near} should beat cos(query, file tool) {far}"
+    );
+}
+
+#[test]
+fn any_text_gives_a_unit_vector() {
+    let m = model();
+    let long = "All work and no play makes Jack a dull boy. ".repeat(230); // ~10 kB
+    let texts = [
+        "",
+        " \t\n ",
+        "\u{0}\u{1}\u{7f}\u{200b}\u{feff}",
+        "🦀🦀🦀 👩‍💻 🇫🇷",
+        "Mixed: English, Ελληνικά, Русский, עברית, العربية, हिन्दी, 中文, 日本語, 한국어, ไทย",
+        "\u{10ffff}\u{e000}\u{fffd}\u{301}\u{301}",
+        long.as_str(),
+    ];
+    for text in texts {
+        let ids = m.tokenize(text);
+        assert!(
+            (2..=embed::MAX_TOKENS).contains(&ids.len()),
+            "{} ids for {text:?}",
+            ids.len()
+        );
+        let e = m.embed(text);
+        assert_eq!(e.len(), DIM);
+        assert!(
+            e.iter().all(|x| x.is_finite()),
+            "non-finite value for {text:?}"
+        );
+        let norm = e.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm} for {text:?}");
+    }
+    assert_eq!(m.tokenize(&long).len(), embed::MAX_TOKENS);
+}

@@ -590,8 +590,18 @@ async function loadPrereqs() {
 
 // ---------- start ----------
 
+// Which optional routes this build serves (the marketplace may be absent).
+let routes = {};
+
 const initial = location.hash.slice(1);
 showTab(TABS.includes(initial) ? initial : 'servers', false);
 connect();
 loadLogs();
-loadPrereqs();
+api('GET', '/api/openapi.json').then((doc) => {
+  routes = doc.paths || {};
+  if (routes['/api/prereqs']) loadPrereqs();
+  if (!routes['/api/browse']) {
+    $('#browse-search').disabled = true;
+    $('#browse-list').replaceChildren(h('p', { class: 'empty' }, 'Marketplace search is not available in this build of agent-discover.'));
+  }
+}).catch((e) => toast(`cannot read the API description: ${e.message}`, true));

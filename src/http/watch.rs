@@ -20,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::store::Store;
 
 pub const FALLBACK_EVERY: Duration = Duration::from_secs(5);
+/// The trailing check after a burst of file events.
+const SETTLE: Duration = Duration::from_millis(150);
 
 /// Calls `changed` whenever another process has committed to `db_path`, until `cancel`.
 pub fn spawn(
@@ -37,10 +39,18 @@ pub fn spawn(
         // Kept alive for as long as this task runs; dropping it stops the watch.
         let watcher = watcher.ok();
         let mut seen = store.data_version().unwrap_or(0);
+        // A commit's last step (the wal-index in `-shm`, written through mmap) makes no file event, so the check right
+        // after the last event of a burst can be too early; one more check shortly after the burst settles catches it.
+        let mut settle: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 _ = cancel.cancelled() => break,
-                _ = kick.notified(), if watcher.is_some() => {}
+                _ = kick.notified(), if watcher.is_some() => {
+                    settle = Some(tokio::time::Instant::now() + SETTLE);
+                }
+                _ = tokio::time::sleep_until(settle.unwrap_or_else(tokio::time::Instant::now)), if settle.is_some() => {
+                    settle = None;
+                }
                 _ = tokio::time::sleep(FALLBACK_EVERY), if watcher.is_none() => {}
             }
             match store.data_version() {

@@ -14,3 +14,5 @@ mod search;
 mod marketplace;
 // Installing from the marketplace through the registry tool.
 mod install;
+// The dashboard server: REST, WebSocket, MCP over HTTP, security, leader election, and a real browser.
+mod http;

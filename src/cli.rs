@@ -196,7 +196,12 @@ fn dashboard_security(
 ) -> anyhow::Result<crate::http::Security> {
     let token = if args.require_token || !addr.ip().is_loopback() {
         let (token, created, path) = crate::http::security::load_or_create_token(&config.data_dir)
-            .with_context(|| format!("cannot read or create the dashboard token in {}", config.data_dir.display()))?;
+            .with_context(|| {
+                format!(
+                    "cannot read or create the dashboard token in {}",
+                    config.data_dir.display()
+                )
+            })?;
         if created {
             eprintln!(
                 "dashboard token (shown once; kept in {}): {token}\nopen http://{addr}/?token={token} or send `Authorization: Bearer <token>`",
@@ -209,16 +214,24 @@ fn dashboard_security(
     } else {
         None
     };
-    crate::http::Security::for_bind(addr.ip(), &args.allowed_hosts, token).map_err(anyhow::Error::msg)
+    crate::http::Security::for_bind(addr.ip(), &args.allowed_hosts, token)
+        .map_err(anyhow::Error::msg)
 }
 
 /// Tries to become the dashboard leader for an `mcp` process: serves in the background when the port is free, and
 /// quietly stays stdio-only when another process has it.
-async fn lead_dashboard(app: &std::sync::Arc<App>, args: &DashboardArgs, mode: crate::mcp::ToolsMode) {
+async fn lead_dashboard(
+    app: &std::sync::Arc<App>,
+    args: &DashboardArgs,
+    mode: crate::mcp::ToolsMode,
+) {
     let listener = match crate::http::bind(args.host, args.port).await {
         Ok(Some(l)) => l,
         Ok(None) => {
-            tracing::info!(port = args.port, "the dashboard port is taken (another agent-discover serves it); stdio only");
+            tracing::info!(
+                port = args.port,
+                "the dashboard port is taken (another agent-discover serves it); stdio only"
+            );
             return;
         }
         Err(e) => {
@@ -228,7 +241,9 @@ async fn lead_dashboard(app: &std::sync::Arc<App>, args: &DashboardArgs, mode: c
     };
     let addr = match listener.local_addr() {
         Ok(a) => a,
-        Err(e) => return tracing::warn!(error = %e, "dashboard listener has no address; stdio only"),
+        Err(e) => {
+            return tracing::warn!(error = %e, "dashboard listener has no address; stdio only");
+        }
     };
     let security = match dashboard_security(args, addr, &app.config) {
         Ok(s) => s,
@@ -237,7 +252,9 @@ async fn lead_dashboard(app: &std::sync::Arc<App>, args: &DashboardArgs, mode: c
     tracing::info!("dashboard at http://{addr}/ (MCP over HTTP at /mcp)");
     let app = app.clone();
     tokio::spawn(async move {
-        if let Err(e) = crate::http::serve(listener, app, security, mode, std::future::pending()).await {
+        if let Err(e) =
+            crate::http::serve(listener, app, security, mode, std::future::pending()).await
+        {
             tracing::warn!(error = %e, "the dashboard server stopped");
         }
     });

@@ -28,7 +28,10 @@ impl App {
     pub async fn check_health(&self, name: &str) -> Result<HealthReport> {
         let server = self.registry.get(name)?;
         let started = Instant::now();
-        let outcome = self.proxy.probe(&server.name, self.config.timeouts.health).await;
+        let outcome = self
+            .proxy
+            .probe(&server.name, self.config.timeouts.health)
+            .await;
         let latency_ms = started.elapsed().as_millis() as u64;
         let report = match outcome {
             Ok(n) => HealthReport {
@@ -52,9 +55,7 @@ impl App {
             report.status == Health::Healthy,
             report.error.as_deref(),
         )?;
-        self.events.emit(Event::ServerUpdated {
-            name: server.name,
-        });
+        self.events.emit(Event::ServerUpdated { name: server.name });
         Ok(report)
     }
 }

@@ -167,7 +167,9 @@ mod tests {
         assert!(text.contains("agent_discover_active_servers 2\n"), "{text}");
         assert!(text.contains("agent_discover_children 1\n"));
         assert!(text.contains("agent_discover_tool_calls_total{server=\"fs\",tool=\"read\"} 3\n"));
-        assert!(text.contains("agent_discover_tool_call_errors_total{server=\"fs\",tool=\"read\"} 1\n"));
+        assert!(
+            text.contains("agent_discover_tool_call_errors_total{server=\"fs\",tool=\"read\"} 1\n")
+        );
         // 3 ms falls in le=0.005; 700 ms first counts at le=1; 500 s only at +Inf.
         assert!(text.contains("_bucket{server=\"fs\",tool=\"read\",le=\"0.005\"} 1\n"));
         assert!(text.contains("_bucket{server=\"fs\",tool=\"read\",le=\"0.5\"} 1\n"));

@@ -69,9 +69,7 @@ pub async fn list_servers(
         installed_only,
     })?;
     Ok(Json(
-        rows.into_iter()
-            .map(|r| summary_json(&s.app, r))
-            .collect(),
+        rows.into_iter().map(|r| summary_json(&s.app, r)).collect(),
     ))
 }
 
@@ -95,7 +93,12 @@ pub async fn get_server(
         .into_iter()
         .map(ToolView::from)
         .collect();
-    let child = s.app.proxy.children().into_iter().find(|c| c.name == server.name);
+    let child = s
+        .app
+        .proxy
+        .children()
+        .into_iter()
+        .find(|c| c.name == server.name);
     let view = ServerView {
         running: s.app.proxy.is_active(&server.name),
         summary: ServerSummary {
@@ -197,7 +200,9 @@ pub async fn list_secrets(
     Path(key): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let server = server(&s.app, &key)?;
-    Ok(Json(serde_json::to_value(s.app.secrets.list(&server.name)?).unwrap_or_default()))
+    Ok(Json(
+        serde_json::to_value(s.app.secrets.list(&server.name)?).unwrap_or_default(),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -230,7 +235,9 @@ pub async fn delete_secret(
     if !s.app.secrets.delete(&server.name, &secret)? {
         return Err(Error::not_found("secret", format!("{}/{secret}", server.name)).into());
     }
-    Ok(Json(json!({"status": "deleted", "name": server.name, "key": secret})))
+    Ok(Json(
+        json!({"status": "deleted", "name": server.name, "key": secret}),
+    ))
 }
 
 pub async fn check_health(
@@ -332,7 +339,10 @@ pub async fn prometheus(State(s): State<AppState>) -> Response {
     let processes = children.iter().filter(|c| c.pid.is_some()).count();
     let text = s.app.telemetry.render_prometheus(children.len(), processes);
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         text,
     )
         .into_response()

@@ -9,11 +9,31 @@ use super::error::ApiError;
 
 /// (file name, content type, contents)
 const FILES: &[(&str, &str, &str)] = &[
-    ("index.html", "text/html; charset=utf-8", include_str!("../../web/index.html")),
-    ("app.js", "text/javascript; charset=utf-8", include_str!("../../web/app.js")),
-    ("schema-form.js", "text/javascript; charset=utf-8", include_str!("../../web/schema-form.js")),
-    ("style.css", "text/css; charset=utf-8", include_str!("../../web/style.css")),
-    ("favicon.svg", "image/svg+xml", include_str!("../../web/favicon.svg")),
+    (
+        "index.html",
+        "text/html; charset=utf-8",
+        include_str!("../../web/index.html"),
+    ),
+    (
+        "app.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../web/app.js"),
+    ),
+    (
+        "schema-form.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../web/schema-form.js"),
+    ),
+    (
+        "style.css",
+        "text/css; charset=utf-8",
+        include_str!("../../web/style.css"),
+    ),
+    (
+        "favicon.svg",
+        "image/svg+xml",
+        include_str!("../../web/favicon.svg"),
+    ),
 ];
 
 /// Scripts, styles and connections only from this server; no frames, no inline script.
@@ -46,7 +66,9 @@ fn serve(name: &str) -> Response {
         *body,
     )
         .into_response();
-    resp.headers_mut()
-        .insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    resp.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
     resp
 }

@@ -177,7 +177,10 @@ fn router_with(
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         // Outermost: nothing runs for a request with a foreign Host or Origin, or without the token.
-        .layer(axum::middleware::from_fn_with_state(security, security::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            security,
+            security::guard,
+        ))
         .with_state(state)
 }
 

@@ -97,7 +97,10 @@ impl Security {
             })?;
         let host = split_authority(host_raw).0;
         if !self.allowed_hosts.contains(&host) {
-            tracing::warn!(host = host_raw, "refused a request for a foreign Host (possible DNS rebinding)");
+            tracing::warn!(
+                host = host_raw,
+                "refused a request for a foreign Host (possible DNS rebinding)"
+            );
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",
@@ -205,9 +208,7 @@ fn presented_token(headers: &HeaderMap) -> Option<String> {
 }
 
 fn query_token(query: Option<&str>) -> Option<&str> {
-    query?
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("token="))
+    query?.split('&').find_map(|kv| kv.strip_prefix("token="))
 }
 
 /// `(host, port)` of an authority: lowercase, brackets and a trailing dot removed.
@@ -292,7 +293,10 @@ mod tests {
 
     #[test]
     fn authorities_and_origins() {
-        assert_eq!(split_authority("LocalHost:3424"), ("localhost".into(), Some("3424")));
+        assert_eq!(
+            split_authority("LocalHost:3424"),
+            ("localhost".into(), Some("3424"))
+        );
         assert_eq!(split_authority("[::1]:80"), ("::1".into(), Some("80")));
         assert_eq!(split_authority("::1"), ("::1".into(), None));
         assert!(same_origin("http://127.0.0.1:3424", "127.0.0.1:3424"));
@@ -310,7 +314,9 @@ mod tests {
         let s = Security::for_bind(any, &["Box.LAN".into()], Some("t".into())).unwrap();
         assert!(s.token_required());
         assert!(s.allowed_hosts().contains(&"box.lan".to_owned()));
-        assert!(s.token_matches(Some("t")) && !s.token_matches(Some("u")) && !s.token_matches(None));
+        assert!(
+            s.token_matches(Some("t")) && !s.token_matches(Some("u")) && !s.token_matches(None)
+        );
         let lo = Security::for_bind("127.0.0.1".parse().unwrap(), &[], None).unwrap();
         assert!(!lo.token_required());
     }
@@ -325,7 +331,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
         }
     }
 }

@@ -132,8 +132,16 @@ impl Hub {
             cancel: cancel.clone(),
             _stop: cancel.clone().drop_guard(),
         });
-        tokio::spawn(forward_events(Arc::downgrade(&hub), app.clone(), cancel.clone()));
-        tokio::spawn(rebuild_when_dirty(Arc::downgrade(&hub), hub.dirty.clone(), cancel.clone()));
+        tokio::spawn(forward_events(
+            Arc::downgrade(&hub),
+            app.clone(),
+            cancel.clone(),
+        ));
+        tokio::spawn(rebuild_when_dirty(
+            Arc::downgrade(&hub),
+            hub.dirty.clone(),
+            cancel.clone(),
+        ));
         let weak = Arc::downgrade(&hub);
         super::watch::spawn(
             app.registry.store().clone(),
@@ -150,7 +158,10 @@ impl Hub {
     }
 
     pub(crate) fn latest(&self) -> (u64, Utf8Bytes) {
-        self.latest.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.latest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Tells connected dashboards that the call log was emptied.

@@ -113,67 +113,177 @@ async fn rest_round_trip_without_a_socket() {
 
     let a = send(&r, "POST", "/api/servers", Some(fixture("fx", &[]))).await;
     let id = expect(&a, 201)["id"].as_i64().expect("id");
-    expect_error(&send(&r, "POST", "/api/servers", Some(fixture("fx", &[]))).await, 409, "conflict");
     expect_error(
-        &send(&r, "POST", "/api/servers", Some(json!({"name": "bad name", "command": "x"}))).await,
+        &send(&r, "POST", "/api/servers", Some(fixture("fx", &[]))).await,
+        409,
+        "conflict",
+    );
+    expect_error(
+        &send(
+            &r,
+            "POST",
+            "/api/servers",
+            Some(json!({"name": "bad name", "command": "x"})),
+        )
+        .await,
         400,
         "invalid_input",
     );
     expect_error(
-        &send(&r, "POST", "/api/servers", Some(json!({"name": "t", "command": "x", "call_timeout_ms": 0}))).await,
+        &send(
+            &r,
+            "POST",
+            "/api/servers",
+            Some(json!({"name": "t", "command": "x", "call_timeout_ms": 0})),
+        )
+        .await,
         400,
         "invalid_input",
     );
-    assert!(app.registry.get("t").is_err(), "a refused limit must not leave a server behind");
+    assert!(
+        app.registry.get("t").is_err(),
+        "a refused limit must not leave a server behind"
+    );
 
     let list = send(&r, "GET", "/api/servers", None).await;
     let rows = expect(&list, 200).as_array().unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!((rows[0]["name"].clone(), rows[0]["running"].clone()), (json!("fx"), json!(false)));
-    let hits = send(&r, "GET", "/api/servers?query=fixture&installed=true&source=manual", None).await;
+    assert_eq!(
+        (rows[0]["name"].clone(), rows[0]["running"].clone()),
+        (json!("fx"), json!(false))
+    );
+    let hits = send(
+        &r,
+        "GET",
+        "/api/servers?query=fixture&installed=true&source=manual",
+        None,
+    )
+    .await;
     assert_eq!(expect(&hits, 200).as_array().unwrap().len(), 1);
     let none = send(&r, "GET", "/api/servers?query=nothing-like-it", None).await;
     assert_eq!(expect(&none, 200).as_array().unwrap().len(), 0);
-    expect_error(&send(&r, "GET", "/api/servers?installed=maybe", None).await, 400, "invalid_input");
-    expect_error(&send(&r, "GET", "/api/servers?source=nope", None).await, 400, "invalid_input");
+    expect_error(
+        &send(&r, "GET", "/api/servers?installed=maybe", None).await,
+        400,
+        "invalid_input",
+    );
+    expect_error(
+        &send(&r, "GET", "/api/servers?source=nope", None).await,
+        400,
+        "invalid_input",
+    );
 
     let by_id = send(&r, "GET", &format!("/api/servers/{id}"), None).await;
     let by_name = send(&r, "GET", "/api/servers/fx", None).await;
     assert_eq!(expect(&by_id, 200)["name"], "fx");
     assert_eq!(expect(&by_name, 200)["id"], id);
-    expect_error(&send(&r, "GET", "/api/servers/999", None).await, 404, "not_found");
-    expect_error(&send(&r, "GET", "/api/servers/no-such", None).await, 404, "not_found");
+    expect_error(
+        &send(&r, "GET", "/api/servers/999", None).await,
+        404,
+        "not_found",
+    );
+    expect_error(
+        &send(&r, "GET", "/api/servers/no-such", None).await,
+        404,
+        "not_found",
+    );
 
-    let upd = send(&r, "PUT", "/api/servers/fx", Some(json!({"description": "changed"}))).await;
+    let upd = send(
+        &r,
+        "PUT",
+        "/api/servers/fx",
+        Some(json!({"description": "changed"})),
+    )
+    .await;
     assert_eq!(expect(&upd, 200)["description"], "changed");
-    expect_error(&send(&r, "PUT", "/api/servers/fx", Some(json!({"nonsense": 1}))).await, 400, "invalid_input");
+    expect_error(
+        &send(&r, "PUT", "/api/servers/fx", Some(json!({"nonsense": 1}))).await,
+        400,
+        "invalid_input",
+    );
 
     // Not active yet: a call is refused as unavailable.
     let call = |tool: &str, args: Value| json!({"tool": tool, "args": args});
     expect_error(
-        &send(&r, "POST", "/api/servers/fx/call", Some(call("echo", json!({"text": "x"})))).await,
+        &send(
+            &r,
+            "POST",
+            "/api/servers/fx/call",
+            Some(call("echo", json!({"text": "x"}))),
+        )
+        .await,
         503,
         "unavailable",
     );
 
     let act = send(&r, "POST", "/api/servers/fx/activate", None).await;
     assert_eq!(expect(&act, 200)["status"], "activated");
-    assert!(act.body["tool_count"].as_u64().unwrap() >= 10, "{}", act.text);
+    assert!(
+        act.body["tool_count"].as_u64().unwrap() >= 10,
+        "{}",
+        act.text
+    );
     assert_eq!(act.body["tools"][0]["call_as"], "fx__echo");
     let again = send(&r, "POST", "/api/servers/fx/activate", None).await;
     assert_eq!(expect(&again, 200)["status"], "already_active");
     let detail = send(&r, "GET", "/api/servers/fx", None).await;
     assert_eq!(expect(&detail, 200)["running"], true);
-    assert!(detail.body["child"]["pid"].as_u64().is_some(), "{}", detail.text);
-    assert!(detail.body["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo" && t["input_schema"]["properties"]["text"].is_object()));
+    assert!(
+        detail.body["child"]["pid"].as_u64().is_some(),
+        "{}",
+        detail.text
+    );
+    assert!(
+        detail.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo" && t["input_schema"]["properties"]["text"].is_object())
+    );
 
-    let echo = send(&r, "POST", "/api/servers/fx/call", Some(call("echo", json!({"text": "hi over REST"})))).await;
+    let echo = send(
+        &r,
+        "POST",
+        "/api/servers/fx/call",
+        Some(call("echo", json!({"text": "hi over REST"}))),
+    )
+    .await;
     assert_eq!(expect(&echo, 200)["content"][0]["text"], "hi over REST");
     assert_eq!(echo.body["isError"], false);
-    let fail = send(&r, "POST", "/api/servers/fx/call", Some(json!({"tool": "fail", "arguments": {"message": "boom"}}))).await;
-    assert_eq!(expect(&fail, 200)["isError"], true, "a tool error is a result, not an HTTP error");
-    expect_error(&send(&r, "POST", "/api/servers/fx/call", Some(call("no_such_tool", json!({})))).await, 404, "not_found");
-    expect_error(&send(&r, "POST", "/api/servers/fx/call", Some(json!({"args": {}}))).await, 400, "invalid_input");
+    let fail = send(
+        &r,
+        "POST",
+        "/api/servers/fx/call",
+        Some(json!({"tool": "fail", "arguments": {"message": "boom"}})),
+    )
+    .await;
+    assert_eq!(
+        expect(&fail, 200)["isError"],
+        true,
+        "a tool error is a result, not an HTTP error"
+    );
+    expect_error(
+        &send(
+            &r,
+            "POST",
+            "/api/servers/fx/call",
+            Some(call("no_such_tool", json!({}))),
+        )
+        .await,
+        404,
+        "not_found",
+    );
+    expect_error(
+        &send(
+            &r,
+            "POST",
+            "/api/servers/fx/call",
+            Some(json!({"args": {}})),
+        )
+        .await,
+        400,
+        "invalid_input",
+    );
 
     let logs = send(&r, "GET", "/api/logs?limit=1", None).await;
     assert_eq!(expect(&logs, 200)["total"], 2);
@@ -183,27 +293,81 @@ async fn rest_round_trip_without_a_socket() {
 
     app.proxy.flush_metrics().await;
     let m = send(&r, "GET", "/api/servers/fx/metrics", None).await;
-    let echo_row = expect(&m, 200).as_array().unwrap().iter().find(|t| t["tool_name"] == "echo").cloned();
+    let echo_row = expect(&m, 200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool_name"] == "echo")
+        .cloned();
     assert_eq!(echo_row.expect("echo metrics")["call_count"], 1);
     let overview = send(&r, "GET", "/api/metrics", None).await;
     assert_eq!(expect(&overview, 200)[0]["total_calls"], 2);
     let prom = send(&r, "GET", "/metrics", None).await;
     assert_eq!(prom.status, 200);
-    assert!(prom.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/plain; version=0.0.4"));
-    assert!(prom.text.contains("agent_discover_tool_calls_total{server=\"fx\",tool=\"echo\"} 1\n"), "{}", prom.text);
-    assert!(prom.text.contains("agent_discover_tool_call_errors_total{server=\"fx\",tool=\"fail\"} 1\n"));
-    assert!(prom.text.contains("agent_discover_active_servers 1\n") && prom.text.contains("agent_discover_children 1\n"));
+    assert!(
+        prom.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    assert!(
+        prom.text
+            .contains("agent_discover_tool_calls_total{server=\"fx\",tool=\"echo\"} 1\n"),
+        "{}",
+        prom.text
+    );
+    assert!(
+        prom.text
+            .contains("agent_discover_tool_call_errors_total{server=\"fx\",tool=\"fail\"} 1\n")
+    );
+    assert!(
+        prom.text.contains("agent_discover_active_servers 1\n")
+            && prom.text.contains("agent_discover_children 1\n")
+    );
 
     // Secrets: masked out, never in clear.
-    let set = send(&r, "PUT", "/api/servers/fx/secrets/API_KEY", Some(json!({"value": "sk-test-123456"}))).await;
+    let set = send(
+        &r,
+        "PUT",
+        "/api/servers/fx/secrets/API_KEY",
+        Some(json!({"value": "sk-test-123456"})),
+    )
+    .await;
     assert_eq!(expect(&set, 200)["masked_value"], "sk-t****");
     let listed = send(&r, "GET", &format!("/api/servers/{id}/secrets"), None).await;
     assert_eq!(expect(&listed, 200)[0]["key"], "API_KEY");
     assert!(!listed.text.contains("sk-test-123456") && !set.text.contains("sk-test-123456"));
-    expect_error(&send(&r, "PUT", "/api/servers/fx/secrets/API_KEY", Some(json!({"value": ""}))).await, 400, "invalid_input");
-    expect_error(&send(&r, "PUT", "/api/servers/fx/secrets/bad%20key", Some(json!({"value": "v"}))).await, 400, "invalid_input");
-    expect(&send(&r, "DELETE", "/api/servers/fx/secrets/API_KEY", None).await, 200);
-    expect_error(&send(&r, "DELETE", "/api/servers/fx/secrets/API_KEY", None).await, 404, "not_found");
+    expect_error(
+        &send(
+            &r,
+            "PUT",
+            "/api/servers/fx/secrets/API_KEY",
+            Some(json!({"value": ""})),
+        )
+        .await,
+        400,
+        "invalid_input",
+    );
+    expect_error(
+        &send(
+            &r,
+            "PUT",
+            "/api/servers/fx/secrets/bad%20key",
+            Some(json!({"value": "v"})),
+        )
+        .await,
+        400,
+        "invalid_input",
+    );
+    expect(
+        &send(&r, "DELETE", "/api/servers/fx/secrets/API_KEY", None).await,
+        200,
+    );
+    expect_error(
+        &send(&r, "DELETE", "/api/servers/fx/secrets/API_KEY", None).await,
+        404,
+        "not_found",
+    );
 
     let health = send(&r, "POST", "/api/servers/fx/health", None).await;
     assert_eq!(expect(&health, 200)["status"], "healthy");
@@ -221,21 +385,53 @@ async fn rest_round_trip_without_a_socket() {
     assert_eq!(expect(&health, 200)["status"], "healthy");
     assert!(!app.proxy.is_active("fx"));
     let row = send(&r, "GET", "/api/servers/fx", None).await;
-    assert_eq!((row.body["health_status"].clone(), row.body["active"].clone()), (json!("healthy"), json!(false)));
+    assert_eq!(
+        (
+            row.body["health_status"].clone(),
+            row.body["active"].clone()
+        ),
+        (json!("healthy"), json!(false))
+    );
 
     // A server that cannot start is unhealthy, and counted.
-    expect(&send(&r, "POST", "/api/servers", Some(fixture("broken", &["--exit-before-init"]))).await, 201);
+    expect(
+        &send(
+            &r,
+            "POST",
+            "/api/servers",
+            Some(fixture("broken", &["--exit-before-init"])),
+        )
+        .await,
+        201,
+    );
     let sick = send(&r, "POST", "/api/servers/broken/health", None).await;
     assert_eq!(expect(&sick, 200)["status"], "unhealthy");
-    assert!(sick.body["error"].as_str().unwrap().contains("API key required"), "{}", sick.text);
+    assert!(
+        sick.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("API key required"),
+        "{}",
+        sick.text
+    );
     let row = send(&r, "GET", "/api/servers/broken", None).await;
     assert_eq!(row.body["error_count"], 1);
 
-    assert_eq!(expect(&send(&r, "DELETE", "/api/logs", None).await, 200)["status"], "cleared");
+    assert_eq!(
+        expect(&send(&r, "DELETE", "/api/logs", None).await, 200)["status"],
+        "cleared"
+    );
     assert_eq!(send(&r, "GET", "/api/logs", None).await.body["total"], 0);
 
-    assert_eq!(expect(&send(&r, "DELETE", "/api/servers/fx", None).await, 200)["status"], "deleted");
-    expect_error(&send(&r, "GET", "/api/servers/fx", None).await, 404, "not_found");
+    assert_eq!(
+        expect(&send(&r, "DELETE", "/api/servers/fx", None).await, 200)["status"],
+        "deleted"
+    );
+    expect_error(
+        &send(&r, "GET", "/api/servers/fx", None).await,
+        404,
+        "not_found",
+    );
     app.proxy.shutdown().await;
 }
 
@@ -243,8 +439,13 @@ async fn rest_round_trip_without_a_socket() {
 async fn malformed_oversized_and_unrouted_requests_answer_json() {
     let dir = tmp();
     let r = http::router(app_in(dir.path()), Security::loopback());
-    let big = json!({"name": "big", "command": "x", "description": "d".repeat(http::BODY_LIMIT + 1)});
-    expect_error(&send(&r, "POST", "/api/servers", Some(big)).await, 413, "payload_too_large");
+    let big =
+        json!({"name": "big", "command": "x", "description": "d".repeat(http::BODY_LIMIT + 1)});
+    expect_error(
+        &send(&r, "POST", "/api/servers", Some(big)).await,
+        413,
+        "payload_too_large",
+    );
     let raw = |ct: &str, body: &str| {
         Request::builder()
             .method("POST")
@@ -254,22 +455,57 @@ async fn malformed_oversized_and_unrouted_requests_answer_json() {
             .body(Body::from(body.to_owned()))
             .unwrap()
     };
-    expect_error(&request(&r, raw("application/json", "{not json")).await, 400, "invalid_input");
-    expect_error(&request(&r, raw("text/plain", "{}")).await, 415, "unsupported_media_type");
-    expect_error(&send(&r, "PATCH", "/api/servers", None).await, 405, "method_not_allowed");
-    expect_error(&send(&r, "GET", "/api/nothing/here", None).await, 404, "not_found");
-    expect_error(&send(&r, "GET", "/api/logs?limit=lots", None).await, 400, "invalid_input");
+    expect_error(
+        &request(&r, raw("application/json", "{not json")).await,
+        400,
+        "invalid_input",
+    );
+    expect_error(
+        &request(&r, raw("text/plain", "{}")).await,
+        415,
+        "unsupported_media_type",
+    );
+    expect_error(
+        &send(&r, "PATCH", "/api/servers", None).await,
+        405,
+        "method_not_allowed",
+    );
+    expect_error(
+        &send(&r, "GET", "/api/nothing/here", None).await,
+        404,
+        "not_found",
+    );
+    expect_error(
+        &send(&r, "GET", "/api/logs?limit=lots", None).await,
+        400,
+        "invalid_input",
+    );
 
     // The dashboard's files are served from the binary, with a strict content security policy.
     let page = send(&r, "GET", "/", None).await;
     assert_eq!(page.status, 200);
     assert!(page.text.contains("<title>agent-discover</title>"));
-    assert!(page.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("default-src 'self'"));
+    assert!(
+        page.headers[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'self'")
+    );
     assert_eq!(page.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
-    for (file, ct) in [("/app.js", "text/javascript"), ("/schema-form.js", "text/javascript"), ("/style.css", "text/css")] {
+    for (file, ct) in [
+        ("/app.js", "text/javascript"),
+        ("/schema-form.js", "text/javascript"),
+        ("/style.css", "text/css"),
+    ] {
         let a = send(&r, "GET", file, None).await;
         assert_eq!(a.status, 200, "{file}");
-        assert!(a.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with(ct), "{file}");
+        assert!(
+            a.headers[header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with(ct),
+            "{file}"
+        );
     }
     expect_error(&send(&r, "GET", "/nope.js", None).await, 404, "not_found");
 }
@@ -282,36 +518,75 @@ async fn openapi_document_matches_the_routes() {
     assert_eq!(expect(&doc, 200)["openapi"], "3.1.0");
     let paths = doc.body["paths"].as_object().unwrap();
     for required in [
-        "/health", "/api/servers", "/api/servers/{id}", "/api/servers/{id}/activate", "/api/servers/{id}/deactivate",
-        "/api/servers/{id}/secrets", "/api/servers/{id}/secrets/{key}", "/api/servers/{id}/health", "/api/servers/{id}/metrics",
-        "/api/metrics", "/api/servers/{id}/call", "/api/logs", "/api/status", "/api/openapi.json", "/ws", "/mcp", "/metrics",
+        "/health",
+        "/api/servers",
+        "/api/servers/{id}",
+        "/api/servers/{id}/activate",
+        "/api/servers/{id}/deactivate",
+        "/api/servers/{id}/secrets",
+        "/api/servers/{id}/secrets/{key}",
+        "/api/servers/{id}/health",
+        "/api/servers/{id}/metrics",
+        "/api/metrics",
+        "/api/servers/{id}/call",
+        "/api/logs",
+        "/api/status",
+        "/api/openapi.json",
+        "/ws",
+        "/mcp",
+        "/metrics",
     ] {
-        assert!(paths.contains_key(required), "{required} missing from the document");
+        assert!(
+            paths.contains_key(required),
+            "{required} missing from the document"
+        );
     }
     let methods = ["get", "post", "put", "delete"];
     for (path, ops) in paths {
         if path == "/mcp" {
             continue; // rmcp's service; exercised end to end below
         }
-        let concrete = path.replace("{id}", "no-such-server").replace("{key}", "KEY");
+        let concrete = path
+            .replace("{id}", "no-such-server")
+            .replace("{key}", "KEY");
         for m in methods {
             let a = send(&r, &m.to_uppercase(), &concrete, None).await;
             if ops.get(m).is_some() {
-                assert_ne!(a.status, 405, "{m} {path} is documented but not routed: {}", a.text);
-                assert!(!a.text.contains("no route"), "{m} {path} is documented but not routed: {}", a.text);
+                assert_ne!(
+                    a.status, 405,
+                    "{m} {path} is documented but not routed: {}",
+                    a.text
+                );
+                assert!(
+                    !a.text.contains("no route"),
+                    "{m} {path} is documented but not routed: {}",
+                    a.text
+                );
                 let schema = &ops[m]["responses"];
-                assert!(schema.get("default").is_some(), "{m} {path} documents no error shape");
+                assert!(
+                    schema.get("default").is_some(),
+                    "{m} {path} documents no error shape"
+                );
             } else {
-                assert_eq!(a.status, 405, "{m} {path} is routed but not documented: {}", a.text);
+                assert_eq!(
+                    a.status, 405,
+                    "{m} {path} is routed but not documented: {}",
+                    a.text
+                );
             }
         }
     }
     // Every component a path refers to exists.
-    let refs: Vec<String> = doc.text.match_indices("#/components/schemas/").map(|(i, _)| {
-        doc.text[i + 21..].split('"').next().unwrap().to_owned()
-    }).collect();
+    let refs: Vec<String> = doc
+        .text
+        .match_indices("#/components/schemas/")
+        .map(|(i, _)| doc.text[i + 21..].split('"').next().unwrap().to_owned())
+        .collect();
     for name in refs {
-        assert!(doc.body["components"]["schemas"].get(&name).is_some(), "schema {name} is referenced but not defined");
+        assert!(
+            doc.body["components"]["schemas"].get(&name).is_some(),
+            "schema {name} is referenced but not defined"
+        );
     }
 }
 
@@ -330,19 +605,96 @@ async fn foreign_host_and_origin_are_refused() {
         b.body(Body::empty()).unwrap()
     };
     // DNS rebinding: a foreign name resolving to 127.0.0.1 still carries its own Host.
-    expect_error(&request(&r, with(Some("evil.example:3424"), None, "/api/servers")).await, 403, "forbidden");
-    expect_error(&request(&r, with(Some("evil.example:3424"), None, "/")).await, 403, "forbidden");
-    expect_error(&request(&r, with(None, None, "/health")).await, 400, "invalid_input");
+    expect_error(
+        &request(&r, with(Some("evil.example:3424"), None, "/api/servers")).await,
+        403,
+        "forbidden",
+    );
+    expect_error(
+        &request(&r, with(Some("evil.example:3424"), None, "/")).await,
+        403,
+        "forbidden",
+    );
+    expect_error(
+        &request(&r, with(None, None, "/health")).await,
+        400,
+        "invalid_input",
+    );
     // A page from another origin, even on this host.
-    expect_error(&request(&r, with(Some("127.0.0.1:3424"), Some("http://evil.example"), "/api/servers")).await, 403, "forbidden");
-    expect_error(&request(&r, with(Some("127.0.0.1:3424"), Some("http://127.0.0.1:9999"), "/api/servers")).await, 403, "forbidden");
-    expect_error(&request(&r, with(Some("127.0.0.1:3424"), Some("null"), "/api/servers")).await, 403, "forbidden");
+    expect_error(
+        &request(
+            &r,
+            with(
+                Some("127.0.0.1:3424"),
+                Some("http://evil.example"),
+                "/api/servers",
+            ),
+        )
+        .await,
+        403,
+        "forbidden",
+    );
+    expect_error(
+        &request(
+            &r,
+            with(
+                Some("127.0.0.1:3424"),
+                Some("http://127.0.0.1:9999"),
+                "/api/servers",
+            ),
+        )
+        .await,
+        403,
+        "forbidden",
+    );
+    expect_error(
+        &request(
+            &r,
+            with(Some("127.0.0.1:3424"), Some("null"), "/api/servers"),
+        )
+        .await,
+        403,
+        "forbidden",
+    );
     // The MCP endpoint is behind the same check.
-    expect_error(&request(&r, with(Some("evil.example"), None, "/mcp")).await, 403, "forbidden");
+    expect_error(
+        &request(&r, with(Some("evil.example"), None, "/mcp")).await,
+        403,
+        "forbidden",
+    );
     // The dashboard itself, and clients that send no Origin.
-    assert_eq!(request(&r, with(Some("127.0.0.1:3424"), Some("http://127.0.0.1:3424"), "/api/servers")).await.status, 200);
-    assert_eq!(request(&r, with(Some("localhost:3424"), Some("http://localhost:3424"), "/health")).await.status, 200);
-    assert_eq!(request(&r, with(Some("[::1]:3424"), None, "/health")).await.status, 200);
+    assert_eq!(
+        request(
+            &r,
+            with(
+                Some("127.0.0.1:3424"),
+                Some("http://127.0.0.1:3424"),
+                "/api/servers"
+            )
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        request(
+            &r,
+            with(
+                Some("localhost:3424"),
+                Some("http://localhost:3424"),
+                "/health"
+            )
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        request(&r, with(Some("[::1]:3424"), None, "/health"))
+            .await
+            .status,
+        200
+    );
     // No wildcard CORS, ever.
     let a = request(&r, with(Some("127.0.0.1:3424"), None, "/health")).await;
     assert!(a.headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
@@ -352,31 +704,75 @@ async fn foreign_host_and_origin_are_refused() {
 async fn beyond_loopback_every_request_needs_the_token() {
     let dir = tmp();
     let ip: std::net::IpAddr = "0.0.0.0".parse().unwrap();
-    assert!(Security::for_bind(ip, &[], None).is_err(), "a non-loopback bind without a token must be refused");
+    assert!(
+        Security::for_bind(ip, &[], None).is_err(),
+        "a non-loopback bind without a token must be refused"
+    );
     let sec = Security::for_bind(ip, &["box.lan".into()], Some("s3cret-token".into())).unwrap();
     let r = http::router(app_in(dir.path()), sec);
     let get = |path: &str, auth: Option<(&str, &str)>| {
-        let mut b = Request::builder().uri(path).header(header::HOST, "box.lan:3424");
+        let mut b = Request::builder()
+            .uri(path)
+            .header(header::HOST, "box.lan:3424");
         if let Some((k, v)) = auth {
             b = b.header(k, v);
         }
         b.body(Body::empty()).unwrap()
     };
-    for path in ["/health", "/", "/api/servers", "/metrics", "/ws", "/mcp", "/app.js"] {
+    for path in [
+        "/health",
+        "/",
+        "/api/servers",
+        "/metrics",
+        "/ws",
+        "/mcp",
+        "/app.js",
+    ] {
         let a = request(&r, get(path, None)).await;
         expect_error(&a, 401, "unauthorized");
         assert_eq!(a.headers[header::WWW_AUTHENTICATE], "Bearer", "{path}");
     }
-    expect_error(&request(&r, get("/health", Some(("authorization", "Bearer wrong")))).await, 401, "unauthorized");
-    assert_eq!(request(&r, get("/health", Some(("authorization", "Bearer s3cret-token")))).await.status, 200);
-    assert_eq!(request(&r, get("/api/servers", Some(("cookie", "x=1; agent_discover_token=s3cret-token")))).await.status, 200);
+    expect_error(
+        &request(&r, get("/health", Some(("authorization", "Bearer wrong")))).await,
+        401,
+        "unauthorized",
+    );
+    assert_eq!(
+        request(
+            &r,
+            get("/health", Some(("authorization", "Bearer s3cret-token")))
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        request(
+            &r,
+            get(
+                "/api/servers",
+                Some(("cookie", "x=1; agent_discover_token=s3cret-token"))
+            )
+        )
+        .await
+        .status,
+        200
+    );
     // The printed URL carries the token once; it becomes a strict cookie and leaves the address bar.
     let a = request(&r, get("/?token=s3cret-token", None)).await;
     assert_eq!(a.status, 303);
     assert_eq!(a.headers[header::LOCATION], "/");
     let cookie = a.headers[header::SET_COOKIE].to_str().unwrap();
-    assert!(cookie.contains("agent_discover_token=s3cret-token") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
-    expect_error(&request(&r, get("/?token=wrong", None)).await, 401, "unauthorized");
+    assert!(
+        cookie.contains("agent_discover_token=s3cret-token")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict")
+    );
+    expect_error(
+        &request(&r, get("/?token=wrong", None)).await,
+        401,
+        "unauthorized",
+    );
     // Host names are still checked.
     let foreign = Request::builder()
         .uri("/health")
@@ -426,7 +822,10 @@ async fn serve(dir: &Path, extra: &[&str]) -> Served {
         .expect("serve printed no URL within 30 s")
         .expect("read stdout")
         .expect("serve exited before printing its URL");
-    assert!(first.starts_with("http://127.0.0.1:") && first.ends_with('/'), "{first}");
+    assert!(
+        first.starts_with("http://127.0.0.1:") && first.ends_with('/'),
+        "{first}"
+    );
     Served {
         child,
         url: first.trim_end_matches('/').to_owned(),
@@ -473,7 +872,8 @@ impl Served {
     }
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn ws_connect(url: &str, headers: &[(&str, &str)]) -> Result<Ws, tungstenite::Error> {
     use tungstenite::client::IntoClientRequest;
@@ -484,7 +884,9 @@ async fn ws_connect(url: &str, headers: &[(&str, &str)]) -> Result<Ws, tungsteni
             v.parse().unwrap(),
         );
     }
-    tokio_tungstenite::connect_async(req).await.map(|(ws, _)| ws)
+    tokio_tungstenite::connect_async(req)
+        .await
+        .map(|(ws, _)| ws)
 }
 
 /// The next JSON message that satisfies `pred`, within `limit`.
@@ -507,7 +909,10 @@ async fn next_message(ws: &mut Ws, limit: Duration, pred: impl Fn(&Value) -> boo
 }
 
 fn server_in<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
-    state["servers"].as_array()?.iter().find(|s| s["name"] == name)
+    state["servers"]
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == name)
 }
 
 async fn mcp_client(url: &str, token: Option<&str>) -> harness::Agent {
@@ -538,10 +943,17 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
     let http = reqwest::Client::new();
     let api = |p: &str| format!("{}{p}", served.url);
 
-    let created = http.post(api("/api/servers")).json(&fixture("fx", &[])).send().await.unwrap();
+    let created = http
+        .post(api("/api/servers"))
+        .json(&fixture("fx", &[]))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(created.status(), 201);
 
-    let mut ws = ws_connect(&served.ws_url(), &[]).await.expect("WebSocket connect");
+    let mut ws = ws_connect(&served.ws_url(), &[])
+        .await
+        .expect("WebSocket connect");
     let first = next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "state").await;
     let seq0 = first["seq"].as_u64().expect("seq");
     assert!(seq0 >= 1);
@@ -549,7 +961,12 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
     // The snapshot on connect may predate the registration by a moment; the next one then follows.
     let first = match server_in(&first, "fx") {
         Some(_) => first,
-        None => next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "state" && server_in(v, "fx").is_some()).await,
+        None => {
+            next_message(&mut ws, Duration::from_secs(10), |v| {
+                v["type"] == "state" && server_in(v, "fx").is_some()
+            })
+            .await
+        }
     };
     let seq0 = first["seq"].as_u64().unwrap().max(seq0);
     assert_eq!(server_in(&first, "fx").unwrap()["running"], false);
@@ -558,7 +975,14 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
     assert_eq!(agent.tool_names().await, ["registry"]);
 
     // Activate through REST: a new snapshot (higher seq) shows it running with its tools; MCP clients hear list_changed.
-    let act: Value = http.post(api("/api/servers/fx/activate")).send().await.unwrap().json().await.unwrap();
+    let act: Value = http
+        .post(api("/api/servers/fx/activate"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(act["status"], "activated");
     let running = next_message(&mut ws, Duration::from_secs(10), |v| {
         v["type"] == "state" && server_in(v, "fx").is_some_and(|s| s["running"] == true)
@@ -566,42 +990,94 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
     .await;
     assert!(running["seq"].as_u64().unwrap() > seq0);
     let fx = server_in(&running, "fx").unwrap();
-    assert!(fx["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo" && t["input_schema"].is_object()));
+    assert!(
+        fx["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo" && t["input_schema"].is_object())
+    );
     assert_eq!(running["active"][0]["name"], "fx");
     agent.wait_list_changed(1).await;
     assert!(agent.tool_names().await.contains(&"fx__echo".to_owned()));
 
     // A call over MCP-over-HTTP and one over REST each arrive as a live log entry.
-    let r = agent.call("fx__echo", json!({"text": "over streamable http"})).await;
+    let r = agent
+        .call("fx__echo", json!({"text": "over streamable http"}))
+        .await;
     assert_eq!(harness::text(&r), "over streamable http");
-    let entry = next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "log_entry").await;
-    assert_eq!((entry["entry"]["tool"].clone(), entry["entry"]["success"].clone()), (json!("echo"), json!(true)));
-    let r = http.post(api("/api/servers/fx/call")).json(&json!({"tool": "add", "args": {"a": 2, "b": 40}})).send().await.unwrap();
+    let entry = next_message(&mut ws, Duration::from_secs(10), |v| {
+        v["type"] == "log_entry"
+    })
+    .await;
+    assert_eq!(
+        (
+            entry["entry"]["tool"].clone(),
+            entry["entry"]["success"].clone()
+        ),
+        (json!("echo"), json!(true))
+    );
+    let r = http
+        .post(api("/api/servers/fx/call"))
+        .json(&json!({"tool": "add", "args": {"a": 2, "b": 40}}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    let entry = next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "log_entry").await;
+    let entry = next_message(&mut ws, Duration::from_secs(10), |v| {
+        v["type"] == "log_entry"
+    })
+    .await;
     assert_eq!(entry["entry"]["tool"], "add");
     assert_eq!(entry["entry"]["args"], json!({"a": 2, "b": 40}));
 
     // A refresh resends the newest snapshot.
-    ws.send(tungstenite::Message::Text(r#"{"type":"refresh"}"#.into())).await.unwrap();
+    ws.send(tungstenite::Message::Text(r#"{"type":"refresh"}"#.into()))
+        .await
+        .unwrap();
     let again = next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "state").await;
     assert!(again["seq"].as_u64().unwrap() >= running["seq"].as_u64().unwrap());
 
     // A WebSocket from a foreign page is refused at the handshake.
     match ws_connect(&served.ws_url(), &[("origin", "http://evil.example")]).await {
         Err(tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 403),
-        other => panic!("a foreign Origin was not refused: {:?}", other.map(|_| "connected")),
+        other => panic!(
+            "a foreign Origin was not refused: {:?}",
+            other.map(|_| "connected")
+        ),
     }
     // The same page, from this server, is fine.
     let host = served.url.trim_start_matches("http://").to_owned();
-    ws_connect(&served.ws_url(), &[("origin", &served.url), ("host", &host)]).await.expect("same-origin WebSocket");
+    ws_connect(
+        &served.ws_url(),
+        &[("origin", &served.url), ("host", &host)],
+    )
+    .await
+    .expect("same-origin WebSocket");
 
-    let d: Value = http.post(api("/api/servers/fx/deactivate")).send().await.unwrap().json().await.unwrap();
+    let d: Value = http
+        .post(api("/api/servers/fx/deactivate"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(d["status"], "deactivated");
     agent.wait_list_changed(2).await;
     assert_eq!(agent.tool_names().await, ["registry"]);
-    let metrics = http.get(api("/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("agent_discover_tool_calls_total{server=\"fx\",tool=\"echo\"} 1"), "{metrics}");
+    let metrics = http
+        .get(api("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("agent_discover_tool_calls_total{server=\"fx\",tool=\"echo\"} 1"),
+        "{metrics}"
+    );
 
     // Stopping with a WebSocket and an MCP session open still exits at once and cleanly.
     served.stop().await;
@@ -613,7 +1089,9 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
 async fn changes_by_another_process_reach_the_dashboard_without_polling() {
     let dir = tmp();
     let served = serve(dir.path(), &[]).await;
-    let mut ws = ws_connect(&served.ws_url(), &[]).await.expect("WebSocket connect");
+    let mut ws = ws_connect(&served.ws_url(), &[])
+        .await
+        .expect("WebSocket connect");
     let first = next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "state").await;
     assert_eq!(first["servers"], json!([]));
 
@@ -623,7 +1101,11 @@ async fn changes_by_another_process_reach_the_dashboard_without_polling() {
         .output()
         .await
         .expect("run agent-discover add");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let seen = next_message(&mut ws, Duration::from_secs(10), |v| {
         v["type"] == "state" && server_in(v, "other").is_some()
     })
@@ -643,7 +1125,8 @@ async fn changes_by_another_process_reach_the_dashboard_without_polling() {
 async fn token_mode_end_to_end_prints_the_token_once() {
     let dir = tmp();
     let served = serve(dir.path(), &["--require-token"]).await;
-    let token = std::fs::read_to_string(dir.path().join(http::security::TOKEN_FILE)).expect("token file");
+    let token =
+        std::fs::read_to_string(dir.path().join(http::security::TOKEN_FILE)).expect("token file");
     let token = token.trim().to_owned();
     assert_eq!(token.len(), 64);
     served.stderr_line_with(&token).await;
@@ -651,13 +1134,26 @@ async fn token_mode_end_to_end_prints_the_token_once() {
     let http = reqwest::Client::new();
     let health = format!("{}/health", served.url);
     assert_eq!(http.get(&health).send().await.unwrap().status(), 401);
-    assert_eq!(http.get(&health).bearer_auth(&token).send().await.unwrap().status(), 200);
+    assert_eq!(
+        http.get(&health)
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     match ws_connect(&served.ws_url(), &[]).await {
         Err(tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 401),
-        other => panic!("a WebSocket without the token was not refused: {:?}", other.map(|_| "connected")),
+        other => panic!(
+            "a WebSocket without the token was not refused: {:?}",
+            other.map(|_| "connected")
+        ),
     }
     let bearer = format!("Bearer {token}");
-    let mut ws = ws_connect(&served.ws_url(), &[("authorization", &bearer)]).await.expect("WebSocket with the token");
+    let mut ws = ws_connect(&served.ws_url(), &[("authorization", &bearer)])
+        .await
+        .expect("WebSocket with the token");
     next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "state").await;
     let agent = mcp_client(&served.url, Some(&token)).await;
     assert_eq!(agent.tool_names().await, ["registry"]);
@@ -668,8 +1164,19 @@ async fn token_mode_end_to_end_prints_the_token_once() {
     let served = serve(dir.path(), &["--require-token"]).await;
     served.stderr_line_with(http::security::TOKEN_FILE).await;
     let text = served.stderr_text();
-    assert!(!text.contains(&token), "the token was printed twice: {text}");
-    assert_eq!(http.get(format!("{}/health", served.url)).bearer_auth(&token).send().await.unwrap().status(), 200);
+    assert!(
+        !text.contains(&token),
+        "the token was printed twice: {text}"
+    );
+    assert_eq!(
+        http.get(format!("{}/health", served.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     served.stop().await;
 }
 
@@ -678,9 +1185,20 @@ async fn two_mcp_processes_race_for_the_dashboard_port() {
     let dir = tmp();
     // The database exists before the race: this test is about the port. (Two processes creating a fresh database at
     // the same instant is the store's concern.)
-    let out = harness::command(dir.path(), &["list"]).output().await.unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = harness::command(dir.path(), &["list"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let spawn = || {
         let mut cmd = harness::command(dir.path(), &["mcp"]);
         cmd.env("AGENT_DISCOVER_DASHBOARD", "on")
@@ -692,10 +1210,13 @@ async fn two_mcp_processes_race_for_the_dashboard_port() {
         let pid = transport.id().expect("pid");
         async move {
             let seen = Arc::new(harness::Seen::default());
-            let client = TestClient { seen: seen.clone(), sampling_reply: None }
-                .serve(transport)
-                .await
-                .expect("initialize over stdio");
+            let client = TestClient {
+                seen: seen.clone(),
+                sampling_reply: None,
+            }
+            .serve(transport)
+            .await
+            .expect("initialize over stdio");
             harness::Agent { client, seen, pid }
         }
     };
@@ -712,11 +1233,21 @@ async fn two_mcp_processes_race_for_the_dashboard_port() {
         .await
         .unwrap();
     let leader = health["pid"].as_u64().unwrap() as u32;
-    assert!(leader == a.pid || leader == b.pid, "leader {leader} is neither {} nor {}", a.pid, b.pid);
+    assert!(
+        leader == a.pid || leader == b.pid,
+        "leader {leader} is neither {} nor {}",
+        a.pid,
+        b.pid
+    );
     // The follower is fully usable: it registers a server the leader's REST API then shows (one database).
     let follower = if leader == a.pid { &b } else { &a };
     follower.install_fixture("fx", &[], json!({})).await;
-    let list: Value = reqwest::get(format!("http://127.0.0.1:{port}/api/servers")).await.unwrap().json().await.unwrap();
+    let list: Value = reqwest::get(format!("http://127.0.0.1:{port}/api/servers"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list[0]["name"], "fx");
     a.stop().await;
     b.stop().await;
@@ -757,10 +1288,17 @@ async fn dashboard_in_a_real_browser() {
         .expect("the browser test took over 180 s")
         .expect("run node (install Node.js 18 or newer)");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "browser test failed:\n{stderr}\n{}", served.stderr_text());
+    assert!(
+        out.status.success(),
+        "browser test failed:\n{stderr}\n{}",
+        served.stderr_text()
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "dashboard ok");
     let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "not a real screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "not a real screenshot"
+    );
     eprintln!("dashboard screenshot: {}", shot.display());
     served.stop().await;
 }

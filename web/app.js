@@ -524,19 +524,37 @@ $('#test-form').addEventListener('submit', (e) => {
 let browseTimer = null;
 let browseSeq = 0;
 
-function installSpec(item) {
-  // The command for each runtime, as the marketplace describes them: npx for node, uvx for python, docker for images,
-  // and the URL for remote servers.
-  const pkg = (item.packages || [])[0] || {};
-  const id = pkg.identifier || pkg.name || item.name;
-  const name = String(item.name || id).split('/').pop().replace(/[^a-zA-Z0-9._-]/g, '-').replace(/^[^a-zA-Z0-9]+/, '').slice(0, 64);
-  const base = { name, description: item.description || '', source: item.source || 'registry', package_name: id, package_version: item.version, repository: item.repository && (item.repository.url || item.repository) };
-  switch (pkg.runtime) {
-    case 'python': return { ...base, command: 'uvx', args: [id] };
-    case 'docker': return { ...base, command: 'docker', args: ['run', '-i', '--rm', id] };
-    case 'streamable-http': case 'sse': return { ...base, transport: pkg.runtime, url: pkg.url || item.url };
-    default: return { ...base, command: 'npx', args: ['-y', id] };
+/** Whether a marketplace row is registered already (by package, or by name). */
+function isInstalled(item) {
+  const packages = new Set(item.packages || []);
+  const short = String(item.name).split('/').pop();
+  return state.servers.some((s) => (s.package_name && packages.has(s.package_name)) || s.name === short);
+}
+
+/** Installs a marketplace row; when it needs values (API keys, settings), asks for them in the row and retries. */
+async function install(item, row, inputs = {}) {
+  const r = await api('POST', '/api/install', { name: item.key, inputs });
+  const actions = row.querySelector('.actions');
+  if (r.status === 'installed') {
+    actions.replaceChildren(h('span', { class: 'ok' }, `installed as ${r.server}`));
+    toast(`${r.server} installed${r.warming ? '; downloading its package in the background' : ''}; activate it under Servers`);
+    return;
   }
+  // needs_input: one field per missing value, secrets as password fields.
+  const fields = r.missing.map((m) => h('label', {},
+    `${m.name}${m.is_secret ? ' (secret, stored encrypted)' : ''}`,
+    h('input', { name: m.name, type: m.is_secret ? 'password' : 'text', required: true, autocomplete: 'off', 'aria-describedby': `${item.key}-${m.name}` }),
+    h('span', { class: 'help', id: `${item.key}-${m.name}` }, m.description || '')));
+  const form = h('form', { class: 'form-grid', 'aria-label': `Values ${item.name} needs` }, ...fields,
+    h('div', { class: 'wide row' }, h('button', { type: 'submit', class: 'primary' }, 'Install'), h('span', { class: 'note' }, 'This server needs these values to start.')));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const values = { ...inputs };
+    for (const el of form.querySelectorAll('input')) values[el.name] = el.value;
+    act(form.querySelector('button'), () => install(item, row, values));
+  });
+  actions.replaceChildren(form);
+  form.querySelector('input').focus();
 }
 
 async function browse(query) {
@@ -546,27 +564,28 @@ async function browse(query) {
   try {
     const r = await api('GET', `/api/browse?query=${encodeURIComponent(query)}&limit=30`);
     if (mine !== browseSeq) return;
-    const items = r.servers || [];
-    const installed = new Set(state.servers.map((s) => s.name));
-    list.replaceChildren(...(items.length ? items.map((item) => {
-      const spec = installSpec(item);
-      const pkg = (item.packages || [])[0] || {};
-      return h('article', { class: 'card browse-item', 'aria-label': item.name },
-        h('div', { class: 'server-head' }, h('h2', {}, item.name), item.version ? h('span', { class: 'pill' }, item.version) : null,
-          pkg.runtime ? h('span', { class: 'tag' }, pkg.runtime) : null),
+    const failed = (r.sources || []).filter((x) => !x.ok);
+    const rows = (r.servers || []).map((item) => {
+      const row = h('article', { class: 'card browse-item', 'aria-label': item.title || item.name, dataset: { key: item.key } },
+        h('div', { class: 'server-head' }, h('h2', {}, item.title || item.name), item.version ? h('span', { class: 'pill' }, item.version) : null,
+          h('span', { class: 'tag' }, item.source), item.runtime ? h('span', { class: 'tag' }, item.runtime) : null),
+        item.title ? h('div', { class: 'meta' }, item.name) : null,
         h('p', { class: 'description' }, item.description || ''),
-        spec.repository ? h('a', { href: spec.repository, target: '_blank', rel: 'noopener noreferrer' }, spec.repository) : null,
-        h('div', { class: 'actions' }, installed.has(spec.name)
-          ? h('span', { class: 'ok' }, 'installed')
-          : h('button', { type: 'button', class: 'primary', 'aria-label': `Install ${item.name}`, onclick: (e) => act(e.currentTarget, async () => {
-            await api('POST', '/api/servers', spec);
-            toast(`${spec.name} installed; activate it under Servers`);
-            e.target.replaceWith(h('span', { class: 'ok' }, 'installed'));
-          }) }, 'Install')));
-    }) : [h('p', { class: 'empty' }, 'Nothing found.')]));
+        item.repository ? h('a', { href: item.repository, target: '_blank', rel: 'noopener noreferrer' }, item.repository) : null,
+        h('div', { class: 'actions' }));
+      const actions = row.querySelector('.actions');
+      if (isInstalled(item)) actions.append(h('span', { class: 'ok' }, 'installed'));
+      else if (!item.install_method) actions.append(h('span', { class: 'note' }, 'no supported install method (npx, uvx, docker or a remote URL)'));
+      else actions.append(h('button', { type: 'button', class: 'primary', 'aria-label': `Install ${item.name}`,
+        onclick: (e) => act(e.currentTarget, () => install(item, row)) }, `Install (${item.install_method})`));
+      return row;
+    });
+    list.replaceChildren(
+      ...failed.map((f) => h('p', { class: 'note' }, `${f.source}: ${f.error || 'unavailable'}${f.stale ? ' (showing cached results)' : ''}`)),
+      ...(rows.length ? rows : [h('p', { class: 'empty' }, 'Nothing found.')]));
   } catch (e) {
     if (mine !== browseSeq) return;
-    list.replaceChildren(h('p', { class: 'empty' }, e.status === 404 ? 'Marketplace search is not available in this build of agent-discover.' : `Search failed: ${e.message}`));
+    list.replaceChildren(h('p', { class: 'empty' }, `Search failed: ${e.message}`));
   }
 }
 $('#browse-search').addEventListener('input', (e) => {

@@ -287,6 +287,94 @@ pub async fn call_tool(
 }
 
 #[derive(Deserialize)]
+pub struct BrowseQuery {
+    query: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+/// `GET /api/browse`: the federated marketplace (official registry, npm, PyPI); each source's outcome is in `sources`.
+pub async fn browse(
+    State(s): State<AppState>,
+    Params(q): Params<BrowseQuery>,
+) -> ApiResult<Json<Value>> {
+    let query = q.query.unwrap_or_default();
+    if query.len() > 1000 {
+        return Err(Error::invalid("query", "over 1000 bytes").into());
+    }
+    let limit = q
+        .limit
+        .unwrap_or(20)
+        .clamp(1, crate::marketplace::MAX_LIMIT);
+    let res = s
+        .app
+        .marketplace()?
+        .browse(&query, limit, q.cursor.as_deref())
+        .await;
+    let servers: Vec<Value> = res
+        .servers
+        .iter()
+        .map(|e| {
+            json!({
+                "key": e.key, "name": e.name, "title": e.title, "description": e.description, "version": e.version,
+                "source": e.source, "runtime": e.runtime, "install_method": e.install_method,
+                "repository": e.repository, "website_url": e.website_url,
+                "packages": e.packages.iter().map(|p| &p.identifier).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(Json(
+        json!({"servers": servers, "next_cursor": res.next_cursor, "sources": res.sources}),
+    ))
+}
+
+/// `GET /api/prereqs`: which install tools this machine has (`true`/`false` each, and their versions).
+pub async fn prereqs(State(s): State<AppState>) -> Json<Value> {
+    let p = s.app.prereqs().await;
+    Json(json!({
+        "npx": p.npx.is_some(), "uvx": p.uvx.is_some(), "uv": p.uv.is_some(), "docker": p.docker.is_some(),
+        "versions": p,
+    }))
+}
+
+/// `POST /api/install`: `{name, inputs}` where `name` is a marketplace name or a browse row's `key`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstallBody {
+    name: String,
+    #[serde(default)]
+    inputs: BTreeMap<String, String>,
+}
+
+/// Installs from the marketplace: 201 with `status: installed`, or 200 with `status: needs_input` and the values to
+/// send again in `inputs` (nothing is registered then).
+pub async fn install(
+    State(s): State<AppState>,
+    Body(body): Body<InstallBody>,
+) -> ApiResult<(StatusCode, Json<crate::install::InstallOutcome>)> {
+    // Names go into registry requests and command lines: the same limits as the MCP action.
+    if body.name.trim().is_empty()
+        || body.name.len() > 214
+        || body.name.chars().any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err(Error::invalid(
+            "name",
+            format!(
+                "{:?} is not a package or server name",
+                crate::model::truncate_for_message(&body.name)
+            ),
+        )
+        .into());
+    }
+    let outcome = crate::install::install(&s.app, &body.name, &body.inputs).await?;
+    let status = match outcome {
+        crate::install::InstallOutcome::Installed { .. } => StatusCode::CREATED,
+        crate::install::InstallOutcome::NeedsInput { .. } => StatusCode::OK,
+    };
+    Ok((status, Json(outcome)))
+}
+
+#[derive(Deserialize)]
 pub struct LogQuery {
     limit: Option<usize>,
     offset: Option<usize>,

@@ -125,6 +125,13 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/servers/{id}/metrics", "Per-tool call metrics of a server", server_metrics).returns(200, "ToolMetricsList"),
         op(M::POST, "/api/servers/{id}/call", "Call a tool of an active server (logged like any proxied call)", call_tool).body("CallRequest").returns(200, "CallToolResult"),
         op(M::GET, "/api/metrics", "Call metrics per server", metrics_overview).returns(200, "ServerMetricsList"),
+        op(M::GET, "/api/browse", "Search the marketplace: official MCP registry, npm and PyPI, merged", browse)
+            .query(&[("query", "search words"), ("limit", "results per source (default 20, at most 100)"), ("cursor", "the official registry's next page")])
+            .returns(200, "BrowseResult"),
+        op(M::POST, "/api/install", "Install a server from the marketplace (or learn which values it needs)", install)
+            .body("InstallRequest")
+            .returns(201, "InstallOutcome"),
+        op(M::GET, "/api/prereqs", "Which install tools (npx, uvx, uv, docker) this machine has", prereqs).returns(200, "Prereqs"),
         op(M::GET, "/api/logs", "Recent proxied calls, newest first", logs)
             .query(&[("limit", "at most this many entries (default 100, at most 500)"), ("offset", "skip this many")])
             .returns(200, "LogPage"),

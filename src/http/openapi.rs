@@ -99,6 +99,17 @@ pub fn document(ops: &[Op]) -> Value {
 }
 
 fn schemas() -> Value {
+    // Split in parts: one `json!` this size exceeds the macro recursion limit.
+    let mut all = Map::new();
+    for part in [core_schemas(), market_schemas_and_service()] {
+        if let Value::Object(m) = part {
+            all.extend(m);
+        }
+    }
+    Value::Object(all)
+}
+
+fn core_schemas() -> Value {
     let string_map = json!({"type": "object", "additionalProperties": {"type": "string"}});
     let strings = json!({"type": "array", "items": {"type": "string"}});
     let transport = json!({"type": "string", "enum": ["stdio", "streamable-http", "sse"]});
@@ -156,6 +167,31 @@ fn schemas() -> Value {
         "LogEntry": {"type": "object", "properties": {"id": {"type": "integer"}, "timestamp": {"type": "string"}, "server": {"type": "string"}, "tool": {"type": "string"},
             "args": {}, "response": {"type": "string"}, "latency_ms": {"type": "integer"}, "success": {"type": "boolean"}}},
         "LogPage": {"type": "object", "properties": {"entries": {"type": "array", "items": {"$ref": "#/components/schemas/LogEntry"}}, "total": {"type": "integer"}}},
+    })
+}
+
+fn market_schemas_and_service() -> Value {
+    let string_map = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    json!({
+        "BrowseResult": {"type": "object", "properties": {
+            "servers": {"type": "array", "items": {"type": "object", "properties": {
+                "key": {"type": "string", "description": "<source>:<name>; pass it to /api/install"}, "name": {"type": "string"}, "title": {"type": ["string", "null"]},
+                "description": {"type": "string"}, "version": {"type": ["string", "null"]}, "source": {"type": "string", "enum": ["registry", "npm", "pypi"]},
+                "runtime": {"type": ["string", "null"], "enum": ["node", "python", "docker", "streamable-http", "sse", null]},
+                "install_method": {"type": ["string", "null"], "enum": ["npx", "uvx", "docker", "remote", null]},
+                "repository": {"type": ["string", "null"]}, "website_url": {"type": ["string", "null"]}, "packages": strings}}},
+            "next_cursor": {"type": ["string", "null"]},
+            "sources": {"type": "array", "items": {"type": "object", "properties": {"source": {"type": "string"}, "ok": {"type": "boolean"},
+                "stale": {"type": "boolean"}, "error": {"type": ["string", "null"]}, "count": {"type": "integer"}}}}}},
+        "InstallRequest": {"type": "object", "required": ["name"], "additionalProperties": false, "properties": {
+            "name": {"type": "string", "description": "a marketplace name, or a browse row's key"}, "inputs": string_map}},
+        "InstallOutcome": {"type": "object", "description": "201 installed, or 200 needs_input (nothing registered; send `inputs` again)", "properties": {
+            "status": {"type": "string", "enum": ["installed", "needs_input"]}, "server": {"type": "string"}, "name": {"type": "string"},
+            "missing": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"},
+                "is_secret": {"type": "boolean"}, "kind": {"type": "string", "enum": ["env", "header", "variable", "argument"]}}}}}},
+        "Prereqs": {"type": "object", "properties": {"npx": {"type": "boolean"}, "uvx": {"type": "boolean"}, "uv": {"type": "boolean"}, "docker": {"type": "boolean"},
+            "versions": {"type": "object", "additionalProperties": {"type": ["string", "null"]}}}},
         "PrometheusText": {"type": "string", "description": "Prometheus text exposition format 0.0.4"},
         "WebSocketStream": {"type": "object", "description": "server messages: {type:'state', seq, version, servers, active} on connect and after every change \
             (seq grows by one per new snapshot); {type:'log_entry', entry}; {type:'logs_cleared'}; {type:'error', error}. Client message: {type:'refresh'}."},

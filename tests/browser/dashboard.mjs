@@ -1,5 +1,6 @@
 // Drives the dashboard in headless Chromium: register the fixture server, activate it, see its tools, call one from
-// the Test section, watch the call arrive live in Logs, and save screenshots (light and dark).
+// the Test section, watch the call arrive live in Logs, install a server from the marketplace (a stub registry the
+// Rust test starts), and save screenshots (light and dark).
 //
 // Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
 // Environment: FIXTURE_COMMAND (the agent-discover binary), PLAYWRIGHT_CORE (path of the playwright-core package),
@@ -76,6 +77,26 @@ try {
   await row.focus();
   await page.keyboard.press('Enter');
   await page.locator('#log-rows tr.detail', { hasText: 'hello from the browser' }).waitFor();
+
+  step('browse the marketplace and install a server that needs a secret');
+  await page.keyboard.press('2');
+  await page.locator('#panel-browse').waitFor({ state: 'visible' });
+  const prereqs = await page.evaluate(async () => (await fetch('/api/prereqs')).json());
+  const missing = ['npx', 'uvx', 'docker'].filter((k) => prereqs[k] === false);
+  if (missing.length) await page.locator('#prereqs', { hasText: missing[0] }).waitFor();
+  else if (await page.locator('#prereqs').isVisible()) throw new Error('prereqs banner shown with nothing missing');
+  await page.keyboard.press('/');
+  await page.keyboard.type('weather');
+  const hit = page.locator('#browse-list article', { hasText: 'io.github.example/weather' });
+  await hit.waitFor();
+  await hit.getByRole('button', { name: /^Install / }).click();
+  const secret = hit.getByLabel(/WEATHER_API_KEY/);
+  await secret.fill('wk-from-the-browser');
+  await secret.press('Enter');
+  await hit.locator('.ok', { hasText: 'installed as' }).waitFor();
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('1');
+  await page.locator('article[data-server="weather"]').waitFor();
 
   step('screenshots');
   await page.keyboard.press('1');

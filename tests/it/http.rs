@@ -546,9 +546,13 @@ async fn openapi_document_matches_the_routes() {
         if path == "/mcp" {
             continue; // rmcp's service; exercised end to end below
         }
-        let concrete = path
+        let mut concrete = path
             .replace("{id}", "no-such-server")
             .replace("{key}", "KEY");
+        if path == "/api/browse" {
+            // A bad parameter is refused before any marketplace request: tests talk to 127.0.0.1 only.
+            concrete.push_str("?limit=not-a-number");
+        }
         for m in methods {
             let a = send(&r, &m.to_uppercase(), &concrete, None).await;
             if ops.get(m).is_some() {
@@ -795,9 +799,28 @@ struct Served {
 }
 
 async fn serve(dir: &Path, extra: &[&str]) -> Served {
+    serve_env(dir, extra, &[]).await
+}
+
+/// A marketplace of one server (the stub registry of the install tests) for a `serve` process.
+async fn marketplace_env(dir: &Path) -> Vec<(&'static str, String)> {
+    let base = crate::install::stub().await;
+    vec![
+        ("AGENT_DISCOVER_MCP_REGISTRY_URL", base.clone()),
+        ("AGENT_DISCOVER_NPM_REGISTRY_URL", base.clone()),
+        ("AGENT_DISCOVER_PYPI_URL", base),
+        ("XDG_CONFIG_HOME", dir.join("config").display().to_string()),
+    ]
+}
+
+async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
     let mut args = vec!["serve", "--port", "0"];
     args.extend_from_slice(extra);
-    let mut child = harness::command(dir, &args)
+    let mut cmd = harness::command(dir, &args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1086,6 +1109,57 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
 }
 
 #[tokio::test]
+async fn marketplace_browse_install_and_prereqs_over_rest() {
+    let dir = tmp();
+    let env = marketplace_env(dir.path()).await;
+    let served = serve_env(dir.path(), &[], &env).await;
+    let http = reqwest::Client::new();
+    let api = |p: &str| format!("{}{p}", served.url);
+
+    let found: Value = http.get(api("/api/browse?query=weather")).send().await.unwrap().json().await.unwrap();
+    let row = &found["servers"][0];
+    assert_eq!(row["key"], "registry:io.github.example/weather", "{found}");
+    assert_eq!((row["install_method"].as_str(), row["runtime"].as_str()), (Some("npx"), Some("node")));
+    assert_eq!(row["packages"], json!(["@example/weather-mcp"]));
+    assert!(found["sources"].as_array().unwrap().iter().any(|s| s["source"] == "registry" && s["ok"] == true), "{found}");
+    let r = http.get(api("/api/browse?limit=lots")).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+
+    let pre: Value = http.get(api("/api/prereqs")).send().await.unwrap().json().await.unwrap();
+    for tool in ["npx", "uvx", "uv", "docker"] {
+        assert!(pre[tool].is_boolean(), "{pre}");
+        assert_eq!(pre[tool].as_bool().unwrap(), pre["versions"][tool].is_string(), "{pre}");
+    }
+
+    // A required secret is missing: nothing is registered, the answer says what to send.
+    let install = |inputs: Value| http.post(api("/api/install")).json(&json!({"name": "registry:io.github.example/weather", "inputs": inputs})).send();
+    let r = install(json!({})).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!((body["status"].as_str(), body["missing"][0]["name"].as_str()), (Some("needs_input"), Some("WEATHER_API_KEY")), "{body}");
+    assert_eq!(body["missing"][0]["is_secret"], true);
+    let list: Value = http.get(api("/api/servers")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list, json!([]));
+
+    let r = install(json!({"WEATHER_API_KEY": "wk-1234567"})).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!((body["status"].as_str(), body["command"].as_str()), (Some("installed"), Some("npx")), "{body}");
+    let name = body["server"].as_str().unwrap();
+    let secrets: Value = http.get(api(&format!("/api/servers/{name}/secrets"))).send().await.unwrap().json().await.unwrap();
+    assert_eq!(secrets[0]["masked_value"], "wk-1****");
+    let server: Value = http.get(api(&format!("/api/servers/{name}"))).send().await.unwrap().json().await.unwrap();
+    assert_eq!((server["source"].as_str(), server["package_name"].as_str()), (Some("registry"), Some("@example/weather-mcp")), "{server}");
+
+    // Hostile names are refused before any request or command line sees them.
+    let r = http.post(api("/api/install")).json(&json!({"name": "x; rm -rf /"})).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    let r = install(json!({"WEATHER_API_KEY": "wk-1234567"})).await.unwrap();
+    assert_eq!(r.status(), 409, "installing twice is a conflict");
+    served.stop().await;
+}
+
+#[tokio::test]
 async fn changes_by_another_process_reach_the_dashboard_without_polling() {
     let dir = tmp();
     let served = serve(dir.path(), &[]).await;
@@ -1271,7 +1345,8 @@ async fn dashboard_in_a_real_browser() {
         playwright.display()
     );
     let dir = tmp();
-    let served = serve(dir.path(), &[]).await;
+    let env = marketplace_env(dir.path()).await;
+    let served = serve_env(dir.path(), &[], &env).await;
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
     let _ = std::fs::remove_file(&shot);
     let run = tokio::process::Command::new("node")

@@ -355,7 +355,10 @@ pub async fn install(
     // Names go into registry requests and command lines: the same limits as the MCP action.
     if body.name.trim().is_empty()
         || body.name.len() > 214
-        || body.name.chars().any(|c| c.is_control() || c.is_whitespace())
+        || body
+            .name
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace())
     {
         return Err(Error::invalid(
             "name",

@@ -1116,45 +1116,123 @@ async fn marketplace_browse_install_and_prereqs_over_rest() {
     let http = reqwest::Client::new();
     let api = |p: &str| format!("{}{p}", served.url);
 
-    let found: Value = http.get(api("/api/browse?query=weather")).send().await.unwrap().json().await.unwrap();
+    let found: Value = http
+        .get(api("/api/browse?query=weather"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let row = &found["servers"][0];
     assert_eq!(row["key"], "registry:io.github.example/weather", "{found}");
-    assert_eq!((row["install_method"].as_str(), row["runtime"].as_str()), (Some("npx"), Some("node")));
+    assert_eq!(
+        (row["install_method"].as_str(), row["runtime"].as_str()),
+        (Some("npx"), Some("node"))
+    );
     assert_eq!(row["packages"], json!(["@example/weather-mcp"]));
-    assert!(found["sources"].as_array().unwrap().iter().any(|s| s["source"] == "registry" && s["ok"] == true), "{found}");
-    let r = http.get(api("/api/browse?limit=lots")).send().await.unwrap();
+    assert!(
+        found["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["source"] == "registry" && s["ok"] == true),
+        "{found}"
+    );
+    let r = http
+        .get(api("/api/browse?limit=lots"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
 
-    let pre: Value = http.get(api("/api/prereqs")).send().await.unwrap().json().await.unwrap();
+    let pre: Value = http
+        .get(api("/api/prereqs"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     for tool in ["npx", "uvx", "uv", "docker"] {
         assert!(pre[tool].is_boolean(), "{pre}");
-        assert_eq!(pre[tool].as_bool().unwrap(), pre["versions"][tool].is_string(), "{pre}");
+        assert_eq!(
+            pre[tool].as_bool().unwrap(),
+            pre["versions"][tool].is_string(),
+            "{pre}"
+        );
     }
 
     // A required secret is missing: nothing is registered, the answer says what to send.
-    let install = |inputs: Value| http.post(api("/api/install")).json(&json!({"name": "registry:io.github.example/weather", "inputs": inputs})).send();
+    let install = |inputs: Value| {
+        http.post(api("/api/install"))
+            .json(&json!({"name": "registry:io.github.example/weather", "inputs": inputs}))
+            .send()
+    };
     let r = install(json!({})).await.unwrap();
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
-    assert_eq!((body["status"].as_str(), body["missing"][0]["name"].as_str()), (Some("needs_input"), Some("WEATHER_API_KEY")), "{body}");
+    assert_eq!(
+        (body["status"].as_str(), body["missing"][0]["name"].as_str()),
+        (Some("needs_input"), Some("WEATHER_API_KEY")),
+        "{body}"
+    );
     assert_eq!(body["missing"][0]["is_secret"], true);
-    let list: Value = http.get(api("/api/servers")).send().await.unwrap().json().await.unwrap();
+    let list: Value = http
+        .get(api("/api/servers"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list, json!([]));
 
-    let r = install(json!({"WEATHER_API_KEY": "wk-1234567"})).await.unwrap();
+    let r = install(json!({"WEATHER_API_KEY": "wk-1234567"}))
+        .await
+        .unwrap();
     assert_eq!(r.status(), 201);
     let body: Value = r.json().await.unwrap();
-    assert_eq!((body["status"].as_str(), body["command"].as_str()), (Some("installed"), Some("npx")), "{body}");
+    assert_eq!(
+        (body["status"].as_str(), body["command"].as_str()),
+        (Some("installed"), Some("npx")),
+        "{body}"
+    );
     let name = body["server"].as_str().unwrap();
-    let secrets: Value = http.get(api(&format!("/api/servers/{name}/secrets"))).send().await.unwrap().json().await.unwrap();
+    let secrets: Value = http
+        .get(api(&format!("/api/servers/{name}/secrets")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(secrets[0]["masked_value"], "wk-1****");
-    let server: Value = http.get(api(&format!("/api/servers/{name}"))).send().await.unwrap().json().await.unwrap();
-    assert_eq!((server["source"].as_str(), server["package_name"].as_str()), (Some("registry"), Some("@example/weather-mcp")), "{server}");
+    let server: Value = http
+        .get(api(&format!("/api/servers/{name}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (server["source"].as_str(), server["package_name"].as_str()),
+        (Some("registry"), Some("@example/weather-mcp")),
+        "{server}"
+    );
 
     // Hostile names are refused before any request or command line sees them.
-    let r = http.post(api("/api/install")).json(&json!({"name": "x; rm -rf /"})).send().await.unwrap();
+    let r = http
+        .post(api("/api/install"))
+        .json(&json!({"name": "x; rm -rf /"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
-    let r = install(json!({"WEATHER_API_KEY": "wk-1234567"})).await.unwrap();
+    let r = install(json!({"WEATHER_API_KEY": "wk-1234567"}))
+        .await
+        .unwrap();
     assert_eq!(r.status(), 409, "installing twice is a conflict");
     served.stop().await;
 }

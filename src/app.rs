@@ -11,6 +11,7 @@ use crate::registry::Registry;
 use crate::search::Search;
 use crate::secrets::Secrets;
 use crate::store::Store;
+use crate::telemetry::Telemetry;
 
 /// One per process. Transports hold an `Arc<App>` and call the domain services on it; nothing here is global.
 #[derive(Debug)]
@@ -26,6 +27,8 @@ pub struct App {
     /// configured (a broken config file must not stop agent-discover).
     prereqs: tokio::sync::OnceCell<crate::marketplace::Prereqs>,
     marketplace: std::sync::OnceLock<std::result::Result<crate::marketplace::Marketplace, String>>,
+    /// Prometheus counters and latency histograms of proxied calls (fed by the proxy's call observer).
+    pub telemetry: Arc<Telemetry>,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -74,6 +77,11 @@ impl App {
         spawn_search_indexer(&events, search.clone());
         let marketplace = std::sync::OnceLock::new();
         let prereqs = tokio::sync::OnceCell::new();
+        let telemetry = Arc::new(Telemetry::default());
+        let observer = telemetry.clone();
+        proxy.set_call_observer(Arc::new(move |server, tool, latency, ok| {
+            observer.observe_call(server, tool, latency, ok)
+        }));
         Ok(Arc::new(App {
             config,
             events,
@@ -84,6 +92,7 @@ impl App {
             search,
             prereqs,
             marketplace,
+            telemetry,
         }))
     }
 

@@ -30,11 +30,24 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve MCP on stdin/stdout (what an MCP client launches).
+    /// Serve MCP on stdin/stdout (what an MCP client launches); the first such process also serves the dashboard.
     Mcp {
         /// `dynamic`: active servers' tools appear in tools/list; `static`: only the `registry` tool (use `proxy_call`).
         #[arg(long, value_enum, default_value_t = crate::mcp::ToolsMode::Dynamic)]
         tools_mode: crate::mcp::ToolsMode,
+        /// Do not try to serve the dashboard (also AGENT_DISCOVER_DASHBOARD=off).
+        #[arg(long)]
+        no_dashboard: bool,
+        #[command(flatten)]
+        dashboard: DashboardArgs,
+    },
+    /// Serve the dashboard, the REST API and MCP over Streamable HTTP (at /mcp); prints the URL on stdout.
+    Serve {
+        /// `dynamic`: active servers' tools appear in tools/list; `static`: only the `registry` tool (use `proxy_call`).
+        #[arg(long, value_enum, default_value_t = crate::mcp::ToolsMode::Dynamic)]
+        tools_mode: crate::mcp::ToolsMode,
+        #[command(flatten)]
+        dashboard: DashboardArgs,
     },
     /// List registered servers.
     List {
@@ -144,6 +157,109 @@ pub enum Command {
     FixtureServer(crate::fixture::FixtureArgs),
 }
 
+/// Where the dashboard listens and who may use it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DashboardArgs {
+    /// Address to listen on. Loopback needs no token; any other address requires a bearer token (created in the
+    /// data dir on first use).
+    #[arg(long, env = "AGENT_DISCOVER_HOST", default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Port; 0 picks a free one (the URL printed says which).
+    #[arg(long, env = "AGENT_DISCOVER_PORT", default_value_t = crate::http::DEFAULT_PORT)]
+    pub port: u16,
+    /// Require the bearer token on loopback too.
+    #[arg(long)]
+    pub require_token: bool,
+    /// A further host name clients use to reach this server, accepted in Host and Origin (repeatable), e.g. the
+    /// machine's DNS name with --host 0.0.0.0.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+}
+
+/// `AGENT_DISCOVER_DASHBOARD=off` (or 0, false, no) keeps `mcp` from serving the dashboard.
+pub const ENV_DASHBOARD: &str = "AGENT_DISCOVER_DASHBOARD";
+
+fn dashboard_disabled_by_env() -> bool {
+    std::env::var(ENV_DASHBOARD).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "false" | "no"
+        )
+    })
+}
+
+/// The security policy for a listener on `addr`: a token when beyond loopback or asked for, printed when new.
+fn dashboard_security(
+    args: &DashboardArgs,
+    addr: std::net::SocketAddr,
+    config: &Config,
+) -> anyhow::Result<crate::http::Security> {
+    let token = if args.require_token || !addr.ip().is_loopback() {
+        let (token, created, path) = crate::http::security::load_or_create_token(&config.data_dir)
+            .with_context(|| {
+                format!(
+                    "cannot read or create the dashboard token in {}",
+                    config.data_dir.display()
+                )
+            })?;
+        if created {
+            eprintln!(
+                "dashboard token (shown once; kept in {}): {token}\nopen http://{addr}/?token={token} or send `Authorization: Bearer <token>`",
+                path.display()
+            );
+        } else {
+            eprintln!("the dashboard needs the bearer token in {}", path.display());
+        }
+        Some(token)
+    } else {
+        None
+    };
+    crate::http::Security::for_bind(addr.ip(), &args.allowed_hosts, token)
+        .map_err(anyhow::Error::msg)
+}
+
+/// Tries to become the dashboard leader for an `mcp` process: serves in the background when the port is free, and
+/// quietly stays stdio-only when another process has it.
+async fn lead_dashboard(
+    app: &std::sync::Arc<App>,
+    args: &DashboardArgs,
+    mode: crate::mcp::ToolsMode,
+) {
+    let listener = match crate::http::bind(args.host, args.port).await {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            tracing::info!(
+                port = args.port,
+                "the dashboard port is taken (another agent-discover serves it); stdio only"
+            );
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, host = %args.host, port = args.port, "cannot listen for the dashboard; stdio only");
+            return;
+        }
+    };
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            return tracing::warn!(error = %e, "dashboard listener has no address; stdio only");
+        }
+    };
+    let security = match dashboard_security(args, addr, &app.config) {
+        Ok(s) => s,
+        Err(e) => return tracing::warn!(error = %e, "dashboard not started"),
+    };
+    tracing::info!("dashboard at http://{addr}/ (MCP over HTTP at /mcp)");
+    let app = app.clone();
+    tokio::spawn(async move {
+        if let Err(e) =
+            crate::http::serve(listener, app, security, mode, std::future::pending()).await
+        {
+            tracing::warn!(error = %e, "the dashboard server stopped");
+        }
+    });
+}
+
 #[derive(Debug, Subcommand)]
 pub enum SecretsCommand {
     /// Set a secret; without VALUE it is read from stdin (so it stays out of shell history).
@@ -176,7 +292,51 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let app = App::open(config.clone())
         .with_context(|| format!("cannot open the registry at {}", config.db_path.display()))?;
     match cli.command {
-        Command::Mcp { tools_mode } => crate::mcp::serve_stdio(app, tools_mode).await,
+        Command::Mcp {
+            tools_mode,
+            no_dashboard,
+            dashboard,
+        } => {
+            if !no_dashboard && !dashboard_disabled_by_env() {
+                lead_dashboard(&app, &dashboard, tools_mode).await;
+            }
+            crate::mcp::serve_stdio(app, tools_mode).await
+        }
+        Command::Serve {
+            tools_mode,
+            dashboard,
+        } => {
+            let listener = tokio::net::TcpListener::bind((dashboard.host, dashboard.port))
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot listen on {}:{} (is another agent-discover serving it? try --port)",
+                        dashboard.host, dashboard.port
+                    )
+                })?;
+            let addr = listener.local_addr()?;
+            let security = dashboard_security(&dashboard, addr, &config)?;
+            // The URL is this command's output (tests and scripts read it; --port 0 picks the port).
+            {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "http://{addr}/")?;
+                out.flush()?;
+            }
+            eprintln!(
+                "agent-discover dashboard at http://{addr}/ — REST at /api, MCP over Streamable HTTP at /mcp, metrics at /metrics; Ctrl-C stops"
+            );
+            app.proxy.restore_in_background();
+            let served = crate::http::serve(
+                listener,
+                app.clone(),
+                security,
+                tools_mode,
+                crate::mcp::shutdown_signal(),
+            )
+            .await;
+            app.proxy.shutdown().await;
+            served.context("the dashboard server failed")
+        }
         Command::List {
             query,
             source,

@@ -575,6 +575,52 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// Checks that `name` answers, without changing its active flag or telling clients: a running server must list
+    /// its tools within `timeout`; a stopped one is started, listed and stopped again. Returns its tool count.
+    pub async fn probe(&self, name: &str, timeout: Duration) -> Result<usize> {
+        let guard = self.inner.lock_for(name);
+        let _held = guard.lock().await;
+        let running = match lock(&self.inner.children).get(name) {
+            Some(Slot::Running(c)) if c.exited.borrow().is_none() => Some(c.clone()),
+            Some(Slot::Running(c)) => {
+                return Err(Error::Upstream {
+                    server: name.to_owned(),
+                    message: c.exited.borrow().clone().unwrap_or_default(),
+                });
+            }
+            Some(Slot::Crashed { error, .. }) => {
+                return Err(Error::Upstream {
+                    server: name.to_owned(),
+                    message: error.clone(),
+                });
+            }
+            None => None,
+        };
+        let ms = timeout.as_millis() as u64;
+        if let Some(child) = running {
+            return match tokio::time::timeout(timeout, child.peer.list_all_tools()).await {
+                Ok(Ok(tools)) => Ok(tools.len()),
+                Ok(Err(e)) => Err(Error::Upstream {
+                    server: name.to_owned(),
+                    message: format!("tools/list failed: {e}"),
+                }),
+                Err(_) => Err(Error::Timeout {
+                    server: name.to_owned(),
+                    what: "health check (tools/list)",
+                    ms,
+                }),
+            };
+        }
+        let mut server = self.inner.registry.get(name)?;
+        server.activate_timeout_ms = Some(ms.max(1));
+        let child = self.inner.start(&server, 0).await?;
+        let n = lock(&child.tools).len();
+        child.stop().await;
+        Ok(n)
+    }
+}
+
 impl Inner {
     fn lock_for(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
         lock(&self.locks)
@@ -913,7 +959,8 @@ impl Inner {
     /// The child's process ended. An exit we did not ask for is a crash: recorded, announced, restarted on next use.
     fn on_child_exit(&self, name: &str, cause: &str, stderr: &Arc<StderrRing>) {
         let child = match lock(&self.children).get(name) {
-            Some(Slot::Running(c)) => c.clone(),
+            // The ring is unique to one start: a watcher of an earlier run or of a health probe is not this child's.
+            Some(Slot::Running(c)) if Arc::ptr_eq(&c.stderr, stderr) => c.clone(),
             _ => return,
         };
         if child.stopping.load(Ordering::SeqCst) {

@@ -25,7 +25,7 @@ fn server_json() -> Value {
     })
 }
 
-async fn stub() -> String {
+pub(crate) async fn stub() -> String {
     use axum::routing::get;
     let entry = json!({"server": server_json(), "_meta": {"io.modelcontextprotocol.registry/official": {"status": "active", "isLatest": true}}});
     let list = json!({"servers": [entry.clone()], "metadata": {"nextCursor": null, "count": 1}});

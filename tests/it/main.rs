@@ -16,3 +16,5 @@ mod marketplace;
 mod install;
 // In-process embeddings against reference vectors from an independent implementation.
 mod embed;
+// The dashboard server: REST, WebSocket, MCP over HTTP, security, leader election, and a real browser.
+mod http;

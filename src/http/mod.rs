@@ -1,0 +1,228 @@
+//! The dashboard server: REST API, live WebSocket stream, the embedded web dashboard, MCP over Streamable HTTP at
+//! `/mcp`, and Prometheus metrics, on one axum router.
+//!
+//! A thin adapter: handlers parse, call a domain service on `App`, and render; the rules live below `app`.
+//! Every route is listed in [`ops`] (one line each; the OpenAPI document is generated from the same list) plus the
+//! `/mcp` service and the static files in [`router_with`].
+//!
+//! Leader election: every `agent-discover mcp` process tries to bind the dashboard port; the first one serves it, the
+//! others see the port taken ([`bind`] answers `None`) and stay stdio-only.
+
+mod api;
+mod assets;
+mod error;
+mod openapi;
+pub mod security;
+mod watch;
+mod ws;
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::routing::{MethodFilter, MethodRouter, get, on};
+use rmcp::transport::StreamableHttpService;
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use error::{ApiError, status_of};
+pub use security::Security;
+
+use crate::app::App;
+use crate::mcp::{McpServer, ToolsMode};
+
+/// The default dashboard port (seed 000).
+pub const DEFAULT_PORT: u16 = 3424;
+/// Largest JSON request body the REST API reads.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+/// Largest JSON-RPC message `/mcp` reads (tool arguments can be large).
+pub const MCP_BODY_LIMIT: usize = 4 * 1024 * 1024;
+/// How long open connections (WebSockets, MCP streams) get to close after shutdown starts.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    app: Arc<App>,
+    hub: Arc<ws::Hub>,
+    started: Instant,
+    token_required: bool,
+    openapi: Arc<serde_json::Value>,
+}
+
+/// One REST route: what the router serves and what the OpenAPI document says about it, from one line.
+pub(crate) struct Op {
+    pub method: Method,
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Query parameters: (name, description).
+    pub query: &'static [(&'static str, &'static str)],
+    /// Request body schema (a name in the document's components).
+    pub body: Option<&'static str>,
+    /// Success status and response schema.
+    pub returns: (u16, &'static str),
+    handler: MethodRouter<AppState>,
+}
+
+fn op<H, T>(method: Method, path: &'static str, summary: &'static str, handler: H) -> Op
+where
+    H: Handler<T, AppState>,
+    T: 'static,
+{
+    let filter = MethodFilter::try_from(method.clone()).expect("a standard method");
+    Op {
+        method,
+        path,
+        summary,
+        query: &[],
+        body: None,
+        returns: (200, "Object"),
+        handler: on(filter, handler),
+    }
+}
+
+impl Op {
+    fn query(mut self, q: &'static [(&'static str, &'static str)]) -> Op {
+        self.query = q;
+        self
+    }
+    fn body(mut self, schema: &'static str) -> Op {
+        self.body = Some(schema);
+        self
+    }
+    fn returns(mut self, status: u16, schema: &'static str) -> Op {
+        self.returns = (status, schema);
+        self
+    }
+}
+
+/// Every route but `/mcp` and the dashboard's static files.
+pub(crate) fn ops() -> Vec<Op> {
+    use Method as M;
+    use api::*;
+    const S: &str = "/api/servers/{id}";
+    vec![
+        op(M::GET, "/health", "Liveness: status, version, uptime, pid", health).returns(200, "Health"),
+        op(M::GET, "/api/servers", "List registered servers (full-text query, source, installed)", list_servers)
+            .query(&[("query", "full-text search over name, description and tags"), ("source", "manual, local, registry, npm, pypi or smithery"), ("installed", "true: installed servers only")])
+            .returns(200, "ServerList"),
+        op(M::POST, "/api/servers", "Register a server", create_server).body("ServerCreate").returns(201, "Server"),
+        op(M::GET, S, "One server with its tools and, when it runs here, its child status", get_server).returns(200, "ServerDetail"),
+        op(M::PUT, S, "Change a server's configuration", update_server).body("ServerPatch").returns(200, "Server"),
+        op(M::DELETE, S, "Stop and remove a server with its tools, secrets and metrics", delete_server).returns(200, "Status"),
+        op(M::POST, "/api/servers/{id}/activate", "Start a server; its tools appear to MCP clients", activate).returns(200, "Activation"),
+        op(M::POST, "/api/servers/{id}/deactivate", "Stop a server and clear its active flag", deactivate).returns(200, "Status"),
+        op(M::GET, "/api/servers/{id}/secrets", "A server's secrets, masked", list_secrets).returns(200, "SecretList"),
+        op(M::PUT, "/api/servers/{id}/secrets/{key}", "Set a secret (encrypted at rest; used at the next activation)", set_secret).body("SecretValue").returns(200, "SecretSet"),
+        op(M::DELETE, "/api/servers/{id}/secrets/{key}", "Delete a secret", delete_secret).returns(200, "Status"),
+        op(M::POST, "/api/servers/{id}/health", "Check that a server answers; records the result", check_health).returns(200, "HealthReport"),
+        op(M::GET, "/api/servers/{id}/metrics", "Per-tool call metrics of a server", server_metrics).returns(200, "ToolMetricsList"),
+        op(M::POST, "/api/servers/{id}/call", "Call a tool of an active server (logged like any proxied call)", call_tool).body("CallRequest").returns(200, "CallToolResult"),
+        op(M::GET, "/api/metrics", "Call metrics per server", metrics_overview).returns(200, "ServerMetricsList"),
+        op(M::GET, "/api/browse", "Search the marketplace: official MCP registry, npm and PyPI, merged", browse)
+            .query(&[("query", "search words"), ("limit", "results per source (default 20, at most 100)"), ("cursor", "the official registry's next page")])
+            .returns(200, "BrowseResult"),
+        op(M::POST, "/api/install", "Install a server from the marketplace (or learn which values it needs)", install)
+            .body("InstallRequest")
+            .returns(201, "InstallOutcome"),
+        op(M::GET, "/api/prereqs", "Which install tools (npx, uvx, uv, docker) this machine has", prereqs).returns(200, "Prereqs"),
+        op(M::GET, "/api/logs", "Recent proxied calls, newest first", logs)
+            .query(&[("limit", "at most this many entries (default 100, at most 500)"), ("offset", "skip this many")])
+            .returns(200, "LogPage"),
+        op(M::DELETE, "/api/logs", "Clear the call log", clear_logs).returns(200, "Status"),
+        op(M::GET, "/api/status", "Running children, call counts, registry figures", status).returns(200, "Object"),
+        op(M::GET, "/api/openapi.json", "This document", openapi).returns(200, "Object"),
+        op(M::GET, "/metrics", "Prometheus text metrics: calls, errors, latency per server and tool, active servers, children", prometheus).returns(200, "PrometheusText"),
+        op(M::GET, "/ws", "WebSocket: state snapshots with a sequence number, and call-log entries as they happen", ws::upgrade).returns(101, "WebSocketStream"),
+    ]
+}
+
+/// The router for `app` under `security`, for tests and embedders; its background tasks end when it is dropped.
+/// Must be called inside a Tokio runtime.
+pub fn router(app: Arc<App>, security: Security) -> Router {
+    router_with(app, security, ToolsMode::Dynamic, &CancellationToken::new())
+}
+
+fn router_with(
+    app: Arc<App>,
+    security: Security,
+    mode: ToolsMode,
+    shutdown: &CancellationToken,
+) -> Router {
+    let ops = ops();
+    let state = AppState {
+        hub: ws::Hub::start(app.clone(), shutdown),
+        started: Instant::now(),
+        token_required: security.token_required(),
+        openapi: Arc::new(openapi::document(&ops)),
+        app: app.clone(),
+    };
+    let mut api = Router::new();
+    for o in ops {
+        api = api.route(o.path, o.handler);
+    }
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(security.allowed_hosts().iter().cloned())
+        .with_max_request_body_bytes(MCP_BODY_LIMIT)
+        .with_cancellation_token(shutdown.child_token());
+    let mcp = StreamableHttpService::new(
+        move || Ok(McpServer::for_http(app.clone(), mode)),
+        Arc::new(LocalSessionManager::default()),
+        mcp_config,
+    );
+    let security = Arc::new(security);
+    api.route_service("/mcp", mcp)
+        .route("/", get(assets::index))
+        .route("/{file}", get(assets::file))
+        .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        // Outermost: nothing runs for a request with a foreign Host or Origin, or without the token.
+        .layer(axum::middleware::from_fn_with_state(
+            security,
+            security::guard,
+        ))
+        .with_state(state)
+}
+
+/// Binds `host:port`. A port already in use is `Ok(None)`: another process leads the dashboard.
+pub async fn bind(host: IpAddr, port: u16) -> std::io::Result<Option<TcpListener>> {
+    match TcpListener::bind(SocketAddr::new(host, port)).await {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Serves the dashboard on `listener` until `shutdown` resolves, then gives open connections a moment to close.
+pub async fn serve(
+    listener: TcpListener,
+    app: Arc<App>,
+    security: Security,
+    mode: ToolsMode,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let cancel = CancellationToken::new();
+    let router = router_with(app, security, mode, &cancel);
+    let stop = cancel.clone();
+    let server = axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Ends WebSocket streams and MCP sessions, which graceful shutdown would otherwise wait for forever.
+            stop.cancel();
+        })
+        .into_future();
+    tokio::select! {
+        r = server => r,
+        _ = async { cancel.cancelled().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+            tracing::warn!("connections still open {SHUTDOWN_GRACE:?} after shutdown; closing them");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Notices commits that other agent-discover processes make to the shared database, so the dashboard updates when an
+//! agent activates a server over stdio in another process.
+//!
+//! Why a file watch plus `PRAGMA data_version`, not a timer: every process writes the same SQLite file in WAL mode, and
+//! a commit appends to `<db>-wal` (a checkpoint rewrites `<db>`), which the OS reports at once (inotify on Linux,
+//! FSEvents on macOS). A file event alone is not proof of a foreign commit: our own writes and uncommitted pages
+//! trigger it too. So each burst of events is followed by one `PRAGMA data_version` on our connection, a counter SQLite
+//! changes only when *another* connection committed. Idle cost: zero wake-ups (a 2-second fingerprint poll, as the
+//! TypeScript original does, wakes forever and still lags by up to 2 s). If the platform cannot watch files, we fall
+//! back to checking `data_version` every [`FALLBACK_EVERY`], and say so in the log.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::Watcher;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::Store;
+
+pub const FALLBACK_EVERY: Duration = Duration::from_secs(5);
+/// The trailing check after a burst of file events.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// Calls `changed` whenever another process has committed to `db_path`, until `cancel`.
+pub fn spawn(
+    store: Store,
+    db_path: &Path,
+    changed: impl Fn() + Send + 'static,
+    cancel: CancellationToken,
+) {
+    let kick = Arc::new(Notify::new());
+    let watcher = start_watcher(db_path, kick.clone());
+    if let Err(e) = &watcher {
+        tracing::warn!(error = %e, every = ?FALLBACK_EVERY, "cannot watch the database for changes by other processes; checking on a timer instead");
+    }
+    tokio::spawn(async move {
+        // Kept alive for as long as this task runs; dropping it stops the watch.
+        let watcher = watcher.ok();
+        let mut seen = store.data_version().unwrap_or(0);
+        // A commit's last step (the wal-index in `-shm`, written through mmap) makes no file event, so the check right
+        // after the last event of a burst can be too early; one more check shortly after the burst settles catches it.
+        let mut settle: Option<tokio::time::Instant> = None;
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = kick.notified(), if watcher.is_some() => {
+                    settle = Some(tokio::time::Instant::now() + SETTLE);
+                }
+                _ = tokio::time::sleep_until(settle.unwrap_or_else(tokio::time::Instant::now)), if settle.is_some() => {
+                    settle = None;
+                }
+                _ = tokio::time::sleep(FALLBACK_EVERY), if watcher.is_none() => {}
+            }
+            match store.data_version() {
+                Ok(v) if v != seen => {
+                    seen = v;
+                    changed();
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "reading data_version failed"),
+            }
+        }
+        drop(watcher);
+    });
+}
+
+/// Watches the database's directory (the `-wal` file comes and goes, so the file itself cannot be watched) and kicks
+/// for any event on a file whose name starts with the database's.
+fn start_watcher(db_path: &Path, kick: Arc<Notify>) -> notify::Result<notify::RecommendedWatcher> {
+    let dir: PathBuf = match db_path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let prefix = db_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let Ok(event) = res else { return };
+        if matches!(event.kind, notify::EventKind::Access(_)) {
+            return;
+        }
+        let ours = event.paths.iter().any(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        });
+        if ours {
+            // A permit is stored if the task is busy, so a burst costs one check, and none is lost.
+            kick.notify_one();
+        }
+    })?;
+    watcher.watch(&dir, notify::RecursiveMode::NonRecursive)?;
+    Ok(watcher)
+}

@@ -1,0 +1,116 @@
+// Drives the dashboard in headless Chromium: register the fixture server, activate it, see its tools, call one from
+// the Test section, watch the call arrive live in Logs, install a server from the marketplace (a stub registry the
+// Rust test starts), and save screenshots (light and dark).
+//
+// Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
+// Environment: FIXTURE_COMMAND (the agent-discover binary), PLAYWRIGHT_CORE (path of the playwright-core package),
+// CHROMIUM (default /usr/bin/chromium). Run by the `it` test binary (tests/it/http.rs), which sets all three.
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [url, shot] = process.argv.slice(2);
+const fixture = process.env.FIXTURE_COMMAND;
+if (!url || !shot || !fixture || !process.env.PLAYWRIGHT_CORE) {
+  console.error('usage: FIXTURE_COMMAND=... PLAYWRIGHT_CORE=... node dashboard.mjs URL SCREENSHOT.png');
+  process.exit(2);
+}
+const { chromium } = createRequire(import.meta.url)(process.env.PLAYWRIGHT_CORE);
+
+const profile = mkdtempSync(join(tmpdir(), 'agent-discover-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1280, height: 900 },
+  colorScheme: 'light',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const problems = [];
+const step = (what) => console.error(`step: ${what}`);
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(20000);
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+
+  step('load the dashboard and its live connection');
+  await page.goto(url);
+  await page.locator('#conn[data-state="live"]').waitFor();
+
+  step('register the fixture server through the form');
+  await page.getByRole('button', { name: 'Add server' }).click();
+  const form = page.locator('#add-form');
+  await form.getByLabel('Name', { exact: true }).fill('fx');
+  await form.getByLabel('Command', { exact: true }).fill(fixture);
+  await form.getByLabel('Arguments, one per line', { exact: true }).fill('fixture-server\n--name\nfx');
+  await form.getByLabel('Description', { exact: true }).fill('The fixture server, registered from the browser');
+  await form.getByRole('button', { name: 'Register' }).click();
+  const card = page.locator('article[data-server="fx"]');
+  await card.waitFor();
+
+  step('activate it and see its tools');
+  await card.getByRole('button', { name: 'Activate fx' }).click();
+  await card.locator('[data-role="status"]', { hasText: 'running' }).waitFor();
+  await card.locator('.tool-list code', { hasText: /^echo$/ }).waitFor();
+
+  step('call echo from the Test section');
+  await card.getByRole('button', { name: 'Test fx' }).click();
+  await page.locator('#panel-test').waitFor({ state: 'visible' });
+  await page.locator('#test-server').selectOption('fx');
+  await page.locator('#test-tool').selectOption('echo');
+  const text = page.locator('#test-fields .field[data-arg="text"] :is(input, textarea)');
+  await text.fill('hello from the browser');
+  // Keyboard submit (Ctrl+Enter), as a person would.
+  await text.press('Control+Enter');
+  await page.locator('#test-output', { hasText: 'hello from the browser' }).waitFor();
+  await page.locator('#test-outcome', { hasText: 'Success' }).waitFor();
+
+  step('see the call arrive live in Logs');
+  await page.locator('#count-logs', { hasText: /^1$/ }).waitFor();
+  await page.keyboard.press('Escape'); // leave the text field; then single keys switch sections
+  await page.keyboard.press('3');
+  await page.locator('#panel-logs').waitFor({ state: 'visible' });
+  const row = page.locator('#log-rows tr.entry', { hasText: 'echo' });
+  await row.waitFor();
+  await row.focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#log-rows tr.detail', { hasText: 'hello from the browser' }).waitFor();
+
+  step('browse the marketplace and install a server that needs a secret');
+  await page.keyboard.press('2');
+  await page.locator('#panel-browse').waitFor({ state: 'visible' });
+  const prereqs = await page.evaluate(async () => (await fetch('/api/prereqs')).json());
+  const missing = ['npx', 'uvx', 'docker'].filter((k) => prereqs[k] === false);
+  if (missing.length) await page.locator('#prereqs', { hasText: missing[0] }).waitFor();
+  else if (await page.locator('#prereqs').isVisible()) throw new Error('prereqs banner shown with nothing missing');
+  await page.keyboard.press('/');
+  await page.keyboard.type('weather');
+  const hit = page.locator('#browse-list article', { hasText: 'io.github.example/weather' });
+  await hit.waitFor();
+  await hit.getByRole('button', { name: /^Install / }).click();
+  const secret = hit.getByLabel(/WEATHER_API_KEY/);
+  await secret.fill('wk-from-the-browser');
+  await secret.press('Enter');
+  await hit.locator('.ok', { hasText: 'installed as' }).waitFor();
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('1');
+  await page.locator('article[data-server="weather"]').waitFor();
+
+  step('screenshots');
+  await page.keyboard.press('1');
+  await page.locator('#panel-servers').waitFor({ state: 'visible' });
+  await page.screenshot({ path: shot, fullPage: true });
+  await page.keyboard.press('t');
+  await page.locator('html[data-theme="dark"]').waitFor();
+  await page.screenshot({ path: shot.replace(/\.png$/, '-dark.png'), fullPage: true });
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+if (problems.length) {
+  console.error(problems.join('\n'));
+  process.exit(1);
+}
+console.log('dashboard ok');

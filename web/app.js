@@ -1,0 +1,626 @@
+// The agent-discover dashboard: state arrives over the WebSocket (/ws), actions go through the REST API (/api).
+// No framework and no build step; the server embeds these files as they are.
+
+import { h, buildForm } from './schema-form.js';
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+const state = {
+  seq: 0,
+  servers: [], // from the latest snapshot, each with tools and `running`
+  children: new Map(), // name -> child status (runs in the dashboard's process)
+  logs: [], // newest first
+  logIds: new Set(),
+  testServer: '',
+  testTool: '',
+};
+
+// ---------- helpers ----------
+
+async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  if (!res.ok) {
+    const err = new Error((data && data.error) || `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    err.code = data && data.code;
+    throw err;
+  }
+  return data;
+}
+
+function toast(message, bad = false) {
+  const el = h('div', { class: bad ? 'msg bad' : 'msg' }, message);
+  $('#toast').append(el);
+  setTimeout(() => el.remove(), bad ? 6000 : 3000);
+}
+
+/** Runs an action from a button: disables it meanwhile, reports failure as a toast. */
+async function act(button, fn) {
+  if (button) button.disabled = true;
+  try { return await fn(); } catch (e) { toast(e.message, true); } finally { if (button) button.disabled = false; }
+}
+
+function fmtTime(ts) {
+  const d = new Date(ts);
+  return Number.isNaN(d.getTime()) ? ts : d.toLocaleTimeString();
+}
+
+// ---------- tabs and keyboard ----------
+
+const TABS = ['servers', 'browse', 'logs', 'test'];
+
+function showTab(name, focus = true) {
+  for (const t of TABS) {
+    const tab = $(`#tab-${t}`);
+    const on = t === name;
+    tab.setAttribute('aria-selected', String(on));
+    tab.tabIndex = on ? 0 : -1;
+    $(`#panel-${t}`).hidden = !on;
+  }
+  if (focus) $(`#tab-${name}`).focus();
+  if (name === 'test') renderTestPickers();
+  history.replaceState(null, '', `#${name}`);
+}
+
+$('#tabs').addEventListener('click', (e) => {
+  const tab = e.target.closest('[role="tab"]');
+  if (tab) showTab(tab.dataset.tab);
+});
+$('#tabs').addEventListener('keydown', (e) => {
+  const i = TABS.indexOf(document.activeElement.dataset.tab);
+  if (i < 0) return;
+  const step = { ArrowDown: 1, ArrowRight: 1, ArrowUp: -1, ArrowLeft: -1 }[e.key];
+  if (step) { e.preventDefault(); showTab(TABS[(i + step + TABS.length) % TABS.length]); }
+  if (e.key === 'Home') { e.preventDefault(); showTab(TABS[0]); }
+  if (e.key === 'End') { e.preventDefault(); showTab(TABS[TABS.length - 1]); }
+});
+
+document.addEventListener('keydown', (e) => {
+  const typing = e.target.closest('input, textarea, select, [contenteditable]');
+  if (e.key === 'Escape' && !$('#add-form').hidden) { closeAddForm(); return; }
+  // Escape leaves a field, so the single-key shortcuts work again.
+  if (e.key === 'Escape' && typing) { e.target.blur(); return; }
+  if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  const n = Number(e.key);
+  if (n >= 1 && n <= TABS.length) { e.preventDefault(); showTab(TABS[n - 1]); return; }
+  if (e.key === '/') {
+    e.preventDefault();
+    const current = TABS.find((t) => !$(`#panel-${t}`).hidden);
+    const search = { servers: '#server-filter', browse: '#browse-search', logs: '#log-server', test: '#test-server' }[current];
+    $(search).focus();
+  }
+  if (e.key === 't') toggleTheme();
+});
+
+// ---------- theme ----------
+
+function effectiveTheme() {
+  const set = document.documentElement.dataset.theme;
+  if (set) return set;
+  return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+function applyTheme(theme) {
+  if (theme) document.documentElement.dataset.theme = theme;
+  const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
+  $('#theme').setAttribute('aria-label', `Switch to ${next} theme`);
+}
+function toggleTheme() {
+  const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
+  try { localStorage.setItem('agent-discover-theme', next); } catch { /* private mode */ }
+  applyTheme(next);
+}
+applyTheme((() => { try { return localStorage.getItem('agent-discover-theme'); } catch { return null; } })());
+$('#theme').addEventListener('click', toggleTheme);
+
+// ---------- live state ----------
+
+let socket = null;
+let retry = 500;
+
+function connect() {
+  const proto = location.protocol === 'https:' ? 'wss' : 'ws';
+  socket = new WebSocket(`${proto}://${location.host}/ws`);
+  const conn = $('#conn');
+  socket.addEventListener('open', () => { retry = 500; state.seq = 0; conn.dataset.state = 'live'; conn.textContent = 'live'; });
+  socket.addEventListener('message', (ev) => {
+    let msg;
+    try { msg = JSON.parse(ev.data); } catch { return; }
+    if (msg.type === 'state') applySnapshot(msg);
+    else if (msg.type === 'log_entry') addLog(msg.entry, true);
+    else if (msg.type === 'logs_cleared') { state.logs = []; state.logIds.clear(); renderLogs(); }
+  });
+  socket.addEventListener('close', () => {
+    conn.dataset.state = 'down';
+    conn.textContent = 'reconnecting…';
+    setTimeout(connect, retry);
+    retry = Math.min(retry * 2, 5000);
+  });
+}
+
+function applySnapshot(msg) {
+  // Snapshots are complete and numbered per connection's server; an older one arriving late is dropped.
+  if (msg.seq < state.seq) return;
+  state.seq = msg.seq;
+  state.servers = msg.servers || [];
+  state.children = new Map((msg.active || []).map((c) => [c.name, c]));
+  if (msg.version) $('#version').textContent = `v${msg.version}`;
+  renderServers();
+  renderLogFilter();
+  if (!$('#panel-test').hidden) renderTestPickers();
+  // Open secrets and metrics sections follow changes too.
+  for (const d of document.querySelectorAll('#server-list details[open][data-load]')) loadSection(d);
+}
+
+// ---------- servers ----------
+
+function statusOf(s) {
+  const child = state.children.get(s.name);
+  if (child && child.status === 'error') return ['error', 'error'];
+  if (s.running) return ['running', 'running'];
+  if (s.active) return ['active in another process', 'elsewhere'];
+  if (s.last_error) return ['failed', 'error'];
+  return ['stopped', ''];
+}
+
+function serverCard(s) {
+  const card = h('article', { class: 'card server', dataset: { server: s.name, id: String(s.id) }, 'aria-label': `Server ${s.name}` });
+  card.append(
+    h('div', { class: 'server-head' },
+      h('h2', {}, s.name),
+      h('span', { class: 'pill', dataset: { role: 'status' } }),
+      h('span', { class: 'dot', dataset: { role: 'health' } }),
+      h('span', { class: 'meta', dataset: { role: 'counts' } })),
+    h('p', { class: 'description', dataset: { role: 'description' } }),
+    h('div', { class: 'tags', dataset: { role: 'tags' } }),
+    h('div', { class: 'meta', dataset: { role: 'launch' } }),
+    h('div', { class: 'error-text', dataset: { role: 'error' } }),
+    h('div', { class: 'actions', dataset: { role: 'actions' } }),
+    h('details', { dataset: { role: 'tools-section' } }, h('summary', {}, 'Tools'), h('ul', { class: 'tool-list', dataset: { role: 'tools' } })),
+    h('details', { dataset: { load: 'secrets' } }, h('summary', {}, 'Secrets'), h('div', { dataset: { role: 'body' } })),
+    h('details', { dataset: { load: 'metrics' } }, h('summary', {}, 'Metrics'), h('div', { dataset: { role: 'body' } })),
+    h('details', { dataset: { role: 'child-section' } }, h('summary', {}, 'Process'), h('div', { dataset: { role: 'child' } })),
+  );
+  for (const d of card.querySelectorAll('details[data-load]')) {
+    d.addEventListener('toggle', () => { if (d.open) loadSection(d); });
+  }
+  return card;
+}
+
+function fill(card, s) {
+  const role = (r) => card.querySelector(`[data-role="${r}"]`);
+  const [label, cls] = statusOf(s);
+  const pill = role('status');
+  pill.textContent = label;
+  pill.className = `pill ${cls}`;
+  const health = role('health');
+  health.className = `dot ${s.health_status}`;
+  health.textContent = s.health_status === 'unknown' ? 'health unknown' : s.health_status;
+  health.title = s.last_health_check ? `checked ${s.last_health_check}` : 'never checked';
+  role('counts').textContent = `${s.tools.length} tools · ${s.transport} · ${s.source}` + (s.error_count ? ` · ${s.error_count} errors` : '');
+  role('description').textContent = s.description || '';
+  role('tags').replaceChildren(...(s.tags || []).map((t) => h('span', { class: 'tag' }, t)));
+  role('launch').textContent = s.transport === 'stdio' ? [s.command, ...(s.args || [])].join(' ') : s.url || '';
+  const child = state.children.get(s.name);
+  const err = (child && child.last_error) || s.last_error || '';
+  role('error').textContent = err;
+  role('error').hidden = !err;
+
+  const actions = role('actions');
+  actions.replaceChildren(
+    s.running
+      ? h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => deactivate(s)) }, 'Deactivate')
+      : h('button', { type: 'button', class: 'primary', onclick: (e) => act(e.currentTarget, () => activate(s)) }, 'Activate'),
+    h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => checkHealth(s)) }, 'Check health'),
+    h('button', { type: 'button', disabled: !s.tools.length, onclick: () => { state.testServer = s.name; state.testTool = ''; showTab('test'); } }, 'Test'),
+    h('button', { type: 'button', class: 'danger ghost', onclick: (e) => act(e.currentTarget, () => remove(s)) }, 'Delete'),
+  );
+  for (const b of actions.children) b.setAttribute('aria-label', `${b.textContent} ${s.name}`);
+
+  role('tools').replaceChildren(...s.tools.map((t) => h('li', {}, h('code', {}, t.name), h('span', {}, t.description || ''))));
+  role('tools-section').hidden = !s.tools.length;
+  if (s.tools.length && s.running && !card.dataset.seenRunning) role('tools-section').open = true;
+  card.dataset.seenRunning = s.running ? '1' : '';
+
+  role('child-section').hidden = !child;
+  if (child) {
+    role('child').replaceChildren(
+      h('p', { class: 'meta' }, `pid ${child.pid ?? '—'} · started ${child.started_at || '—'} · restarts ${child.restarts}`),
+      child.stderr_tail && child.stderr_tail.length ? h('pre', {}, child.stderr_tail.join('\n')) : h('p', { class: 'note' }, 'No stderr output.'),
+    );
+  }
+}
+
+function renderServers() {
+  const list = $('#server-list');
+  const filter = $('#server-filter').value.trim().toLowerCase();
+  $('#count-servers').textContent = String(state.servers.length);
+  const existing = new Map([...list.querySelectorAll('article.server')].map((c) => [c.dataset.id, c]));
+  const wanted = [];
+  for (const s of state.servers) {
+    let card = existing.get(String(s.id));
+    if (!card) card = serverCard(s);
+    existing.delete(String(s.id));
+    fill(card, s);
+    const text = `${s.name} ${s.description} ${(s.tags || []).join(' ')}`.toLowerCase();
+    card.hidden = Boolean(filter) && !text.includes(filter);
+    wanted.push(card);
+  }
+  for (const gone of existing.values()) gone.remove();
+  // Re-append in order; moving a node keeps its open sections and focus.
+  wanted.forEach((card, i) => { if (list.children[i] !== card) list.insertBefore(card, list.children[i] || null); });
+  const empty = $('#server-empty');
+  if (!state.servers.length && !empty) {
+    list.append(h('p', { class: 'empty', id: 'server-empty' }, 'No servers registered yet. Add one here, install one from Browse, or ask your agent (registry action install).'));
+  } else if (state.servers.length && empty) empty.remove();
+}
+$('#server-filter').addEventListener('input', renderServers);
+
+async function activate(s) {
+  const r = await api('POST', `/api/servers/${s.id}/activate`);
+  toast(`${s.name}: ${r.status.replace('_', ' ')}, ${r.tool_count} tools`);
+}
+async function deactivate(s) {
+  const r = await api('POST', `/api/servers/${s.id}/deactivate`);
+  toast(`${s.name}: ${r.status.replace('_', ' ')}`);
+}
+async function checkHealth(s) {
+  const r = await api('POST', `/api/servers/${s.id}/health`);
+  toast(`${s.name}: ${r.status} in ${r.latency_ms} ms${r.error ? ` — ${r.error}` : ''}`, r.status !== 'healthy');
+}
+async function remove(s) {
+  if (!confirm(`Remove ${s.name} with its tools, secrets and metrics?`)) return;
+  await api('DELETE', `/api/servers/${s.id}`);
+  toast(`${s.name} removed`);
+}
+
+async function loadSection(details) {
+  const card = details.closest('article.server');
+  const id = card.dataset.id;
+  const body = details.querySelector('[data-role="body"]');
+  try {
+    if (details.dataset.load === 'metrics') {
+      const rows = await api('GET', `/api/servers/${id}/metrics`);
+      body.replaceChildren(rows.length
+        ? h('table', { class: 'mini' },
+          h('thead', {}, h('tr', {}, h('th', {}, 'Tool'), h('th', { class: 'num' }, 'Calls'), h('th', { class: 'num' }, 'Errors'), h('th', { class: 'num' }, 'Avg ms'), h('th', {}, 'Last call'))),
+          h('tbody', {}, rows.map((m) => h('tr', {}, h('td', {}, m.tool_name), h('td', { class: 'num' }, m.call_count), h('td', { class: 'num' }, m.error_count),
+            h('td', { class: 'num' }, m.avg_latency_ms.toFixed(1)), h('td', {}, m.last_called_at ? fmtTime(m.last_called_at) : '—')))))
+        : h('p', { class: 'note' }, 'No calls recorded yet.'));
+    } else {
+      const rows = await api('GET', `/api/servers/${id}/secrets`);
+      const keyInput = h('input', { name: 'key', placeholder: 'API_KEY', 'aria-label': 'Secret name', required: true, autocomplete: 'off' });
+      const valueInput = h('input', { name: 'value', type: 'password', placeholder: 'value', 'aria-label': 'Secret value', required: true, autocomplete: 'off' });
+      const form = h('form', { class: 'secret-form' }, keyInput, valueInput, h('button', { type: 'submit' }, 'Set secret'));
+      form.addEventListener('submit', (e) => {
+        e.preventDefault();
+        act(form.querySelector('button'), async () => {
+          await api('PUT', `/api/servers/${id}/secrets/${encodeURIComponent(keyInput.value.trim())}`, { value: valueInput.value });
+          toast(`secret ${keyInput.value.trim()} set; used at the next activation`);
+          loadSection(details);
+        });
+      });
+      body.replaceChildren(
+        rows.length
+          ? h('table', { class: 'mini' }, h('tbody', {}, rows.map((r) => h('tr', {},
+            h('td', {}, h('code', {}, r.key)), h('td', {}, r.masked_value), h('td', { class: 'note' }, fmtTime(r.updated_at)),
+            h('td', {}, h('button', { type: 'button', class: 'ghost danger', 'aria-label': `Delete secret ${r.key}`,
+              onclick: (e) => act(e.currentTarget, async () => { await api('DELETE', `/api/servers/${id}/secrets/${encodeURIComponent(r.key)}`); loadSection(details); }) }, 'Delete'))))))
+          : h('p', { class: 'note' }, 'No secrets. They are encrypted at rest and passed to the server as environment variables.'),
+        form);
+    }
+  } catch (e) {
+    body.replaceChildren(h('p', { class: 'error-text' }, e.message));
+  }
+}
+
+// Add-server form.
+const addForm = $('#add-form');
+function closeAddForm() {
+  addForm.hidden = true;
+  $('#add-toggle').setAttribute('aria-expanded', 'false');
+  $('#add-toggle').focus();
+}
+$('#add-toggle').addEventListener('click', () => {
+  addForm.hidden = !addForm.hidden;
+  $('#add-toggle').setAttribute('aria-expanded', String(!addForm.hidden));
+  if (!addForm.hidden) addForm.elements.name.focus();
+});
+$('#add-cancel').addEventListener('click', closeAddForm);
+addForm.elements.transport.addEventListener('change', () => {
+  const remote = addForm.elements.transport.value !== 'stdio';
+  for (const el of addForm.querySelectorAll('[data-for="stdio"]')) el.hidden = remote;
+  for (const el of addForm.querySelectorAll('[data-for="remote"]')) el.hidden = !remote;
+});
+addForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const f = addForm.elements;
+  const lines = (v) => v.split('\n').map((l) => l.trim()).filter(Boolean);
+  const env = {};
+  for (const l of lines(f.env.value)) {
+    const i = l.indexOf('=');
+    if (i > 0) env[l.slice(0, i).trim()] = l.slice(i + 1);
+  }
+  const remote = f.transport.value !== 'stdio';
+  const body = {
+    name: f.name.value.trim(),
+    transport: f.transport.value,
+    description: f.description.value.trim(),
+    env,
+    tags: f.tags.value.split(',').map((t) => t.trim()).filter(Boolean),
+    ...(remote ? { url: f.url.value.trim() } : { command: f.command.value.trim(), args: lines(f.args.value) }),
+  };
+  const error = addForm.querySelector('.form-error');
+  error.textContent = '';
+  act(addForm.querySelector('button[type="submit"]'), async () => {
+    try {
+      const s = await api('POST', '/api/servers', body);
+      toast(`${s.name} registered`);
+      addForm.reset();
+      closeAddForm();
+    } catch (err) {
+      error.textContent = err.message;
+    }
+  });
+});
+
+// ---------- logs ----------
+
+function addLog(entry, live) {
+  if (state.logIds.has(entry.id)) return;
+  state.logIds.add(entry.id);
+  state.logs.unshift(entry);
+  state.logs.sort((a, b) => b.id - a.id);
+  if (state.logs.length > 500) state.logIds.delete(state.logs.pop().id);
+  renderLogs(live ? entry.id : null);
+}
+
+function renderLogFilter() {
+  const sel = $('#log-server');
+  const names = [...new Set([...state.servers.map((s) => s.name), ...state.logs.map((l) => l.server)])].sort();
+  const current = sel.value;
+  sel.replaceChildren(h('option', { value: '' }, 'All servers'), ...names.map((n) => h('option', { value: n, selected: n === current }, n)));
+}
+
+const openLogs = new Set();
+
+function renderLogs(freshId = null) {
+  const server = $('#log-server').value;
+  const status = $('#log-status').value;
+  const rows = state.logs.filter((l) => (!server || l.server === server) && (!status || (status === 'ok') === l.success));
+  $('#count-logs').textContent = String(state.logs.length);
+  $('#log-empty').hidden = rows.length > 0;
+  const tbody = $('#log-rows');
+  tbody.replaceChildren();
+  for (const l of rows) {
+    const tr = h('tr', { class: 'entry', tabindex: 0, dataset: { id: String(l.id) }, 'aria-expanded': String(openLogs.has(l.id)) },
+      h('td', {}, fmtTime(l.timestamp)), h('td', {}, l.server), h('td', {}, h('code', {}, l.tool)),
+      h('td', { class: l.success ? 'ok' : 'fail' }, l.success ? 'ok' : 'failed'), h('td', { class: 'num' }, `${l.latency_ms} ms`));
+    if (l.id === freshId) tr.classList.add('fresh');
+    const toggle = () => { if (openLogs.has(l.id)) openLogs.delete(l.id); else openLogs.add(l.id); renderLogs(); $(`#log-rows tr[data-id="${l.id}"]`).focus(); };
+    tr.addEventListener('click', toggle);
+    tr.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); } });
+    tbody.append(tr);
+    if (openLogs.has(l.id)) {
+      tbody.append(h('tr', { class: 'detail' }, h('td', { colspan: 5 },
+        h('div', { class: 'note' }, 'Arguments'), h('pre', {}, JSON.stringify(l.args, null, 2)),
+        h('div', { class: 'note' }, 'Response'), h('pre', {}, l.response))));
+    }
+  }
+}
+$('#log-server').addEventListener('change', () => renderLogs());
+$('#log-status').addEventListener('change', () => renderLogs());
+$('#log-clear').addEventListener('click', (e) => act(e.currentTarget, async () => {
+  await api('DELETE', '/api/logs');
+  toast('call log cleared');
+}));
+
+async function loadLogs() {
+  try {
+    const page = await api('GET', '/api/logs?limit=500');
+    for (const entry of page.entries.reverse()) addLog(entry, false);
+  } catch (e) { toast(`cannot load the call log: ${e.message}`, true); }
+}
+
+// ---------- test panel ----------
+
+let testForm = null;
+
+function renderTestPickers() {
+  const serverSel = $('#test-server');
+  const withTools = state.servers.filter((s) => s.tools.length);
+  if (!state.testServer || !withTools.some((s) => s.name === state.testServer)) {
+    state.testServer = (withTools.find((s) => s.running) || withTools[0] || {}).name || '';
+  }
+  serverSel.replaceChildren(...withTools.map((s) => h('option', { value: s.name, selected: s.name === state.testServer },
+    s.running ? s.name : `${s.name} (not running)`)));
+  if (!withTools.length) serverSel.append(h('option', { value: '' }, 'no server with known tools'));
+  const s = withTools.find((x) => x.name === state.testServer);
+  const tools = s ? s.tools : [];
+  if (!tools.some((t) => t.name === state.testTool)) state.testTool = tools[0] ? tools[0].name : '';
+  const toolSel = $('#test-tool');
+  const before = toolSel.value;
+  toolSel.replaceChildren(...tools.map((t) => h('option', { value: t.name, selected: t.name === state.testTool }, t.name)));
+  const note = $('#test-note');
+  note.replaceChildren();
+  if (s && !s.running) {
+    note.append('Not running in this process. ',
+      h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => activate(s)) }, `Activate ${s.name}`));
+  }
+  $('#test-call').disabled = !(s && s.running && state.testTool);
+  if (before !== state.testTool || !testForm || testForm.server !== state.testServer) renderTestForm();
+}
+
+function renderTestForm() {
+  const s = state.servers.find((x) => x.name === state.testServer);
+  const tool = s && s.tools.find((t) => t.name === state.testTool);
+  $('#test-description').textContent = tool ? tool.description || '' : '';
+  testForm = tool ? { ...buildForm(tool.input_schema, $('#test-fields')), server: s.name, tool: tool.name } : null;
+  if (!tool) $('#test-fields').replaceChildren(h('p', { class: 'note' }, 'Pick a server and a tool. A server shows its tools once it has been activated.'));
+}
+
+$('#test-server').addEventListener('change', (e) => { state.testServer = e.target.value; state.testTool = ''; renderTestPickers(); });
+$('#test-tool').addEventListener('change', (e) => { state.testTool = e.target.value; renderTestForm(); });
+$('#test-raw').addEventListener('change', () => showResult(lastResult));
+$('#test-form').addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); $('#test-form').requestSubmit(); }
+});
+
+let lastResult = null;
+
+function showResult(r) {
+  if (!r) return;
+  $('#test-result').hidden = false;
+  const outcome = $('#test-outcome');
+  if (r.error) {
+    outcome.textContent = `Request failed (${r.error.code || r.error.status})`;
+    outcome.className = 'fail';
+    $('#test-output').textContent = r.error.message;
+  } else {
+    const failed = r.result.isError === true;
+    outcome.textContent = failed ? 'Tool returned an error' : 'Success';
+    outcome.className = failed ? 'fail' : 'ok';
+    const pretty = (r.result.content || []).map((c) => {
+      if (c.type === 'text') return c.text;
+      if (c.type === 'image' || c.type === 'audio') return `[${c.type} ${c.mimeType}, ${Math.round((c.data || '').length * 0.75)} bytes]`;
+      if (c.type === 'resource') return `[resource ${c.resource && c.resource.uri}]\n${(c.resource && c.resource.text) || ''}`;
+      if (c.type === 'resource_link') return `[link ${c.uri}]`;
+      return JSON.stringify(c, null, 2);
+    }).join('\n\n');
+    $('#test-output').textContent = $('#test-raw').checked ? JSON.stringify(r.result, null, 2)
+      : pretty || (r.result.structuredContent ? JSON.stringify(r.result.structuredContent, null, 2) : '(empty result)');
+  }
+  $('#test-latency').textContent = `${r.ms} ms`;
+}
+
+$('#test-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const error = $('#test-form .form-error');
+  error.textContent = '';
+  if (!testForm) return;
+  const args = testForm.read();
+  if (!args.ok) { error.textContent = args.error; return; }
+  const s = state.servers.find((x) => x.name === testForm.server);
+  act($('#test-call'), async () => {
+    const started = performance.now();
+    try {
+      const result = await api('POST', `/api/servers/${s.id}/call`, { tool: testForm.tool, args: args.value });
+      lastResult = { result, ms: Math.round(performance.now() - started) };
+    } catch (err) {
+      lastResult = { error: { message: err.message, code: err.code, status: err.status }, ms: Math.round(performance.now() - started) };
+    }
+    showResult(lastResult);
+  });
+});
+
+// ---------- browse ----------
+
+let browseTimer = null;
+let browseSeq = 0;
+
+/** Whether a marketplace row is registered already (by package, or by name). */
+function isInstalled(item) {
+  const packages = new Set(item.packages || []);
+  const short = String(item.name).split('/').pop();
+  return state.servers.some((s) => (s.package_name && packages.has(s.package_name)) || s.name === short);
+}
+
+/** Installs a marketplace row; when it needs values (API keys, settings), asks for them in the row and retries. */
+async function install(item, row, inputs = {}) {
+  const r = await api('POST', '/api/install', { name: item.key, inputs });
+  const actions = row.querySelector('.actions');
+  if (r.status === 'installed') {
+    actions.replaceChildren(h('span', { class: 'ok' }, `installed as ${r.server}`));
+    toast(`${r.server} installed${r.warming ? '; downloading its package in the background' : ''}; activate it under Servers`);
+    return;
+  }
+  // needs_input: one field per missing value, secrets as password fields.
+  const fields = r.missing.map((m) => h('label', {},
+    `${m.name}${m.is_secret ? ' (secret, stored encrypted)' : ''}`,
+    h('input', { name: m.name, type: m.is_secret ? 'password' : 'text', required: true, autocomplete: 'off', 'aria-describedby': `${item.key}-${m.name}` }),
+    h('span', { class: 'help', id: `${item.key}-${m.name}` }, m.description || '')));
+  const form = h('form', { class: 'form-grid', 'aria-label': `Values ${item.name} needs` }, ...fields,
+    h('div', { class: 'wide row' }, h('button', { type: 'submit', class: 'primary' }, 'Install'), h('span', { class: 'note' }, 'This server needs these values to start.')));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const values = { ...inputs };
+    for (const el of form.querySelectorAll('input')) values[el.name] = el.value;
+    act(form.querySelector('button'), () => install(item, row, values));
+  });
+  actions.replaceChildren(form);
+  form.querySelector('input').focus();
+}
+
+async function browse(query) {
+  const mine = ++browseSeq;
+  const list = $('#browse-list');
+  list.replaceChildren(h('p', { class: 'note' }, 'Searching…'));
+  try {
+    const r = await api('GET', `/api/browse?query=${encodeURIComponent(query)}&limit=30`);
+    if (mine !== browseSeq) return;
+    const failed = (r.sources || []).filter((x) => !x.ok);
+    const rows = (r.servers || []).map((item) => {
+      const row = h('article', { class: 'card browse-item', 'aria-label': item.title || item.name, dataset: { key: item.key } },
+        h('div', { class: 'server-head' }, h('h2', {}, item.title || item.name), item.version ? h('span', { class: 'pill' }, item.version) : null,
+          h('span', { class: 'tag' }, item.source), item.runtime ? h('span', { class: 'tag' }, item.runtime) : null),
+        item.title ? h('div', { class: 'meta' }, item.name) : null,
+        h('p', { class: 'description' }, item.description || ''),
+        item.repository ? h('a', { href: item.repository, target: '_blank', rel: 'noopener noreferrer' }, item.repository) : null,
+        h('div', { class: 'actions' }));
+      const actions = row.querySelector('.actions');
+      if (isInstalled(item)) actions.append(h('span', { class: 'ok' }, 'installed'));
+      else if (!item.install_method) actions.append(h('span', { class: 'note' }, 'no supported install method (npx, uvx, docker or a remote URL)'));
+      else actions.append(h('button', { type: 'button', class: 'primary', 'aria-label': `Install ${item.name}`,
+        onclick: (e) => act(e.currentTarget, () => install(item, row)) }, `Install (${item.install_method})`));
+      return row;
+    });
+    list.replaceChildren(
+      ...failed.map((f) => h('p', { class: 'note' }, `${f.source}: ${f.error || 'unavailable'}${f.stale ? ' (showing cached results)' : ''}`)),
+      ...(rows.length ? rows : [h('p', { class: 'empty' }, 'Nothing found.')]));
+  } catch (e) {
+    if (mine !== browseSeq) return;
+    list.replaceChildren(h('p', { class: 'empty' }, `Search failed: ${e.message}`));
+  }
+}
+$('#browse-search').addEventListener('input', (e) => {
+  clearTimeout(browseTimer);
+  const q = e.target.value.trim();
+  browseTimer = setTimeout(() => browse(q), 350);
+});
+
+async function loadPrereqs() {
+  try {
+    const p = await api('GET', '/api/prereqs');
+    const hints = { npx: 'Node.js (for npm packages)', uvx: 'uv (for Python packages)', docker: 'Docker (for container images)' };
+    const missing = Object.keys(hints).filter((k) => p[k] === false);
+    const banner = $('#prereqs');
+    banner.hidden = !missing.length;
+    banner.textContent = missing.length
+      ? `Missing on this machine: ${missing.map((k) => `${k} — install ${hints[k]}`).join('; ')}. Servers that need them will fail to start.`
+      : '';
+  } catch { /* no marketplace in this build: no banner */ }
+}
+
+// ---------- start ----------
+
+// Which optional routes this build serves (the marketplace may be absent).
+let routes = {};
+
+const initial = location.hash.slice(1);
+showTab(TABS.includes(initial) ? initial : 'servers', false);
+connect();
+loadLogs();
+api('GET', '/api/openapi.json').then((doc) => {
+  routes = doc.paths || {};
+  if (routes['/api/prereqs']) loadPrereqs();
+  if (!routes['/api/browse']) {
+    $('#browse-search').disabled = true;
+    $('#browse-list').replaceChildren(h('p', { class: 'empty' }, 'Marketplace search is not available in this build of agent-discover.'));
+  }
+}).catch((e) => toast(`cannot read the API description: ${e.message}`, true));

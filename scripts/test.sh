@@ -7,6 +7,16 @@ cd "$(dirname "$0")/.."
 cache=.ci/cache
 mkdir -p "$cache"
 
+# Debian's Chromium for the dashboard's real-browser test (driven by playwright-core from tests/interop/package.json).
+if ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "error: the dashboard test needs Debian's chromium: run 'sudo apt-get install chromium'" >&2
+    exit 1
+  fi
+fi
+
 # Python: the official MCP SDK (interop checks) and mcp-server-time (a real PyPI server).
 if [ ! -x "$cache/venv/bin/python" ]; then
   python3 -m venv "$cache/venv"

@@ -18,6 +18,10 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_agent-discover");
 /// What the test client saw from agent-discover.
 #[derive(Default)]
 pub struct Seen {
+    /// When set before initialize: declare elicitation and accept every request with these values.
+    pub elicit_answers: Mutex<Option<serde_json::Map<String, Value>>>,
+    /// Messages of the elicitation requests received.
+    pub elicited: Mutex<Vec<String>>,
     pub tool_list_changed: Mutex<usize>,
     pub progress: Mutex<Vec<f64>>,
     pub notify: Notify,
@@ -33,11 +37,17 @@ pub struct TestClient {
 #[allow(deprecated)]
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        let caps = if self.sampling_reply.is_some() {
+        let mut caps = if self.sampling_reply.is_some() {
             ClientCapabilities::builder().enable_sampling().build()
         } else {
             ClientCapabilities::default()
         };
+        if self.seen.elicit_answers.lock().unwrap().is_some() {
+            caps.elicitation = ClientCapabilities::builder()
+                .enable_elicitation()
+                .build()
+                .elicitation;
+        }
         ClientConfig::new(caps, Implementation::new("it", "0"))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
@@ -50,6 +60,23 @@ impl ClientHandler for TestClient {
     async fn on_progress(&self, p: ProgressNotificationParam, _c: NotificationContext<RoleClient>) {
         self.seen.progress.lock().unwrap().push(p.progress);
         self.seen.notify.notify_waiters();
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _c: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        self.seen.elicited.lock().unwrap().push(message);
+        let answers = self.seen.elicit_answers.lock().unwrap().clone();
+        Ok(match answers {
+            Some(a) => ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(a)),
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
     }
 
     async fn create_message(
@@ -127,6 +154,7 @@ pub async fn spawn_env(
         });
     }
     let seen = Arc::new(Seen::default());
+    *seen.elicit_answers.lock().unwrap() = ELICIT.with(|e| e.borrow_mut().take());
     let client = TestClient {
         seen: seen.clone(),
         sampling_reply: sampling_reply.map(str::to_owned),
@@ -303,4 +331,17 @@ pub fn short(v: &Value) -> String {
     } else {
         s
     }
+}
+
+thread_local! {
+    /// Answers the next `spawn` on this thread declares elicitation with (see `with_elicitation`).
+    static ELICIT: std::cell::RefCell<Option<serde_json::Map<String, Value>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Makes the next agent spawned on this thread a client that supports elicitation and answers with `answers`.
+pub fn with_elicitation(answers: Value) {
+    let Value::Object(map) = answers else {
+        panic!("answers must be an object")
+    };
+    ELICIT.with(|e| *e.borrow_mut() = Some(map));
 }

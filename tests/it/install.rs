@@ -122,3 +122,34 @@ async fn browse_and_install_from_the_registry() {
     assert!(err.is_err() || err.as_ref().unwrap().0, "{err:?}");
     agent.stop().await;
 }
+
+#[tokio::test]
+async fn missing_values_are_elicited_from_clients_that_support_it() {
+    let base = stub().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("AGENT_DISCOVER_MCP_REGISTRY_URL", base.clone()),
+        ("AGENT_DISCOVER_NPM_REGISTRY_URL", base.clone()),
+        ("AGENT_DISCOVER_PYPI_URL", base.clone()),
+        (
+            "XDG_CONFIG_HOME",
+            dir.path().join("config").display().to_string(),
+        ),
+    ];
+    harness::with_elicitation(json!({"WEATHER_API_KEY": "wk-elicited-99"}));
+    let agent = harness::spawn_env(dir.path(), &[], None, &env).await;
+    let r = agent
+        .registry(
+            json!({"action": "install", "name": "io.github.example/weather", "source": "registry"}),
+        )
+        .await;
+    assert_eq!(r["status"], "installed", "{r}");
+    let asked = agent.seen.elicited.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].contains("io.github.example/weather"), "{asked:?}");
+    let secrets = agent
+        .registry(json!({"action": "list_secrets", "name": r["server"]}))
+        .await;
+    assert_eq!(secrets["secrets"][0]["masked_value"], "wk-e****");
+    agent.stop().await;
+}

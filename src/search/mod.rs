@@ -179,13 +179,12 @@ impl Search {
         limit: usize,
     ) -> Result<Ranking> {
         check_query(query)?;
+        // These queries take well under a millisecond; a blocking-pool hop would cost more than it saves.
         let terms = query::terms(query);
         let store = self.inner.store.clone();
         let fts = query::fts(&terms);
         let bm25 = match fts {
-            Some(f) => tokio::task::spawn_blocking(move || store.search_tools_bm25(&f, CANDIDATES))
-                .await
-                .map_err(|e| Error::Internal(e.to_string()))??,
+            Some(f) => store.search_tools_bm25(&f, CANDIDATES)?,
             None => Vec::new(),
         };
         let max_bm25 = bm25.iter().map(|h| h.score).fold(0.0_f64, f64::max);
@@ -221,10 +220,7 @@ impl Search {
                     }
                 }
                 if !missing.is_empty() {
-                    let store = self.inner.store.clone();
-                    let tools = tokio::task::spawn_blocking(move || store.tools_by_ids(&missing))
-                        .await
-                        .map_err(|e| Error::Internal(e.to_string()))??;
+                    let tools = self.inner.store.tools_by_ids(&missing)?;
                     for t in tools {
                         let c = cos.iter().find(|(id, _)| *id == t.id).map(|(_, c)| *c);
                         hits.push(Hit {
@@ -268,9 +264,7 @@ impl Search {
             .collect();
         if !ids.is_empty() {
             let store = self.inner.store.clone();
-            let full = tokio::task::spawn_blocking(move || store.tools_by_ids(&ids))
-                .await
-                .map_err(|e| Error::Internal(e.to_string()))??;
+            let full = store.tools_by_ids(&ids)?;
             for h in &mut hits {
                 if let Some(t) = full.iter().find(|t| t.id == h.tool.id) {
                     h.tool.input_schema = t.input_schema.clone();

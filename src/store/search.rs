@@ -43,28 +43,6 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    pub fn tools_by_ids(&self, ids: &[i64]) -> Result<Vec<ToolRecord>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT t.id, t.server_id, s.name, t.name, t.description, t.input_schema FROM server_tools t JOIN servers s ON s.id = t.server_id
-             WHERE t.id IN (SELECT value FROM json_each(?1))",
-        )?;
-        let list = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
-        let rows = stmt.query_map([list], |r| {
-            let schema: String = r.get(5)?;
-            Ok(ToolRecord {
-                id: r.get(0)?,
-                server_id: r.get(1)?,
-                server: r.get(2)?,
-                name: r.get(3)?,
-                description: r.get(4)?,
-                input_schema: serde_json::from_str(&schema)
-                    .unwrap_or_else(|_| serde_json::json!({"type": "object"})),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    }
-
     /// Tools without an embedding from `model` (never embedded, changed since, or embedded by another model).
     pub fn tools_needing_embedding(
         &self,

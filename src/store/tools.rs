@@ -81,6 +81,17 @@ impl Store {
             .optional()?)
     }
 
+    /// The tools with these ids, in any order.
+    pub fn tools_by_ids(&self, ids: &[i64]) -> Result<Vec<ToolRecord>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "{SELECT} WHERE t.id IN (SELECT value FROM json_each(?1))"
+        ))?;
+        let list = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+        let rows = stmt.query_map([list], tool_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
     pub fn count_tools(&self) -> Result<i64> {
         Ok(self
             .lock()

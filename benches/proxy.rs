@@ -1,5 +1,10 @@
 //! Proxy benchmark (not a test): latency of a fixture tool called directly and through agent-discover with the same
-//! rmcp client, the overhead, calls/s with 1 and 8 concurrent callers, and agent-discover's RSS with 0 and 10 children.
+//! rmcp client, the overhead, agent-discover's CPU time per call, calls/s with 1 and 8 concurrent callers, and
+//! agent-discover's RSS with 0 and 10 children.
+//!
+//! For reference it also measures a minimal proxy built from rmcp alone (this program run as `null-proxy`: rmcp's
+//! stdio server with `call_tool` forwarded by rmcp's client, nothing else), the floor for any proxy that speaks MCP
+//! through rmcp on this machine.
 //!
 //! Run: `cargo build --release && cargo bench --bench proxy`. Uses target/release/agent-discover.
 
@@ -15,6 +20,10 @@ use serde_json::json;
 
 const CALLS: usize = 5000;
 const WARMUP: usize = 500;
+/// Linux reports CPU time in clock ticks of 10 ms (`sysconf(_SC_CLK_TCK)` = 100).
+const US_PER_TICK: f64 = 10_000.0;
+
+type Client = RunningService<RoleClient, ()>;
 
 fn bin() -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/agent-discover");
@@ -26,7 +35,7 @@ fn bin() -> PathBuf {
     p
 }
 
-async fn connect(cmd: tokio::process::Command) -> (RunningService<RoleClient, ()>, u32) {
+async fn connect(cmd: tokio::process::Command) -> (Client, u32) {
     let (t, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -40,48 +49,59 @@ fn echo(name: &str) -> CallToolRequestParams {
         .with_arguments(json!({"text": "ping"}).as_object().unwrap().clone())
 }
 
-/// Alternates direct and proxied calls so both paths see the same machine load; returns both sorted, and the
-/// per-pair differences sorted.
-async fn paired(
-    direct: &RunningService<RoleClient, ()>,
-    proxied: &RunningService<RoleClient, ()>,
-) -> (Vec<Duration>, Vec<Duration>, Vec<f64>) {
+/// Latencies of one path, sorted, and the differences to the direct call made just before each, sorted.
+struct Sample {
+    latencies: Vec<Duration>,
+    diffs: Vec<f64>,
+}
+
+impl Sample {
+    fn pct(&self, p: f64) -> f64 {
+        let v = &self.latencies;
+        v[((v.len() as f64 * p) as usize).min(v.len() - 1)].as_secs_f64() * 1e6
+    }
+    fn median_diff(&self) -> f64 {
+        self.diffs[self.diffs.len() / 2]
+    }
+}
+
+/// Calls every path in turn (the first is the direct one), so all see the same machine load.
+async fn rounds(paths: &[(&Client, &str)]) -> Vec<Sample> {
     for _ in 0..WARMUP {
-        direct.call_tool(echo("echo")).await.unwrap();
-        proxied.call_tool(echo("fx__echo")).await.unwrap();
+        for (c, tool) in paths {
+            c.call_tool(echo(tool)).await.unwrap();
+        }
     }
-    let (mut d, mut p, mut diff) = (
-        Vec::with_capacity(CALLS),
-        Vec::with_capacity(CALLS),
-        Vec::with_capacity(CALLS),
-    );
+    let mut out: Vec<Sample> = paths
+        .iter()
+        .map(|_| Sample {
+            latencies: Vec::with_capacity(CALLS),
+            diffs: Vec::with_capacity(CALLS),
+        })
+        .collect();
     for _ in 0..CALLS {
-        let t = Instant::now();
-        direct.call_tool(echo("echo")).await.unwrap();
-        let a = t.elapsed();
-        let t = Instant::now();
-        let r = proxied.call_tool(echo("fx__echo")).await.unwrap();
-        let b = t.elapsed();
-        assert_ne!(r.is_error, Some(true));
-        d.push(a);
-        p.push(b);
-        diff.push(b.as_secs_f64() * 1e6 - a.as_secs_f64() * 1e6);
+        let mut direct = 0.0;
+        for (i, (c, tool)) in paths.iter().enumerate() {
+            let t = Instant::now();
+            let r = c.call_tool(echo(tool)).await.unwrap();
+            let took = t.elapsed();
+            assert_ne!(r.is_error, Some(true));
+            let us = took.as_secs_f64() * 1e6;
+            if i == 0 {
+                direct = us;
+            }
+            out[i].latencies.push(took);
+            out[i].diffs.push(us - direct);
+        }
     }
-    d.sort();
-    p.sort();
-    diff.sort_by(f64::total_cmp);
-    (d, p, diff)
+    for s in &mut out {
+        s.latencies.sort();
+        s.diffs.sort_by(f64::total_cmp);
+    }
+    out
 }
 
-fn pct(v: &[Duration], p: f64) -> Duration {
-    v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
-}
-
-async fn throughput(
-    client: Arc<RunningService<RoleClient, ()>>,
-    tool: &str,
-    callers: usize,
-) -> f64 {
+async fn throughput(client: Arc<Client>, tool: &str, callers: usize) -> f64 {
     let per = 2000;
     let start = Instant::now();
     let tasks: Vec<_> = (0..callers)
@@ -101,6 +121,64 @@ async fn throughput(
     (callers * per) as f64 / start.elapsed().as_secs_f64()
 }
 
+/// CPU time (user + system, clock ticks) and context switches (voluntary + involuntary, all threads) of a process.
+fn cpu_and_switches(pid: u32) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let mut switches = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status =
+            std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
+        for l in status.lines() {
+            if l.starts_with("voluntary_ctxt_switches:")
+                || l.starts_with("nonvoluntary_ctxt_switches:")
+            {
+                switches += l
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    (ticks, switches)
+}
+
+/// The process ids of `pid`'s descendants (here: the child guard and the fixture server under it).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u32>().ok());
+            parent_of.push((p, ppid.unwrap_or(0)));
+        }
+    }
+    let mut out = vec![];
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for (c, pp) in &parent_of {
+            if *pp == p {
+                out.push(*c);
+                frontier.push(*c);
+            }
+        }
+    }
+    out
+}
+
 fn rss_kb(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     s.lines()
@@ -110,7 +188,7 @@ fn rss_kb(pid: u32) -> u64 {
         .unwrap()
 }
 
-async fn registry(client: &RunningService<RoleClient, ()>, args: serde_json::Value) {
+async fn registry(client: &Client, args: serde_json::Value) {
     let r = client
         .call_tool(
             CallToolRequestParams::new("registry")
@@ -121,8 +199,77 @@ async fn registry(client: &RunningService<RoleClient, ()>, args: serde_json::Val
     assert_ne!(r.is_error, Some(true), "{args} -> {r:?}");
 }
 
-#[tokio::main]
-async fn main() {
+/// The minimal rmcp proxy: one child, its tools listed as they are, every call forwarded.
+struct NullProxy {
+    child: rmcp::Peer<RoleClient>,
+}
+
+impl rmcp::ServerHandler for NullProxy {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _r: Option<rmcp::model::PaginatedRequestParams>,
+        _c: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let tools = self
+            .child
+            .list_all_tools()
+            .await
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        Ok(rmcp::model::ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _c: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        self.child
+            .call_tool_once(request)
+            .await
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
+async fn null_proxy(bin: PathBuf) {
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.arg("fixture-server");
+    let (child, _) = connect(cmd).await;
+    let server = NullProxy {
+        child: child.peer().clone(),
+    }
+    .serve(rmcp::transport::stdio_pipes())
+    .await
+    .unwrap();
+    let _ = server.waiting().await;
+    let _ = child.cancel().await;
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("null-proxy") {
+        // The same runtime as agent-discover's `mcp` command.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        return rt.block_on(null_proxy(PathBuf::from(args.next().unwrap())));
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(bench());
+}
+
+async fn bench() {
     let bin = bin();
     let dir = tempfile::tempdir().unwrap();
 
@@ -136,6 +283,9 @@ async fn main() {
         .arg("mcp")
         .env("AGENT_DISCOVER_DASHBOARD", "off");
     let (proxied, pid) = connect(proxied_cmd).await;
+    let mut null_cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
+    null_cmd.arg("null-proxy").arg(&bin);
+    let (null, _) = connect(null_cmd).await;
     // Idle RSS with no child.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss0 = rss_kb(pid);
@@ -147,9 +297,16 @@ async fn main() {
     .await;
     registry(&proxied, json!({"action": "activate", "name": "fx"})).await;
 
-    let (d, p, diff) = paired(&direct, &proxied).await;
-    let (d50, d99, p50, p99) = (pct(&d, 0.50), pct(&d, 0.99), pct(&p, 0.50), pct(&p, 0.99));
-    let us = |x: Duration| x.as_secs_f64() * 1e6;
+    let kids = descendants(pid);
+    let kids_cpu = || kids.iter().map(|k| cpu_and_switches(*k).0).sum::<u64>();
+    let (before, kids_before) = (cpu_and_switches(pid), kids_cpu());
+    let samples = rounds(&[(&direct, "echo"), (&proxied, "fx__echo"), (&null, "echo")]).await;
+    let (after, kids_after) = (cpu_and_switches(pid), kids_cpu());
+    let n = (CALLS + WARMUP) as f64;
+    let cpu_us = (after.0 - before.0) as f64 * US_PER_TICK / n;
+    let child_cpu_us = (kids_after - kids_before) as f64 * US_PER_TICK / n;
+    let switches = (after.1 - before.1) as f64 / n;
+    let _ = null.cancel().await;
 
     let direct = Arc::new(direct);
     let proxied = Arc::new(proxied);
@@ -175,23 +332,30 @@ async fn main() {
 
     println!("## Proxy overhead (issue 3)\n");
     println!(
-        "{CALLS} sequential `echo` calls after {WARMUP} warm-up calls, one rmcp client over stdio, release build.\n"
-    );
-    println!("| path | p50 | p99 |\n|---|---|---|");
-    println!(
-        "| direct to the fixture | {:.0} us | {:.0} us |",
-        us(d50),
-        us(d99)
+        "{CALLS} rounds after {WARMUP} warm-up rounds; each round calls `echo` directly, through agent-discover and \
+         through the minimal rmcp proxy, with one rmcp client each over stdio; release build.\n"
     );
     println!(
-        "| through agent-discover | {:.0} us | {:.0} us |",
-        us(p50),
-        us(p99)
+        "| path | p50 | p99 | overhead p50 | overhead p99 | median paired difference |\n|---|---|---|---|---|---|"
     );
+    let names = [
+        "direct to the fixture",
+        "through agent-discover",
+        "through the minimal rmcp proxy",
+    ];
+    for (name, s) in names.iter().zip(&samples) {
+        println!(
+            "| {name} | {:.0} us | {:.0} us | {:.0} us | {:.0} us | {:.0} us |",
+            s.pct(0.50),
+            s.pct(0.99),
+            s.pct(0.50) - samples[0].pct(0.50),
+            s.pct(0.99) - samples[0].pct(0.99),
+            s.median_diff()
+        );
+    }
     println!(
-        "| overhead | {:.0} us | {:.0} us |\n",
-        us(p50) - us(d50),
-        us(p99) - us(d99)
+        "\nagent-discover per proxied call: {cpu_us:.0} us of CPU, {switches:.1} context switches (the fixture server \
+         behind it: {child_cpu_us:.0} us of CPU).\n"
     );
     println!("| concurrent callers | direct calls/s | proxied calls/s |\n|---|---|---|");
     for (c, d, p) in tput {

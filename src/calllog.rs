@@ -15,9 +15,8 @@ pub const RESPONSE_CHARS: usize = 2000;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LogEntry {
     pub id: u64,
-    /// RFC 3339, UTC, millisecond precision.
-    pub timestamp: String,
-    #[serde(skip)]
+    /// Milliseconds since the epoch; serialised as `timestamp`, RFC 3339 in UTC (formatted when read, not per call).
+    #[serde(rename = "timestamp", serialize_with = "serialize_rfc3339")]
     pub unix_ms: u64,
     pub server: String,
     pub tool: String,
@@ -52,13 +51,13 @@ impl CallLog {
         }
     }
 
-    /// Appends a finished call and returns its id.
+    /// Appends a finished call and returns its id. `response` is already cut to size (see [`excerpt`]).
     pub fn record(
         &self,
         server: &str,
         tool: &str,
         args: serde_json::Value,
-        response: &str,
+        response: String,
         latency: Duration,
         success: bool,
     ) -> u64 {
@@ -75,12 +74,11 @@ impl CallLog {
             }
             inner.entries.push_back(LogEntry {
                 id,
-                timestamp: rfc3339(now),
                 unix_ms: now,
                 server: server.to_owned(),
                 tool: tool.to_owned(),
                 args,
-                response: truncate_chars(response, RESPONSE_CHARS),
+                response,
                 latency_ms: latency.as_millis() as u64,
                 success,
             });
@@ -127,6 +125,10 @@ impl CallLog {
     }
 }
 
+fn serialize_rfc3339<S: serde::Serializer>(unix_ms: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*unix_ms))
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -134,11 +136,30 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}… ({} bytes in all)", &s[..i], s.len()),
-        None => s.to_owned(),
+/// The logged form of a response made of text parts: joined with newlines and cut at `RESPONSE_CHARS` characters,
+/// without copying more than that (a 10 MB result costs the log 2,000 characters).
+pub fn excerpt<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    let (mut chars, mut total, mut cut) = (0usize, 0usize, false);
+    for (i, part) in parts.into_iter().enumerate() {
+        let sep = if i == 0 { "" } else { "\n" };
+        total += sep.len() + part.len();
+        for ch in sep.chars().chain(part.chars()) {
+            if cut {
+                break;
+            }
+            if chars == RESPONSE_CHARS {
+                cut = true;
+                break;
+            }
+            out.push(ch);
+            chars += 1;
+        }
     }
+    if cut {
+        out.push_str(&format!("… ({total} bytes in all)"));
+    }
+    out
 }
 
 /// Formats milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (civil-from-days, no date crate).
@@ -175,7 +196,7 @@ mod tests {
                 "s",
                 &format!("t{i}"),
                 serde_json::Value::Null,
-                "ok",
+                "ok".into(),
                 Duration::from_millis(1),
                 true,
             );
@@ -191,6 +212,15 @@ mod tests {
     fn dates() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(1_795_305_600_123), "2026-11-22T00:00:00.123Z");
-        assert_eq!(truncate_chars("héllo", 2), "hé… (6 bytes in all)");
+        assert_eq!(excerpt(["héllo"]), "héllo");
+        let long = "é".repeat(RESPONSE_CHARS);
+        assert_eq!(excerpt([long.as_str()]), long);
+        let cut = excerpt([long.as_str(), "x"]);
+        assert!(cut.starts_with(&long));
+        assert!(cut.ends_with(&format!("… ({} bytes in all)", long.len() + 2)));
+        assert_eq!(
+            cut.chars().count(),
+            RESPONSE_CHARS + "… ( bytes in all)".chars().count() + 4
+        );
     }
 }

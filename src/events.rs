@@ -1,10 +1,13 @@
-//! Typed lifecycle events on an in-process broadcast bus, with wildcard subscriptions (`server:*`, `*`).
+//! Typed lifecycle events on an in-process bus, with wildcard subscriptions (`server:*`, `*`).
 //!
 //! Producers are the domain services; consumers are transports (MCP `list_changed`, the WebSocket stream).
 //! Events carry names, not whole records: a consumer that needs state reads it from the registry.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
 use serde::Serialize;
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", content = "data")]
@@ -78,37 +81,63 @@ pub fn pattern_matches(pattern: &str, kind: &str) -> bool {
     }
 }
 
-#[derive(Clone, Debug)]
+/// The bus. Each subscriber has its own bounded queue and only matching events are put on it, so a subscriber
+/// wakes for its own events only (list watchers do not wake for every proxied call's `call:logged`).
+#[derive(Clone, Debug, Default)]
 pub struct EventBus {
-    tx: broadcast::Sender<Event>,
+    subscribers: Arc<Mutex<Vec<Subscriber>>>,
 }
 
-impl Default for EventBus {
-    fn default() -> EventBus {
-        EventBus {
-            tx: broadcast::channel(1024).0,
-        }
-    }
+#[derive(Debug)]
+struct Subscriber {
+    pattern: String,
+    tx: mpsc::Sender<Event>,
+    /// Events dropped because the subscriber's queue was full; reported once as `Received::Lagged`.
+    lagged: Arc<AtomicU64>,
 }
+
+/// Events a subscriber may have queued before it is reported as lagging.
+const QUEUE: usize = 1024;
 
 impl EventBus {
-    /// Sends to every current subscriber; with none, the event is dropped.
+    /// Sends to every current subscriber whose pattern matches; with none, the event is dropped.
     pub fn emit(&self, event: Event) {
         tracing::debug!(kind = event.kind(), ?event, "event");
-        let _ = self.tx.send(event);
+        let kind = event.kind();
+        let mut subs = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+        subs.retain(|s| {
+            if !pattern_matches(&s.pattern, kind) {
+                return !s.tx.is_closed();
+            }
+            match s.tx.try_send(event.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    s.lagged.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
     }
 
     pub fn subscribe(&self, pattern: impl Into<String>) -> Subscription {
-        Subscription {
-            rx: self.tx.subscribe(),
-            pattern: pattern.into(),
-        }
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let lagged = Arc::new(AtomicU64::new(0));
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Subscriber {
+                pattern: pattern.into(),
+                tx,
+                lagged: lagged.clone(),
+            });
+        Subscription { rx, lagged }
     }
 }
 
 pub struct Subscription {
-    rx: broadcast::Receiver<Event>,
-    pattern: String,
+    rx: mpsc::Receiver<Event>,
+    lagged: Arc<AtomicU64>,
 }
 
 /// What a subscriber gets: an event, or word that it fell behind and should resynchronise from state.
@@ -121,16 +150,11 @@ pub enum Received {
 impl Subscription {
     /// The next matching event; `None` once the bus is gone.
     pub async fn recv(&mut self) -> Option<Received> {
-        loop {
-            match self.rx.recv().await {
-                Ok(ev) if pattern_matches(&self.pattern, ev.kind()) => {
-                    return Some(Received::Event(ev));
-                }
-                Ok(_) => continue,
-                Err(broadcast::error::RecvError::Lagged(n)) => return Some(Received::Lagged(n)),
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
+        let lost = self.lagged.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            return Some(Received::Lagged(lost));
         }
+        self.rx.recv().await.map(Received::Event)
     }
 }
 
@@ -164,5 +188,24 @@ mod tests {
             all.recv().await,
             Some(Received::Event(Event::CallLogged { id: 1 }))
         );
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_is_told_it_lagged_and_others_are_not_woken() {
+        let bus = EventBus::default();
+        let mut calls = bus.subscribe("call:*");
+        let mut servers = bus.subscribe("server:*");
+        for id in 0..(QUEUE as u64 + 6) {
+            bus.emit(Event::CallLogged { id });
+        }
+        assert_eq!(calls.recv().await, Some(Received::Lagged(6)));
+        assert_eq!(
+            calls.recv().await,
+            Some(Received::Event(Event::CallLogged { id: 0 }))
+        );
+        // Nothing was queued for the `server:*` subscriber.
+        assert!(servers.rx.try_recv().is_err());
+        drop(bus);
+        assert_eq!(servers.recv().await, None);
     }
 }

@@ -92,7 +92,7 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
         calls: AtomicU64::new(0),
         extra: Mutex::new(Vec::new()),
     }
-    .serve(rmcp::transport::stdio())
+    .serve(rmcp::transport::stdio_pipes())
     .await?;
     service.waiting().await?;
     Ok(())

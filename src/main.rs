@@ -23,11 +23,18 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "agent_discover=info,warn".into()),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // `serve` answers many HTTP clients at once and gets a worker per core. Everything else (above all `mcp`, one
+    // client on stdio relaying calls to children) runs on one thread: no cross-thread wake-ups on the call path,
+    // which measured 35 us of CPU less per proxied call (BENCHMARKS.md). Blocking work goes to spawn_blocking.
+    let mut builder = match cli.command {
+        agent_discover::cli::Command::Serve { .. } => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

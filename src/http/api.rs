@@ -415,6 +415,7 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
         "flagged_active": flagged.iter().filter(|(_, a)| **a).map(|(n, _)| n).collect::<Vec<_>>(),
         "calls": {"logged": logged},
         "metrics": store.metrics_overview()?,
+        "search": s.app.search.status(),
         "registry": {
             "db_path": s.app.config.db_path,
             "schema_version": store.schema_version()?,

@@ -127,16 +127,28 @@ impl ServerHandler for McpServer {
             cancel: Some(context.ct.clone()),
         };
         if request.name == registry_tool::NAME {
-            return registry_tool::call(&self.app, request.arguments.unwrap_or_default(), caller)
-                .await
-                .map(Into::into);
+            // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
+            // future into a task for each request, proxied calls included.
+            return Box::pin(registry_tool::call(
+                &self.app,
+                request.arguments.unwrap_or_default(),
+                caller,
+            ))
+            .await
+            .map(Into::into);
         }
         let Some((server, tool)) = self.app.proxy.resolve(&request.name) else {
             return Ok(unknown_tool(&self.app, &request.name).into());
         };
-        proxy_call(&self.app, &server, &tool, request.arguments, caller)
-            .await
-            .map(Into::into)
+        Box::pin(proxy_call(
+            &self.app,
+            &server,
+            &tool,
+            request.arguments,
+            caller,
+        ))
+        .await
+        .map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -391,7 +403,8 @@ pub(crate) fn map_error(err: Error) -> Result<CallToolResult, McpError> {
 pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let server = McpServer::new(app.clone(), mode);
     let client_id = server.client_id;
-    let service = server.serve(rmcp::transport::stdio()).await?;
+    // Pipes (how MCP clients start us) are driven by the IO reactor; anything else falls back to blocking stdio.
+    let service = server.serve(rmcp::transport::stdio_pipes()).await?;
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
     app.proxy.restore_in_background();

@@ -458,6 +458,7 @@ fn status(app: &App) -> Outcome {
             "servers": servers,
             "calls": {"logged": logged, "recent": recent},
             "metrics": store.metrics_overview()?,
+            "search": app.search.status(),
             "registry": {
                 "db_path": app.config.db_path,
                 "schema_version": store.schema_version()?,

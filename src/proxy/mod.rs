@@ -5,6 +5,7 @@
 //! stopped, when the proxy shuts down, and (through the child guard's lifeline) when this process dies.
 
 mod client;
+mod metrics;
 pub mod names;
 mod spawn;
 mod sse;
@@ -35,7 +36,6 @@ use crate::events::{Event, EventBus};
 use crate::model::{Server, ToolInfo, Transport};
 use crate::registry::Registry;
 use crate::secrets::Secrets;
-use crate::store::CallSample;
 use client::ChildClient;
 pub use spawn::StderrRing;
 
@@ -103,7 +103,7 @@ pub(crate) struct Inner {
     clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
     /// Which client is calling each server right now (most recent last).
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
-    metrics_tx: tokio::sync::mpsc::UnboundedSender<MetricsMsg>,
+    metrics: Arc<metrics::CallMetrics>,
     observer: Mutex<Option<Arc<dyn Fn(&str, &str, Duration, bool) + Send + Sync>>>,
 }
 
@@ -120,6 +120,26 @@ enum Slot {
         transport: Transport,
         started_at: String,
     },
+}
+
+impl Slot {
+    fn has_tool(&self, tool: &str) -> bool {
+        self.find_tool(|t| t == tool).is_some()
+    }
+
+    /// The name of the first tool for which `pred` holds.
+    fn find_tool(&self, pred: impl Fn(&str) -> bool) -> Option<String> {
+        let found = |tools: &[Tool]| {
+            tools
+                .iter()
+                .find(|t| pred(&t.name))
+                .map(|t| t.name.to_string())
+        };
+        match self {
+            Slot::Running(c) => found(&lock(&c.tools)),
+            Slot::Crashed { tools, .. } => found(tools),
+        }
+    }
 }
 
 struct ProgressRoute {
@@ -156,7 +176,6 @@ impl Proxy {
         timeouts: Timeouts,
         guard_exe: PathBuf,
     ) -> Proxy {
-        let (metrics_tx, metrics_rx) = tokio::sync::mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             registry: registry.clone(),
             secrets,
@@ -169,10 +188,9 @@ impl Proxy {
             progress: Mutex::default(),
             clients: Mutex::default(),
             callers: Mutex::default(),
-            metrics_tx,
+            metrics: metrics::CallMetrics::start(registry.store().clone()),
             observer: Mutex::new(None),
         });
-        tokio::spawn(metrics_writer(registry, metrics_rx));
         Proxy { inner }
     }
 
@@ -275,10 +293,7 @@ impl Proxy {
 
     /// Writes pending call metrics now.
     pub async fn flush_metrics(&self) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.inner.metrics_tx.send(MetricsMsg::Flush(tx)).is_ok() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
-        }
+        self.inner.metrics.flush().await;
     }
 
     /// Re-activates, in the background, every server flagged active and installed; a server that fails to come up
@@ -325,18 +340,17 @@ impl Proxy {
     /// Resolves an exposed or qualified tool name (`server__tool`, `mcp__server__tool`) to (server, tool).
     pub fn resolve(&self, name: &str) -> Option<(String, String)> {
         let children = lock(&self.inner.children);
+        // The usual case, on every proxied call: `server__tool` with the tool's own name, no allocation.
+        if let Some((server, tool)) = names::split(name, children.keys().map(String::as_str)) {
+            if children[server].has_tool(tool) {
+                return Some((server.to_owned(), tool.to_owned()));
+            }
+        }
+        // A shortened name (too long or with characters a client may not see): compare exposed names.
+        let wanted = names::strip_mcp(name);
         for (server, slot) in children.iter() {
-            let tools = match slot {
-                Slot::Running(c) => lock(&c.tools)
-                    .iter()
-                    .map(|t| t.name.to_string())
-                    .collect::<Vec<_>>(),
-                Slot::Crashed { tools, .. } => tools.iter().map(|t| t.name.to_string()).collect(),
-            };
-            for t in tools {
-                if names::expose(server, &t) == name {
-                    return Some((server.clone(), t));
-                }
+            if let Some(tool) = slot.find_tool(|t| names::expose(server, t) == wanted) {
+                return Some((server.clone(), tool));
             }
         }
         drop(children);
@@ -362,21 +376,24 @@ impl Proxy {
         let res = self.inner.call(&child, tool, args.clone(), &caller).await;
         let latency = started.elapsed();
         let (ok, text) = match &res {
-            Ok(r) => (r.is_error != Some(true), result_text(r)),
-            Err(e) => (false, e.to_string()),
+            Ok(r) => (
+                r.is_error != Some(true),
+                crate::calllog::excerpt(
+                    r.content
+                        .iter()
+                        .filter_map(|c| c.as_text().map(|t| t.text.as_str())),
+                ),
+            ),
+            Err(e) => (false, crate::calllog::excerpt([e.to_string().as_str()])),
         };
-        let _ = self.inner.metrics_tx.send(MetricsMsg::Sample(CallSample {
-            server_id: child.server_id,
-            tool: tool.to_owned(),
-            calls: 1,
-            errors: u64::from(!ok),
-            latency_ms: latency.as_millis() as u64,
-        }));
+        self.inner
+            .metrics
+            .record(child.server_id, tool, latency, ok);
         self.inner.calllog.record(
             server,
             tool,
             args.map(Value::Object).unwrap_or(Value::Null),
-            &text,
+            text,
             latency,
             ok,
         );
@@ -677,7 +694,8 @@ impl Inner {
             return Ok(c.clone());
         }
         let srv = self.registry.get(server)?;
-        match self.start(&srv, failures).await {
+        // Boxed: a restart is rare, and its large future would otherwise be part of every call's.
+        match Box::pin(self.start(&srv, failures)).await {
             Ok(child) => {
                 let tools = child.tool_infos();
                 self.registry.save_tools(srv.id, &tools)?;
@@ -1038,10 +1056,13 @@ impl Inner {
         };
         lock(&self.progress).insert(token.clone(), route);
         if let Some(peer) = &caller.peer {
-            lock(&self.callers)
-                .entry(child.name.clone())
-                .or_default()
-                .push(peer.clone());
+            let mut callers = lock(&self.callers);
+            match callers.get_mut(&child.name) {
+                Some(v) => v.push(peer.clone()),
+                None => {
+                    callers.insert(child.name.clone(), vec![peer.clone()]);
+                }
+            }
         }
         let _cleanup = scopeguard(|| {
             lock(&self.progress).remove(&token);
@@ -1259,76 +1280,6 @@ fn substitute(
         out = out.replace(&format!("${{{k}}}"), v);
     }
     out
-}
-
-fn result_text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-enum MetricsMsg {
-    Sample(CallSample),
-    /// Write what is pending now and answer when done.
-    Flush(tokio::sync::oneshot::Sender<()>),
-}
-
-/// How long samples gather before one write; keeps SQLite off the path of every call.
-const METRICS_WINDOW: Duration = Duration::from_millis(250);
-
-/// Aggregates call samples per (server, tool) and writes them in one transaction per window.
-async fn metrics_writer(
-    registry: Registry,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<MetricsMsg>,
-) {
-    while let Some(first) = rx.recv().await {
-        let mut pending: HashMap<(i64, String), CallSample> = HashMap::new();
-        let mut flushed = Vec::new();
-        let mut add = |s: CallSample| {
-            let e = pending
-                .entry((s.server_id, s.tool.clone()))
-                .or_insert(CallSample {
-                    server_id: s.server_id,
-                    tool: s.tool.clone(),
-                    calls: 0,
-                    errors: 0,
-                    latency_ms: 0,
-                });
-            e.calls += s.calls;
-            e.errors += s.errors;
-            e.latency_ms += s.latency_ms;
-        };
-        match first {
-            MetricsMsg::Sample(s) => {
-                add(s);
-                let deadline = tokio::time::Instant::now() + METRICS_WINDOW;
-                loop {
-                    tokio::select! {
-                        m = rx.recv() => match m {
-                            Some(MetricsMsg::Sample(s)) => add(s),
-                            Some(MetricsMsg::Flush(tx)) => { flushed.push(tx); break }
-                            None => break,
-                        },
-                        _ = tokio::time::sleep_until(deadline) => break,
-                    }
-                }
-            }
-            MetricsMsg::Flush(tx) => flushed.push(tx),
-        }
-        if !pending.is_empty() {
-            let store = registry.store().clone();
-            let batch: Vec<CallSample> = pending.into_values().collect();
-            let res = tokio::task::spawn_blocking(move || store.record_calls(&batch)).await;
-            if let Ok(Err(e)) = res {
-                tracing::warn!(error = %e, "recording call metrics failed");
-            }
-        }
-        for tx in flushed {
-            let _ = tx.send(());
-        }
-    }
 }
 
 /// Marks an error result's text for agents (`isError: true` with a message).

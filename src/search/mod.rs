@@ -95,6 +95,9 @@ impl Search {
 
     pub fn status(&self) -> Value {
         let mut v = serde_json::to_value(&self.inner.status).unwrap_or_default();
+        if let Provider::Local(local) = &self.inner.provider {
+            v["model_loaded"] = Value::Bool(local.is_loaded());
+        }
         if let Some(e) = self
             .inner
             .last_error

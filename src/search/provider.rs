@@ -2,7 +2,12 @@
 //! in-process from local files), `openai` (text-embedding-3-small over HTTPS). A provider that cannot work falls back
 //! to `none` and says why, so search keeps working on a misconfiguration.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+// Tokio's clock, so tests can pause time and step over the idle period.
+use tokio::time::Instant;
 
 use serde_json::json;
 
@@ -11,6 +16,8 @@ use crate::error::{Error, Result};
 pub const ENV_PROVIDER: &str = "AGENT_DISCOVER_EMBEDDING_PROVIDER";
 pub const ENV_OPENAI_BASE_URL: &str = "AGENT_DISCOVER_OPENAI_BASE_URL";
 pub const ENV_OPENAI_MODEL: &str = "AGENT_DISCOVER_OPENAI_MODEL";
+pub const ENV_MODEL_IDLE_SECS: &str = "AGENT_DISCOVER_MODEL_IDLE_SECS";
+const DEFAULT_MODEL_IDLE: Duration = Duration::from_secs(300);
 const OPENAI_BATCH: usize = 256;
 
 #[derive(Clone)]
@@ -31,28 +38,139 @@ pub struct ProviderStatus {
     pub fallback_reason: Option<String>,
 }
 
-/// The local model's directory, and the model once something needed it (loading takes ~0.2 s and ~90 MB, so a
-/// process that never searches semantically never pays for it).
+/// The local model's directory, and the model while something uses it. Loading takes ~0.2 s and ~80 MB, so a
+/// process that never searches semantically never pays for it, and one that stopped searching gives the memory back
+/// after `idle` (`AGENT_DISCOVER_MODEL_IDLE_SECS`, default 300; 0 keeps the model loaded).
 pub struct LocalModel {
     dir: std::path::PathBuf,
-    model: std::sync::OnceLock<std::result::Result<Arc<crate::embed::MiniLm>, String>>,
+    idle: Duration,
+    state: Mutex<ModelState>,
+    /// Whether a task is waiting to unload the model.
+    reaper: AtomicBool,
+}
+
+enum ModelState {
+    Unloaded,
+    Loaded {
+        model: Arc<crate::embed::MiniLm>,
+        last_used: Instant,
+        /// Embeddings running now; the model is never unloaded under them.
+        in_use: usize,
+    },
+    /// Loading failed; the reason is reported by every use (the files do not fix themselves mid-run).
+    Failed(String),
+}
+
+/// The loaded model, lent to one embedding run.
+struct Lease<'a> {
+    owner: &'a LocalModel,
+    model: Arc<crate::embed::MiniLm>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let ModelState::Loaded {
+            last_used, in_use, ..
+        } = &mut *self.owner.lock()
+        {
+            *last_used = Instant::now();
+            *in_use -= 1;
+        }
+    }
 }
 
 impl LocalModel {
-    fn get(&self) -> Result<Arc<crate::embed::MiniLm>> {
-        self.model
-            .get_or_init(|| {
-                crate::embed::MiniLm::load(&self.dir)
-                    .map(Arc::new)
-                    .map_err(|e| {
-                        format!(
-                            "local model in {} cannot be loaded: {e}",
-                            self.dir.display()
-                        )
-                    })
-            })
-            .clone()
-            .map_err(Error::Unavailable)
+    pub fn new(dir: std::path::PathBuf, idle: Duration) -> LocalModel {
+        LocalModel {
+            dir,
+            idle,
+            state: Mutex::new(ModelState::Unloaded),
+            reaper: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ModelState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The model, loaded if needed (blocking: call it off the async workers).
+    fn lease(&self) -> Result<Lease<'_>> {
+        let mut st = self.lock();
+        if let ModelState::Unloaded = &*st {
+            *st = match crate::embed::MiniLm::load(&self.dir) {
+                Ok(m) => ModelState::Loaded {
+                    model: Arc::new(m),
+                    last_used: Instant::now(),
+                    in_use: 0,
+                },
+                Err(e) => ModelState::Failed(format!(
+                    "local model in {} cannot be loaded: {e}",
+                    self.dir.display()
+                )),
+            };
+        }
+        match &mut *st {
+            ModelState::Loaded { model, in_use, .. } => {
+                *in_use += 1;
+                Ok(Lease {
+                    owner: self,
+                    model: model.clone(),
+                })
+            }
+            ModelState::Failed(e) => Err(Error::Unavailable(e.clone())),
+            ModelState::Unloaded => unreachable!("loaded above"),
+        }
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        matches!(&*self.lock(), ModelState::Loaded { .. })
+    }
+
+    /// Unloads the model once it has been idle for `idle`, in a task that ends with the unload.
+    fn schedule_unload(self: &Arc<Self>) {
+        if self.idle.is_zero() || self.reaper.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let wait = match &*me.lock() {
+                    ModelState::Loaded {
+                        last_used, in_use, ..
+                    } if *in_use == 0 => me.idle.saturating_sub(last_used.elapsed()),
+                    ModelState::Loaded { .. } => me.idle,
+                    _ => Duration::ZERO,
+                };
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                let unloaded = {
+                    let mut st = me.lock();
+                    matches!(&*st, ModelState::Loaded { in_use: 0, .. })
+                        .then(|| std::mem::replace(&mut *st, ModelState::Unloaded))
+                };
+                if let Some(state) = unloaded {
+                    drop(state);
+                    release_freed_memory();
+                    tracing::debug!("local embedding model unloaded after being idle");
+                }
+                me.reaper.store(false, Ordering::SeqCst);
+                // A use that came in meanwhile found the reaper still running; take over its schedule.
+                if !me.is_loaded() || me.reaper.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Hands memory freed by the model back to the operating system (glibc keeps freed heap pages otherwise).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -88,7 +206,7 @@ impl Provider {
             // Unset: hybrid search is on by default when the local model files are present.
             "" | "local" => match crate::embed::find_model_dir(None) {
                 Some(dir) => (
-                    Provider::Local(Arc::new(LocalModel { dir, model: std::sync::OnceLock::new() })),
+                    Provider::Local(Arc::new(LocalModel::new(dir, model_idle()))),
                     ProviderStatus { provider: "local", model: Some(crate::embed::MODEL_ID.to_owned()), hybrid: true, fallback_reason: None },
                 ),
                 None => none(Some(format!(
@@ -122,15 +240,19 @@ impl Provider {
     pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         match self {
             Provider::None => Err(Error::Unavailable("no embedding provider".into())),
-            Provider::Local(lazy) => {
-                let lazy = lazy.clone();
+            Provider::Local(local) => {
+                let model = local.clone();
                 // CPU-bound: keep it off the async workers.
-                tokio::task::spawn_blocking(move || {
-                    let m = lazy.get()?;
-                    Ok(m.embed_batch(&texts.iter().map(String::as_str).collect::<Vec<_>>()))
+                let res = tokio::task::spawn_blocking(move || {
+                    let lease = model.lease()?;
+                    Ok(lease
+                        .model
+                        .embed_batch(&texts.iter().map(String::as_str).collect::<Vec<_>>()))
                 })
                 .await
-                .map_err(|e| Error::Internal(e.to_string()))?
+                .map_err(|e| Error::Internal(e.to_string()))?;
+                local.schedule_unload();
+                res
             }
             Provider::OpenAi(p) => p.embed(texts).await,
         }
@@ -191,6 +313,15 @@ impl OpenAi {
         }
         Ok(out)
     }
+}
+
+/// `AGENT_DISCOVER_MODEL_IDLE_SECS`, or the default when unset or not a number.
+fn model_idle() -> Duration {
+    std::env::var(ENV_MODEL_IDLE_SECS)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_MODEL_IDLE)
 }
 
 pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {

@@ -2,22 +2,30 @@
 //! (ids from the `tokenizers` library, embeddings from onnxruntime and numpy; made by scripts/minilm_reference.py),
 //! a semantic sanity check, and inputs that must not break it. Needs the model: scripts/install-model.sh.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use agent_discover::embed::{self, DIM, MiniLm};
+use agent_discover::search::Provider;
+use agent_discover::search::provider::LocalModel;
 use serde_json::Value;
+
+fn model_dir() -> std::path::PathBuf {
+    embed::find_model_dir(None).unwrap_or_else(|| {
+        panic!(
+            "the all-MiniLM-L6-v2 model files are not installed: run scripts/install-model.sh (it puts them in \
+             ~/.cache/agent-discover/models/all-MiniLM-L6-v2) or set AGENT_DISCOVER_MODEL_DIR to a directory \
+             holding model.safetensors and vocab.txt"
+        )
+    })
+}
 
 fn model() -> &'static MiniLm {
     static MODEL: OnceLock<MiniLm> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let Some(dir) = embed::find_model_dir(None) else {
-            panic!(
-                "the all-MiniLM-L6-v2 model files are not installed: run scripts/install-model.sh (it puts them in \
-                 ~/.cache/agent-discover/models/all-MiniLM-L6-v2) or set AGENT_DISCOVER_MODEL_DIR to a directory \
-                 holding model.safetensors and vocab.txt"
-            )
-        };
-        MiniLm::load(&dir).unwrap_or_else(|e| panic!("loading the model from {}: {e}", dir.display()))
+        let dir = model_dir();
+        MiniLm::load(&dir)
+            .unwrap_or_else(|e| panic!("loading the model from {}: {e}", dir.display()))
     })
 }
 
@@ -135,4 +143,38 @@ fn any_text_gives_a_unit_vector() {
         assert!((norm - 1.0).abs() < 1e-4, "norm {norm} for {text:?}");
     }
     assert_eq!(m.tokenize(&long).len(), embed::MAX_TOKENS);
+}
+
+/// The local provider loads the model on first use and gives it back after the idle period (seed 000's idle-unload),
+/// counted from the end of the last embedding; the next use loads it again. Tokio's clock is paused and stepped.
+#[tokio::test(start_paused = true)]
+async fn the_local_model_is_unloaded_when_idle() {
+    let idle = Duration::from_secs(60);
+    let local = Arc::new(LocalModel::new(model_dir(), idle));
+    let provider = Provider::Local(local.clone());
+    assert!(!local.is_loaded(), "loaded before any use");
+    let first = provider
+        .embed(vec!["list open issues".into()])
+        .await
+        .unwrap();
+    assert!(local.is_loaded());
+
+    tokio::time::sleep(idle / 2).await;
+    assert!(local.is_loaded(), "unloaded before the idle period ended");
+    // A use half-way restarts the idle period.
+    provider.embed(vec!["send a message".into()]).await.unwrap();
+    tokio::time::sleep(idle - Duration::from_secs(1)).await;
+    assert!(
+        local.is_loaded(),
+        "the second use did not restart the idle period"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!local.is_loaded(), "still loaded after the idle period");
+
+    let again = provider
+        .embed(vec!["list open issues".into()])
+        .await
+        .unwrap();
+    assert!(local.is_loaded());
+    assert_eq!(first, again, "a reloaded model gives the same vector");
 }

@@ -161,3 +161,225 @@ async fn hybrid_finds_paraphrases_and_rejects_queries_with_no_answer() {
         );
     }
 }
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// `find_tool` and `find_tools` through a real agent-discover process, on tools of servers that are not active (their
+/// tools became known at an earlier activation), with the local model that scripts/test.sh installs: a paraphrase finds
+/// the tool, auto-activation puts it in the client's tool list, a query with no answer says so, hostile queries are
+/// answered, and the CLI's `find` gives the same answer.
+#[tokio::test]
+async fn find_tool_through_the_registry_tool_and_the_cli() {
+    use crate::harness::{self, text};
+    use serde_json::json;
+
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture(
+            "billing",
+            &[
+                "--tool",
+                "cancel_subscription=Cancel a customer's subscription at the end of the billing period",
+                "--tool",
+                "create_invoice=Create an invoice for a customer",
+            ],
+            json!({}),
+        )
+        .await;
+    agent
+        .install_fixture(
+            "chat",
+            &[
+                "--tool",
+                "send_message=Send a message to a channel",
+                "--tool",
+                "list_channels=List the channels of a workspace",
+            ],
+            json!({}),
+        )
+        .await;
+    for name in ["billing", "chat"] {
+        agent
+            .registry(json!({"action": "activate", "name": name}))
+            .await;
+        agent
+            .registry(json!({"action": "deactivate", "name": name}))
+            .await;
+    }
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["active_count"], 0);
+    assert_eq!(
+        status["search"]["provider"], "local",
+        "the local model is required (scripts/test.sh installs it): {}",
+        status["search"]
+    );
+    assert_eq!(status["search"]["hybrid"], true);
+
+    // A paraphrase that shares no word with the tool's name, without activating anything.
+    let r = agent
+        .registry(json!({"action": "find_tool", "query": "stop the billing arrangement of a client", "auto_activate": false}))
+        .await;
+    assert_eq!(r["found"], true, "{r}");
+    assert_eq!(r["call_as"], "billing__cancel_subscription", "{r}");
+    assert_eq!(r["server"], "billing");
+    assert_eq!(r["tool"], "cancel_subscription");
+    assert!(r["description"].as_str().unwrap().contains("subscription"));
+    assert_eq!(r["required_args"], json!([]));
+    assert_eq!(r["optional_count"], 1);
+    assert!(["high", "medium", "low"].contains(&r["confidence"].as_str().unwrap()));
+    assert!(r["score"].as_f64().unwrap() >= agent_discover::search::NO_MATCH);
+    assert!(r["next_step"].as_str().unwrap().contains("activate"), "{r}");
+    assert!(r["other_matches"].as_array().is_some());
+    assert!(
+        !agent
+            .tool_names()
+            .await
+            .contains(&"billing__cancel_subscription".to_owned())
+    );
+
+    // auto_activate (the default): the owning server starts and its tool appears in the client's list.
+    let before = *agent.seen.tool_list_changed.lock().unwrap();
+    let r = agent
+        .registry(json!({"action": "find_tool", "query": "post a note in a channel"}))
+        .await;
+    assert_eq!(r["call_as"], "chat__send_message", "{r}");
+    assert_eq!(r["required_args"], json!([]));
+    agent.wait_list_changed(before + 1).await;
+    assert!(
+        agent
+            .tool_names()
+            .await
+            .contains(&"chat__send_message".to_owned())
+    );
+    let out = agent
+        .call("chat__send_message", json!({"input": "hello"}))
+        .await;
+    assert_ne!(out.is_error, Some(true), "{}", text(&out));
+
+    // A tool nobody has.
+    let r = agent
+        .registry(
+            json!({"action": "find_tool", "query": "bake sourdough bread with a crispy crust"}),
+        )
+        .await;
+    assert_eq!(r["found"], false, "{r}");
+    assert!(r["top_score"].as_f64().unwrap() < agent_discover::search::NO_MATCH);
+    assert!(!r["hint"].as_str().unwrap().is_empty());
+
+    // Several intents in one round trip, answered in order.
+    let r = agent
+        .registry(json!({"action": "find_tools", "intents": ["write an invoice for a customer", "which channels exist"], "auto_activate": false}))
+        .await;
+    let results = r["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2, "{r}");
+    assert_eq!(results[0]["call_as"], "billing__create_invoice", "{r}");
+    assert_eq!(results[1]["call_as"], "chat__list_channels", "{r}");
+
+    // Hostile queries get answers, not failures; an oversized one is invalid params.
+    let long = "find a tool ".repeat(850);
+    for q in [
+        "NEAR(a b",
+        "\"unbalanced",
+        "col:val*",
+        "a OR OR b",
+        "-",
+        "🙂🙂",
+        "^start AND",
+        long.as_str(),
+    ] {
+        let (is_error, v) = agent
+            .try_registry(json!({"action": "find_tool", "query": q, "auto_activate": false}))
+            .await
+            .unwrap_or_else(|e| panic!("{q:.40} -> protocol error {e:?}"));
+        assert!(!is_error, "{q:.40} -> {v}");
+        assert!(v["found"].is_boolean(), "{q:.40} -> {v}");
+    }
+    let err = agent
+        .try_registry(json!({"action": "find_tool", "query": "x".repeat(20_000)}))
+        .await
+        .expect_err("a 20 kB query is invalid params");
+    assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+
+    // The CLI, on the same database.
+    let out = harness::command(dir.path(), &["find", "cancel a subscription", "--json"])
+        .output()
+        .await
+        .expect("run agent-discover find");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["found"], true, "{v}");
+    assert_eq!(v["call_as"], "billing__cancel_subscription", "{v}");
+    let out = harness::command(
+        dir.path(),
+        &["find", "bake sourdough bread with a crispy crust"],
+    )
+    .output()
+    .await
+    .expect("run agent-discover find");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no good match"));
+    agent.stop().await;
+}
+
+/// Without model files (or with an unusable provider), search falls back to BM25 and `status` says why.
+#[tokio::test]
+async fn status_says_why_semantic_search_is_off_and_bm25_still_answers() {
+    use crate::harness;
+    use serde_json::json;
+
+    let (dir, home, empty) = (tmp(), tmp(), tmp());
+    let home_path = home.path().display().to_string();
+    let isolated = |provider: &str| {
+        vec![
+            ("AGENT_DISCOVER_EMBEDDING_PROVIDER", provider.to_owned()),
+            (
+                "AGENT_DISCOVER_MODEL_DIR",
+                empty.path().display().to_string(),
+            ),
+            ("HOME", home_path.clone()),
+            ("XDG_CACHE_HOME", format!("{home_path}/cache")),
+            ("HF_HOME", format!("{home_path}/hf")),
+            ("HF_HUB_CACHE", format!("{home_path}/hub")),
+            ("OPENAI_API_KEY", String::new()),
+        ]
+    };
+    let agent = harness::spawn_env(dir.path(), &[], None, &isolated("local")).await;
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["search"]["provider"], "none", "{}", status["search"]);
+    assert_eq!(status["search"]["hybrid"], false);
+    let reason = status["search"]["fallback_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.contains("no all-MiniLM-L6-v2 model files"),
+        "{reason}"
+    );
+
+    agent.install_fixture("fx", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    let r = agent
+        .registry(json!({"action": "find_tool", "query": "echo some text back"}))
+        .await;
+    assert_eq!(r["found"], true, "{r}");
+    assert_eq!(r["call_as"], "fx__echo", "{r}");
+    assert_eq!(r["required_args"][0]["name"], "text", "{r}");
+    agent.stop().await;
+
+    let agent = harness::spawn_env(dir.path(), &[], None, &isolated("openai")).await;
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["search"]["provider"], "none");
+    let reason = status["search"]["fallback_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("OPENAI_API_KEY"), "{reason}");
+    agent.stop().await;
+}

@@ -93,8 +93,9 @@ pub fn terms(query: &str) -> Vec<String> {
     out
 }
 
-/// A safe FTS5 OR-expression of the terms and their synonyms; terms of 3+ letters match as prefixes
-/// (so `subscription` finds `subscriptions`). `None` when nothing is left to search for.
+/// A safe FTS5 OR-expression of the terms and their synonyms. The tools' index stems words (Porter), and FTS5 stems
+/// the query's words the same way, so `subscription` finds `subscriptions` as a whole token. `None` when nothing is
+/// left to search for.
 pub fn fts(terms: &[String]) -> Option<String> {
     let mut words: Vec<String> = Vec::new();
     for t in terms {
@@ -117,13 +118,7 @@ pub fn fts(terms: &[String]) -> Option<String> {
     Some(
         words
             .iter()
-            .map(|w| {
-                if w.chars().count() >= 3 {
-                    format!("\"{w}\"*")
-                } else {
-                    format!("\"{w}\"")
-                }
-            })
+            .map(|w| format!("\"{w}\""))
             .collect::<Vec<_>>()
             .join(" OR "),
     )
@@ -170,7 +165,7 @@ mod tests {
         );
         assert_eq!(
             fts(&terms("cancel it")).unwrap(),
-            "\"cancel\"* OR \"delete\"* OR \"remove\"*"
+            "\"cancel\" OR \"delete\" OR \"remove\""
         );
         for hostile in [
             "c++",

@@ -50,10 +50,10 @@ leftovers=""
 for env in /proc/[0-9]*/environ; do
   pid=${env#/proc/}; pid=${pid%/environ}
   [ "$pid" = "$$" ] && continue
-  if tr '\0' '\n' < "$env" 2>/dev/null | grep -qx "AGENT_DISCOVER_TEST_RUN=$AGENT_DISCOVER_TEST_RUN"; then
+  if tr '\0' '\n' 2>/dev/null < "$env" | grep -qx "AGENT_DISCOVER_TEST_RUN=$AGENT_DISCOVER_TEST_RUN"; then
     state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)
     [ "$state" = "Z" ] || [ -z "$state" ] && continue
-    leftovers+="$pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"$'\n'
+    leftovers+="$pid: $(tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline")"$'\n'
   fi
 done
 if [ -n "$leftovers" ]; then

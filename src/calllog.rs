@@ -61,7 +61,20 @@ impl CallLog {
         latency: Duration,
         success: bool,
     ) -> u64 {
-        let now = now_ms();
+        self.record_at(now_ms(), server, tool, args, response, latency, success)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_at(
+        &self,
+        now: u64,
+        server: &str,
+        tool: &str,
+        args: serde_json::Value,
+        response: String,
+        latency: Duration,
+        success: bool,
+    ) -> u64 {
         let id = {
             let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             let id = inner.next_id;
@@ -206,6 +219,41 @@ mod tests {
         assert_eq!(entries[0].tool, "t599");
         log.clear();
         assert_eq!(log.entries(10, 0).1, 0);
+    }
+
+    #[test]
+    fn entries_older_than_the_retention_are_pruned() {
+        let log = CallLog::new(30, EventBus::default());
+        let day = 86_400_000;
+        let now = now_ms();
+        let rec = |at: u64, tool: &str| {
+            log.record_at(
+                at,
+                "s",
+                tool,
+                serde_json::Value::Null,
+                String::new(),
+                Duration::ZERO,
+                true,
+            )
+        };
+        rec(now - 31 * day, "too-old");
+        rec(now - 29 * day, "kept");
+        // Reading hides expired entries even before the next write drops them.
+        let (entries, total) = log.entries(10, 0);
+        assert_eq!(total, 1);
+        assert_eq!(entries[0].tool, "kept");
+        // Writing drops them.
+        rec(now, "new");
+        assert_eq!(log.inner.lock().unwrap().entries.len(), 2);
+        let (entries, _) = log.entries(10, 0);
+        assert_eq!(
+            entries.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(),
+            ["new", "kept"]
+        );
+        // The timestamp is serialised as RFC 3339.
+        let v = serde_json::to_value(&entries[0]).unwrap();
+        assert_eq!(v["timestamp"], rfc3339(now));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::config::Config;
@@ -147,10 +147,14 @@ pub enum Command {
     /// Per-server secrets, encrypted at rest and shown masked.
     #[command(subcommand)]
     Secrets(SecretsCommand),
-    /// What is registered, active and failing, with call metrics.
+    /// What is registered, active and failing, with call metrics, the search mode, and the recent calls of the
+    /// agent-discover that serves the dashboard on this database (each process keeps its own call log in memory).
     Status {
         #[arg(long)]
         json: bool,
+        /// Where to look for the dashboard's call log.
+        #[arg(long, env = "AGENT_DISCOVER_PORT", default_value_t = crate::http::DEFAULT_PORT)]
+        port: u16,
     },
     /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
     #[command(hide = true)]
@@ -692,9 +696,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
         },
-        Command::Status { json } => {
+        Command::Status { json, port } => {
             let rows = app.registry.list(&ListFilter::default())?;
             let metrics = app.registry.store().metrics_overview()?;
+            let calls = dashboard_calls(&app, port).await;
             if json {
                 return print_json(&json!({
                     "version": env!("CARGO_PKG_VERSION"),
@@ -702,6 +707,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "tool_count": r.tool_count,
                         "health_status": r.server.health_status, "last_error": r.server.last_error})).collect::<Vec<_>>(),
                     "metrics": metrics,
+                    "search": app.search.status(),
+                    "calls": calls,
                 }));
             }
             let mut out = std::io::stdout().lock();
@@ -741,9 +748,87 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     m.server_name, m.total_calls, m.total_errors, m.avg_latency_ms
                 )?;
             }
+            let search = app.search.status();
+            writeln!(
+                out,
+                "search: {}{}",
+                if search["hybrid"] == true {
+                    "hybrid (BM25 + embeddings)"
+                } else {
+                    "BM25"
+                },
+                search["fallback_reason"]
+                    .as_str()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            )?;
+            match calls {
+                Value::Object(c) if c.contains_key("entries") => {
+                    writeln!(
+                        out,
+                        "recent calls (the agent-discover serving {}):",
+                        c["from"].as_str().unwrap_or_default()
+                    )?;
+                    for e in c["entries"].as_array().into_iter().flatten() {
+                        writeln!(
+                            out,
+                            "  {} {}__{} {} ms {}",
+                            e["timestamp"].as_str().unwrap_or_default(),
+                            e["server"].as_str().unwrap_or_default(),
+                            e["tool"].as_str().unwrap_or_default(),
+                            e["latency_ms"],
+                            if e["success"] == true { "ok" } else { "error" }
+                        )?;
+                    }
+                }
+                other => writeln!(
+                    out,
+                    "recent calls: {}",
+                    other["unavailable"].as_str().unwrap_or_default()
+                )?,
+            }
             Ok(())
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
+    }
+}
+
+/// The call log of the agent-discover serving the dashboard on 127.0.0.1:`port`, if it uses this database: call logs
+/// live in each process's memory, and that process is the one other tools (the dashboard, REST) talk to.
+async fn dashboard_calls(app: &App, port: u16) -> Value {
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(500))
+        .no_proxy()
+        .build()
+        .map_err(|e| e.to_string());
+    let get = |path: &'static str| {
+        let client = client.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let resp = client?.get(url).send().await.map_err(|e| e.to_string())?;
+            if !resp.status().is_success() {
+                return Err(format!("HTTP {}", resp.status()));
+            }
+            resp.json::<Value>().await.map_err(|e| e.to_string())
+        }
+    };
+    let unavailable = |why: String| json!({"unavailable": format!("{why}; each agent-discover keeps its own call log (registry action `status`, or the dashboard)")});
+    let status = match get("/api/status").await {
+        Ok(s) => s,
+        Err(e) => return unavailable(format!("no dashboard answers at {base} ({e})")),
+    };
+    if status["registry"]["db_path"] != json!(app.config.db_path) {
+        return unavailable(format!("the dashboard at {base} serves another database"));
+    }
+    match get("/api/logs?limit=10").await {
+        Ok(mut logs) => {
+            logs["from"] = json!(format!("{base}/ (pid {})", status["pid"]));
+            logs
+        }
+        Err(e) => unavailable(format!(
+            "the dashboard at {base} did not give its call log ({e})"
+        )),
     }
 }
 

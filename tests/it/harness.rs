@@ -24,6 +24,10 @@ pub struct Seen {
     pub elicited: Mutex<Vec<String>>,
     pub tool_list_changed: Mutex<usize>,
     pub progress: Mutex<Vec<f64>>,
+    /// When set before initialize: declare roots and list these URIs.
+    pub roots: Mutex<Option<Vec<String>>>,
+    /// agent-discover's stderr, line by line.
+    pub stderr: Mutex<Vec<String>>,
     pub notify: Notify,
 }
 
@@ -47,6 +51,9 @@ impl ClientHandler for TestClient {
                 .enable_elicitation()
                 .build()
                 .elicitation;
+        }
+        if self.seen.roots.lock().unwrap().is_some() {
+            caps.roots = ClientCapabilities::builder().enable_roots().build().roots;
         }
         ClientConfig::new(caps, Implementation::new("it", "0"))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -77,6 +84,22 @@ impl ClientHandler for TestClient {
             Some(a) => ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(a)),
             None => ElicitResult::new(ElicitationAction::Decline),
         })
+    }
+
+    async fn list_roots(
+        &self,
+        _c: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self
+            .seen
+            .roots
+            .lock()
+            .unwrap()
+            .clone()
+            .ok_or_else(|| ErrorData::method_not_found::<ListRootsRequestMethod>())?;
+        Ok(ListRootsResult::new(
+            roots.into_iter().map(Root::new).collect(),
+        ))
     }
 
     async fn create_message(
@@ -143,18 +166,21 @@ pub async fn spawn_env(
         .spawn()
         .expect("spawn agent-discover mcp");
     let pid = transport.id().expect("pid");
+    let seen = Arc::new(Seen::default());
     if let Some(stderr) = stderr {
-        // Drain so the child never blocks on a full pipe; show it when a test fails.
+        // Drain so the child never blocks on a full pipe; keep it for assertions and show it when a test fails.
+        let seen = seen.clone();
         tokio::spawn(async move {
             use tokio::io::AsyncBufReadExt;
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while let Ok(Some(l)) = lines.next_line().await {
                 eprintln!("[agent-discover {pid}] {l}");
+                seen.stderr.lock().unwrap().push(l);
             }
         });
     }
-    let seen = Arc::new(Seen::default());
     *seen.elicit_answers.lock().unwrap() = ELICIT.with(|e| e.borrow_mut().take());
+    *seen.roots.lock().unwrap() = ROOTS.with(|r| r.borrow_mut().take());
     let client = TestClient {
         seen: seen.clone(),
         sampling_reply: sampling_reply.map(str::to_owned),
@@ -336,6 +362,16 @@ pub fn short(v: &Value) -> String {
 thread_local! {
     /// Answers the next `spawn` on this thread declares elicitation with (see `with_elicitation`).
     static ELICIT: std::cell::RefCell<Option<serde_json::Map<String, Value>>> = const { std::cell::RefCell::new(None) };
+}
+
+thread_local! {
+    /// Roots the next `spawn` on this thread declares (see `with_roots`).
+    static ROOTS: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Makes the next agent spawned on this thread a client that declares roots and lists `uris`.
+pub fn with_roots(uris: &[&str]) {
+    ROOTS.with(|r| *r.borrow_mut() = Some(uris.iter().map(|u| u.to_string()).collect()));
 }
 
 /// Makes the next agent spawned on this thread a client that supports elicitation and answers with `answers`.

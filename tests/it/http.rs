@@ -1054,6 +1054,40 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
     assert_eq!(entry["entry"]["tool"], "add");
     assert_eq!(entry["entry"]["args"], json!({"a": 2, "b": 40}));
 
+    // The CLI's status shows the serving process's call log (call logs live in each process's memory).
+    let port = served.url.rsplit(':').next().unwrap().to_owned();
+    let out = harness::command(dir.path(), &["status", "--json", "--port", &port])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools: Vec<&str> = status["calls"]["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no call log in {status}"))
+        .iter()
+        .map(|e| e["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["add", "echo"], "{status}");
+    assert!(status["search"]["provider"].is_string(), "{status}");
+    // Another database's CLI does not take this server's log for its own.
+    let other = tmp();
+    let out = harness::command(other.path(), &["status", "--json", "--port", &port])
+        .output()
+        .await
+        .unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        status["calls"]["unavailable"]
+            .as_str()
+            .is_some_and(|u| u.contains("another database")),
+        "{status}"
+    );
+
     // A refresh resends the newest snapshot.
     ws.send(tungstenite::Message::Text(r#"{"type":"refresh"}"#.into()))
         .await

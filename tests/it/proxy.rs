@@ -682,3 +682,153 @@ async fn a_server_that_keeps_crashing_stays_down_until_activated_again() {
     assert_eq!(act["status"], "activated");
     agent.stop().await;
 }
+
+/// A child's elicitation and roots requests reach a client that declared those capabilities, and are refused with a
+/// clear error (naming the capability) for a client that did not.
+#[tokio::test]
+async fn elicitation_and_roots_are_forwarded_or_refused() {
+    let dir = tmp();
+    harness::with_elicitation(json!({"answer": "blue"}));
+    harness::with_roots(&["file:///work/project"]);
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent.install_fixture("asker", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "asker"}))
+        .await;
+    let r = agent
+        .call("asker__elicit", json!({"message": "favourite colour?"}))
+        .await;
+    let t = text(&r);
+    assert_ne!(r.is_error, Some(true), "{t}");
+    assert!(t.contains("blue") && t.contains("accept"), "{t}");
+    assert_eq!(*agent.seen.elicited.lock().unwrap(), ["favourite colour?"]);
+    let r = agent.call("asker__roots", json!({})).await;
+    let t = text(&r);
+    assert_ne!(r.is_error, Some(true), "{t}");
+    assert!(t.contains("file:///work/project"), "{t}");
+    agent.stop().await;
+
+    // A client without either capability; the server is restored from its active flag.
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent.wait_list_changed(1).await;
+    let r = agent.call("asker__elicit", json!({"message": "x"})).await;
+    let t = text(&r);
+    assert_eq!(r.is_error, Some(true), "{t}");
+    assert!(
+        t.contains("elicitation failed") && t.contains("elicitation capability"),
+        "{t}"
+    );
+    let r = agent.call("asker__roots", json!({})).await;
+    let t = text(&r);
+    assert_eq!(r.is_error, Some(true), "{t}");
+    assert!(
+        t.contains("roots failed") && t.contains("roots capability"),
+        "{t}"
+    );
+    agent.stop().await;
+}
+
+/// The CLI's `secrets`, `activate`, `status` and `deactivate`: a secret set from stdin overrides the same variable in
+/// the server's configured env, is shown masked, and appears in no log even at trace level; `activate` flags the server
+/// so an MCP process runs it.
+#[tokio::test]
+async fn cli_secrets_activate_status_deactivate() {
+    const SECRET: &str = "sk-from-the-secret-store-42";
+    let dir = tmp();
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let mut cmd = harness::command(dir.path(), args);
+        cmd.env("AGENT_DISCOVER_LOG", "trace")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let input = stdin.map(str::to_owned);
+        async move {
+            use tokio::io::AsyncWriteExt;
+            let mut child = cmd.spawn().expect("run agent-discover");
+            let mut pipe = child.stdin.take().unwrap();
+            if let Some(input) = input {
+                pipe.write_all(input.as_bytes()).await.unwrap();
+            }
+            drop(pipe);
+            let out = child.wait_with_output().await.unwrap();
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            );
+            assert!(
+                !stdout.contains(SECRET) && !stderr.contains(SECRET),
+                "the secret leaked: {stdout} {stderr}"
+            );
+            (out.status.code(), stdout, stderr)
+        }
+    };
+    let (code, _, err) = run(
+        &[
+            "add",
+            "fx",
+            "--env",
+            "FIXTURE_API_KEY=from-the-config",
+            "--",
+            harness::BIN,
+            "fixture-server",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = run(
+        &["secrets", "set", "fx", "FIXTURE_API_KEY"],
+        Some(&format!("{SECRET}\n")),
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&["secrets", "ls", "fx", "--json"], None).await;
+    assert_eq!(code, Some(0), "{err}");
+    let listed: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(listed[0]["key"], "FIXTURE_API_KEY", "{listed}");
+    assert_eq!(listed[0]["masked_value"], "sk-f****", "{listed}");
+
+    let (code, out, err) = run(&["activate", "fx", "--json"], None).await;
+    assert_eq!(code, Some(0), "{err}");
+    let act: Value = serde_json::from_str(&out).expect("JSON");
+    assert!(
+        act["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "env")),
+        "{act}"
+    );
+    let (code, out, err) = run(&["status", "--json"], None).await;
+    assert_eq!(code, Some(0), "{err}");
+    let status: Value = serde_json::from_str(&out).expect("JSON");
+    assert!(status.to_string().contains("\"fx\""), "{status}");
+
+    // An MCP process runs the flagged server with the secret, which wins over the configured value.
+    let agent = harness::spawn_env(
+        dir.path(),
+        &[],
+        None,
+        &[("AGENT_DISCOVER_LOG", "trace".to_owned())],
+    )
+    .await;
+    agent.wait_list_changed(1).await;
+    // Starting the child with the secret in its environment logged nothing of it. (Past this point the fixture's
+    // `env` tool returns the value as its result, which trace logging of protocol messages would show.)
+    let logged = agent.seen.stderr.lock().unwrap().join("\n");
+    assert!(logged.contains("TRACE"), "no trace log lines were captured");
+    assert!(!logged.contains(SECRET), "the secret is in the log");
+    let r = agent
+        .call("fx__env", json!({"key": "FIXTURE_API_KEY"}))
+        .await;
+    assert_eq!(text(&r), SECRET);
+    agent.stop().await;
+
+    let (code, _, err) = run(&["deactivate", "fx"], None).await;
+    assert_eq!(code, Some(0), "{err}");
+    let store = agent_discover::store::Store::open(&dir.path().join("agent-discover.db")).unwrap();
+    assert!(!store.server_by_name("fx").unwrap().unwrap().active);
+    let (code, _, err) = run(&["secrets", "rm", "fx", "FIXTURE_API_KEY"], None).await;
+    assert_eq!(code, Some(0), "{err}");
+    let (_, out, _) = run(&["secrets", "ls", "fx", "--json"], None).await;
+    let listed: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(listed, json!([]), "{listed}");
+}

@@ -218,13 +218,31 @@ impl Provider {
                 Ok(key) if !key.trim().is_empty() => {
                     let base_url = std::env::var(ENV_OPENAI_BASE_URL).unwrap_or_else(|_| "https://api.openai.com/v1".into());
                     let model = std::env::var(ENV_OPENAI_MODEL).unwrap_or_else(|_| "text-embedding-3-small".into());
-                    let p = OpenAi { client: reqwest::Client::new(), base_url: base_url.trim_end_matches('/').to_owned(), key, model: model.clone() };
-                    (Provider::OpenAi(Arc::new(p)), ProviderStatus { provider: "openai", model: Some(model), hybrid: true, fallback_reason: None })
+                    Provider::openai(&base_url, &key, &model)
                 }
                 _ => none(Some("AGENT_DISCOVER_EMBEDDING_PROVIDER=openai but OPENAI_API_KEY is not set; using BM25 only".into())),
             },
             other => none(Some(format!("unknown {ENV_PROVIDER} {other:?} (expected none, local or openai); using BM25 only"))),
         }
+    }
+
+    /// The OpenAI embeddings API (or one with its shape) at `base_url` (e.g. `https://api.openai.com/v1`).
+    pub fn openai(base_url: &str, key: &str, model: &str) -> (Provider, ProviderStatus) {
+        let p = OpenAi {
+            client: reqwest::Client::new(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            key: key.to_owned(),
+            model: model.to_owned(),
+        };
+        (
+            Provider::OpenAi(Arc::new(p)),
+            ProviderStatus {
+                provider: "openai",
+                model: Some(model.to_owned()),
+                hybrid: true,
+                fallback_reason: None,
+            },
+        )
     }
 
     /// The id stored next to each embedding, so a model change triggers re-embedding.

@@ -209,17 +209,61 @@ async fn everything_http(mode: &str, ready: &str) -> (tokio::process::Child, u16
     (child, port)
 }
 
+/// A TCP relay to `upstream` on 127.0.0.1 that keeps a copy of every byte clients send (to see the HTTP headers
+/// agent-discover sends); returns its port and the copy.
+async fn tap(upstream: u16) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let copy = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await else {
+                continue;
+            };
+            let (mut cr, mut cw) = client.into_split();
+            let (mut sr, mut sw) = server.into_split();
+            let copy = copy.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = cr.read(&mut buf).await {
+                    if n == 0 || sw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    copy.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+                let _ = sw.shutdown().await;
+            });
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut sr, &mut cw).await;
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// Remote servers over Streamable HTTP and legacy SSE (real server-everything in both modes), reached through a relay
+/// that shows what agent-discover sent: the configured headers, with `${NAME}` filled from the server's secrets.
 #[tokio::test]
 async fn remote_servers_over_streamable_http_and_legacy_sse() {
     let (_http, http_port) = everything_http("streamableHttp", "listening on port").await;
     let (_sse, sse_port) = everything_http("sse", "running on port").await;
+    let (http_tap, http_seen) = tap(http_port).await;
+    let (sse_tap, sse_seen) = tap(sse_port).await;
     let dir = tempfile::tempdir().unwrap();
     let agent = harness::spawn(dir.path(), &[], None).await;
+    let headers = json!({"X-Test": "yes", "Authorization": "Bearer ${REMOTE_TOKEN}"});
     agent
-        .registry(json!({"action": "install", "name": "remote-http", "transport": "streamable-http", "url": format!("http://127.0.0.1:{http_port}/mcp"), "headers": {"X-Test": "yes"}}))
+        .registry(json!({"action": "install", "name": "remote-http", "transport": "streamable-http", "url": format!("http://127.0.0.1:{http_tap}/mcp"), "headers": headers}))
         .await;
-    agent.registry(json!({"action": "install", "name": "remote-sse", "transport": "sse", "url": format!("http://127.0.0.1:{sse_port}/sse")})).await;
-    for name in ["remote-http", "remote-sse"] {
+    agent
+        .registry(json!({"action": "install", "name": "remote-sse", "transport": "sse", "url": format!("http://127.0.0.1:{sse_tap}/sse"), "headers": headers}))
+        .await;
+    for (name, seen) in [("remote-http", &http_seen), ("remote-sse", &sse_seen)] {
+        agent
+            .registry(json!({"action": "set_secret", "name": name, "key": "REMOTE_TOKEN", "value": format!("tok-{name}")}))
+            .await;
         let act = agent
             .registry(json!({"action": "activate", "name": name}))
             .await;
@@ -228,6 +272,12 @@ async fn remote_servers_over_streamable_http_and_legacy_sse() {
             .call(&format!("{name}__echo"), json!({"message": name}))
             .await;
         assert_eq!(text(&r), format!("Echo: {name}"));
+        let sent = String::from_utf8_lossy(&seen.lock().unwrap()).to_ascii_lowercase();
+        assert!(sent.contains("x-test: yes"), "{name}: {sent}");
+        assert!(
+            sent.contains(&format!("authorization: bearer tok-{name}")),
+            "{name}: {sent}"
+        );
         let d = agent
             .registry(json!({"action": "deactivate", "name": name}))
             .await;

@@ -383,3 +383,175 @@ async fn status_says_why_semantic_search_is_off_and_bm25_still_answers() {
     assert!(reason.contains("OPENAI_API_KEY"), "{reason}");
     agent.stop().await;
 }
+
+/// A stand-in for the OpenAI embeddings API on 127.0.0.1, with its request and response shapes: it checks the key,
+/// answers each input with a bag-of-words vector (not normalised, entries in reverse order, as the API may return
+/// them), and records the size of every batch.
+async fn openai_stub() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, usize)>>>,
+) {
+    use axum::Json;
+    use axum::http::{HeaderMap, StatusCode};
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = batches.clone();
+    let app = axum::Router::new().route(
+        "/v1/embeddings",
+        axum::routing::post(move |headers: HeaderMap, Json(body): Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer test-key") {
+                    return (StatusCode::UNAUTHORIZED, Json(serde_json::json!({"error": {"message": "bad key"}})));
+                }
+                let inputs: Vec<String> = body["input"]
+                    .as_array()
+                    .map(|a| a.iter().map(|v| v.as_str().unwrap_or_default().to_owned()).collect())
+                    .unwrap_or_default();
+                let model = body["model"].as_str().unwrap_or_default().to_owned();
+                seen.lock().unwrap().push((model.clone(), inputs.len()));
+                if inputs.iter().any(|i| i == "make the server fail") {
+                    return (StatusCode::INTERNAL_SERVER_ERROR, Json(serde_json::json!({"error": {"message": "boom"}})));
+                }
+                let data: Vec<Value> = inputs
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, text)| serde_json::json!({"object": "embedding", "index": i, "embedding": bag_of_words(text)}))
+                    .collect();
+                (StatusCode::OK, Json(serde_json::json!({"object": "list", "data": data, "model": model})))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://127.0.0.1:{}/v1",
+        listener.local_addr().unwrap().port()
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, batches)
+}
+
+/// 64 counts of hashed lowercase words (a crude but deterministic embedding).
+fn bag_of_words(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; 64];
+    for w in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let h = w
+            .to_lowercase()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+        v[(h % 64) as usize] += 1.0;
+    }
+    v
+}
+
+/// The `openai` provider against the stub: batches of 256, the bearer key, results put back in input order and
+/// normalised, upstream failures reported; embeddings stored with the model id and recomputed when the model changes;
+/// hybrid ranking on top of them.
+#[tokio::test]
+async fn openai_provider_batches_orders_normalises_and_reembeds_on_model_change() {
+    let (url, batches) = openai_stub().await;
+    let (provider, status) = Provider::openai(&url, "test-key", "stub-a");
+    assert_eq!((status.provider, status.hybrid), ("openai", true));
+    assert_eq!(provider.model_id().as_deref(), Some("openai:stub-a"));
+
+    let texts: Vec<String> = (0..600)
+        .map(|i| format!("tool number {i} lists item {}", i % 7))
+        .collect();
+    let vectors = provider.embed(texts.clone()).await.unwrap();
+    assert_eq!(
+        batches
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, n)| *n)
+            .collect::<Vec<_>>(),
+        [256, 256, 88]
+    );
+    assert_eq!(vectors.len(), 600);
+    for (text, v) in texts.iter().zip(&vectors) {
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5, "not unit length: {norm}");
+        let expect = agent_discover::search::provider::normalize(bag_of_words(text));
+        assert_eq!(v, &expect, "vector of {text:?} out of order");
+    }
+
+    let err = provider
+        .embed(vec!["make the server fail".into()])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("500"), "{err}");
+    let (wrong_key, _) = Provider::openai(&url, "other-key", "stub-a");
+    let err = wrong_key.embed(vec!["x".into()]).await.unwrap_err();
+    assert!(err.to_string().contains("401"), "{err}");
+
+    // Stored with the model id; a new model re-embeds every tool, the same model nothing.
+    let store = catalog_store();
+    let total = store.count_tools().unwrap() as usize;
+    let search = Search::new(store.clone(), provider, status);
+    assert_eq!(search.embed_pending().await.unwrap(), total);
+    assert_eq!(search.embed_pending().await.unwrap(), 0);
+    let (provider_b, status_b) = Provider::openai(&url, "test-key", "stub-b");
+    let search_b = Search::new(store, provider_b, status_b);
+    batches.lock().unwrap().clear();
+    assert_eq!(search_b.embed_pending().await.unwrap(), total);
+    assert!(
+        batches
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(m, n)| m == "stub-b" && *n <= 256)
+    );
+
+    let ranking = search_b.rank("create a github issue", 5).await.unwrap();
+    assert!(ranking.hybrid);
+    assert!(ranking.hits.iter().any(|h| h.cosine.is_some()));
+}
+
+/// The `openai` provider chosen by environment in a real agent-discover process: its base URL, key and model come
+/// from AGENT_DISCOVER_OPENAI_BASE_URL, OPENAI_API_KEY and AGENT_DISCOVER_OPENAI_MODEL, and find_tool ranks with it.
+#[tokio::test]
+async fn openai_provider_from_the_environment_end_to_end() {
+    use crate::harness;
+    use serde_json::json;
+
+    let (url, batches) = openai_stub().await;
+    let dir = tmp();
+    let agent = harness::spawn_env(
+        dir.path(),
+        &[],
+        None,
+        &[
+            ("AGENT_DISCOVER_EMBEDDING_PROVIDER", "openai".into()),
+            ("AGENT_DISCOVER_OPENAI_BASE_URL", url),
+            ("AGENT_DISCOVER_OPENAI_MODEL", "stub-e2e".into()),
+            ("OPENAI_API_KEY", "test-key".into()),
+        ],
+    )
+    .await;
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(
+        status["search"]["provider"], "openai",
+        "{}",
+        status["search"]
+    );
+    assert_eq!(status["search"]["model"], "stub-e2e");
+    agent.install_fixture("fx", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    let r = agent
+        .registry(json!({"action": "find_tool", "query": "echo the given text back", "auto_activate": false}))
+        .await;
+    assert_eq!(r["call_as"], "fx__echo", "{r}");
+    let sent = batches.lock().unwrap().clone();
+    assert!(
+        !sent.is_empty() && sent.iter().all(|(m, _)| m == "stub-e2e"),
+        "{sent:?}"
+    );
+    agent.stop().await;
+}

@@ -170,8 +170,10 @@ impl ServerHandler for McpServer {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        // Boxed like every handler that awaits the proxy: rmcp moves the handler future into a task per request,
+        // so the largest branch sets the cost of every call.
         Ok(ListResourcesResult::with_all_items(
-            self.app.proxy.list_resources().await,
+            Box::pin(self.app.proxy.list_resources()).await,
         ))
     }
 
@@ -181,7 +183,7 @@ impl ServerHandler for McpServer {
         _c: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         Ok(ListResourceTemplatesResult::with_all_items(
-            self.app.proxy.list_resource_templates().await,
+            Box::pin(self.app.proxy.list_resource_templates()).await,
         ))
     }
 
@@ -190,7 +192,7 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        match self.app.proxy.read_resource(&request.uri).await {
+        match Box::pin(self.app.proxy.read_resource(&request.uri)).await {
             Ok(r) => Ok(r.into()),
             Err(Error::NotFound { .. }) => Err(McpError::resource_not_found(
                 format!(
@@ -209,7 +211,7 @@ impl ServerHandler for McpServer {
         _c: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         Ok(ListPromptsResult::with_all_items(
-            self.app.proxy.list_prompts().await,
+            Box::pin(self.app.proxy.list_prompts()).await,
         ))
     }
 
@@ -218,12 +220,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        match self
-            .app
-            .proxy
-            .get_prompt(&request.name, request.arguments)
-            .await
-        {
+        match Box::pin(self.app.proxy.get_prompt(&request.name, request.arguments)).await {
             Ok(r) => Ok(r.into()),
             Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
                 format!(

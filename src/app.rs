@@ -42,10 +42,10 @@ fn spawn_search_indexer(events: &EventBus, search: Search) {
             };
             if relevant {
                 search.tools_changed();
-                if search.hybrid() {
-                    if let Err(e) = search.embed_pending().await {
-                        tracing::warn!(error = %e, "embedding new tools failed");
-                    }
+                if search.hybrid()
+                    && let Err(e) = search.embed_pending().await
+                {
+                    tracing::warn!(error = %e, "embedding new tools failed");
                 }
             }
         }

@@ -85,17 +85,17 @@ impl Registry {
     }
 
     pub fn list(&self, filter: &ListFilter) -> Result<Vec<ServerSummary>> {
-        if let Some(q) = &filter.query {
-            if q.len() > crate::model::limits::QUERY {
-                return Err(Error::invalid(
-                    "query",
-                    format!(
-                        "{} bytes is over the limit of {}",
-                        q.len(),
-                        crate::model::limits::QUERY
-                    ),
-                ));
-            }
+        if let Some(q) = &filter.query
+            && q.len() > crate::model::limits::QUERY
+        {
+            return Err(Error::invalid(
+                "query",
+                format!(
+                    "{} bytes is over the limit of {}",
+                    q.len(),
+                    crate::model::limits::QUERY
+                ),
+            ));
         }
         self.store.list_servers(filter)
     }

@@ -514,16 +514,13 @@ async fn market_install(app: &App, a: &Args, caller: &Caller) -> Outcome {
     let mut outcome = crate::install::install(app, &name, &inputs).await;
     if let (Ok(crate::install::InstallOutcome::NeedsInput { missing, .. }), Some(peer)) =
         (&outcome, &caller.peer)
-    {
-        if peer
+        && peer
             .peer_info()
             .is_some_and(|i| i.capabilities.elicitation.is_some())
-        {
-            if let Some(answers) = elicit_inputs(peer, &name, missing).await {
-                inputs.extend(answers);
-                outcome = crate::install::install(app, &name, &inputs).await;
-            }
-        }
+        && let Some(answers) = elicit_inputs(peer, &name, missing).await
+    {
+        inputs.extend(answers);
+        outcome = crate::install::install(app, &name, &inputs).await;
     }
     Ok(outcome.map(|o| serde_json::to_value(o).unwrap_or_default()))
 }

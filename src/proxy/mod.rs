@@ -4,27 +4,25 @@
 //! Every child has exactly one owner: the `Slot` in `Inner::children`. Its process group is killed when the slot is
 //! stopped, when the proxy shuts down, and (through the child guard's lifeline) when this process dies.
 
+mod aggregate;
+mod call;
 mod client;
 mod metrics;
 pub mod names;
+mod recovery;
 mod spawn;
 mod sse;
+mod start;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientCapabilities, ClientRequest, ContentBlock, GetPromptRequestParams, GetPromptResult,
-    NumberOrString, ProgressNotificationParam, ProgressToken, Prompt, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ResultType,
-    ServerCapabilities, ServerResult, Tool,
-};
-use rmcp::service::{PeerRequestOptions, RunningService};
-use rmcp::{Peer, RoleClient, RoleServer, ServiceExt};
+use rmcp::model::{CallToolResult, ContentBlock, ProgressToken, ServerCapabilities, Tool};
+use rmcp::service::RunningService;
+use rmcp::{Peer, RoleClient, RoleServer};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
@@ -33,9 +31,10 @@ use crate::calllog::CallLog;
 use crate::config::Timeouts;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
-use crate::model::{Server, ToolInfo, Transport};
+use crate::model::{ToolInfo, Transport};
 use crate::registry::Registry;
 use crate::secrets::Secrets;
+use call::ProgressRoute;
 use client::ChildClient;
 pub use spawn::StderrRing;
 
@@ -67,6 +66,9 @@ pub struct ChildStatus {
     pub started_at: String,
     pub restarts: u32,
 }
+
+/// Told about every finished proxied call: server, tool, latency, success.
+pub type CallObserver = Arc<dyn Fn(&str, &str, Duration, bool) + Send + Sync>;
 
 /// Who is calling: the connected client's peer (to route progress and child requests back) and its progress token.
 #[derive(Clone, Default)]
@@ -104,7 +106,7 @@ pub(crate) struct Inner {
     /// Which client is calling each server right now (most recent last).
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
     metrics: Arc<metrics::CallMetrics>,
-    observer: Mutex<Option<Arc<dyn Fn(&str, &str, Duration, bool) + Send + Sync>>>,
+    observer: Mutex<Option<CallObserver>>,
 }
 
 enum Slot {
@@ -140,11 +142,6 @@ impl Slot {
             Slot::Crashed { tools, .. } => found(tools),
         }
     }
-}
-
-struct ProgressRoute {
-    caller: Option<(Peer<RoleServer>, ProgressToken)>,
-    reset: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
 struct Child {
@@ -195,7 +192,7 @@ impl Proxy {
     }
 
     /// Registers a hook called after every proxied call (server, tool, latency, ok): the HTTP layer's histograms.
-    pub fn set_call_observer(&self, f: Arc<dyn Fn(&str, &str, Duration, bool) + Send + Sync>) {
+    pub fn set_call_observer(&self, f: CallObserver) {
         *lock(&self.inner.observer) = Some(f);
     }
 
@@ -213,14 +210,14 @@ impl Proxy {
     pub async fn activate(&self, name: &str) -> Result<Activation> {
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
-        if let Some(Slot::Running(child)) = lock(&self.inner.children).get(name) {
-            if child.exited.borrow().is_none() {
-                return Ok(Activation {
-                    name: name.to_owned(),
-                    status: "already_active",
-                    tools: child.tool_infos(),
-                });
-            }
+        if let Some(Slot::Running(child)) = lock(&self.inner.children).get(name)
+            && child.exited.borrow().is_none()
+        {
+            return Ok(Activation {
+                name: name.to_owned(),
+                status: "already_active",
+                tools: child.tool_infos(),
+            });
         }
         let server = self.inner.registry.get(name)?;
         let child = match self.inner.start(&server, 0).await {
@@ -255,10 +252,10 @@ impl Proxy {
         let _held = guard.lock().await;
         let slot = lock(&self.inner.children).remove(name);
         let Some(slot) = slot else {
-            if let Ok(server) = self.inner.registry.get(name) {
-                if server.active {
-                    self.inner.registry.set_active(server.id, false, None)?;
-                }
+            if let Ok(server) = self.inner.registry.get(name)
+                && server.active
+            {
+                self.inner.registry.set_active(server.id, false, None)?;
             }
             return Ok(false);
         };
@@ -341,10 +338,10 @@ impl Proxy {
     pub fn resolve(&self, name: &str) -> Option<(String, String)> {
         let children = lock(&self.inner.children);
         // The usual case, on every proxied call: `server__tool` with the tool's own name, no allocation.
-        if let Some((server, tool)) = names::split(name, children.keys().map(String::as_str)) {
-            if children[server].has_tool(tool) {
-                return Some((server.to_owned(), tool.to_owned()));
-            }
+        if let Some((server, tool)) = names::split(name, children.keys().map(String::as_str))
+            && children[server].has_tool(tool)
+        {
+            return Some((server.to_owned(), tool.to_owned()));
         }
         // A shortened name (too long or with characters a client may not see): compare exposed names.
         let wanted = names::strip_mcp(name);
@@ -492,104 +489,6 @@ impl Proxy {
     pub fn unregister_client(&self, id: u64) {
         lock(&self.inner.clients).retain(|(i, _)| *i != id);
     }
-
-    /// Resources of every running child, their URIs namespaced so reads route back.
-    pub async fn list_resources(&self) -> Vec<Resource> {
-        let mut out = Vec::new();
-        for child in self.inner.running_with(|c| c.resources.is_some()) {
-            if let Ok(items) = child.peer.list_all_resources().await {
-                for mut r in items {
-                    r.uri = names::expose_uri(&child.name, &r.uri);
-                    out.push(r);
-                }
-            }
-        }
-        out
-    }
-
-    pub async fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
-        let mut out = Vec::new();
-        for child in self.inner.running_with(|c| c.resources.is_some()) {
-            if let Ok(items) = child.peer.list_all_resource_templates().await {
-                for mut r in items {
-                    r.uri_template = names::expose_uri(&child.name, &r.uri_template);
-                    out.push(r);
-                }
-            }
-        }
-        out
-    }
-
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
-        let (server, original) =
-            names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
-        let child = self.inner.ready_child(server).await?;
-        let mut res = child
-            .peer
-            .read_resource(ReadResourceRequestParams::new(original))
-            .await
-            .map_err(|e| Error::Upstream {
-                server: server.to_owned(),
-                message: e.to_string(),
-            })?;
-        res.result_type.get_or_insert(ResultType::COMPLETE);
-        for c in &mut res.contents {
-            match c {
-                ResourceContents::TextResourceContents { uri, .. }
-                | ResourceContents::BlobResourceContents { uri, .. } => {
-                    *uri = names::expose_uri(server, uri)
-                }
-                #[allow(unreachable_patterns)]
-                _ => {}
-            }
-        }
-        Ok(res)
-    }
-
-    pub async fn list_prompts(&self) -> Vec<Prompt> {
-        let mut out = Vec::new();
-        for child in self.inner.running_with(|c| c.prompts.is_some()) {
-            if let Ok(items) = child.peer.list_all_prompts().await {
-                for mut p in items {
-                    p.name = names::expose(&child.name, &p.name);
-                    out.push(p);
-                }
-            }
-        }
-        out
-    }
-
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-    ) -> Result<GetPromptResult> {
-        let mut target = None;
-        for child in self.inner.running_with(|c| c.prompts.is_some()) {
-            if let Ok(items) = child.peer.list_all_prompts().await {
-                if let Some(p) = items
-                    .into_iter()
-                    .find(|p| names::expose(&child.name, &p.name) == names::strip_mcp(name))
-                {
-                    target = Some((child, p.name));
-                    break;
-                }
-            }
-        }
-        let (child, prompt) = target.ok_or_else(|| Error::not_found("prompt", name))?;
-        let mut params = GetPromptRequestParams::new(prompt);
-        params.arguments = arguments;
-        let mut res = child
-            .peer
-            .get_prompt(params)
-            .await
-            .map_err(|e| Error::Upstream {
-                server: child.name.clone(),
-                message: e.to_string(),
-            })?;
-        res.result_type.get_or_insert(ResultType::COMPLETE);
-        Ok(res)
-    }
 }
 
 impl Proxy {
@@ -662,348 +561,6 @@ impl Inner {
         v
     }
 
-    /// The running child for `server`, restarting a crashed one whose back-off has passed.
-    async fn ready_child(self: &Arc<Self>, server: &str) -> Result<Arc<Child>> {
-        let crashed = match lock(&self.children).get(server) {
-            Some(Slot::Running(c)) => return Ok(c.clone()),
-            Some(Slot::Crashed {
-                failures,
-                retry_at,
-                error,
-                ..
-            }) => Some((*failures, *retry_at, error.clone())),
-            None => None,
-        };
-        let Some((failures, retry_at, error)) = crashed else {
-            return Err(Error::Unavailable(format!(
-                "server `{server}` is not active; activate it first (registry action `activate`)"
-            )));
-        };
-        let now = Instant::now();
-        if now < retry_at {
-            let wait = retry_at - now;
-            return Err(Error::Unavailable(format!(
-                "server `{server}` crashed ({error}); it restarts on the next call after {} ms",
-                wait.as_millis()
-            )));
-        }
-        let guard = self.lock_for(server);
-        let _held = guard.lock().await;
-        // Someone else may have restarted it while we waited for the lock.
-        if let Some(Slot::Running(c)) = lock(&self.children).get(server) {
-            return Ok(c.clone());
-        }
-        let srv = self.registry.get(server)?;
-        // Boxed: a restart is rare, and its large future would otherwise be part of every call's.
-        match Box::pin(self.start(&srv, failures)).await {
-            Ok(child) => {
-                let tools = child.tool_infos();
-                self.registry.save_tools(srv.id, &tools)?;
-                self.registry.set_active(srv.id, true, None)?;
-                lock(&self.children).insert(server.to_owned(), Slot::Running(child.clone()));
-                self.events.emit(Event::ToolsChanged {
-                    name: server.to_owned(),
-                });
-                Ok(child)
-            }
-            Err(e) => {
-                self.record_crash(
-                    server,
-                    srv.id,
-                    failures + 1,
-                    e.to_string(),
-                    Vec::new(),
-                    Arc::default(),
-                    srv.transport,
-                    String::new(),
-                );
-                Err(e)
-            }
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record_crash(
-        &self,
-        server: &str,
-        server_id: i64,
-        failures: u32,
-        error: String,
-        tools: Vec<Tool>,
-        stderr: Arc<StderrRing>,
-        transport: Transport,
-        started_at: String,
-    ) {
-        let mut children = lock(&self.children);
-        let tools = match children.get(server) {
-            Some(Slot::Crashed { tools: old, .. }) if tools.is_empty() => old.clone(),
-            _ => tools,
-        };
-        if failures >= MAX_FAILURES {
-            children.remove(server);
-            drop(children);
-            let msg =
-                format!("{error} (gave up after {failures} failures; activate it again to retry)");
-            let _ = self.registry.set_active(server_id, false, Some(&msg));
-            self.events.emit(Event::ServerError {
-                name: server.to_owned(),
-                error: msg,
-            });
-            return;
-        }
-        let backoff = Duration::from_millis(250u64 << failures.saturating_sub(1).min(6));
-        children.insert(
-            server.to_owned(),
-            Slot::Crashed {
-                server_id,
-                failures,
-                retry_at: Instant::now() + backoff,
-                error: error.clone(),
-                tools,
-                stderr,
-                transport,
-                started_at,
-            },
-        );
-        drop(children);
-        let _ = self.registry.set_active(server_id, true, Some(&error));
-        self.events.emit(Event::ServerError {
-            name: server.to_owned(),
-            error,
-        });
-    }
-
-    /// Connects to a server and lists its tools, within the activation timeout.
-    async fn start(self: &Arc<Self>, server: &Server, failures: u32) -> Result<Arc<Child>> {
-        let timeout = server
-            .activate_timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.timeouts.activate);
-        let call_timeout = server
-            .call_timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.timeouts.call);
-        let secrets = self.secrets.env_for(server.id)?;
-        let handler = ChildClient {
-            proxy: Arc::downgrade(self),
-            server: server.name.clone(),
-        };
-        let stderr = Arc::new(StderrRing::default());
-        let (exit_tx, exit_rx) = watch::channel(None);
-        let started_at = crate::calllog::rfc3339(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
-        );
-        let upstream = |message: String| Error::Upstream {
-            server: server.name.clone(),
-            message,
-        };
-
-        let (service, pid, pgid, lifeline) = match server.transport {
-            Transport::Stdio => {
-                let command = server.command.as_deref().ok_or_else(|| {
-                    Error::invalid(
-                        "command",
-                        format!("server `{}` has no command", server.name),
-                    )
-                })?;
-                let mut env = server.env.clone();
-                env.extend(secrets);
-                let spawned =
-                    spawn::spawn(&self.guard_exe, command, &server.args, &env, stderr.clone())?;
-                let pid = spawned.child.id();
-                let pgid = spawned.pgid;
-                let mut child_proc = spawned.child;
-                let weak = Arc::downgrade(self);
-                let name = server.name.clone();
-                let ring = stderr.clone();
-                tokio::spawn(async move {
-                    let cause = match child_proc.wait().await {
-                        Ok(status) => describe_exit(status),
-                        Err(e) => format!("wait failed: {e}"),
-                    };
-                    spawn::kill_group(pgid);
-                    let _ = exit_tx.send(Some(cause.clone()));
-                    if let Some(inner) = weak.upgrade() {
-                        inner.on_child_exit(&name, &cause, &ring);
-                    }
-                });
-                let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
-                    spawned.stdout,
-                    spawned.stdin,
-                )
-                .with_max_line_length(64 * 1024 * 1024);
-                let mut exit_watch = exit_rx.clone();
-                let connect = async {
-                    tokio::select! {
-                        r = handler.serve(transport) => r.map_err(|e| upstream(format!("initialize failed: {e}"))),
-                        _ = exit_watch.wait_for(|c| c.is_some()) => Err(upstream(String::new())),
-                    }
-                };
-                let service = match tokio::time::timeout(timeout, connect).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        spawn::kill_group(pgid);
-                        // Give the exit watcher a moment to report why the process ended.
-                        let mut w = exit_rx.clone();
-                        let _ = tokio::time::timeout(
-                            Duration::from_millis(500),
-                            w.wait_for(|c| c.is_some()),
-                        )
-                        .await;
-                        let cause = exit_rx.borrow().clone();
-                        return Err(failure(server, e, cause, &stderr));
-                    }
-                    Err(_) => {
-                        spawn::kill_group(pgid);
-                        return Err(with_stderr(
-                            Error::Timeout {
-                                server: server.name.clone(),
-                                what: "activation (initialize)",
-                                ms: timeout.as_millis() as u64,
-                            },
-                            &stderr,
-                        ));
-                    }
-                };
-                (service, pid, pgid, spawned.lifeline)
-            }
-            Transport::StreamableHttp => {
-                let url = substitute(
-                    server.url.as_deref().unwrap_or_default(),
-                    &secrets,
-                    &server.env,
-                );
-                let mut headers = HashMap::new();
-                for (k, v) in &server.headers {
-                    let name = http::HeaderName::try_from(k.as_str())
-                        .map_err(|e| Error::invalid("headers", e.to_string()))?;
-                    let value = http::HeaderValue::try_from(substitute(v, &secrets, &server.env))
-                        .map_err(|e| Error::invalid("headers", e.to_string()))?;
-                    headers.insert(name, value);
-                }
-                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    reqwest::Client::new(),
-                    config,
-                );
-                let service = tokio::time::timeout(timeout, handler.serve(transport))
-                    .await
-                    .map_err(|_| Error::Timeout {
-                        server: server.name.clone(),
-                        what: "activation (initialize)",
-                        ms: timeout.as_millis() as u64,
-                    })?
-                    .map_err(|e| upstream(format!("initialize failed: {e}")))?;
-                (service, None, 0, None)
-            }
-            Transport::Sse => {
-                let url = substitute(
-                    server.url.as_deref().unwrap_or_default(),
-                    &secrets,
-                    &server.env,
-                );
-                let headers: HashMap<String, String> = server
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), substitute(v, &secrets, &server.env)))
-                    .collect();
-                let (sink, stream) =
-                    sse::connect(&url, &headers, timeout)
-                        .await
-                        .map_err(|e| match e {
-                            Error::Upstream { message, .. } => upstream(message),
-                            other => other,
-                        })?;
-                let service = tokio::time::timeout(timeout, handler.serve((sink, stream)))
-                    .await
-                    .map_err(|_| Error::Timeout {
-                        server: server.name.clone(),
-                        what: "activation (initialize)",
-                        ms: timeout.as_millis() as u64,
-                    })?
-                    .map_err(|e| upstream(format!("initialize failed: {e}")))?;
-                (service, None, 0, None)
-            }
-        };
-        let peer = service.peer().clone();
-        let capabilities = peer
-            .peer_info()
-            .map(|i| i.capabilities.clone())
-            .unwrap_or_default();
-        let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => {
-                spawn::kill_group(pgid);
-                return Err(with_stderr(
-                    upstream(format!("tools/list failed: {e}")),
-                    &stderr,
-                ));
-            }
-            Err(_) => {
-                spawn::kill_group(pgid);
-                return Err(with_stderr(
-                    Error::Timeout {
-                        server: server.name.clone(),
-                        what: "tools/list",
-                        ms: timeout.as_millis() as u64,
-                    },
-                    &stderr,
-                ));
-            }
-        };
-        Ok(Arc::new(Child {
-            name: server.name.clone(),
-            server_id: server.id,
-            transport: server.transport,
-            peer,
-            service: tokio::sync::Mutex::new(Some(service)),
-            tools: Mutex::new(tools),
-            capabilities,
-            pid,
-            pgid,
-            lifeline: Mutex::new(lifeline),
-            stderr,
-            exited: exit_rx,
-            stopping: AtomicBool::new(false),
-            started_at,
-            failures,
-            call_timeout,
-        }))
-    }
-
-    /// The child's process ended. An exit we did not ask for is a crash: recorded, announced, restarted on next use.
-    fn on_child_exit(&self, name: &str, cause: &str, stderr: &Arc<StderrRing>) {
-        let child = match lock(&self.children).get(name) {
-            // The ring is unique to one start: a watcher of an earlier run or of a health probe is not this child's.
-            Some(Slot::Running(c)) if Arc::ptr_eq(&c.stderr, stderr) => c.clone(),
-            _ => return,
-        };
-        if child.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        let tail = stderr.tail(5).join(" | ");
-        let error = if tail.is_empty() {
-            format!("exited: {cause}")
-        } else {
-            format!("exited: {cause}; stderr: {tail}")
-        };
-        tracing::warn!(server = name, %error, "child server crashed");
-        let tools = lock(&child.tools).clone();
-        self.record_crash(
-            name,
-            child.server_id,
-            child.failures + 1,
-            error,
-            tools,
-            stderr.clone(),
-            child.transport,
-            child.started_at.clone(),
-        );
-    }
-
     /// Re-lists a child's tools after it said they changed, stores them and tells clients.
     async fn refresh_tools(&self, name: &str) {
         let child = match lock(&self.children).get(name) {
@@ -1022,133 +579,6 @@ impl Inner {
             }
             Err(e) => tracing::warn!(server = name, error = %e, "re-listing tools failed"),
         }
-    }
-
-    async fn call(
-        &self,
-        child: &Arc<Child>,
-        tool: &str,
-        args: Option<Map<String, Value>>,
-        caller: &Caller,
-    ) -> Result<CallToolResult> {
-        let upstream = |message: String| Error::Upstream {
-            server: child.name.clone(),
-            message,
-        };
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        params.arguments = args;
-        // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match child
-            .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-        {
-            Ok(h) => h,
-            Err(e) => return Err(child.explain_failure(e.to_string()).await),
-        };
-        let token = token_key(&handle.progress_token);
-        let request_id = handle.id.clone();
-        let (reset_tx, mut reset_rx) = tokio::sync::mpsc::unbounded_channel();
-        let route = ProgressRoute {
-            caller: caller.peer.clone().zip(caller.progress_token.clone()),
-            reset: reset_tx,
-        };
-        lock(&self.progress).insert(token.clone(), route);
-        if let Some(peer) = &caller.peer {
-            let mut callers = lock(&self.callers);
-            match callers.get_mut(&child.name) {
-                Some(v) => v.push(peer.clone()),
-                None => {
-                    callers.insert(child.name.clone(), vec![peer.clone()]);
-                }
-            }
-        }
-        let _cleanup = scopeguard(|| {
-            lock(&self.progress).remove(&token);
-            if caller.peer.is_some() {
-                if let Some(v) = lock(&self.callers).get_mut(&child.name) {
-                    v.pop();
-                }
-            }
-        });
-        let response = handle.await_response();
-        tokio::pin!(response);
-        let mut exited = child.exited.clone();
-        let cancelled = caller.cancel.clone().unwrap_or_default();
-        let timeout = child.call_timeout;
-        let mut deadline = tokio::time::Instant::now() + timeout;
-        let cancel_child = |reason: &str| {
-            let peer = child.peer.clone();
-            let param =
-                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_owned()));
-            tokio::spawn(async move { peer.notify_cancelled(param).await });
-        };
-        let res = loop {
-            tokio::select! {
-                res = &mut response => break res,
-                Some(()) = reset_rx.recv() => deadline = tokio::time::Instant::now() + timeout,
-                _ = tokio::time::sleep_until(deadline) => {
-                    cancel_child("timed out in agent-discover");
-                    return Err(Error::Timeout { server: child.name.clone(), what: "tool call", ms: timeout.as_millis() as u64 });
-                }
-                Ok(_) = exited.wait_for(|c| c.is_some()) => {
-                    let cause = child.exited.borrow().clone().unwrap_or_default();
-                    return Err(with_stderr(upstream(format!("exited during the call: {cause}")), &child.stderr));
-                }
-                _ = cancelled.cancelled() => {
-                    cancel_child("cancelled by the client");
-                    return Err(upstream("cancelled by the client".into()));
-                }
-            }
-        };
-        match res {
-            // A legacy child's result has no resultType; a 2026-07-28 client requires one.
-            Ok(ServerResult::CallToolResult(mut r)) => {
-                r.result_type.get_or_insert(ResultType::COMPLETE);
-                Ok(r)
-            }
-            Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
-            Err(e) => Err(child.explain_failure(e.to_string()).await),
-        }
-    }
-
-    async fn route_progress(&self, params: ProgressNotificationParam) {
-        let key = token_key(&params.progress_token);
-        let target = {
-            let routes = lock(&self.progress);
-            let Some(route) = routes.get(&key) else {
-                return;
-            };
-            let _ = route.reset.send(());
-            route.caller.clone()
-        };
-        if let Some((peer, token)) = target {
-            let mut forwarded = params;
-            forwarded.progress_token = token;
-            let _ = peer.notify_progress(forwarded).await;
-        }
-    }
-
-    /// The client to forward a child's request to: the one calling that child now, else the newest connected one,
-    /// provided it declared the capability.
-    fn client_for(
-        &self,
-        server: &str,
-        has: impl Fn(&ClientCapabilities) -> bool,
-    ) -> Option<Peer<RoleServer>> {
-        let declared = |p: &Peer<RoleServer>| p.peer_info().is_some_and(|i| has(&i.capabilities));
-        if let Some(p) = lock(&self.callers)
-            .get(server)
-            .and_then(|v| v.last().cloned())
-        {
-            return declared(&p).then_some(p);
-        }
-        lock(&self.clients)
-            .iter()
-            .rev()
-            .map(|(_, p)| p.clone())
-            .find(|p| !p.is_transport_closed() && declared(p))
     }
 }
 
@@ -1207,38 +637,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-struct ScopeGuard<F: FnMut()>(F);
-impl<F: FnMut()> Drop for ScopeGuard<F> {
-    fn drop(&mut self) {
-        (self.0)()
-    }
-}
-fn scopeguard<F: FnMut()>(f: F) -> ScopeGuard<F> {
-    ScopeGuard(f)
-}
-
-fn token_key(token: &ProgressToken) -> String {
-    match &token.0 {
-        NumberOrString::String(s) => format!("s:{s}"),
-        NumberOrString::Number(n) => format!("n:{n}"),
-    }
-}
-
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
-            return format!("killed by signal {sig}");
-        }
-    }
-    match status.code() {
-        Some(127) => "exit code 127 (command not found)".into(),
-        Some(c) => format!("exit code {c}"),
-        None => "exited".into(),
-    }
-}
-
 fn with_stderr(err: Error, stderr: &StderrRing) -> Error {
     let tail = stderr.tail(10);
     if tail.is_empty() {
@@ -1256,30 +654,6 @@ fn with_stderr(err: Error, stderr: &StderrRing) -> Error {
         },
         other => other,
     }
-}
-
-fn failure(server: &Server, err: Error, exit: Option<String>, stderr: &StderrRing) -> Error {
-    let err = match (exit, err) {
-        (Some(cause), _) => Error::Upstream {
-            server: server.name.clone(),
-            message: format!("exited before completing initialize ({cause})"),
-        },
-        (None, e) => e,
-    };
-    with_stderr(err, stderr)
-}
-
-/// Replaces `${NAME}` in a URL or header with a secret or env value of the server.
-fn substitute(
-    s: &str,
-    secrets: &BTreeMap<String, String>,
-    env: &BTreeMap<String, String>,
-) -> String {
-    let mut out = s.to_owned();
-    for (k, v) in env.iter().chain(secrets.iter()) {
-        out = out.replace(&format!("${{{k}}}"), v);
-    }
-    out
 }
 
 /// Marks an error result's text for agents (`isError: true` with a message).

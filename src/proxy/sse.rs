@@ -67,12 +67,11 @@ pub async fn connect(
     tokio::spawn(async move {
         let mut in_tx = in_tx;
         while let Some(Ok(ev)) = events.next().await {
-            if ev.event.as_deref().is_none_or(|e| e == "message") {
-                if let Some(msg) = ev.data.and_then(|d| serde_json::from_str(&d).ok()) {
-                    if in_tx.send(msg).await.is_err() {
-                        break;
-                    }
-                }
+            if ev.event.as_deref().is_none_or(|e| e == "message")
+                && let Some(msg) = ev.data.and_then(|d| serde_json::from_str(&d).ok())
+                && in_tx.send(msg).await.is_err()
+            {
+                break;
             }
         }
     });

@@ -36,10 +36,10 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating if needed) the database file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(parent) = path.parent() {
-            if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent)?;
-            }
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent)?;
         }
         let conn = Connection::open(path)?;
         Store::init(conn)

@@ -96,7 +96,7 @@ impl ClientHandler for TestClient {
             .lock()
             .unwrap()
             .clone()
-            .ok_or_else(|| ErrorData::method_not_found::<ListRootsRequestMethod>())?;
+            .ok_or_else(ErrorData::method_not_found::<ListRootsRequestMethod>)?;
         Ok(ListRootsResult::new(
             roots.into_iter().map(Root::new).collect(),
         ))

@@ -1,0 +1,110 @@
+//! Resources, resource templates and prompts of every running child, aggregated for clients: resource URIs become
+//! `agent-discover://server/uri` and prompts `server__prompt`, so reads and gets route back to their owner.
+
+use rmcp::model::{
+    GetPromptRequestParams, GetPromptResult, Prompt, ReadResourceRequestParams, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, ResultType,
+};
+use serde_json::{Map, Value};
+
+use super::{Proxy, names};
+use crate::error::{Error, Result};
+
+impl Proxy {
+    /// Resources of every running child, their URIs namespaced so reads route back.
+    pub async fn list_resources(&self) -> Vec<Resource> {
+        let mut out = Vec::new();
+        for child in self.inner.running_with(|c| c.resources.is_some()) {
+            if let Ok(items) = child.peer.list_all_resources().await {
+                for mut r in items {
+                    r.uri = names::expose_uri(&child.name, &r.uri);
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
+    pub async fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
+        let mut out = Vec::new();
+        for child in self.inner.running_with(|c| c.resources.is_some()) {
+            if let Ok(items) = child.peer.list_all_resource_templates().await {
+                for mut r in items {
+                    r.uri_template = names::expose_uri(&child.name, &r.uri_template);
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        let (server, original) =
+            names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
+        let child = self.inner.ready_child(server).await?;
+        let mut res = child
+            .peer
+            .read_resource(ReadResourceRequestParams::new(original))
+            .await
+            .map_err(|e| Error::Upstream {
+                server: server.to_owned(),
+                message: e.to_string(),
+            })?;
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        for c in &mut res.contents {
+            match c {
+                ResourceContents::TextResourceContents { uri, .. }
+                | ResourceContents::BlobResourceContents { uri, .. } => {
+                    *uri = names::expose_uri(server, uri)
+                }
+                #[allow(unreachable_patterns)]
+                _ => {}
+            }
+        }
+        Ok(res)
+    }
+
+    pub async fn list_prompts(&self) -> Vec<Prompt> {
+        let mut out = Vec::new();
+        for child in self.inner.running_with(|c| c.prompts.is_some()) {
+            if let Ok(items) = child.peer.list_all_prompts().await {
+                for mut p in items {
+                    p.name = names::expose(&child.name, &p.name);
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<GetPromptResult> {
+        let mut target = None;
+        for child in self.inner.running_with(|c| c.prompts.is_some()) {
+            if let Ok(items) = child.peer.list_all_prompts().await
+                && let Some(p) = items
+                    .into_iter()
+                    .find(|p| names::expose(&child.name, &p.name) == names::strip_mcp(name))
+            {
+                target = Some((child, p.name));
+                break;
+            }
+        }
+        let (child, prompt) = target.ok_or_else(|| Error::not_found("prompt", name))?;
+        let mut params = GetPromptRequestParams::new(prompt);
+        params.arguments = arguments;
+        let mut res = child
+            .peer
+            .get_prompt(params)
+            .await
+            .map_err(|e| Error::Upstream {
+                server: child.name.clone(),
+                message: e.to_string(),
+            })?;
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
+    }
+}

@@ -1,0 +1,168 @@
+//! Forwarding one tool call to a child: the call timeout, reset by progress; cancellation in both directions; failure
+//! at once when the child dies. And the way back: a child's progress goes to the caller's token, and its requests
+//! (sampling, elicitation, roots) to the calling client if it declared the capability.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientRequest, NumberOrString, ProgressNotificationParam, ProgressToken,
+    ResultType, ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value};
+
+use super::{Caller, Child, Inner, lock, with_stderr};
+use crate::error::{Error, Result};
+
+pub(super) struct ProgressRoute {
+    caller: Option<(Peer<RoleServer>, ProgressToken)>,
+    reset: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+impl Inner {
+    pub(super) async fn call(
+        &self,
+        child: &Arc<Child>,
+        tool: &str,
+        args: Option<Map<String, Value>>,
+        caller: &Caller,
+    ) -> Result<CallToolResult> {
+        let upstream = |message: String| Error::Upstream {
+            server: child.name.clone(),
+            message,
+        };
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = args;
+        // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match child
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => return Err(child.explain_failure(e.to_string()).await),
+        };
+        let token = token_key(&handle.progress_token);
+        let request_id = handle.id.clone();
+        let (reset_tx, mut reset_rx) = tokio::sync::mpsc::unbounded_channel();
+        let route = ProgressRoute {
+            caller: caller.peer.clone().zip(caller.progress_token.clone()),
+            reset: reset_tx,
+        };
+        lock(&self.progress).insert(token.clone(), route);
+        if let Some(peer) = &caller.peer {
+            let mut callers = lock(&self.callers);
+            match callers.get_mut(&child.name) {
+                Some(v) => v.push(peer.clone()),
+                None => {
+                    callers.insert(child.name.clone(), vec![peer.clone()]);
+                }
+            }
+        }
+        let _cleanup = scopeguard(|| {
+            lock(&self.progress).remove(&token);
+            if caller.peer.is_some()
+                && let Some(v) = lock(&self.callers).get_mut(&child.name)
+            {
+                v.pop();
+            }
+        });
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let mut exited = child.exited.clone();
+        let cancelled = caller.cancel.clone().unwrap_or_default();
+        let timeout = child.call_timeout;
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        let cancel_child = |reason: &str| {
+            let peer = child.peer.clone();
+            let param =
+                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_owned()));
+            tokio::spawn(async move { peer.notify_cancelled(param).await });
+        };
+        let res = loop {
+            tokio::select! {
+                res = &mut response => break res,
+                Some(()) = reset_rx.recv() => deadline = tokio::time::Instant::now() + timeout,
+                _ = tokio::time::sleep_until(deadline) => {
+                    cancel_child("timed out in agent-discover");
+                    return Err(Error::Timeout { server: child.name.clone(), what: "tool call", ms: timeout.as_millis() as u64 });
+                }
+                Ok(_) = exited.wait_for(|c| c.is_some()) => {
+                    let cause = child.exited.borrow().clone().unwrap_or_default();
+                    return Err(with_stderr(upstream(format!("exited during the call: {cause}")), &child.stderr));
+                }
+                _ = cancelled.cancelled() => {
+                    cancel_child("cancelled by the client");
+                    return Err(upstream("cancelled by the client".into()));
+                }
+            }
+        };
+        match res {
+            // A legacy child's result has no resultType; a 2026-07-28 client requires one.
+            Ok(ServerResult::CallToolResult(mut r)) => {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+                Ok(r)
+            }
+            Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
+            Err(e) => Err(child.explain_failure(e.to_string()).await),
+        }
+    }
+
+    pub(super) async fn route_progress(&self, params: ProgressNotificationParam) {
+        let key = token_key(&params.progress_token);
+        let target = {
+            let routes = lock(&self.progress);
+            let Some(route) = routes.get(&key) else {
+                return;
+            };
+            let _ = route.reset.send(());
+            route.caller.clone()
+        };
+        if let Some((peer, token)) = target {
+            let mut forwarded = params;
+            forwarded.progress_token = token;
+            let _ = peer.notify_progress(forwarded).await;
+        }
+    }
+
+    /// The client to forward a child's request to: the one calling that child now, else the newest connected one,
+    /// provided it declared the capability.
+    pub(super) fn client_for(
+        &self,
+        server: &str,
+        has: impl Fn(&ClientCapabilities) -> bool,
+    ) -> Option<Peer<RoleServer>> {
+        let declared = |p: &Peer<RoleServer>| p.peer_info().is_some_and(|i| has(&i.capabilities));
+        if let Some(p) = lock(&self.callers)
+            .get(server)
+            .and_then(|v| v.last().cloned())
+        {
+            return declared(&p).then_some(p);
+        }
+        lock(&self.clients)
+            .iter()
+            .rev()
+            .map(|(_, p)| p.clone())
+            .find(|p| !p.is_transport_closed() && declared(p))
+    }
+}
+
+struct ScopeGuard<F: FnMut()>(F);
+impl<F: FnMut()> Drop for ScopeGuard<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+fn scopeguard<F: FnMut()>(f: F) -> ScopeGuard<F> {
+    ScopeGuard(f)
+}
+
+fn token_key(token: &ProgressToken) -> String {
+    match &token.0 {
+        NumberOrString::String(s) => format!("s:{s}"),
+        NumberOrString::Number(n) => format!("n:{n}"),
+    }
+}

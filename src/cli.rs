@@ -797,8 +797,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 /// live in each process's memory, and that process is the one other tools (the dashboard, REST) talk to.
 async fn dashboard_calls(app: &App, port: u16) -> Value {
     let base = format!("http://127.0.0.1:{port}");
+    // Nothing listening fails at once; a busy server gets a few seconds.
     let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_millis(500))
+        .timeout(std::time::Duration::from_secs(3))
         .no_proxy()
         .build()
         .map_err(|e| e.to_string());
@@ -806,11 +807,11 @@ async fn dashboard_calls(app: &App, port: u16) -> Value {
         let client = client.clone();
         let url = format!("{base}{path}");
         async move {
-            let resp = client?.get(url).send().await.map_err(|e| e.to_string())?;
+            let resp = client?.get(url).send().await.map_err(|e| error_chain(&e))?;
             if !resp.status().is_success() {
                 return Err(format!("HTTP {}", resp.status()));
             }
-            resp.json::<Value>().await.map_err(|e| e.to_string())
+            resp.json::<Value>().await.map_err(|e| error_chain(&e))
         }
     };
     let unavailable = |why: String| json!({"unavailable": format!("{why}; each agent-discover keeps its own call log (registry action `status`, or the dashboard)")});
@@ -830,6 +831,17 @@ async fn dashboard_calls(app: &App, port: u16) -> Value {
             "the dashboard at {base} did not give its call log ({e})"
         )),
     }
+}
+
+/// An error with its causes (reqwest's own message leaves out why a request failed).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    out
 }
 
 /// A progress indicator on stderr (only when stderr is a terminal); abort the handle to stop it.

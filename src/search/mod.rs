@@ -214,7 +214,7 @@ impl Search {
 
         let hybrid = match vector {
             Some((qv, model)) => {
-                let cos = self.cosine_top(&model, &qv, CANDIDATES)?;
+                let cos = self.cosine_top(&model, &qv, CANDIDATES).await?;
                 let mut missing: Vec<i64> = Vec::new();
                 for (id, c) in &cos {
                     match hits.iter_mut().find(|h| h.tool.id == *id) {
@@ -298,8 +298,8 @@ impl Search {
         }
     }
 
-    /// The `k` most similar tools by cosine, rebuilding the in-memory index if it is stale.
-    fn cosine_top(&self, model: &str, q: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
+    /// The `k` most similar tools by cosine, rebuilding the in-memory index first if it is stale.
+    async fn cosine_top(&self, model: &str, q: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
         let generation = self.inner.generation.load(Ordering::SeqCst);
         let data_version = self.inner.store.data_version()?;
         let fresh = self
@@ -312,24 +312,16 @@ impl Search {
                 i.model == model && i.generation == generation && i.data_version == data_version
             });
         if !fresh {
-            let rows = self.inner.store.embeddings(model)?;
-            let dim = rows.first().map(|(_, v)| v.len()).unwrap_or(0);
-            let mut ids = Vec::with_capacity(rows.len());
-            let mut data = Vec::with_capacity(rows.len() * dim);
-            for (id, v) in rows.into_iter().filter(|(_, v)| v.len() == dim) {
-                ids.push(id);
-                data.extend_from_slice(&v);
-            }
-            let rows = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-            *self.inner.index.write().unwrap_or_else(|p| p.into_inner()) = Some(VectorIndex {
-                model: model.to_owned(),
-                generation,
-                data_version,
-                dim,
-                ids,
-                rows,
-                data,
-            });
+            // Reading every vector takes tens of milliseconds at 10k tools: off the async thread, which in `mcp`
+            // is the one that relays calls.
+            let store = self.inner.store.clone();
+            let m = model.to_owned();
+            let index = tokio::task::spawn_blocking(move || {
+                VectorIndex::load(&store, &m, generation, data_version)
+            })
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
+            *self.inner.index.write().unwrap_or_else(|p| p.into_inner()) = Some(index);
         }
         let guard = self.inner.index.read().unwrap_or_else(|p| p.into_inner());
         let Some(index) = guard.as_ref() else {
@@ -340,6 +332,27 @@ impl Search {
 }
 
 impl VectorIndex {
+    fn load(store: &Store, model: &str, generation: u64, data_version: i64) -> Result<VectorIndex> {
+        let rows = store.embeddings(model)?;
+        let dim = rows.first().map(|(_, v)| v.len()).unwrap_or(0);
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut data = Vec::with_capacity(rows.len() * dim);
+        for (id, v) in rows.into_iter().filter(|(_, v)| v.len() == dim) {
+            ids.push(id);
+            data.extend_from_slice(&v);
+        }
+        let rows = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        Ok(VectorIndex {
+            model: model.to_owned(),
+            generation,
+            data_version,
+            dim,
+            ids,
+            rows,
+            data,
+        })
+    }
+
     fn top(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
         if self.dim == 0 || q.len() != self.dim {
             return vec![];

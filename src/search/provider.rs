@@ -3,7 +3,7 @@
 //! to `none` and says why, so search keeps working on a misconfiguration.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 // Tokio's clock, so tests can pause time and step over the idle period.
@@ -45,12 +45,16 @@ pub struct LocalModel {
     dir: std::path::PathBuf,
     idle: Duration,
     state: Mutex<ModelState>,
+    /// Signalled when a load finishes.
+    loaded: Condvar,
     /// Whether a task is waiting to unload the model.
     reaper: AtomicBool,
 }
 
 enum ModelState {
     Unloaded,
+    /// A thread is reading the files; others wait on `LocalModel::loaded`.
+    Loading,
     Loaded {
         model: Arc<crate::embed::MiniLm>,
         last_used: Instant,
@@ -85,6 +89,7 @@ impl LocalModel {
             dir,
             idle,
             state: Mutex::new(ModelState::Unloaded),
+            loaded: Condvar::new(),
             reaper: AtomicBool::new(false),
         }
     }
@@ -93,32 +98,42 @@ impl LocalModel {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The model, loaded if needed (blocking: call it off the async workers).
+    /// The model, loaded if needed (blocking: call it off the async workers). The state lock is never held while
+    /// the files load (a second or more in a debug build), so `status` and the unload task never wait for a load.
     fn lease(&self) -> Result<Lease<'_>> {
         let mut st = self.lock();
-        if let ModelState::Unloaded = &*st {
-            *st = match crate::embed::MiniLm::load(&self.dir) {
-                Ok(m) => ModelState::Loaded {
-                    model: Arc::new(m),
-                    last_used: Instant::now(),
-                    in_use: 0,
-                },
-                Err(e) => ModelState::Failed(format!(
-                    "local model in {} cannot be loaded: {e}",
-                    self.dir.display()
-                )),
-            };
-        }
-        match &mut *st {
-            ModelState::Loaded { model, in_use, .. } => {
-                *in_use += 1;
-                Ok(Lease {
-                    owner: self,
-                    model: model.clone(),
-                })
+        loop {
+            match &mut *st {
+                ModelState::Loaded { model, in_use, .. } => {
+                    *in_use += 1;
+                    return Ok(Lease {
+                        owner: self,
+                        model: model.clone(),
+                    });
+                }
+                ModelState::Failed(e) => return Err(Error::Unavailable(e.clone())),
+                ModelState::Loading => {
+                    st = self.loaded.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                ModelState::Unloaded => {
+                    *st = ModelState::Loading;
+                    drop(st);
+                    let next = match crate::embed::MiniLm::load(&self.dir) {
+                        Ok(m) => ModelState::Loaded {
+                            model: Arc::new(m),
+                            last_used: Instant::now(),
+                            in_use: 0,
+                        },
+                        Err(e) => ModelState::Failed(format!(
+                            "local model in {} cannot be loaded: {e}",
+                            self.dir.display()
+                        )),
+                    };
+                    st = self.lock();
+                    *st = next;
+                    self.loaded.notify_all();
+                }
             }
-            ModelState::Failed(e) => Err(Error::Unavailable(e.clone())),
-            ModelState::Unloaded => unreachable!("loaded above"),
         }
     }
 

@@ -281,7 +281,9 @@ async fn bench() {
         .arg("--data-dir")
         .arg(dir.path())
         .arg("mcp")
-        .env("AGENT_DISCOVER_DASHBOARD", "off");
+        .env("AGENT_DISCOVER_DASHBOARD", "off")
+        // With the local model installed, activations embed tools; give the model back soon so its unload is measured.
+        .env("AGENT_DISCOVER_MODEL_IDLE_SECS", "2");
     let (proxied, pid) = connect(proxied_cmd).await;
     let mut null_cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
     null_cmd.arg("null-proxy").arg(&bin);
@@ -329,6 +331,18 @@ async fn bench() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss10 = rss_kb(pid);
+    // With the local model: wait (bounded) for the idle unload, then measure again.
+    let search = status(&proxied).await["search"].clone();
+    let after_unload = if search["provider"] == "local" {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while status(&proxied).await["search"]["model_loaded"] == true {
+            assert!(Instant::now() < deadline, "the model was not unloaded");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Some(rss_kb(pid))
+    } else {
+        None
+    };
 
     println!("## Proxy overhead (issue 3)\n");
     println!(
@@ -369,4 +383,23 @@ async fn bench() {
         "| per extra child | {:.0} |",
         (rss10 as f64 - rss1 as f64) / 9.0
     );
+    match after_unload {
+        Some(kb) => println!(
+            "| 10 active children, after the local model's idle unload | {kb} |\n\nSearch: {search} (the local model \
+             was loaded to embed the children's tools)."
+        ),
+        None => println!("\nSearch: {search} (no local model: BM25 only, nothing to load)."),
+    }
+}
+
+async fn status(client: &Client) -> serde_json::Value {
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("registry")
+                .with_arguments(json!({"action": "status"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let text = r.content[0].as_text().unwrap().text.clone();
+    serde_json::from_str(&text).unwrap()
 }

@@ -51,6 +51,8 @@ const QUERIES: &[&str] = &[
     "export the report",
 ];
 const DIM: usize = 384;
+/// Rounds of all queries per mode and catalog size.
+const ROUNDS: usize = 100;
 
 /// xorshift: reproducible pseudo-random vectors without a dependency.
 struct Rng(u64);
@@ -114,7 +116,7 @@ fn p50(mut v: Vec<Duration>) -> Duration {
 async fn main() {
     println!("## Tool search (issue 4)\n");
     println!(
-        "Synthetic catalogs (50 tools per server), {} queries x 20 rounds in each mode, p50 of `Search::rank`; BM25 mode \
+        "Synthetic catalogs (50 tools per server), {} queries x {ROUNDS} rounds in each mode, p50 of `Search::rank`; BM25 mode \
          (provider `none`) is measured first, then hybrid with 384-dim unit vectors, excluding embedding the query.\n",
         QUERIES.len()
     );
@@ -126,7 +128,7 @@ async fn main() {
         let search = Search::new(store, Provider::None, Provider::from_env_value("none").1);
         // BM25 mode first, on its own: a BM25-only process has no vector index to scan between queries.
         let mut bm = Vec::new();
-        for _ in 0..20 {
+        for _ in 0..ROUNDS {
             for query in QUERIES {
                 let t = Instant::now();
                 let r = search.rank(query, 5).await.unwrap();
@@ -143,7 +145,7 @@ async fn main() {
             .unwrap();
         let load = t.elapsed();
         let mut hy = Vec::new();
-        for _ in 0..20 {
+        for _ in 0..ROUNDS {
             for query in QUERIES {
                 let t = Instant::now();
                 let r = search

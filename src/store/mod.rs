@@ -3,6 +3,7 @@
 //! `Store` is a cheap handle; each call locks the connection for one short synchronous statement or transaction.
 //! Nothing here knows about MCP, HTTP or child processes.
 
+mod bm25;
 pub mod market_cache;
 mod schema;
 mod search;
@@ -25,6 +26,8 @@ pub use secrets::{CallSample, SecretRow, ServerMetrics, ToolMetrics};
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    /// Row lengths of the tool index for `ad_bm25` (see `bm25`), refreshed under the connection's lock.
+    doc_lengths: bm25::SharedLengths,
 }
 
 impl std::fmt::Debug for Store {
@@ -56,8 +59,11 @@ impl Store {
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
         schema::migrate(&mut conn)?;
+        let doc_lengths = bm25::SharedLengths::default();
+        bm25::register(&conn, doc_lengths.clone())?;
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
+            doc_lengths,
         })
     }
 

@@ -16,11 +16,12 @@ impl Store {
     /// Tools matching an FTS5 expression (see `store::fts_query`), best first, name weighted 4x description.
     pub fn search_tools_bm25(&self, fts: &str, limit: usize) -> Result<Vec<Bm25Hit>> {
         let conn = self.lock();
+        super::bm25::refresh(&self.doc_lengths, &conn)?;
         let mut stmt = conn.prepare_cached(
             // Rank inside FTS5 first and join only the winners; joining every match before the LIMIT costs
-            // a lookup per matching row.
+            // a lookup per matching row. `ad_bm25` is `bm25` with row lengths from memory (see `store::bm25`).
             "WITH hits AS (
-                SELECT rowid AS id, -bm25(server_tools_fts, 4.0, 1.0) AS score FROM server_tools_fts
+                SELECT rowid AS id, -ad_bm25(server_tools_fts, 4.0, 1.0) AS score FROM server_tools_fts
                 WHERE server_tools_fts MATCH ?1 ORDER BY score DESC LIMIT ?2
              )
              SELECT t.id, t.server_id, s.name, t.name, t.description, hits.score

@@ -2,12 +2,14 @@
 //! at once when the child dies. And the way back: a child's progress goes to the caller's token, and its requests
 //! (sampling, elicitation, roots) to the calling client if it declared the capability.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use tokio::time::Instant;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientCapabilities, ClientRequest, NumberOrString, ProgressNotificationParam, ProgressToken,
-    ResultType, ServerResult,
+    ClientCapabilities, ClientRequest, ProgressNotificationParam, ProgressToken, ResultType,
+    ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
@@ -18,7 +20,8 @@ use crate::error::{Error, Result};
 
 pub(super) struct ProgressRoute {
     caller: Option<(Peer<RoleServer>, ProgressToken)>,
-    reset: tokio::sync::mpsc::UnboundedSender<()>,
+    /// When the child last reported progress on this call; the call's deadline is measured from it.
+    last_progress: Arc<Mutex<Instant>>,
 }
 
 impl Inner {
@@ -45,12 +48,12 @@ impl Inner {
             Ok(h) => h,
             Err(e) => return Err(child.explain_failure(e.to_string()).await),
         };
-        let token = token_key(&handle.progress_token);
+        let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
-        let (reset_tx, mut reset_rx) = tokio::sync::mpsc::unbounded_channel();
+        let last_progress = Arc::new(Mutex::new(Instant::now()));
         let route = ProgressRoute {
             caller: caller.peer.clone().zip(caller.progress_token.clone()),
-            reset: reset_tx,
+            last_progress: last_progress.clone(),
         };
         lock(&self.progress).insert(token.clone(), route);
         if let Some(peer) = &caller.peer {
@@ -73,9 +76,16 @@ impl Inner {
         let response = handle.await_response();
         tokio::pin!(response);
         let mut exited = child.exited.clone();
-        let cancelled = caller.cancel.clone().unwrap_or_default();
+        let cancelled = async {
+            match &caller.cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(cancelled);
         let timeout = child.call_timeout;
-        let mut deadline = tokio::time::Instant::now() + timeout;
+        // Progress moves the deadline lazily: when the timer fires, it is re-armed from the last progress if any came.
+        let mut deadline = Instant::now() + timeout;
         let cancel_child = |reason: &str| {
             let peer = child.peer.clone();
             let param =
@@ -85,8 +95,12 @@ impl Inner {
         let res = loop {
             tokio::select! {
                 res = &mut response => break res,
-                Some(()) = reset_rx.recv() => deadline = tokio::time::Instant::now() + timeout,
                 _ = tokio::time::sleep_until(deadline) => {
+                    let extended = *lock(&last_progress) + timeout;
+                    if extended > Instant::now() {
+                        deadline = extended;
+                        continue;
+                    }
                     cancel_child("timed out in agent-discover");
                     return Err(Error::Timeout { server: child.name.clone(), what: "tool call", ms: timeout.as_millis() as u64 });
                 }
@@ -94,7 +108,7 @@ impl Inner {
                     let cause = child.exited.borrow().clone().unwrap_or_default();
                     return Err(with_stderr(upstream(format!("exited during the call: {cause}")), &child.stderr));
                 }
-                _ = cancelled.cancelled() => {
+                _ = &mut cancelled => {
                     cancel_child("cancelled by the client");
                     return Err(upstream("cancelled by the client".into()));
                 }
@@ -112,13 +126,12 @@ impl Inner {
     }
 
     pub(super) async fn route_progress(&self, params: ProgressNotificationParam) {
-        let key = token_key(&params.progress_token);
         let target = {
             let routes = lock(&self.progress);
-            let Some(route) = routes.get(&key) else {
+            let Some(route) = routes.get(&params.progress_token) else {
                 return;
             };
-            let _ = route.reset.send(());
+            *lock(&route.last_progress) = Instant::now();
             route.caller.clone()
         };
         if let Some((peer, token)) = target {
@@ -158,11 +171,4 @@ impl<F: FnMut()> Drop for ScopeGuard<F> {
 }
 fn scopeguard<F: FnMut()>(f: F) -> ScopeGuard<F> {
     ScopeGuard(f)
-}
-
-fn token_key(token: &ProgressToken) -> String {
-    match &token.0 {
-        NumberOrString::String(s) => format!("s:{s}"),
-        NumberOrString::Number(n) => format!("n:{n}"),
-    }
 }

@@ -100,7 +100,7 @@ pub(crate) struct Inner {
     children: Mutex<HashMap<String, Slot>>,
     /// Serialises activate/deactivate/restart of one server.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    progress: Mutex<HashMap<String, ProgressRoute>>,
+    progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
     /// Connected MCP clients (legacy sessions), newest last, for forwarding child requests.
     clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
     /// Which client is calling each server right now (most recent last).

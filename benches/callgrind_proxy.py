@@ -1,0 +1,62 @@
+# Instructions per proxied call (a benchmark, not a test; callgrind counts are the same on a busy or a quiet machine).
+# Runs `agent-discover mcp` (or, with --null, the proxy bench's minimal rmcp proxy) under valgrind's callgrind, drives
+# N `echo` calls through it with the official MCP Python SDK, and prints instructions per call: the total of a run
+# with N calls minus that of a run with none.
+#
+# Usage (after `cargo build --release` and `scripts/test.sh`, which installs the SDK into .ci/cache/venv):
+#   .ci/cache/venv/bin/python benches/callgrind_proxy.py [N] [--null BENCH_EXECUTABLE]
+# then `callgrind_annotate --inclusive=yes target/callgrind-proxy-N.out` shows where they go.
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "agent-discover")
+
+
+async def run(calls: int, null: str | None) -> int:
+    out = os.path.join(ROOT, "target", f"callgrind-{'null' if null else 'proxy'}-{calls}.out")
+    target = [null, "null-proxy", BIN] if null else [BIN, "--data-dir", tempfile.mkdtemp(), "mcp"]
+    env = dict(os.environ, AGENT_DISCOVER_DASHBOARD="off", AGENT_DISCOVER_EMBEDDING_PROVIDER="none")
+    params = StdioServerParameters(
+        command="valgrind",
+        args=["-q", "--tool=callgrind", f"--callgrind-out-file={out}", *target],
+        env=env,
+    )
+    async with Client(params, mode="legacy", raise_exceptions=True) as client:
+        tool = "echo"
+        if not null:
+            for args in ({"action": "install", "name": "fx", "command": BIN, "args": ["fixture-server"]},
+                         {"action": "activate", "name": "fx"}):
+                r = await client.call_tool("registry", args)
+                assert not r.is_error, r
+            tool = "fx__echo"
+        for _ in range(calls):
+            r = await client.call_tool(tool, {"text": "ping"})
+            assert not r.is_error and r.content[0].text == "ping", r
+    # valgrind writes the profile when the process exits after stdin closes.
+    totals = subprocess.run(["callgrind_annotate", out], capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", totals).group(1).replace(",", ""))
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    null = None
+    if "--null" in args:
+        i = args.index("--null")
+        null = args[i + 1]
+        del args[i:i + 2]
+    calls = int(args[0]) if args else 2000
+    base = anyio.run(run, 0, null)
+    total = anyio.run(run, calls, null)
+    print(f"{'minimal rmcp proxy' if null else 'agent-discover'}: {(total - base) / calls:,.0f} instructions per "
+          f"proxied call ({calls} calls)")
+
+
+if __name__ == "__main__":
+    main()

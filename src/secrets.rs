@@ -198,28 +198,33 @@ fn load_key(data_dir: &Path) -> Result<Key<XChaCha20Poly1305>> {
     }
 }
 
+/// Creates the key file with a new key, or, when another process got there first, reads theirs. The key is written
+/// to a private temporary file and hard-linked into place, so no process ever sees a partly written key and no
+/// existing key is ever replaced.
 fn create_key(path: &PathBuf) -> Result<Key<XChaCha20Poly1305>> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
     let key = Key::<XChaCha20Poly1305>::generate();
+    let tmp = dir.join(format!(".{KEY_FILE}.{}.tmp", std::process::id()));
     let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
+    opts.write(true).create(true).truncate(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    match opts.open(path) {
-        Ok(mut f) => {
-            f.write_all(key.as_slice())?;
-            f.sync_all()?;
-            Ok(key)
-        }
-        // Another process created it first: use theirs.
+    let written = opts.open(&tmp).and_then(|mut f| {
+        f.write_all(key.as_slice())?;
+        f.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(key),
+        // Another process created it first: use theirs (complete, since it too was linked into place).
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let bytes = std::fs::read(path)?;
             Key::<XChaCha20Poly1305>::try_from(bytes.as_slice()).map_err(|_| {
                 Error::invalid(
                     "secrets key file",
-                    "is being written by another process; retry",
+                    format!("{} is not a 32-byte key", path.display()),
                 )
             })
         }

@@ -55,8 +55,22 @@ impl Store {
 
     fn init(mut conn: Connection) -> Result<Store> {
         conn.busy_timeout(Duration::from_secs(5))?;
-        // journal_mode returns a row, so it is read rather than executed.
-        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        // Several processes opening a brand-new file at once race to switch it to WAL, and SQLite answers that race
+        // with SQLITE_BUSY at once rather than through the busy handler: retry it for a while.
+        let give_up = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            // journal_mode returns a row, so it is read rather than executed.
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+                Ok(_) => break,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && std::time::Instant::now() < give_up =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
         schema::migrate(&mut conn)?;
         let doc_lengths = bm25::SharedLengths::default();

@@ -457,3 +457,43 @@ fn cli_and_mcp_see_the_same_registry_and_env_overrides_work() {
     let again = agent_discover::store::Store::open(&db).unwrap();
     assert_eq!(again.count_servers().unwrap(), 1);
 }
+
+/// Processes that open a brand-new data directory at the same instant all succeed (the switch to WAL and the creation
+/// of the secrets key race), and they end up sharing one complete key.
+#[test]
+fn processes_racing_to_create_a_fresh_data_dir_all_succeed() {
+    for _round in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                std::process::Command::new(BIN)
+                    .arg("--data-dir")
+                    .arg(dir.path())
+                    .args(["list", "--json"])
+                    .env_remove("AGENT_DISCOVER_DB")
+                    .env_remove("AGENT_DISCOVER_MASTER_KEY")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for racer in racers {
+            let out = racer.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let key = std::fs::read(dir.path().join("secrets.key")).unwrap();
+        assert_eq!(key.len(), 32);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}

@@ -555,3 +555,69 @@ async fn openai_provider_from_the_environment_end_to_end() {
     );
     agent.stop().await;
 }
+
+/// Without AGENT_DISCOVER_MODEL_DIR, the local model is found in the Hugging Face cache layout
+/// (`$HF_HUB_CACHE/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/<revision>/`, files as symlinks), and
+/// hybrid search is on by default.
+#[tokio::test]
+async fn the_local_model_is_found_in_the_hugging_face_cache() {
+    use crate::harness;
+    use serde_json::json;
+
+    let installed = agent_discover::embed::find_model_dir(None)
+        .expect("the local model is required (scripts/test.sh installs it)");
+    let (dir, home) = (tmp(), tmp());
+    let snapshot = home
+        .path()
+        .join("hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/0123abcd");
+    std::fs::create_dir_all(&snapshot).unwrap();
+    for f in ["model.safetensors", "vocab.txt", "config.json"] {
+        std::os::unix::fs::symlink(installed.join(f), snapshot.join(f)).unwrap();
+    }
+    let h = home.path().display().to_string();
+    let agent = harness::spawn_env(
+        dir.path(),
+        &[],
+        None,
+        &[
+            ("AGENT_DISCOVER_MODEL_DIR", String::new()),
+            ("AGENT_DISCOVER_EMBEDDING_PROVIDER", String::new()),
+            ("HOME", h.clone()),
+            ("XDG_CACHE_HOME", format!("{h}/cache")),
+            ("HF_HOME", format!("{h}/hf")),
+            ("HF_HUB_CACHE", format!("{h}/hub")),
+        ],
+    )
+    .await;
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(
+        status["search"]["provider"], "local",
+        "{}",
+        status["search"]
+    );
+    assert_eq!(status["search"]["hybrid"], true);
+    agent
+        .install_fixture(
+            "fx",
+            &[
+                "--tool",
+                "cancel_subscription=Cancel a customer's subscription",
+            ],
+            json!({}),
+        )
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    let r = agent
+        .registry(json!({"action": "find_tool", "query": "stop the billing arrangement", "auto_activate": false}))
+        .await;
+    assert_eq!(r["call_as"], "fx__cancel_subscription", "{r}");
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(
+        status["search"]["model_loaded"], true,
+        "{}",
+        status["search"]
+    );
+    agent.stop().await;
+}

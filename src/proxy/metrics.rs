@@ -93,10 +93,12 @@ impl CallMetrics {
             return;
         }
         let store = self.store.clone();
-        match tokio::task::spawn_blocking(move || store.record_calls(&batch)).await {
-            Ok(Err(e)) => tracing::warn!(error = %e, "recording call metrics failed"),
-            Err(e) => tracing::warn!(error = %e, "recording call metrics failed"),
-            Ok(Ok(())) => {}
+        let written = tokio::task::spawn_blocking(move || store.record_calls(&batch))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "recording call metrics failed");
         }
     }
 }

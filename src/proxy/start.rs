@@ -46,6 +46,11 @@ impl Inner {
             server: server.name.clone(),
             message,
         };
+        let timed_out = |what: &'static str| Error::Timeout {
+            server: server.name.clone(),
+            what,
+            ms: timeout.as_millis() as u64,
+        };
 
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
@@ -104,14 +109,7 @@ impl Inner {
                     }
                     Err(_) => {
                         spawn::kill_group(pgid);
-                        return Err(with_stderr(
-                            Error::Timeout {
-                                server: server.name.clone(),
-                                what: "activation (initialize)",
-                                ms: timeout.as_millis() as u64,
-                            },
-                            &stderr,
-                        ));
+                        return Err(with_stderr(timed_out("activation (initialize)"), &stderr));
                     }
                 };
                 (service, pid, pgid, spawned.lifeline)
@@ -137,11 +135,7 @@ impl Inner {
                 );
                 let service = tokio::time::timeout(timeout, handler.serve(transport))
                     .await
-                    .map_err(|_| Error::Timeout {
-                        server: server.name.clone(),
-                        what: "activation (initialize)",
-                        ms: timeout.as_millis() as u64,
-                    })?
+                    .map_err(|_| timed_out("activation (initialize)"))?
                     .map_err(|e| upstream(format!("initialize failed: {e}")))?;
                 (service, None, 0, None)
             }
@@ -165,11 +159,7 @@ impl Inner {
                         })?;
                 let service = tokio::time::timeout(timeout, handler.serve((sink, stream)))
                     .await
-                    .map_err(|_| Error::Timeout {
-                        server: server.name.clone(),
-                        what: "activation (initialize)",
-                        ms: timeout.as_millis() as u64,
-                    })?
+                    .map_err(|_| timed_out("activation (initialize)"))?
                     .map_err(|e| upstream(format!("initialize failed: {e}")))?;
                 (service, None, 0, None)
             }
@@ -190,14 +180,7 @@ impl Inner {
             }
             Err(_) => {
                 spawn::kill_group(pgid);
-                return Err(with_stderr(
-                    Error::Timeout {
-                        server: server.name.clone(),
-                        what: "tools/list",
-                        ms: timeout.as_millis() as u64,
-                    },
-                    &stderr,
-                ));
+                return Err(with_stderr(timed_out("tools/list"), &stderr));
             }
         };
         Ok(Arc::new(Child {

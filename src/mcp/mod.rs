@@ -1,9 +1,9 @@
 //! Our MCP server: one rmcp `ServerHandler` serving the built-in `registry` tool plus every active child's tools,
 //! resources and prompts, over stdio and (through the HTTP layer) Streamable HTTP, for both protocol eras.
 //!
-//! A thin adapter: arguments are parsed and checked in `registry_tool`, the work is done by the domain layer.
+//! A thin adapter: arguments are typed and checked in `actions`, the work is done by the domain layer.
 
-mod args;
+mod actions;
 mod registry_tool;
 
 use std::sync::Arc;
@@ -15,11 +15,11 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 
 use crate::app::App;
-use crate::error::{Error, ErrorCode};
+use crate::error::Error;
 use crate::events::Received;
 use crate::proxy::Caller;
 
-pub use registry_tool::ACTIONS;
+pub use registry_tool::actions;
 
 pub const SERVER_NAME: &str = "agent-discover";
 
@@ -380,20 +380,6 @@ pub(crate) fn json_result(value: &serde_json::Value) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
     )])
-}
-
-/// Maps a domain error once: bad input is a protocol error (invalid params); anything else is a tool result
-/// with `isError: true` whose text says what happened and what to do.
-pub(crate) fn map_error(err: Error) -> Result<CallToolResult, McpError> {
-    match err.code() {
-        ErrorCode::InvalidInput => Err(McpError::invalid_params(err.to_string(), None)),
-        code => {
-            let body = json!({ "error": err.to_string(), "code": code.as_str() });
-            Ok(CallToolResult::error(vec![ContentBlock::text(
-                body.to_string(),
-            )]))
-        }
-    }
 }
 
 /// Serves MCP on stdin/stdout until the client disconnects, then stops every child. Nothing else writes to stdout.

@@ -8,6 +8,7 @@
 //! Leader election: every `agent-discover mcp` process tries to bind the dashboard port; the first one serves it, the
 //! others see the port taken ([`bind`] answers `None`) and stay stdio-only.
 
+mod answer;
 mod api;
 mod assets;
 mod error;
@@ -177,7 +178,11 @@ fn router_with(
         mcp_config,
     );
     let security = Arc::new(security);
-    api.route_service("/mcp", mcp)
+    // Every JSON-RPC request with an id is answered with it, even one rmcp cannot type (`answer.rs`).
+    let mcp_routes = Router::new()
+        .route_service("/mcp", mcp)
+        .route_layer(axum::middleware::from_fn(answer::every_id_answered));
+    api.merge(mcp_routes)
         .route("/", get(assets::index))
         .route("/{file}", get(assets::file))
         .fallback(api::not_found)

@@ -4,6 +4,7 @@
 //! A thin adapter: arguments are typed and checked in `actions`, the work is done by the domain layer.
 
 mod actions;
+pub mod front;
 mod registry_tool;
 
 use std::sync::Arc;
@@ -387,7 +388,10 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let server = McpServer::new(app.clone(), mode);
     let client_id = server.client_id;
     // Pipes (how MCP clients start us) are driven by the IO reactor; anything else falls back to blocking stdio.
-    let service = server.serve(rmcp::transport::stdio_pipes()).await?;
+    // Our transport over rmcp's codec answers every request with an id, even one rmcp cannot type (`front.rs`).
+    let service = server
+        .serve(front::StdioFront::new(rmcp::transport::stdio_pipes()))
+        .await?;
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
     app.proxy.restore_in_background();

@@ -790,15 +790,15 @@ async fn beyond_loopback_every_request_needs_the_token() {
 // ---------- end to end: real listeners ----------
 
 /// `agent-discover serve --port 0` on a data dir: the URL it printed, and its stderr so far.
-struct Served {
+pub(crate) struct Served {
     child: tokio::process::Child,
-    url: String,
+    pub(crate) url: String,
     stderr: Arc<Mutex<Vec<String>>>,
     /// Signalled for every stderr line.
     stderr_line: Arc<tokio::sync::Notify>,
 }
 
-async fn serve(dir: &Path, extra: &[&str]) -> Served {
+pub(crate) async fn serve(dir: &Path, extra: &[&str]) -> Served {
     serve_env(dir, extra, &[]).await
 }
 
@@ -813,7 +813,7 @@ async fn marketplace_env(dir: &Path) -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
+pub(crate) async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
     let mut args = vec!["serve", "--port", "0"];
     args.extend_from_slice(extra);
     let mut cmd = harness::command(dir, &args);
@@ -863,7 +863,7 @@ impl Served {
     }
 
     /// SIGTERM, then it must exit cleanly and promptly (open WebSockets and MCP streams included).
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let pid = self.child.id().expect("running") as i32;
         // SAFETY: kill on a pid we spawned and have not reaped.
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -874,7 +874,7 @@ impl Served {
         assert!(status.success(), "serve exited with {status}");
     }
 
-    fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         self.stderr.lock().unwrap().join("\n")
     }
 

@@ -18,3 +18,5 @@ mod install;
 mod embed;
 // The dashboard server: REST, WebSocket, MCP over HTTP, security, leader election, and a real browser.
 mod http;
+// Issue 12 integrity: SEP-1303 argument errors, every request answered (seeded fuzz), tool pinning, allow/deny filters.
+mod integrity;

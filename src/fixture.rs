@@ -22,6 +22,10 @@ pub struct FixtureArgs {
     /// Extra tool `NAME` or `NAME=DESCRIPTION` (repeatable); it echoes its arguments.
     #[arg(long = "tool")]
     pub tools: Vec<String>,
+    /// More extra tools, `NAME=DESCRIPTION` per line, read from this file at every tools/list (a server whose tools
+    /// change between starts, or at run time).
+    #[arg(long)]
+    pub tool_file: Option<std::path::PathBuf>,
     /// Also generate N tools `tool_1..tool_N`.
     #[arg(long, default_value_t = 0)]
     pub tool_count: usize,
@@ -176,7 +180,19 @@ impl Fixture {
             ),
             Tool::new("roots", "List the client's roots", obj(json!({}), &[])),
         ];
-        for spec in &self.args.tools {
+        let from_file: Vec<String> = self
+            .args
+            .tool_file
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|s| {
+                s.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for spec in self.args.tools.iter().chain(&from_file) {
             let (name, desc) = spec
                 .split_once('=')
                 .unwrap_or((spec.as_str(), "A fixture tool that echoes its arguments"));

@@ -15,6 +15,7 @@ pub mod install;
 pub mod marketplace;
 pub mod mcp;
 pub mod model;
+pub mod pinning;
 pub mod proxy;
 pub mod registry;
 pub mod search;

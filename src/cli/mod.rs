@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
 mod dashboard;
+mod tools;
 
 pub use dashboard::{DashboardArgs, ENV_DASHBOARD};
 use dashboard::{dashboard_calls, dashboard_disabled_by_env, dashboard_security, lead_dashboard};
@@ -164,6 +165,9 @@ pub enum Command {
     /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
     #[command(hide = true)]
     FixtureServer(crate::fixture::FixtureArgs),
+    /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -692,6 +696,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
+        Command::Tools(cmd) => tools::run(&app, cmd).await,
     }
 }
 

@@ -13,6 +13,7 @@ mod api;
 mod assets;
 mod error;
 mod openapi;
+mod pins;
 pub mod security;
 mod watch;
 mod ws;
@@ -141,6 +142,17 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/openapi.json", "This document", openapi).returns(200, "Object"),
         op(M::GET, "/metrics", "Prometheus text metrics: calls, errors, latency per server and tool, active servers, children", prometheus).returns(200, "PrometheusText"),
         op(M::GET, "/ws", "WebSocket: state snapshots with a sequence number, and call-log entries as they happen", ws::upgrade).returns(101, "WebSocketStream"),
+        op(M::GET, "/api/tools/pending", "Tools withheld until approved (changed since approval, or new while held)", pins::pending)
+            .query(&[("server", "only this server's")])
+            .returns(200, "PendingTools"),
+        op(M::GET, "/api/servers/{id}/tools/{tool}/diff", "A pinned tool's approved and current definition and what differs", pins::diff).returns(200, "ToolDiff"),
+        op(M::POST, "/api/servers/{id}/tools/approve", "Approve one tool as it is now, or every pending tool of the server", pins::approve)
+            .body("ToolApproval")
+            .returns(200, "ToolApproved"),
+        op(M::GET, "/api/servers/{id}/tool-filter", "A server's allow/deny patterns on tool names", pins::get_filter).returns(200, "ToolFilter"),
+        op(M::PUT, "/api/servers/{id}/tool-filter", "Replace a server's allow/deny patterns (a filtered tool is hidden everywhere)", pins::set_filter)
+            .body("ToolFilter")
+            .returns(200, "ToolFilter"),
     ]
 }
 

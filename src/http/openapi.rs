@@ -101,7 +101,11 @@ pub fn document(ops: &[Op]) -> Value {
 fn schemas() -> Value {
     // Split in parts: one `json!` this size exceeds the macro recursion limit.
     let mut all = Map::new();
-    for part in [core_schemas(), market_schemas_and_service()] {
+    for part in [
+        core_schemas(),
+        market_schemas_and_service(),
+        super::pins::schemas(),
+    ] {
         if let Value::Object(m) = part {
             all.extend(m);
         }

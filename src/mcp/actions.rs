@@ -163,6 +163,40 @@ pub enum Action {
     },
     /// What is running.
     Status {},
+    /// Tools withheld until approved (changed since approval, or new while held), with what changed.
+    ToolsPending {
+        /// Only this server's
+        name: Option<String>,
+    },
+    /// Approves a server's tool as it is now (without `tool`: every pending tool of the server).
+    ApproveTools {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// The tool's own name on that server (without `tool`: every pending tool)
+        tool: Option<String>,
+    },
+    /// The approved and current definition of a pinned tool and the fields that differ.
+    ToolDiff {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// The tool's own name on that server
+        #[schemars(length(min = 1))]
+        tool: String,
+    },
+    /// Shows a server's tool filters, or replaces them when `allow` or `deny` is given.
+    ToolFilter {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// Glob patterns (`*`, `?`): only matching tools are exposed ([] clears)
+        #[schemars(length(max = 64))]
+        allow: Option<Vec<String>>,
+        /// Glob patterns (`*`, `?`): matching tools are hidden ([] clears)
+        #[schemars(length(max = 64))]
+        deny: Option<Vec<String>>,
+    },
 }
 
 /// A problem with the arguments of a `registry` call: what is wrong and which argument (if one is to blame).

@@ -304,6 +304,7 @@ pub(crate) async fn proxy_call(
         Err(e) => {
             let kind = match &e {
                 Error::Timeout { .. } => "timeout",
+                Error::ToolChanged { .. } => "tool_changed",
                 Error::NotFound { .. } => "tool_not_found",
                 Error::Unavailable(_) => "server_unavailable",
                 _ => "transport_error",

@@ -30,7 +30,9 @@ pub fn definition() -> Tool {
          list: registered servers. browse: the marketplaces. install/uninstall: register or remove one. \
          activate/deactivate: start or stop it (its tools appear as server__tool). proxy_call: call any active server's tool \
          (call_as or server+tool, plus arguments). get_schema: a tool's full input schema. set_secret/delete_secret/list_secrets: \
-         per-server secrets (masked). status: what is running. Pass `action` plus that action's arguments.",
+         per-server secrets (masked). status: what is running. tools_pending/tool_diff/approve_tools: tools withheld \
+         because their definition changed since approval (rug-pull defence). tool_filter: a server's allow/deny patterns. \
+         Pass `action` plus that action's arguments.",
         Arc::new(actions::tool_schema()),
     )
 }
@@ -215,6 +217,32 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 .map_err(Into::into)
         }
         Action::Status {} => status(app).map_err(Into::into),
+        Action::ToolsPending { name } => app
+            .pending_tools(name.as_deref())
+            .map(|p| json!({"pending": p}))
+            .map_err(Into::into),
+        Action::ApproveTools { name, tool } => {
+            let name = server_name(name)?;
+            app.approve_tools(&name, tool.as_deref())
+                .await
+                .map_err(Into::into)
+        }
+        Action::ToolDiff { name, tool } => app
+            .tool_diff(&server_name(name)?, &tool)
+            .map_err(Into::into),
+        Action::ToolFilter { name, allow, deny } => {
+            let name = server_name(name)?;
+            let filter = if allow.is_some() || deny.is_some() {
+                let filter = crate::pinning::ToolFilter {
+                    allow: allow.unwrap_or_default(),
+                    deny: deny.unwrap_or_default(),
+                };
+                app.set_tool_filter(&name, filter).await?
+            } else {
+                app.tool_filter(&name)?
+            };
+            Ok(json!({"name": name, "allow": filter.allow, "deny": filter.deny}))
+        }
         Action::FindTool {
             query,
             limit,
@@ -350,7 +378,8 @@ fn target(
 }
 
 fn get_schema(app: &App, server: String, tool: String) -> Outcome {
-    match app.registry.store().tool(&server, &tool)? {
+    let stored = app.registry.store().tool(&server, &tool)?;
+    match stored.filter(|_| app.registry.tool_allowed(&server, &tool)) {
         Some(t) => Ok(json!({
             "call_as": crate::proxy::names::expose(&server, &tool), "server": server, "tool": tool,
             "description": t.description, "input_schema": t.input_schema,

@@ -368,7 +368,7 @@ impl Proxy {
         let started = Instant::now();
         let child = self.inner.ready_child(server).await?;
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
-            return Err(Error::not_found("tool", format!("{server}__{tool}")));
+            self.tool_missing(&child, tool).await?;
         }
         let res = self.inner.call(&child, tool, args.clone(), &caller).await;
         let latency = started.elapsed();
@@ -401,6 +401,34 @@ impl Proxy {
         res
     }
 
+    /// Lists a running server's tools again (after an approval or a filter change) so exposure follows at once.
+    pub async fn relist_tools(&self, name: &str) {
+        self.inner.refresh_tools(name).await;
+    }
+
+    /// A call named a tool the child does not expose: withheld since it changed (`ToolChanged`), approved meanwhile
+    /// by another process (listed again, then it is there), or unknown or filtered (`NotFound`, alike).
+    async fn tool_missing(&self, child: &Child, tool: &str) -> Result<()> {
+        let server = child.name.as_str();
+        let registry = &self.inner.registry;
+        match registry.store().pin(server, tool)? {
+            Some(pin) if registry.tool_allowed(server, tool) => {
+                if pin.pending() {
+                    return Err(Error::ToolChanged {
+                        server: server.to_owned(),
+                        tool: tool.to_owned(),
+                    });
+                }
+                self.inner.refresh_tools(server).await;
+                if lock(&child.tools).iter().any(|t| t.name == tool) {
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        Err(Error::not_found("tool", format!("{server}__{tool}")))
+    }
+
     /// Tool names similar to `name` across every known server (stored catalog), best first.
     pub fn did_you_mean(&self, name: &str, limit: usize) -> Vec<Value> {
         let wanted = names::strip_mcp(name);
@@ -415,7 +443,7 @@ impl Proxy {
             };
             for t in tools {
                 let exposed = names::expose(&s.server.name, &t.name);
-                if exposed == wanted {
+                if exposed == wanted || !self.inner.registry.tool_allowed(&s.server.name, &t.name) {
                     continue;
                 }
                 let score = names::similarity(wanted, &exposed)
@@ -569,7 +597,7 @@ impl Inner {
         };
         match child.peer.list_all_tools().await {
             Ok(tools) => {
-                *lock(&child.tools) = tools;
+                *lock(&child.tools) = self.registry.gate_tools(child.server_id, name, tools);
                 let _ = self
                     .registry
                     .save_tools(child.server_id, &child.tool_infos());

@@ -170,7 +170,8 @@ impl Inner {
             .map(|i| i.capabilities.clone())
             .unwrap_or_default();
         let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-            Ok(Ok(t)) => t,
+            // Only tools that pass the server's filters and pins are kept (`pinning.rs`).
+            Ok(Ok(t)) => self.registry.gate_tools(server.id, &server.name, t),
             Ok(Err(e)) => {
                 spawn::kill_group(pgid);
                 return Err(with_stderr(

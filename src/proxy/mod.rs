@@ -7,6 +7,7 @@
 mod aggregate;
 mod call;
 mod client;
+mod forward;
 mod metrics;
 pub mod names;
 mod recovery;
@@ -107,6 +108,11 @@ pub(crate) struct Inner {
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
     metrics: Arc<metrics::CallMetrics>,
     observer: Mutex<Option<CallObserver>>,
+    /// The log level clients last set (`logging/setLevel`), applied to every child.
+    #[allow(deprecated)]
+    log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// Clients' resource subscriptions, by exposed URI.
+    subscriptions: Mutex<Vec<forward::Subscription>>,
 }
 
 enum Slot {
@@ -187,6 +193,8 @@ impl Proxy {
             callers: Mutex::default(),
             metrics: metrics::CallMetrics::start(registry.store().clone()),
             observer: Mutex::new(None),
+            log_level: Mutex::new(None),
+            subscriptions: Mutex::default(),
         });
         Proxy { inner }
     }
@@ -488,6 +496,7 @@ impl Proxy {
 
     pub fn unregister_client(&self, id: u64) {
         lock(&self.inner.clients).retain(|(i, _)| *i != id);
+        self.drop_subscriptions(id);
     }
 }
 

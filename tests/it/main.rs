@@ -18,3 +18,5 @@ mod install;
 mod embed;
 // The dashboard server: REST, WebSocket, MCP over HTTP, security, leader election, and a real browser.
 mod http;
+// What the proxy forwards besides calls (logging, completions, subscriptions, fields preserved), against real servers.
+mod fidelity;

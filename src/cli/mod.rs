@@ -45,6 +45,10 @@ pub enum Command {
         no_dashboard: bool,
         #[command(flatten)]
         dashboard: DashboardArgs,
+        /// Expose only this registered server, as itself: its own tool and prompt names and resource URIs
+        /// (activated on first use).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
     },
     /// Serve the dashboard, the REST API and MCP over Streamable HTTP (at /mcp); prints the URL on stdout.
     Serve {
@@ -202,11 +206,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             tools_mode,
             no_dashboard,
             dashboard,
+            server,
         } => {
             if !no_dashboard && !dashboard_disabled_by_env() {
                 lead_dashboard(&app, &dashboard, tools_mode).await;
             }
-            crate::mcp::serve_stdio(app, tools_mode).await
+            match server {
+                Some(name) => crate::mcp::serve_stdio_server(app, name).await,
+                None => crate::mcp::serve_stdio(app, tools_mode).await,
+            }
         }
         Command::Serve {
             tools_mode,

@@ -13,6 +13,7 @@ mod assets;
 mod error;
 mod openapi;
 pub mod security;
+mod servers;
 mod watch;
 mod ws;
 
@@ -171,6 +172,7 @@ fn router_with(
         .with_allowed_hosts(security.allowed_hosts().iter().cloned())
         .with_max_request_body_bytes(MCP_BODY_LIMIT)
         .with_cancellation_token(shutdown.child_token());
+    let per_server = servers::PerServer::new(app.clone(), mcp_config.clone());
     let mcp = StreamableHttpService::new(
         move || Ok(McpServer::for_http(app.clone(), mode)),
         Arc::new(LocalSessionManager::default()),
@@ -178,6 +180,15 @@ fn router_with(
     );
     let security = Arc::new(security);
     api.route_service("/mcp", mcp)
+        .route(
+            "/mcp/servers/{name}",
+            axum::routing::any(
+                move |axum::extract::Path(name): axum::extract::Path<String>,
+                      request: axum::extract::Request| {
+                    per_server.handle(name, request)
+                },
+            ),
+        )
         .route("/", get(assets::index))
         .route("/{file}", get(assets::file))
         .fallback(api::not_found)

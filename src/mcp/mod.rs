@@ -5,6 +5,7 @@
 
 mod args;
 mod registry_tool;
+mod single;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,7 @@ use crate::events::Received;
 use crate::proxy::Caller;
 
 pub use registry_tool::ACTIONS;
+pub use single::{ServerView, serve_stdio_server};
 
 pub const SERVER_NAME: &str = "agent-discover";
 
@@ -263,11 +265,12 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        Box::pin(
-            self.app
-                .proxy
-                .subscribe(self.client_id, context.peer.clone(), &request.uri),
-        )
+        Box::pin(self.app.proxy.subscribe(
+            self.client_id,
+            context.peer.clone(),
+            &request.uri,
+            false,
+        ))
         .await
         .map_err(forwarded_error)
     }

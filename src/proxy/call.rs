@@ -158,6 +158,7 @@ impl Inner {
         lock(&self.clients)
             .iter()
             .rev()
+            .filter(|(id, _)| self.sees(*id, server))
             .map(|(_, p)| p.clone())
             .find(|p| !p.is_transport_closed() && declared(p))
     }

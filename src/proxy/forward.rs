@@ -22,6 +22,8 @@ pub(super) struct Subscription {
     uri: String,
     client: u64,
     peer: Peer<RoleServer>,
+    /// A per-server client: updates carry the child's own URI.
+    raw: bool,
 }
 
 impl Proxy {
@@ -82,7 +84,14 @@ impl Proxy {
     }
 
     /// Subscribes client `client` to an exposed resource URI; the child is subscribed on the first subscriber.
-    pub async fn subscribe(&self, client: u64, peer: Peer<RoleServer>, uri: &str) -> Result<()> {
+    /// `raw`: the client is on a per-server endpoint and gets updates under the child's own URI.
+    pub async fn subscribe(
+        &self,
+        client: u64,
+        peer: Peer<RoleServer>,
+        uri: &str,
+        raw: bool,
+    ) -> Result<()> {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
         let child = self.inner.ready_child(server).await?;
@@ -105,6 +114,7 @@ impl Proxy {
                     uri: uri.to_owned(),
                     client,
                     peer,
+                    raw,
                 });
             }
             first
@@ -146,6 +156,13 @@ impl Proxy {
         Ok(())
     }
 
+    /// Registers a client of the per-server endpoint of `server`: it gets that server's log messages (logger
+    /// unchanged) and its requests, and nothing of other servers.
+    pub fn register_scoped_client(&self, id: u64, peer: Peer<RoleServer>, server: &str) {
+        lock(&self.inner.scopes).insert(id, server.to_owned());
+        self.register_client(id, peer);
+    }
+
     /// Forgets a disconnected client's subscriptions.
     pub(super) fn drop_subscriptions(&self, client: u64) {
         lock(&self.inner.subscriptions).retain(|s| s.client != client);
@@ -160,24 +177,32 @@ impl Inner {
         }
     }
 
-    /// A child's log message goes to every connected client, `logger` naming the server (`server` or
-    /// `server/logger`).
-    pub(super) async fn forward_log(
-        &self,
-        server: &str,
-        mut params: LoggingMessageNotificationParam,
-    ) {
-        params.logger = Some(match params.logger.take() {
+    /// Whether client `id` sees `server`: aggregated clients see every server, per-server clients their own.
+    pub(super) fn sees(&self, id: u64, server: &str) -> bool {
+        lock(&self.scopes).get(&id).is_none_or(|s| s == server)
+    }
+
+    /// A child's log message goes to every connected client that sees the server; aggregated clients get `logger`
+    /// naming the server (`server` or `server/logger`), per-server clients get it unchanged.
+    pub(super) async fn forward_log(&self, server: &str, params: LoggingMessageNotificationParam) {
+        let mut named = params.clone();
+        named.logger = Some(match &params.logger {
             Some(l) if !l.is_empty() => format!("{server}/{l}"),
             _ => server.to_owned(),
         });
-        let peers: Vec<Peer<RoleServer>> = lock(&self.clients)
+        let scopes = lock(&self.scopes).clone();
+        let peers: Vec<(bool, Peer<RoleServer>)> = lock(&self.clients)
             .iter()
             .filter(|(_, p)| !p.is_transport_closed())
-            .map(|(_, p)| p.clone())
+            .filter_map(|(id, p)| match scopes.get(id) {
+                None => Some((false, p.clone())),
+                Some(s) if s == server => Some((true, p.clone())),
+                Some(_) => None,
+            })
             .collect();
-        for peer in peers {
-            let _ = peer.notify_logging_message(params.clone()).await;
+        for (raw, peer) in peers {
+            let msg = if raw { params.clone() } else { named.clone() };
+            let _ = peer.notify_logging_message(msg).await;
         }
     }
 
@@ -185,16 +210,18 @@ impl Inner {
     pub(super) async fn forward_resource_updated(
         &self,
         server: &str,
-        mut params: ResourceUpdatedNotificationParam,
+        params: ResourceUpdatedNotificationParam,
     ) {
-        params.uri = names::expose_uri(server, &params.uri);
-        let peers: Vec<Peer<RoleServer>> = lock(&self.subscriptions)
+        let mut exposed = params.clone();
+        exposed.uri = names::expose_uri(server, &params.uri);
+        let peers: Vec<(bool, Peer<RoleServer>)> = lock(&self.subscriptions)
             .iter()
-            .filter(|s| s.uri == params.uri && !s.peer.is_transport_closed())
-            .map(|s| s.peer.clone())
+            .filter(|s| s.uri == exposed.uri && !s.peer.is_transport_closed())
+            .map(|s| (s.raw, s.peer.clone()))
             .collect();
-        for peer in peers {
-            let _ = peer.notify_resource_updated(params.clone()).await;
+        for (raw, peer) in peers {
+            let msg = if raw { params.clone() } else { exposed.clone() };
+            let _ = peer.notify_resource_updated(msg).await;
         }
     }
 

@@ -11,6 +11,7 @@ mod forward;
 mod metrics;
 pub mod names;
 mod recovery;
+mod single;
 mod spawn;
 mod sse;
 mod start;
@@ -113,6 +114,8 @@ pub(crate) struct Inner {
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
     /// Clients' resource subscriptions, by exposed URI.
     subscriptions: Mutex<Vec<forward::Subscription>>,
+    /// Clients of a per-server endpoint, by client id: the one server they see.
+    scopes: Mutex<HashMap<u64, String>>,
 }
 
 enum Slot {
@@ -195,6 +198,7 @@ impl Proxy {
             observer: Mutex::new(None),
             log_level: Mutex::new(None),
             subscriptions: Mutex::default(),
+            scopes: Mutex::default(),
         });
         Proxy { inner }
     }
@@ -497,6 +501,7 @@ impl Proxy {
     pub fn unregister_client(&self, id: u64) {
         lock(&self.inner.clients).retain(|(i, _)| *i != id);
         self.drop_subscriptions(id);
+        lock(&self.inner.scopes).remove(&id);
     }
 }
 

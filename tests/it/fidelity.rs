@@ -3,6 +3,7 @@
 //! against the real npm server-everything.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -267,4 +268,167 @@ async fn server_everything_is_preserved_field_for_field() {
     );
     let _ = direct.cancel().await;
     agent.stop().await;
+}
+
+/// `agent-discover mcp --server NAME`: the fixture as itself over stdio, activated on first use; its tools under their
+/// own names, sampling and progress forwarded to this client.
+#[tokio::test]
+async fn stdio_per_server_endpoint_exposes_the_fixture_as_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = harness::spawn(dir.path(), &[], None).await;
+    setup.install_fixture("fx", &[], json!({})).await;
+    setup.stop().await;
+    let agent = harness::spawn(dir.path(), &["--server", "fx"], Some("sure")).await;
+    let info = agent.client.peer_info().unwrap();
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("fx"),
+        "the fixture's own server info"
+    );
+    let names = agent.tool_names().await;
+    assert!(names.contains(&"echo".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("__")), "{names:?}");
+    let r = agent.call("echo", json!({"text": "as itself"})).await;
+    assert_eq!(harness::text(&r), "as itself");
+    let r = agent.call("sample", json!({"prompt": "why"})).await;
+    assert!(harness::text(&r).contains("sure (asked: why)"), "{r:?}");
+    let progress = agent
+        .client
+        .call_tool(
+            CallToolRequestParams::new("sleep").with_arguments(
+                json!({"ms": 200, "step_ms": 50})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await;
+    assert!(progress.is_ok(), "{progress:?}");
+    let err = agent
+        .client
+        .call_tool(CallToolRequestParams::new("fx__echo"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("fx__echo"), "{err}");
+    agent.stop().await;
+}
+
+/// `/mcp/servers/{name}` over Streamable HTTP: server-everything as itself (names and URIs unchanged), with
+/// completions, logging and subscriptions; an unknown server is a 404.
+#[allow(deprecated)]
+#[tokio::test]
+async fn http_per_server_endpoint_exposes_server_everything_as_itself() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use tokio::io::AsyncBufReadExt;
+
+    let bin = everything_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let setup = harness::spawn(dir.path(), &[], None).await;
+    setup
+        .registry(
+            json!({"action": "install", "name": "everything", "command": bin, "args": ["stdio"]}),
+        )
+        .await;
+    setup.stop().await;
+    let mut serve = harness::command(dir.path(), &["serve", "--port", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+        .await
+        .expect("serve printed no URL")
+        .unwrap()
+        .expect("serve exited");
+    let url = url.trim_end_matches('/').to_owned();
+
+    let missing = reqwest::Client::new()
+        .post(format!("{url}/mcp/servers/nope"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp/servers/everything")),
+    );
+    let seen = Arc::new(harness::Seen::default());
+    let client = harness::TestClient {
+        seen: seen.clone(),
+        sampling_reply: None,
+    }
+    .serve(transport)
+    .await
+    .expect("initialize through the per-server endpoint");
+    let caps = client.peer_info().unwrap().capabilities.clone();
+    assert!(
+        caps.logging.is_some() && caps.completions.is_some(),
+        "{caps:?}"
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo"), "{tools:?}");
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("echo")
+                .with_arguments(json!({"message": "direct"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(harness::text(&r), "Echo: direct");
+    let uri = "demo://resource/static/document/architecture.md";
+    let resources = client.list_all_resources().await.unwrap();
+    assert!(resources.iter().any(|r| r.uri == uri), "{resources:?}");
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap();
+    assert!(!read.contents.is_empty());
+    let done = client
+        .complete(CompleteRequestParams::new(
+            Reference::for_prompt("completable-prompt"),
+            ArgumentInfo::new("department", "Sa"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(done.completion.values, ["Sales"]);
+    client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+        .await
+        .unwrap();
+    client
+        .subscribe(SubscribeRequestParams::new(uri))
+        .await
+        .unwrap();
+    client
+        .call_tool(CallToolRequestParams::new("toggle-subscriber-updates"))
+        .await
+        .unwrap();
+    wait_for(Duration::from_secs(15), || {
+        seen.resources_updated
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|u| u == uri)
+    })
+    .await;
+    // The subscribe request made server-everything log; the message arrives with its logger unchanged.
+    wait_for(Duration::from_secs(15), || {
+        seen.logs.lock().unwrap().iter().any(|(logger, data)| {
+            !logger
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("everything")
+                && data.to_string().contains("Subscribe")
+        })
+    })
+    .await;
+    let _ = client.cancel().await;
+    let _ = serve.kill().await;
 }

@@ -95,12 +95,12 @@ impl Proxy {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
         let child = self.inner.ready_child(server).await?;
-        if !child
+        let subscribable = child
             .capabilities
             .resources
             .as_ref()
-            .is_some_and(|r| r.subscribe == Some(true))
-        {
+            .and_then(|r| r.subscribe);
+        if subscribable != Some(true) {
             return Err(Error::Unavailable(format!(
                 "server `{server}` does not offer resource subscriptions"
             )));
@@ -140,7 +140,7 @@ impl Proxy {
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
         let last = {
             let mut subs = lock(&self.inner.subscriptions);
-            subs.retain(|s| !(s.uri == uri && s.client == client) && !s.peer.is_transport_closed());
+            subs.retain(|s| !(s.peer.is_transport_closed() || s.uri == uri && s.client == client));
             !subs.iter().any(|s| s.uri == uri)
         };
         if last && let Some(child) = self.inner.running(server) {

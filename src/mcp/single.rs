@@ -15,7 +15,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use super::NEXT_CLIENT;
 use crate::app::App;
 use crate::error::Error;
-use crate::proxy::{Caller, Proxy};
+use crate::proxy::{Caller, Proxy, ServerError};
 
 /// The MCP face of one registered server; one per connection (stdio) or session (HTTP).
 #[derive(Clone)]
@@ -46,6 +46,13 @@ impl ServerView {
                 McpError::invalid_params(e.to_string(), None)
             }
             e => McpError::internal_error(e.to_string(), None),
+        }
+    }
+
+    fn server_error(&self, e: ServerError) -> McpError {
+        match e {
+            ServerError::Child(data) => data,
+            ServerError::Proxy(e) => self.error(e),
         }
     }
 
@@ -139,13 +146,15 @@ impl ServerHandler for ServerView {
         .await
         {
             Ok(r) => Ok(r.into()),
-            Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
-                format!(
-                    "unknown tool `{}`",
-                    crate::model::truncate_for_message(&request.name)
-                ),
-                None,
-            )),
+            // Like the aggregated front (and the TypeScript SDK): an unknown tool is a tool error the model sees.
+            Err(Error::NotFound { .. }) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "unknown tool `{}`: server `{}` does not offer it",
+                    crate::model::truncate_for_message(&request.name),
+                    self.server
+                ))])
+                .into())
+            }
             Err(e) => Err(self.error(e)),
         }
     }
@@ -159,7 +168,7 @@ impl ServerHandler for ServerView {
         Box::pin(self.app.proxy.server_resources(&self.server))
             .await
             .map(ListResourcesResult::with_all_items)
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.server_error(e))
     }
 
     async fn list_resource_templates(
@@ -171,7 +180,7 @@ impl ServerHandler for ServerView {
         Box::pin(self.app.proxy.server_resource_templates(&self.server))
             .await
             .map(ListResourceTemplatesResult::with_all_items)
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.server_error(e))
     }
 
     async fn read_resource(
@@ -187,7 +196,7 @@ impl ServerHandler for ServerView {
         )
         .await
         .map(Into::into)
-        .map_err(|e| self.error(e))
+        .map_err(|e| self.server_error(e))
     }
 
     async fn list_prompts(
@@ -199,7 +208,7 @@ impl ServerHandler for ServerView {
         Box::pin(self.app.proxy.server_prompts(&self.server))
             .await
             .map(ListPromptsResult::with_all_items)
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.server_error(e))
     }
 
     async fn get_prompt(
@@ -215,7 +224,7 @@ impl ServerHandler for ServerView {
         )
         .await
         .map(Into::into)
-        .map_err(|e| self.error(e))
+        .map_err(|e| self.server_error(e))
     }
 
     async fn complete(
@@ -226,7 +235,7 @@ impl ServerHandler for ServerView {
         self.ready().await?;
         Box::pin(self.app.proxy.server_complete(&self.server, request))
             .await
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.server_error(e))
     }
 
     async fn set_level(

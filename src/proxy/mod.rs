@@ -38,6 +38,7 @@ use crate::registry::Registry;
 use crate::secrets::Secrets;
 use call::ProgressRoute;
 use client::ChildClient;
+pub use single::ServerError;
 pub use spawn::StderrRing;
 
 /// Consecutive crashes after which a server stays down until activated again.

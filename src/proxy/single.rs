@@ -9,7 +9,11 @@ use rmcp::model::{
 use serde_json::{Map, Value};
 
 use super::{Proxy, lock, names};
+use rmcp::{ErrorData, ServiceError};
+
 use crate::error::{Error, Result};
+
+type ServerResult<T> = std::result::Result<T, ServerError>;
 
 impl Proxy {
     /// Activates `name` unless it is running (a crashed child is restarted by the next call).
@@ -32,7 +36,7 @@ impl Proxy {
         Ok(lock(&child.tools).clone())
     }
 
-    pub async fn server_resources(&self, name: &str) -> Result<Vec<Resource>> {
+    pub async fn server_resources(&self, name: &str) -> ServerResult<Vec<Resource>> {
         let child = self.inner.ready_child(name).await?;
         if child.capabilities.resources.is_none() {
             return Ok(vec![]);
@@ -44,7 +48,10 @@ impl Proxy {
             .map_err(|e| upstream(name, e))
     }
 
-    pub async fn server_resource_templates(&self, name: &str) -> Result<Vec<ResourceTemplate>> {
+    pub async fn server_resource_templates(
+        &self,
+        name: &str,
+    ) -> ServerResult<Vec<ResourceTemplate>> {
         let child = self.inner.ready_child(name).await?;
         if child.capabilities.resources.is_none() {
             return Ok(vec![]);
@@ -56,7 +63,11 @@ impl Proxy {
             .map_err(|e| upstream(name, e))
     }
 
-    pub async fn server_read_resource(&self, name: &str, uri: &str) -> Result<ReadResourceResult> {
+    pub async fn server_read_resource(
+        &self,
+        name: &str,
+        uri: &str,
+    ) -> ServerResult<ReadResourceResult> {
         let child = self.inner.ready_child(name).await?;
         let mut res = child
             .peer
@@ -67,7 +78,7 @@ impl Proxy {
         Ok(res)
     }
 
-    pub async fn server_prompts(&self, name: &str) -> Result<Vec<Prompt>> {
+    pub async fn server_prompts(&self, name: &str) -> ServerResult<Vec<Prompt>> {
         let child = self.inner.ready_child(name).await?;
         if child.capabilities.prompts.is_none() {
             return Ok(vec![]);
@@ -84,7 +95,7 @@ impl Proxy {
         name: &str,
         prompt: &str,
         arguments: Option<Map<String, Value>>,
-    ) -> Result<GetPromptResult> {
+    ) -> ServerResult<GetPromptResult> {
         let child = self.inner.ready_child(name).await?;
         let mut params = GetPromptRequestParams::new(prompt);
         params.arguments = arguments;
@@ -101,7 +112,7 @@ impl Proxy {
         &self,
         name: &str,
         mut params: CompleteRequestParams,
-    ) -> Result<CompleteResult> {
+    ) -> ServerResult<CompleteResult> {
         let child = self.inner.ready_child(name).await?;
         params.meta = None;
         child
@@ -117,9 +128,25 @@ impl Proxy {
     }
 }
 
-fn upstream(server: &str, e: impl std::fmt::Display) -> Error {
-    Error::Upstream {
-        server: server.to_owned(),
-        message: e.to_string(),
+/// A failure of a per-server request: the proxy's own, or the child's JSON-RPC error, passed on unchanged.
+#[derive(Debug)]
+pub enum ServerError {
+    Proxy(Error),
+    Child(ErrorData),
+}
+
+impl From<Error> for ServerError {
+    fn from(e: Error) -> Self {
+        ServerError::Proxy(e)
+    }
+}
+
+fn upstream(server: &str, e: ServiceError) -> ServerError {
+    match e {
+        ServiceError::McpError(data) => ServerError::Child(data),
+        e => ServerError::Proxy(Error::Upstream {
+            server: server.to_owned(),
+            message: e.to_string(),
+        }),
     }
 }

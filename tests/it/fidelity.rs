@@ -304,12 +304,9 @@ async fn stdio_per_server_endpoint_exposes_the_fixture_as_itself() {
         )
         .await;
     assert!(progress.is_ok(), "{progress:?}");
-    let err = agent
-        .client
-        .call_tool(CallToolRequestParams::new("fx__echo"))
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("fx__echo"), "{err}");
+    let unknown = agent.call("fx__echo", json!({})).await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(harness::text(&unknown).contains("fx__echo"), "{unknown:?}");
     agent.stop().await;
 }
 

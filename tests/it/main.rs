@@ -20,3 +20,5 @@ mod embed;
 mod http;
 // What the proxy forwards besides calls (logging, completions, subscriptions, fields preserved), against real servers.
 mod fidelity;
+// The official MCP conformance suite directly and through agent-discover (per-server and aggregated endpoints).
+mod conformance;

@@ -8,6 +8,7 @@ pub mod embed;
 pub mod error;
 pub mod events;
 pub mod fixture;
+pub mod fixture_conformance;
 pub mod guard;
 pub mod health;
 pub mod http;

@@ -1,7 +1,7 @@
 //! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, pinned in tests/interop/package.json
-//! with Node 22 from npm) against the real server-everything directly and through agent-discover: every check
-//! passes or fails the same way through `/mcp/servers/{name}`, and through the aggregated `/mcp` for the scenarios
-//! that do not depend on unprefixed names.
+//! with Node 22 from npm) against the conformance fixture and the real server-everything, directly and through
+//! agent-discover: every check passes or fails the same way through `/mcp/servers/{name}`, and through the aggregated
+//! `/mcp` for the scenarios that do not depend on unprefixed names.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -134,19 +134,20 @@ async fn everything_http() -> (tokio::process::Child, u16) {
     (child, port)
 }
 
-#[tokio::test]
-async fn conformance_suite_passes_through_the_proxy_as_directly() {
-    let (_direct_server, port) = everything_http().await;
-    let dir = tempfile::tempdir().unwrap();
-    let setup = harness::spawn(dir.path(), &[], None).await;
-    let bin = need(cache().join("node/node_modules/.bin/mcp-server-everything"));
+/// `agent-discover serve --port 0` on a data dir where `name` is registered as `command args`; returns the process
+/// and its base URL.
+async fn serve_with(
+    dir: &Path,
+    name: &str,
+    command: &str,
+    args: &[&str],
+) -> (tokio::process::Child, String) {
+    let setup = harness::spawn(dir, &[], None).await;
     setup
-        .registry(
-            json!({"action": "install", "name": "everything", "command": bin, "args": ["stdio"]}),
-        )
+        .registry(json!({"action": "install", "name": name, "command": command, "args": args}))
         .await;
     setup.stop().await;
-    let mut serve = harness::command(dir.path(), &["serve", "--port", "0"])
+    let mut serve = harness::command(dir, &["serve", "--port", "0"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -158,8 +159,111 @@ async fn conformance_suite_passes_through_the_proxy_as_directly() {
         .expect("serve printed no URL")
         .unwrap()
         .expect("serve exited");
-    let url = url.trim_end_matches('/').to_owned();
+    (serve, url.trim_end_matches('/').to_owned())
+}
 
+/// Every check has the same status through the proxy as directly, except in the transport scenarios, where
+/// agent-discover's own HTTP front may do better, never worse. Returns the differences.
+fn compare(direct: &Checks, through: &Checks, what: &str) -> Vec<String> {
+    let mut differ = Vec::new();
+    for key in direct.keys().chain(through.keys()) {
+        let d = direct.get(key).map(String::as_str).unwrap_or("MISSING");
+        let t = through.get(key).map(String::as_str).unwrap_or("MISSING");
+        if d == t
+            || differ
+                .iter()
+                .any(|x: &String| x.starts_with(&format!("{key:?}")))
+        {
+            continue;
+        }
+        differ.push(format!("{key:?}: direct {d}, {what} {t}"));
+        assert!(
+            TRANSPORT.contains(&key.0.as_str()) && (!passed(d) || passed(t)),
+            "check differs through {what}: {key:?}: direct {d}, through {t}"
+        );
+    }
+    differ
+}
+
+/// The name-free scenarios that pass directly pass through the aggregated `/mcp` too.
+fn aggregated_passes(direct: &Checks, aggregated: &Checks) {
+    for (key, status) in direct {
+        if NAME_FREE.contains(&key.0.as_str()) && passed(status) {
+            let got = aggregated.get(key).map(String::as_str).unwrap_or("MISSING");
+            assert!(
+                passed(got),
+                "check passes directly but not through the aggregated /mcp: {key:?}: {got}"
+            );
+        }
+    }
+}
+
+/// Scenarios the 2025-11-25 requirement set runs but does not score (pending or added after the release).
+const UNSCORED: &[&str] = &[
+    "json-schema-2020-12",
+    "server-sse-polling",
+    "server-session-lifecycle",
+];
+
+#[tokio::test]
+async fn conformance_fixture_passes_directly_and_through_the_proxy() {
+    let mut fixture = tokio::process::Command::new(harness::BIN)
+        .args([
+            "fixture-server",
+            "--conformance",
+            "--name",
+            "fx",
+            "--http",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(fixture.stdout.take().unwrap()).lines();
+    let direct_url = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+        .await
+        .expect("the fixture printed no URL")
+        .unwrap()
+        .expect("the fixture exited");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut serve, url) = serve_with(
+        dir.path(),
+        "fx",
+        harness::BIN,
+        &["fixture-server", "--conformance", "--name", "fx"],
+    )
+    .await;
+    let results = tempfile::tempdir().unwrap();
+    let direct = run_suite(&direct_url, &results.path().join("direct")).await;
+    let failing: Vec<_> = direct
+        .iter()
+        .filter(|((s, _, _), st)| {
+            !UNSCORED.contains(&s.as_str()) && (*st == "FAILURE" || *st == "WARNING")
+        })
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "the fixture fails scored checks directly: {failing:?}"
+    );
+    let through = run_suite(
+        &format!("{url}/mcp/servers/fx"),
+        &results.path().join("through"),
+    )
+    .await;
+    let differ = compare(&direct, &through, "/mcp/servers/fx");
+    eprintln!("fixture: checks that differ through /mcp/servers/fx: {differ:#?}");
+    let aggregated = run_suite(&format!("{url}/mcp"), &results.path().join("aggregated")).await;
+    aggregated_passes(&direct, &aggregated);
+    let _ = serve.kill().await;
+}
+
+#[tokio::test]
+async fn server_everything_fares_the_same_through_the_proxy() {
+    let (_direct_server, port) = everything_http().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = need(cache().join("node/node_modules/.bin/mcp-server-everything"));
+    let (mut serve, url) = serve_with(dir.path(), "everything", &bin, &["stdio"]).await;
     let results = tempfile::tempdir().unwrap();
     let direct = run_suite(
         &format!("http://127.0.0.1:{port}/mcp"),
@@ -172,31 +276,10 @@ async fn conformance_suite_passes_through_the_proxy_as_directly() {
         &results.path().join("through"),
     )
     .await;
+    let differ = compare(&direct, &through, "/mcp/servers/everything");
+    eprintln!("server-everything: checks that differ through /mcp/servers/everything: {differ:#?}");
     let aggregated = run_suite(&format!("{url}/mcp"), &results.path().join("aggregated")).await;
-
-    let mut differ = Vec::new();
-    for (key, status) in &direct {
-        let got = through.get(key).map(String::as_str).unwrap_or("MISSING");
-        if got == status {
-            continue;
-        }
-        differ.push(format!("{key:?}: direct {status}, through {got}"));
-        // agent-discover's own HTTP front may do better than the child's; never worse.
-        assert!(
-            TRANSPORT.contains(&key.0.as_str()) && (!passed(status) || passed(got)),
-            "check differs through /mcp/servers/everything: {key:?}: direct {status}, through {got}"
-        );
-    }
-    eprintln!("checks that differ (transport scenarios): {differ:#?}");
-    for (key, status) in &direct {
-        if NAME_FREE.contains(&key.0.as_str()) && passed(status) {
-            let got = aggregated.get(key).map(String::as_str).unwrap_or("MISSING");
-            assert!(
-                passed(got),
-                "check passes directly but not through the aggregated /mcp: {key:?}: {got}"
-            );
-        }
-    }
+    aggregated_passes(&direct, &aggregated);
     // The features this issue forwards are among the checks that pass both ways.
     for scenario in [
         "logging-set-level",

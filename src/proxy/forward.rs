@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, LoggingLevel, LoggingMessageNotificationParam,
-    Reference, ResourceUpdatedNotificationParam, SetLevelRequestParams, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    Reference, ResourceUpdatedNotificationParam, ResultType, SetLevelRequestParams,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::{Peer, RoleServer};
 
@@ -73,14 +73,17 @@ impl Proxy {
             )));
         }
         params.meta = None;
-        child
+        let mut res = child
             .peer
             .complete(params)
             .await
             .map_err(|e| Error::Upstream {
                 server: child.name.clone(),
                 message: e.to_string(),
-            })
+            })?;
+        // A legacy child's result has no resultType; a 2026-07-28 client requires one.
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
     }
 
     /// Subscribes client `client` to an exposed resource URI; the child is subscribed on the first subscriber.

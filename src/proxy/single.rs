@@ -115,11 +115,14 @@ impl Proxy {
     ) -> ServerResult<CompleteResult> {
         let child = self.inner.ready_child(name).await?;
         params.meta = None;
-        child
+        let mut res = child
             .peer
             .complete(params)
             .await
-            .map_err(|e| upstream(name, e))
+            .map_err(|e| upstream(name, e))?;
+        // A legacy child's result has no resultType; a 2026-07-28 client requires one.
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
     }
 
     /// The exposed URI under which a per-server client's subscription is kept (shared with aggregated clients).

@@ -3,6 +3,7 @@
 pub mod app;
 pub mod calllog;
 pub mod cli;
+pub mod clientconfig;
 pub mod config;
 pub mod embed;
 pub mod error;

@@ -678,6 +678,32 @@ fn scan(s: &str) -> std::result::Result<Vec<std::result::Result<String, (Ref, St
     Ok(out)
 }
 
+/// Gemini CLI also reads `$VAR`: written as `${VAR}` so one scanner handles both.
+fn gemini_bare_refs(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        let starts_name = chars
+            .peek()
+            .is_some_and(|(_, n)| n.is_ascii_alphabetic() || *n == '_');
+        if c == '$' && starts_name {
+            out.push_str("${");
+            while let Some((_, n)) = chars.peek().copied() {
+                if n.is_ascii_alphanumeric() || n == '_' {
+                    out.push(n);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            out.push('}');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Secret key for an `${input:ID}`.
 fn input_key(id: &str) -> String {
     let k: String = id
@@ -699,6 +725,8 @@ enum Place<'a> {
     Env(&'a str),
     /// A header or URL: each reference becomes a `${KEY}` placeholder and its own secret.
     Placeholder,
+    /// A URL's scheme and host (which the proxy cannot fill in later): references are substituted in clear.
+    Inline,
     /// Args and commands: only built-ins (`${workspaceFolder}`, `${userHome}`) are allowed.
     Literal,
 }
@@ -726,6 +754,13 @@ impl Resolver<'_, '_> {
     }
 
     fn resolve(&self, field: &str, s: &str, place: Place) -> Result<(Resolved, Vec<NeedsInput>)> {
+        let braced;
+        let s = if self.format == Format::Gemini {
+            braced = gemini_bare_refs(s);
+            braced.as_str()
+        } else {
+            s
+        };
         let parts = scan(s).map_err(|e| bad(self.file, Some(self.server), Some(field), e))?;
         let mut needs = Vec::new();
         let mut secrets = Vec::new();
@@ -801,6 +836,34 @@ impl Resolver<'_, '_> {
                 Some(field),
                 "variable references are not supported here (values are passed literally and never through a shell); move the value into `env`",
             )),
+            Place::Inline => {
+                let mut text = String::new();
+                for p in parts {
+                    match p {
+                        Ok(t) => text.push_str(&t),
+                        Err((r, whole)) => match lookup(&r, &whole)? {
+                            Some(v) => text.push_str(&v),
+                            None => {
+                                return Err(bad(
+                                    self.file,
+                                    Some(self.server),
+                                    Some(field),
+                                    format!(
+                                        "{whole} starts the URL and has no value in the environment (a URL's scheme and host cannot wait for a secret)"
+                                    ),
+                                ));
+                            }
+                        },
+                    }
+                }
+                Ok((
+                    Resolved {
+                        text: Some(text),
+                        secrets,
+                    },
+                    needs,
+                ))
+            }
             Place::Env(key) => {
                 let mut text = String::new();
                 let mut missing = None;
@@ -1041,7 +1104,12 @@ fn entry(
     };
     if let Some(f) = url_field {
         let u = get_str(file, raw_name, &obj, f)?.unwrap_or_default();
-        let (res, needs) = r.resolve(f, &u, Place::Placeholder)?;
+        let place = if u.starts_with("${") || u.starts_with('$') && format == Format::Gemini {
+            Place::Inline
+        } else {
+            Place::Placeholder
+        };
+        let (res, needs) = r.resolve(f, &u, place)?;
         spec.url = take(res, needs, out);
     }
     if let Some(c) = get_str(file, raw_name, &obj, "command")? {

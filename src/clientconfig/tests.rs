@@ -317,3 +317,93 @@ fn export_then_import_round_trips_for_every_format() {
         );
     }
 }
+
+/// The example files under tests/data/clientconfig, written from each client's documentation.
+#[test]
+fn example_files_of_every_client_parse() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/clientconfig");
+    let cases: [(&str, Format, &[&str], usize); 8] = [
+        (
+            "claude-desktop/claude_desktop_config.json",
+            Format::ClaudeDesktop,
+            &["filesystem", "github"],
+            1,
+        ),
+        (
+            "claude-code/.mcp.json",
+            Format::ClaudeCode,
+            &["time", "api-server", "events"],
+            1,
+        ),
+        (
+            "claude-user/.claude.json",
+            Format::ClaudeUser,
+            &["everything", "sentry"],
+            0,
+        ),
+        (
+            "cursor/.cursor/mcp.json",
+            Format::Cursor,
+            &["web-search", "remote-notes"],
+            2,
+        ),
+        (
+            "vscode/.vscode/mcp.json",
+            Format::Vscode,
+            &["Perplexity", "local-files", "github"],
+            1,
+        ),
+        (
+            "windsurf/mcp_config.json",
+            Format::Windsurf,
+            &["google-maps", "figma"],
+            2,
+        ),
+        (
+            "codex/config.toml",
+            Format::Codex,
+            &["context7", "figma"],
+            2,
+        ),
+        (
+            "gemini/.gemini/settings.json",
+            Format::Gemini,
+            &["pythonTools", "httpServer", "sseServer"],
+            3,
+        ),
+    ];
+    for (rel, format, names, missing) in cases {
+        let path = root.join(rel);
+        let text = read(&path).unwrap();
+        assert_eq!(Format::detect(&path, &text), Some(format), "{rel}");
+        let got = parse_with(format, &text, &[]).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let mut got_names: Vec<&str> = got
+            .servers
+            .iter()
+            .map(|s| s.original_name.as_str())
+            .collect();
+        let mut want: Vec<&str> = names.to_vec();
+        if format == Format::Codex {
+            want.sort();
+            got_names.sort();
+        }
+        assert_eq!(got_names, want, "{rel}");
+        assert_eq!(
+            got.needs_input.len(),
+            missing,
+            "{rel}: {:?}",
+            got.needs_input
+        );
+    }
+}
+
+#[test]
+fn gemini_bare_dollar_references() {
+    let got = parse_with(
+        Format::Gemini,
+        r#"{"mcpServers": {"a": {"command": "x", "env": {"DB": "$DB_URL"}}}}"#,
+        &[("DB_URL", "pg://")],
+    )
+    .unwrap();
+    assert_eq!(got.servers[0].secrets["DB"], "pg://");
+}

@@ -6,7 +6,12 @@
 //! keeps a `${KEY}` placeholder (the proxy substitutes secrets there when it connects) and the value becomes secret
 //! `KEY`. A value the environment does not have is reported in [`Imported::needs_input`].
 
+mod clients;
 mod jsonc;
+
+pub use clients::{
+    CLIENTS, KnownFile, SELF_NAME, backup_path, connect_rewrite, known_files, latest_backup,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -626,7 +631,10 @@ enum Ref {
 }
 
 /// Splits `s` into literal text and references. `${` without a closing `}` is literal.
-fn scan(s: &str) -> std::result::Result<Vec<std::result::Result<String, (Ref, String)>>, String> {
+/// Literal text, or a reference with its text as written.
+type Part = std::result::Result<String, (Ref, String)>;
+
+fn scan(s: &str) -> std::result::Result<Vec<Part>, String> {
     let mut out = Vec::new();
     let mut rest = s;
     while let Some(start) = rest.find("${") {

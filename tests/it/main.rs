@@ -18,3 +18,5 @@ mod install;
 mod embed;
 // The dashboard server: REST, WebSocket, MCP over HTTP, security, leader election, and a real browser.
 mod http;
+// Client config files: clients, import, export, connect.
+mod clientconfig;

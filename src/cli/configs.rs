@@ -4,11 +4,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde_json::json;
+use serde_json::{Value, json};
+use std::time::Duration;
 
 use crate::app::App;
 use crate::clientconfig::{self, Env, ExportServer, Format, Imported};
-use crate::model::{ListFilter, ServerSpec};
+use crate::model::{ListFilter, ServerPatch, ServerSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
@@ -21,6 +22,10 @@ pub struct ImportArgs {
     /// Show what would be registered, renamed and asked for; change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Keep running and apply the file again after every save (debounced); a file that fails to parse is
+    /// reported and the last good set stays. Prints one line per outcome on stdout.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub watch: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -50,8 +55,8 @@ fn home() -> anyhow::Result<PathBuf> {
 
 /// Reads, detects and parses a client file; the origin is its canonical path.
 pub fn load(file: &Path, format: Option<&str>) -> anyhow::Result<(String, Imported)> {
-    let origin = std::fs::canonicalize(file)
-        .with_context(|| format!("cannot read {}", file.display()))?;
+    let origin =
+        std::fs::canonicalize(file).with_context(|| format!("cannot read {}", file.display()))?;
     let text = clientconfig::read(&origin)?;
     let format = match format {
         Some(f) => f.parse::<Format>()?,
@@ -122,7 +127,12 @@ pub async fn export(app: &App, args: ExportArgs) -> anyhow::Result<()> {
     let mut servers = Vec::with_capacity(rows.len());
     for r in rows {
         let s = r.server;
-        let secret_keys = app.secrets.list(&s.name)?.into_iter().map(|m| m.key).collect();
+        let secret_keys = app
+            .secrets
+            .list(&s.name)?
+            .into_iter()
+            .map(|m| m.key)
+            .collect();
         servers.push(ExportServer {
             spec: ServerSpec {
                 name: s.name,
@@ -152,7 +162,11 @@ pub async fn export(app: &App, args: ExportArgs) -> anyhow::Result<()> {
         }
         Some(path) => {
             write_atomically(&path, rendered.text.as_bytes())?;
-            eprintln!("wrote {} servers to {}", servers.len() - rendered.skipped.len(), path.display());
+            eprintln!(
+                "wrote {} servers to {}",
+                servers.len() - rendered.skipped.len(),
+                path.display()
+            );
         }
     }
     Ok(())
@@ -160,7 +174,10 @@ pub async fn export(app: &App, args: ExportArgs) -> anyhow::Result<()> {
 
 /// Writes next to `path`, then renames over it, so a reader never sees half a file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut tmp_name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut tmp_name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     tmp_name.push(format!(".agent-discover-tmp-{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
     std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -177,14 +194,21 @@ pub fn clients(args: ClientsArgs) -> anyhow::Result<()> {
             continue;
         }
         let parsed = clientconfig::read(&k.path).and_then(|text| {
-            clientconfig::parse(k.format, &k.path.display().to_string(), &text, &Env::process(&k.path))
+            clientconfig::parse(
+                k.format,
+                &k.path.display().to_string(),
+                &text,
+                &Env::process(&k.path),
+            )
         });
         let (servers, error) = match parsed {
             Ok(i) => (Some(i.servers.len()), None),
             Err(e) => (None, Some(e.to_string())),
         };
-        rows.push(json!({"client": k.client, "format": k.format, "scope": k.scope, "path": k.path,
-            "servers": servers, "error": error}));
+        rows.push(
+            json!({"client": k.client, "format": k.format, "scope": k.scope, "path": k.path,
+            "servers": servers, "error": error}),
+        );
     }
     if args.json {
         let mut out = std::io::stdout().lock();
@@ -197,7 +221,11 @@ pub fn clients(args: ClientsArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{:<16} {:<8} {:>7}  PATH", "CLIENT", "SCOPE", "SERVERS")?;
+    writeln!(
+        out,
+        "{:<16} {:<8} {:>7}  PATH",
+        "CLIENT", "SCOPE", "SERVERS"
+    )?;
     for r in rows {
         let count = match (&r["servers"], &r["error"]) {
             (serde_json::Value::Number(n), _) => n.to_string(),
@@ -218,9 +246,274 @@ pub fn clients(args: ClientsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn import(_app: &App, args: ImportArgs) -> anyhow::Result<()> {
-    if !args.dry_run {
-        anyhow::bail!("importing needs apply_config");
+/// Registers (or reconfigures) every server the file holds, then stores the secrets found in the environment.
+/// Returns one `{name, action}` per server, in file order; `action` is `added`, `updated` or `unchanged`.
+pub fn apply(app: &App, imported: &Imported) -> anyhow::Result<Vec<Value>> {
+    let mut results = Vec::with_capacity(imported.servers.len());
+    for s in &imported.servers {
+        let spec = &s.spec;
+        let action = match app.registry.get(&spec.name) {
+            Ok(current) => {
+                let same = current.command == spec.command
+                    && current.args == spec.args
+                    && current.env == spec.env
+                    && current.transport == spec.transport
+                    && current.url == spec.url
+                    && current.headers == spec.headers
+                    && (spec.description.is_empty() || current.description == spec.description);
+                if same {
+                    "unchanged"
+                } else {
+                    let patch = ServerPatch {
+                        description: (!spec.description.is_empty())
+                            .then(|| spec.description.clone()),
+                        command: spec.command.clone(),
+                        args: Some(spec.args.clone()),
+                        env: Some(spec.env.clone()),
+                        transport: Some(spec.transport),
+                        url: spec.url.clone(),
+                        headers: Some(spec.headers.clone()),
+                        ..ServerPatch::default()
+                    };
+                    app.registry.update(&spec.name, &patch)?;
+                    "updated"
+                }
+            }
+            Err(crate::error::Error::NotFound { .. }) => {
+                app.registry.register(spec.clone())?;
+                "added"
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for (k, v) in &s.secrets {
+            app.secrets.set(&spec.name, k, v)?;
+        }
+        results.push(json!({"name": spec.name, "action": action}));
     }
-    import_dry_run(&args)
+    Ok(results)
+}
+
+pub async fn import(app: &App, args: ImportArgs) -> anyhow::Result<()> {
+    if args.dry_run {
+        return import_dry_run(&args);
+    }
+    let (origin, imported) = load(&args.file, args.format.as_deref())?;
+    let results = apply(app, &imported)?;
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(
+            &mut out,
+            &json!({"file": origin, "format": imported.format, "results": results,
+                "renamed": imported.renamed, "needs_input": imported.needs_input, "warnings": imported.warnings}),
+        )?;
+        writeln!(out)?;
+    } else {
+        print_import(&imported, false)?;
+        let added = results.iter().filter(|r| r["action"] == "added").count();
+        let updated = results.iter().filter(|r| r["action"] == "updated").count();
+        eprintln!(
+            "imported {} servers from {origin}: {added} added, {updated} updated, {} unchanged",
+            results.len(),
+            results.len() - added - updated
+        );
+    }
+    if args.watch {
+        let format = imported.format;
+        return watch(app, Path::new(&origin), format).await;
+    }
+    Ok(())
+}
+
+/// How long a file must stay quiet after a change before it is read: editors write twice and rename.
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// Applies `file` again after every change until Ctrl-C. One stdout line per outcome:
+/// `applied N servers: a, b`, `error: ...` (the last good set stays), `deleted: FILE`.
+async fn watch(app: &App, file: &Path, format: Format) -> anyhow::Result<()> {
+    use notify::Watcher;
+    let dir = file
+        .parent()
+        .context("the file has no directory")?
+        .to_path_buf();
+    let name = file
+        .file_name()
+        .context("the file has no name")?
+        .to_os_string();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let _ = tx.send(res);
+    })
+    .context("cannot watch files on this system")?;
+    // The directory, not the file: a save by rename replaces the file's inode.
+    watcher
+        .watch(&dir, notify::RecursiveMode::NonRecursive)
+        .with_context(|| format!("cannot watch {}", dir.display()))?;
+    let mut last_text = std::fs::read_to_string(file).ok();
+    let shown = file.display().to_string();
+    say(&format!("watching {shown}"));
+    let concerns = |res: &notify::Result<notify::Event>| match res {
+        Ok(ev) => ev
+            .paths
+            .iter()
+            .any(|p| p.file_name() == Some(name.as_os_str())),
+        Err(_) => true,
+    };
+    let shutdown = crate::mcp::shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let first = tokio::select! {
+            ev = rx.recv() => ev,
+            _ = &mut shutdown => return Ok(()),
+        };
+        let Some(first) = first else {
+            anyhow::bail!("the file watcher stopped");
+        };
+        if !concerns(&first) {
+            continue;
+        }
+        // Debounce: wait until no event has arrived for DEBOUNCE.
+        while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {}
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if last_text.take().is_some() {
+                    say(&format!("deleted: {shown}; the servers it registered stay"));
+                }
+                continue;
+            }
+            Err(e) => {
+                say(&format!(
+                    "error: {shown}: cannot read: {e}; the last good set stays"
+                ));
+                continue;
+            }
+        };
+        if last_text.as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        let parsed = if text.len() as u64 > clientconfig::MAX_FILE_BYTES {
+            clientconfig::read(file)
+                .and_then(|t| clientconfig::parse(format, &shown, &t, &Env::process(file)))
+        } else {
+            clientconfig::parse(format, &shown, &text, &Env::process(file))
+        };
+        last_text = Some(text);
+        match parsed
+            .map_err(anyhow::Error::from)
+            .and_then(|i| apply(app, &i).map(|r| (i, r)))
+        {
+            Ok((imported, results)) => {
+                let names: Vec<&str> = imported
+                    .servers
+                    .iter()
+                    .map(|s| s.spec.name.as_str())
+                    .collect();
+                say(&format!(
+                    "applied {} servers: {}",
+                    results.len(),
+                    names.join(", ")
+                ));
+                for n in &imported.needs_input {
+                    say(&format!(
+                        "needs_input: {} {} ({})",
+                        n.server, n.key, n.reference
+                    ));
+                }
+            }
+            Err(e) => say(&format!("error: {e:#}; the last good set stays")),
+        }
+    }
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ConnectArgs {
+    /// The client: claude-desktop, claude-code, cursor, vscode, windsurf, codex or gemini.
+    #[arg(long)]
+    pub client: String,
+    /// Put the client's file back as it was before `connect` (from the newest backup).
+    #[arg(long)]
+    pub undo: bool,
+}
+
+/// The client's config file: the first that exists, user scope before project scope.
+fn client_file(client: &str) -> anyhow::Result<clientconfig::KnownFile> {
+    if !clientconfig::CLIENTS.contains(&client) {
+        anyhow::bail!(
+            "unknown client {client:?}; expected one of {}",
+            clientconfig::CLIENTS.join(", ")
+        );
+    }
+    let home = home()?;
+    let cwd = std::env::current_dir()?;
+    let candidates: Vec<_> = clientconfig::known_files(&home, &cwd)
+        .into_iter()
+        .filter(|k| k.client == client)
+        .collect();
+    let looked: Vec<String> = candidates
+        .iter()
+        .map(|k| k.path.display().to_string())
+        .collect();
+    candidates
+        .into_iter()
+        .find(|k| k.path.is_file())
+        .with_context(|| {
+            format!(
+                "no {client} config file found (looked at {})",
+                looked.join(", ")
+            )
+        })
+}
+
+pub async fn connect(app: &App, args: ConnectArgs) -> anyhow::Result<()> {
+    let known = client_file(&args.client)?;
+    let path = known.path.canonicalize()?;
+    if args.undo {
+        let backup = clientconfig::latest_backup(&path)?.with_context(|| {
+            format!("no agent-discover backup of {} to restore", path.display())
+        })?;
+        let bytes = std::fs::read(&backup)?;
+        write_atomically(&path, &bytes)?;
+        std::fs::remove_file(&backup)?;
+        say(&format!(
+            "restored {} from {}",
+            path.display(),
+            backup.display()
+        ));
+        return Ok(());
+    }
+    let (origin, imported) = load(&path, Some(known.format.as_str()))?;
+    if imported.servers.len() == 1 && imported.servers[0].spec.name == clientconfig::SELF_NAME {
+        anyhow::bail!(
+            "{origin} already launches agent-discover (undo with `agent-discover connect --client {} --undo`)",
+            args.client
+        );
+    }
+    let results = apply(app, &imported)?;
+    print_import(&imported, false)?;
+    let original = std::fs::read(&path)?;
+    let text = String::from_utf8(original.clone()).context("the file is not UTF-8")?;
+    let exe = std::env::current_exe()?.display().to_string();
+    let rewritten = clientconfig::connect_rewrite(known.format, &text, &exe)?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let backup = clientconfig::backup_path(&path, now_ms);
+    std::fs::write(&backup, &original)
+        .with_context(|| format!("cannot write the backup {}", backup.display()))?;
+    write_atomically(&path, rewritten.as_bytes())?;
+    say(&format!(
+        "imported {} servers; {} now launches agent-discover; backup at {} (undo: agent-discover connect --client {} --undo)",
+        results.len(),
+        path.display(),
+        backup.display(),
+        args.client
+    ));
+    Ok(())
 }

@@ -169,6 +169,9 @@ pub enum Command {
     Export(configs::ExportArgs),
     /// Which MCP client config files exist on this machine, with their server counts.
     Clients(configs::ClientsArgs),
+    /// Import a client's servers, then rewrite its config file so it launches agent-discover instead (a
+    /// timestamped backup is kept; `--undo` restores it).
+    Connect(configs::ConnectArgs),
     /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
     #[command(hide = true)]
     FixtureServer(crate::fixture::FixtureArgs),
@@ -609,6 +612,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => configs::import(&app, args).await,
         Command::Export(args) => configs::export(&app, args).await,
         Command::Clients(args) => configs::clients(args),
+        Command::Connect(args) => configs::connect(&app, args).await,
         Command::Status { json, port } => {
             let rows = app.registry.list(&ListFilter::default())?;
             let metrics = app.registry.store().metrics_overview()?;

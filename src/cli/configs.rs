@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::clientconfig::{self, Env, ExportServer, Format, Imported};
-use crate::model::{ListFilter, ServerPatch, ServerSpec};
+use crate::model::{ListFilter, ServerSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
@@ -246,51 +246,13 @@ pub fn clients(args: ClientsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Registers (or reconfigures) every server the file holds, then stores the secrets found in the environment.
-/// Returns one `{name, action}` per server, in file order; `action` is `added`, `updated` or `unchanged`.
+/// Applies through the domain layer; one `{name, action}` per server.
 pub fn apply(app: &App, imported: &Imported) -> anyhow::Result<Vec<Value>> {
-    let mut results = Vec::with_capacity(imported.servers.len());
-    for s in &imported.servers {
-        let spec = &s.spec;
-        let action = match app.registry.get(&spec.name) {
-            Ok(current) => {
-                let same = current.command == spec.command
-                    && current.args == spec.args
-                    && current.env == spec.env
-                    && current.transport == spec.transport
-                    && current.url == spec.url
-                    && current.headers == spec.headers
-                    && (spec.description.is_empty() || current.description == spec.description);
-                if same {
-                    "unchanged"
-                } else {
-                    let patch = ServerPatch {
-                        description: (!spec.description.is_empty())
-                            .then(|| spec.description.clone()),
-                        command: spec.command.clone(),
-                        args: Some(spec.args.clone()),
-                        env: Some(spec.env.clone()),
-                        transport: Some(spec.transport),
-                        url: spec.url.clone(),
-                        headers: Some(spec.headers.clone()),
-                        ..ServerPatch::default()
-                    };
-                    app.registry.update(&spec.name, &patch)?;
-                    "updated"
-                }
-            }
-            Err(crate::error::Error::NotFound { .. }) => {
-                app.registry.register(spec.clone())?;
-                "added"
-            }
-            Err(e) => return Err(e.into()),
-        };
-        for (k, v) in &s.secrets {
-            app.secrets.set(&spec.name, k, v)?;
-        }
-        results.push(json!({"name": spec.name, "action": action}));
-    }
-    Ok(results)
+    Ok(app
+        .import_client_config(imported)?
+        .into_iter()
+        .map(|r| json!(r))
+        .collect())
 }
 
 pub async fn import(app: &App, args: ImportArgs) -> anyhow::Result<()> {

@@ -66,3 +66,98 @@ impl App {
         Ok(results)
     }
 }
+
+/// `apply_config` on the MCP tool and REST: a client config given inline (`config` + `format`) or by `path`.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyConfigRequest {
+    /// The file's content as a JSON object (Codex's TOML tables as the equivalent object).
+    pub config: Option<serde_json::Value>,
+    /// The client format; required with `config`, detected from the path otherwise.
+    pub format: Option<String>,
+    /// A client config file on this machine.
+    pub path: Option<String>,
+}
+
+/// What `apply_config` did, and what it needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplyConfigReport {
+    pub file: String,
+    pub format: crate::clientconfig::Format,
+    pub results: Vec<ImportResult>,
+    pub renamed: Vec<crate::clientconfig::Renamed>,
+    pub needs_input: Vec<crate::clientconfig::NeedsInput>,
+    pub warnings: Vec<String>,
+}
+
+impl App {
+    /// Parses a client config (inline or from a file) and applies it with [`App::import_client_config`].
+    pub fn apply_client_config(&self, req: &ApplyConfigRequest) -> Result<ApplyConfigReport> {
+        use crate::clientconfig::{self, Env, Format};
+        let format = req
+            .format
+            .as_deref()
+            .map(str::parse::<Format>)
+            .transpose()?;
+        let imported = match (&req.config, &req.path) {
+            (Some(config), None) => {
+                let format = format.ok_or_else(|| {
+                    Error::invalid("format", "required with `config` (claude-desktop, claude-code, claude-user, cursor, vscode, windsurf, codex or gemini)")
+                })?;
+                if !config.is_object() {
+                    return Err(Error::invalid(
+                        "config",
+                        "must be an object (the client file's content)",
+                    ));
+                }
+                let text = if format == Format::Codex {
+                    toml::to_string(config).map_err(|e| {
+                        Error::invalid("config", format!("cannot be written as TOML: {e}"))
+                    })?
+                } else {
+                    serde_json::to_string(config).map_err(|e| Error::Internal(e.to_string()))?
+                };
+                let here = std::env::current_dir().unwrap_or_default().join("request");
+                clientconfig::parse(format, "config", &text, &Env::process(&here))?
+            }
+            (None, Some(path)) => {
+                let path = std::fs::canonicalize(path)
+                    .map_err(|e| Error::invalid("path", format!("{path}: {e}")))?;
+                let text = clientconfig::read(&path)?;
+                let format = match format {
+                    Some(f) => f,
+                    None => Format::detect(&path, &text).ok_or_else(|| {
+                        Error::invalid(
+                            "format",
+                            format!(
+                                "cannot tell which client {} belongs to; give `format`",
+                                path.display()
+                            ),
+                        )
+                    })?,
+                };
+                clientconfig::parse(
+                    format,
+                    &path.display().to_string(),
+                    &text,
+                    &Env::process(&path),
+                )?
+            }
+            _ => {
+                return Err(Error::invalid(
+                    "config",
+                    "give either `config` (with `format`) or `path`",
+                ));
+            }
+        };
+        let results = self.import_client_config(&imported)?;
+        Ok(ApplyConfigReport {
+            file: imported.file,
+            format: imported.format,
+            results,
+            renamed: imported.renamed,
+            needs_input: imported.needs_input,
+            warnings: imported.warnings,
+        })
+    }
+}

@@ -33,6 +33,7 @@ pub const ACTIONS: &[&str] = &[
     "delete_secret",
     "list_secrets",
     "status",
+    "apply_config",
 ];
 
 /// Arguments and the actions that use them; the schema only shows arguments of implemented actions.
@@ -123,6 +124,21 @@ fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
             json!({"type": "integer", "description": "[install] Tool-call time limit for this server, reset by progress (default 60000)"}),
             &["install"],
         ),
+        (
+            "config",
+            json!({"type": "object", "description": "[apply_config] A client config file's content (e.g. {\"mcpServers\": {...}}); needs `format`"}),
+            &["apply_config"],
+        ),
+        (
+            "format",
+            json!({"type": "string", "enum": ["claude-desktop", "claude-code", "claude-user", "cursor", "vscode", "windsurf", "codex", "gemini"], "description": "[apply_config] The client format of `config` (detected from `path` when omitted)"}),
+            &["apply_config"],
+        ),
+        (
+            "path",
+            json!({"type": "string", "description": "[apply_config] A client config file on this machine, instead of `config`"}),
+            &["apply_config"],
+        ),
     ]
 }
 
@@ -146,7 +162,7 @@ pub fn definition() -> Tool {
         "Registry and proxy of MCP servers. list: registered servers. install/uninstall: register or remove one. \
          activate/deactivate: start or stop it (its tools appear as server__tool). proxy_call: call any active server's tool \
          (call_as or server+tool, plus arguments). get_schema: a tool's full input schema. set_secret/delete_secret/list_secrets: \
-         per-server secrets (masked). status: what is running. Pass `action` plus that action's arguments.",
+         per-server secrets (masked). status: what is running. apply_config: import an MCP client's config (config+format, or path). Pass `action` plus that action's arguments.",
         Arc::new(schema),
     )
 }
@@ -190,6 +206,16 @@ pub async fn call(app: &Arc<App>, args: Args, caller: Caller) -> Result<CallTool
         "delete_secret" => delete_secret(app, &args),
         "list_secrets" => list_secrets(app, &args),
         "status" => status(app),
+        "apply_config" => {
+            let req = crate::configimport::ApplyConfigRequest {
+                config: args.get("config").cloned(),
+                format: args::opt_str(&args, "format")?,
+                path: args::opt_str(&args, "path")?,
+            };
+            Ok(app
+                .apply_client_config(&req)
+                .map(|r| serde_json::to_value(r).unwrap_or_default()))
+        }
         "find_tool" => {
             let query = args::req_str(&args, "query", "find_tool")?;
             let limit = args::opt_u64(&args, "limit")?.unwrap_or(5) as usize;

@@ -366,3 +366,44 @@ async fn watch_applies_each_save_once() {
     assert_eq!(next_outcome().await, "applied 1 servers: f");
     child.kill().await.unwrap();
 }
+
+/// The `registry` tool's `apply_config` over stdio with rmcp's client: inline config, then a file by path.
+#[tokio::test]
+async fn registry_apply_config_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = crate::harness::spawn(dir.path(), &[], None).await;
+    let v = agent
+        .registry(
+            serde_json::json!({"action": "apply_config", "format": "vscode",
+            "config": {"servers": {"a": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}}),
+        )
+        .await;
+    assert_eq!(v["results"][0]["action"], "added", "{v}");
+    let file = data("codex/config.toml");
+    let v = agent
+        .registry(serde_json::json!({"action": "apply_config", "path": file}))
+        .await;
+    assert_eq!(v["format"], "codex");
+    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    // Bad input: invalid params today, an `isError` result once argument problems become results (SEP-1303).
+    let message = match agent
+        .try_registry(
+            serde_json::json!({"action": "apply_config", "format": "vscode",
+            "config": {"servers": {"b": {"command": "x", "env": {"K": "${input:undefined}"}}}}}),
+        )
+        .await
+    {
+        Err(e) => e.message.to_string(),
+        Ok((is_error, v)) => {
+            assert!(is_error, "{v}");
+            v.to_string()
+        }
+    };
+    assert!(
+        message.contains("`b`")
+            && message.contains("env.K")
+            && message.contains("${input:undefined}"),
+        "{message}"
+    );
+    agent.stop().await;
+}

@@ -55,8 +55,15 @@ impl App {
                 }
                 Err(e) => return Err(e),
             };
-            for (k, v) in &s.secrets {
-                self.secrets.set(&spec.name, k, v)?;
+            if !s.secrets.is_empty() {
+                // Re-importing the same values writes nothing.
+                let id = self.registry.get(&spec.name)?.id;
+                let current = self.secrets.env_for(id)?;
+                for (k, v) in &s.secrets {
+                    if current.get(k) != Some(v) {
+                        self.secrets.set(&spec.name, k, v)?;
+                    }
+                }
             }
             results.push(ImportResult {
                 name: spec.name.clone(),

@@ -279,6 +279,12 @@ pub async fn import(app: &App, args: ImportArgs) -> anyhow::Result<()> {
             results.len() - added - updated
         );
     }
+    if !args.json {
+        let stored = prompt_missing(app, &imported)?;
+        if stored > 0 {
+            eprintln!("stored {stored} secrets");
+        }
+    }
     if args.watch {
         let format = imported.format;
         return watch(app, Path::new(&origin), format).await;
@@ -458,6 +464,7 @@ pub async fn connect(app: &App, args: ConnectArgs) -> anyhow::Result<()> {
     }
     let results = apply(app, &imported)?;
     print_import(&imported, false)?;
+    prompt_missing(app, &imported)?;
     let original = std::fs::read(&path)?;
     let text = String::from_utf8(original.clone()).context("the file is not UTF-8")?;
     let exe = std::env::current_exe()?.display().to_string();
@@ -478,4 +485,75 @@ pub async fn connect(app: &App, args: ConnectArgs) -> anyhow::Result<()> {
         args.client
     ));
     Ok(())
+}
+
+/// On a terminal, asks for each value the file references but the environment lacks (input hidden); an empty
+/// answer skips it. Elsewhere asks nothing (the values stay reported as `needs_input`). Returns how many were stored.
+fn prompt_missing(app: &App, imported: &Imported) -> anyhow::Result<usize> {
+    use std::io::{BufRead, IsTerminal};
+    let stdin = std::io::stdin();
+    if imported.needs_input.is_empty() || !stdin.is_terminal() {
+        return Ok(0);
+    }
+    let mut asked = std::collections::BTreeSet::new();
+    let mut stored = 0;
+    for n in &imported.needs_input {
+        if !asked.insert((n.server.clone(), n.key.clone())) {
+            continue;
+        }
+        let about = n
+            .description
+            .as_deref()
+            .map(|d| format!(", {d}"))
+            .unwrap_or_default();
+        eprint!(
+            "{} {} ({}{about}); empty to skip: ",
+            n.server, n.key, n.reference
+        );
+        let _ = std::io::stderr().flush();
+        let echo = EchoOff::new();
+        let mut line = String::new();
+        stdin.lock().read_line(&mut line)?;
+        drop(echo);
+        eprintln!();
+        let value = line.trim_end_matches(['\r', '\n']);
+        if value.is_empty() {
+            continue;
+        }
+        app.secrets.set(&n.server, &n.key, value)?;
+        stored += 1;
+    }
+    Ok(stored)
+}
+
+/// Turns terminal echo off on stdin for as long as it lives.
+struct EchoOff(Option<libc::termios>);
+
+impl EchoOff {
+    fn new() -> EchoOff {
+        // SAFETY: tcgetattr/tcsetattr on fd 0 with a zeroed termios they fill in; failures leave echo as it was.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(0, &mut t) != 0 {
+                return EchoOff(None);
+            }
+            let saved = t;
+            t.c_lflag &= !libc::ECHO;
+            if libc::tcsetattr(0, libc::TCSANOW, &t) != 0 {
+                return EchoOff(None);
+            }
+            EchoOff(Some(saved))
+        }
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        if let Some(saved) = self.0 {
+            // SAFETY: restores the attributes read in `new`.
+            unsafe {
+                libc::tcsetattr(0, libc::TCSANOW, &saved);
+            }
+        }
+    }
 }

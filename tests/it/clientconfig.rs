@@ -407,3 +407,44 @@ async fn registry_apply_config_action() {
     );
     agent.stop().await;
 }
+
+/// On a terminal (a pty from util-linux `script`), `import` asks for each missing value and stores it encrypted.
+#[test]
+fn import_on_a_terminal_asks_for_missing_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let file = put(home.path(), "p/.vscode/mcp.json", "vscode/.vscode/mcp.json");
+    let cmd = format!(
+        "{BIN} --data-dir '{}' import '{}'",
+        dir.path().display(),
+        file.display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("HOME", home.path())
+        .env_remove("AGENT_DISCOVER_DB")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` (a pty for the prompt)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"pplx-secret-value\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("PERPLEXITY_API_KEY") && text.contains("Perplexity API Key"),
+        "{text}"
+    );
+    let secrets = ok(&cli(
+        dir.path(),
+        home.path(),
+        &["secrets", "ls", "Perplexity", "--json"],
+    ));
+    assert!(secrets.contains("pplx****"), "{secrets}");
+}

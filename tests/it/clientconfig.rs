@@ -448,3 +448,24 @@ fn import_on_a_terminal_asks_for_missing_values() {
     ));
     assert!(secrets.contains("pplx****"), "{secrets}");
 }
+
+/// `apply_config` asks a client that supports elicitation for the values the config references.
+#[tokio::test]
+async fn registry_apply_config_elicits_missing_values() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::harness::with_elicitation(
+        serde_json::json!({"Perplexity.PERPLEXITY_API_KEY": "pplx-elicited-1"}),
+    );
+    let agent = crate::harness::spawn(dir.path(), &[], None).await;
+    let v = agent
+        .registry(
+            serde_json::json!({"action": "apply_config", "path": data("vscode/.vscode/mcp.json")}),
+        )
+        .await;
+    assert_eq!(v["needs_input"], serde_json::json!([]), "{v}");
+    let s = agent
+        .registry(serde_json::json!({"action": "list_secrets", "name": "Perplexity"}))
+        .await;
+    assert!(s.to_string().contains("pplx****"), "{s}");
+    agent.stop().await;
+}

@@ -549,16 +549,8 @@ pub fn parse(format: Format, file: &str, text: &str, env: &Env) -> Result<Import
         warnings: Vec::new(),
     };
     let mut taken: BTreeSet<String> = BTreeSet::new();
-    let mut seen_raw: BTreeSet<String> = BTreeSet::new();
+    // A name used in two scopes of `~/.claude.json` (user and a project) gets a suffix, like a mapped name.
     for (raw_name, value) in entries {
-        if !seen_raw.insert(raw_name.clone()) {
-            return Err(bad(
-                file,
-                Some(&raw_name),
-                None,
-                "is defined twice (in more than one scope)",
-            ));
-        }
         let name = unique_name(&map_name(&raw_name), &taken);
         taken.insert(name.clone());
         if name != raw_name {

@@ -407,3 +407,55 @@ fn gemini_bare_dollar_references() {
     .unwrap();
     assert_eq!(got.servers[0].secrets["DB"], "pg://");
 }
+
+#[test]
+fn the_same_name_in_two_scopes_is_renamed_not_lost() {
+    let text = r#"{"mcpServers": {"db": {"command": "a"}}, "projects": {"/p": {"mcpServers": {"db": {"command": "b"}}}}}"#;
+    let got = parse_with(Format::ClaudeUser, text, &[]).unwrap();
+    let names: Vec<&str> = got.servers.iter().map(|s| s.spec.name.as_str()).collect();
+    assert_eq!(names, ["db", "db-2"]);
+    assert_eq!(
+        got.renamed,
+        [Renamed {
+            from: "db".into(),
+            to: "db-2".into()
+        }]
+    );
+}
+
+/// Pseudo-random names (a fixed xorshift sequence, so failures reproduce): every mapped name is one our rules
+/// accept, mapping is idempotent, and names that were already valid are kept.
+#[test]
+fn mapped_names_are_always_valid() {
+    let alphabet: Vec<char> = "aZ9._- /$`;|&()<>'\"\\\n\té字🙂_".chars().collect();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..5000 {
+        let len = (next() % 90) as usize;
+        let raw: String = (0..len)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect();
+        let mapped = map_name(&raw);
+        assert!(
+            mapped.parse::<ServerName>().is_ok(),
+            "{raw:?} -> {mapped:?}"
+        );
+        assert_eq!(map_name(&mapped), mapped);
+        if raw.parse::<ServerName>().is_ok() {
+            assert_eq!(mapped, raw);
+        }
+    }
+    let mut taken = BTreeSet::new();
+    let long = "x".repeat(64);
+    taken.insert(long.clone());
+    let second = unique_name(&long, &taken);
+    assert!(
+        second.len() <= 64 && second.ends_with("-2") && second.parse::<ServerName>().is_ok(),
+        "{second}"
+    );
+}

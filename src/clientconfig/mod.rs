@@ -742,7 +742,8 @@ struct Resolver<'a, 'b> {
 /// The outcome of one string: its new text (None: drop it, it became a secret).
 struct Resolved {
     text: Option<String>,
-    secrets: Vec<(String, Option<String>, String, Option<&'static str>)>,
+    /// (secret key, its value when the environment has it).
+    secrets: Vec<(String, Option<String>)>,
 }
 
 impl Resolver<'_, '_> {
@@ -881,10 +882,10 @@ impl Resolver<'_, '_> {
                     }
                 }
                 match missing {
-                    None => secrets.push((key.to_owned(), Some(text), field.to_owned(), None)),
+                    None => secrets.push((key.to_owned(), Some(text))),
                     Some((r, whole)) => {
                         need(key, &whole, &r);
-                        secrets.push((key.to_owned(), None, field.to_owned(), None));
+                        secrets.push((key.to_owned(), None));
                     }
                 }
                 Ok((
@@ -922,7 +923,7 @@ impl Resolver<'_, '_> {
                                 need(&key, &whole, &r);
                             }
                             text.push_str(&format!("${{{key}}}"));
-                            secrets.push((key, value, field.to_owned(), None));
+                            secrets.push((key, value));
                         }
                     }
                 }
@@ -1062,7 +1063,7 @@ fn entry(
     let mut secrets: BTreeMap<String, String> = BTreeMap::new();
     let mut secret_keys: Vec<String> = Vec::new();
     let mut take = |res: Resolved, needs: Vec<NeedsInput>, out: &mut Imported| -> Option<String> {
-        for (k, v, _, _) in res.secrets {
+        for (k, v) in res.secrets {
             if !secret_keys.contains(&k) {
                 secret_keys.push(k.clone());
             }

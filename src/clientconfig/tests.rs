@@ -459,3 +459,12 @@ fn mapped_names_are_always_valid() {
         "{second}"
     );
 }
+
+#[test]
+fn a_5_mb_file_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".mcp.json");
+    std::fs::write(&path, vec![b' '; 5 * 1024 * 1024]).unwrap();
+    let e = read(&path).unwrap_err().to_string();
+    assert!(e.contains(".mcp.json") && e.contains("over the limit"), "{e}");
+}

@@ -3,7 +3,9 @@
 pub mod app;
 pub mod calllog;
 pub mod cli;
+pub mod clientconfig;
 pub mod config;
+pub mod configimport;
 pub mod embed;
 pub mod error;
 pub mod events;

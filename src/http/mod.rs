@@ -140,6 +140,7 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/status", "Running children, call counts, registry figures", status).returns(200, "Object"),
         op(M::GET, "/api/openapi.json", "This document", openapi).returns(200, "Object"),
         op(M::GET, "/metrics", "Prometheus text metrics: calls, errors, latency per server and tool, active servers, children", prometheus).returns(200, "PrometheusText"),
+        op(M::POST, "/api/config/apply", "Import an MCP client's config file (inline `config` + `format`, or `path`)", apply_config).body("ConfigApply").returns(200, "ConfigApplied"),
         op(M::GET, "/ws", "WebSocket: state snapshots with a sequence number, and call-log entries as they happen", ws::upgrade).returns(101, "WebSocketStream"),
     ]
 }

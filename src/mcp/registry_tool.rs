@@ -33,6 +33,7 @@ pub const ACTIONS: &[&str] = &[
     "delete_secret",
     "list_secrets",
     "status",
+    "apply_config",
 ];
 
 /// Arguments and the actions that use them; the schema only shows arguments of implemented actions.
@@ -123,6 +124,21 @@ fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
             json!({"type": "integer", "description": "[install] Tool-call time limit for this server, reset by progress (default 60000)"}),
             &["install"],
         ),
+        (
+            "config",
+            json!({"type": "object", "description": "[apply_config] A client config file's content (e.g. {\"mcpServers\": {...}}); needs `format`"}),
+            &["apply_config"],
+        ),
+        (
+            "format",
+            json!({"type": "string", "enum": ["claude-desktop", "claude-code", "claude-user", "cursor", "vscode", "windsurf", "codex", "gemini"], "description": "[apply_config] The client format of `config` (detected from `path` when omitted)"}),
+            &["apply_config"],
+        ),
+        (
+            "path",
+            json!({"type": "string", "description": "[apply_config] A client config file on this machine, instead of `config`"}),
+            &["apply_config"],
+        ),
     ]
 }
 
@@ -146,7 +162,7 @@ pub fn definition() -> Tool {
         "Registry and proxy of MCP servers. list: registered servers. install/uninstall: register or remove one. \
          activate/deactivate: start or stop it (its tools appear as server__tool). proxy_call: call any active server's tool \
          (call_as or server+tool, plus arguments). get_schema: a tool's full input schema. set_secret/delete_secret/list_secrets: \
-         per-server secrets (masked). status: what is running. Pass `action` plus that action's arguments.",
+         per-server secrets (masked). status: what is running. apply_config: import an MCP client's config (config+format, or path). Pass `action` plus that action's arguments.",
         Arc::new(schema),
     )
 }
@@ -190,6 +206,7 @@ pub async fn call(app: &Arc<App>, args: Args, caller: Caller) -> Result<CallTool
         "delete_secret" => delete_secret(app, &args),
         "list_secrets" => list_secrets(app, &args),
         "status" => status(app),
+        "apply_config" => apply_config(app, &args, &caller).await,
         "find_tool" => {
             let query = args::req_str(&args, "query", "find_tool")?;
             let limit = args::opt_u64(&args, "limit")?.unwrap_or(5) as usize;
@@ -561,4 +578,67 @@ async fn elicit_inputs(
             .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
             .collect(),
     )
+}
+
+/// Imports a client config; values it references but the environment lacks are asked of the user through
+/// elicitation when the client supports it (answers stored as secrets), else returned as `needs_input`.
+async fn apply_config(app: &App, a: &Args, caller: &Caller) -> Outcome {
+    let req = crate::configimport::ApplyConfigRequest {
+        config: a.get("config").cloned(),
+        format: args::opt_str(a, "format")?,
+        path: args::opt_str(a, "path")?,
+    };
+    let mut report = match app.apply_client_config(&req) {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(e)),
+    };
+    if !report.needs_input.is_empty()
+        && let Some(peer) = &caller.peer
+        && peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.elicitation.is_some())
+    {
+        let mut props = serde_json::Map::new();
+        for n in &report.needs_input {
+            let description = n.description.clone().unwrap_or_else(|| {
+                format!("{} of server `{}` ({})", n.reference, n.server, n.field)
+            });
+            props.insert(
+                format!("{}.{}", n.server, n.key),
+                json!({"type": "string", "title": n.key, "description": description}),
+            );
+        }
+        let schema = serde_json::from_value(json!({"type": "object", "properties": props}));
+        if let Ok(schema) = schema {
+            let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: format!(
+                    "The servers imported from {} need these values (stored encrypted)",
+                    report.file
+                ),
+                requested_schema: schema,
+            };
+            if let Ok(res) = peer.create_elicitation(params).await
+                && res.action == rmcp::model::ElicitationAction::Accept
+                && let Some(Value::Object(answers)) = res.content
+            {
+                let mut stored = std::collections::BTreeSet::new();
+                for n in &report.needs_input {
+                    let field = format!("{}.{}", n.server, n.key);
+                    if let Some(Value::String(v)) = answers.get(&field)
+                        && !v.is_empty()
+                    {
+                        if let Err(e) = app.secrets.set(&n.server, &n.key, v) {
+                            return Ok(Err(e));
+                        }
+                        stored.insert(field);
+                    }
+                }
+                report
+                    .needs_input
+                    .retain(|n| !stored.contains(&format!("{}.{}", n.server, n.key)));
+            }
+        }
+    }
+    Ok(Ok(serde_json::to_value(report).unwrap_or_default()))
 }

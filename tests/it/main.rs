@@ -22,3 +22,5 @@ mod http;
 mod fidelity;
 // The official MCP conformance suite directly and through agent-discover (per-server and aggregated endpoints).
 mod conformance;
+// Client config files: clients, import, export, connect.
+mod clientconfig;

@@ -3,11 +3,14 @@
 pub mod app;
 pub mod calllog;
 pub mod cli;
+pub mod clientconfig;
 pub mod config;
+pub mod configimport;
 pub mod embed;
 pub mod error;
 pub mod events;
 pub mod fixture;
+pub mod fixture_conformance;
 pub mod guard;
 pub mod health;
 pub mod http;

@@ -163,6 +163,16 @@ pub enum Action {
     },
     /// What is running.
     Status {},
+    /// Imports an MCP client's config (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Codex, Gemini CLI).
+    ApplyConfig {
+        /// A client config file's content (e.g. {"mcpServers": {...}}); needs `format`
+        config: Option<Map<String, Value>>,
+        /// The client format of `config` (detected from `path` when omitted)
+        #[schemars(extend("enum" = ["claude-desktop", "claude-code", "claude-user", "cursor", "vscode", "windsurf", "codex", "gemini"]))]
+        format: Option<String>,
+        /// A client config file on this machine, instead of `config`
+        path: Option<String>,
+    },
     /// Tools withheld until approved (changed since approval, or new while held), with what changed.
     ToolsPending {
         /// Only this server's

@@ -6,6 +6,7 @@
 mod actions;
 pub mod front;
 mod registry_tool;
+mod single;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,7 @@ use crate::events::Received;
 use crate::proxy::Caller;
 
 pub use registry_tool::actions;
+pub use single::{ServerView, serve_stdio_server};
 
 pub const SERVER_NAME: &str = "agent-discover";
 
@@ -66,6 +68,7 @@ impl McpServer {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging is deprecated by SEP-2577; legacy clients and children still use it.
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
             .enable_tools()
@@ -74,6 +77,9 @@ impl ServerHandler for McpServer {
             .enable_resources_list_changed()
             .enable_prompts()
             .enable_prompts_list_changed()
+            .enable_resources_subscribe()
+            .enable_logging()
+            .enable_completions()
             .build();
         ServerConfig::new(caps).with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))).with_instructions(
             "agent-discover is a registry and proxy of MCP servers. Use the `registry` tool: `list` registered servers, `install` one \
@@ -234,6 +240,53 @@ impl ServerHandler for McpServer {
         }
     }
 
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Box::pin(self.app.proxy.set_log_level(request.level)).await;
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        Box::pin(self.app.proxy.complete(request))
+            .await
+            .map_err(forwarded_error)
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Box::pin(self.app.proxy.subscribe(
+            self.client_id,
+            context.peer.clone(),
+            &request.uri,
+            false,
+        ))
+        .await
+        .map_err(forwarded_error)
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Box::pin(self.app.proxy.unsubscribe(self.client_id, &request.uri))
+            .await
+            .map_err(forwarded_error)
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -261,6 +314,16 @@ impl ServerHandler for McpServer {
                 }
             }
         }
+    }
+}
+
+/// A forwarded request's failure: unknown names and unsupported features are invalid params, the rest internal.
+fn forwarded_error(e: Error) -> McpError {
+    match e {
+        Error::NotFound { .. } | Error::Unavailable(_) | Error::Invalid { .. } => {
+            McpError::invalid_params(e.to_string(), None)
+        }
+        e => McpError::internal_error(e.to_string(), None),
     }
 }
 
@@ -336,6 +399,10 @@ const SERVED_METHODS: &[&str] = &[
     "prompts/list",
     "prompts/get",
     "subscriptions/listen",
+    "logging/setLevel",
+    "completion/complete",
+    "resources/subscribe",
+    "resources/unsubscribe",
 ];
 
 /// The error for a request rmcp could not type: invalid params (saying what is wrong) for a method we serve,

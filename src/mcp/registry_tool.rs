@@ -30,7 +30,8 @@ pub fn definition() -> Tool {
          list: registered servers. browse: the marketplaces. install/uninstall: register or remove one. \
          activate/deactivate: start or stop it (its tools appear as server__tool). proxy_call: call any active server's tool \
          (call_as or server+tool, plus arguments). get_schema: a tool's full input schema. set_secret/delete_secret/list_secrets: \
-         per-server secrets (masked). status: what is running. tools_pending/tool_diff/approve_tools: tools withheld \
+         per-server secrets (masked). status: what is running. apply_config: import an MCP client's config (config+format, \
+         or path). tools_pending/tool_diff/approve_tools: tools withheld \
          because their definition changed since approval (rug-pull defence). tool_filter: a server's allow/deny patterns. \
          Pass `action` plus that action's arguments.",
         Arc::new(actions::tool_schema()),
@@ -217,6 +218,18 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 .map_err(Into::into)
         }
         Action::Status {} => status(app).map_err(Into::into),
+        Action::ApplyConfig {
+            config,
+            format,
+            path,
+        } => {
+            let req = crate::configimport::ApplyConfigRequest {
+                config: config.map(Value::Object),
+                format,
+                path,
+            };
+            apply_config(app, &req, &caller).await
+        }
         Action::ToolsPending { name } => app
             .pending_tools(name.as_deref())
             .map(|p| json!({"pending": p}))
@@ -524,4 +537,61 @@ async fn elicit_inputs(
             .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
             .collect(),
     )
+}
+
+/// Imports a client config; values it references but the environment lacks are asked of the user through
+/// elicitation when the client supports it (answers stored as secrets), else returned as `needs_input`.
+async fn apply_config(
+    app: &App,
+    req: &crate::configimport::ApplyConfigRequest,
+    caller: &Caller,
+) -> Outcome {
+    let mut report = app.apply_client_config(req)?;
+    if !report.needs_input.is_empty()
+        && let Some(peer) = &caller.peer
+        && peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.elicitation.is_some())
+    {
+        let mut props = serde_json::Map::new();
+        for n in &report.needs_input {
+            let description = n.description.clone().unwrap_or_else(|| {
+                format!("{} of server `{}` ({})", n.reference, n.server, n.field)
+            });
+            props.insert(
+                format!("{}.{}", n.server, n.key),
+                json!({"type": "string", "title": n.key, "description": description}),
+            );
+        }
+        let schema = serde_json::from_value(json!({"type": "object", "properties": props}));
+        if let Ok(schema) = schema {
+            let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: format!(
+                    "The servers imported from {} need these values (stored encrypted)",
+                    report.file
+                ),
+                requested_schema: schema,
+            };
+            if let Ok(res) = peer.create_elicitation(params).await
+                && res.action == rmcp::model::ElicitationAction::Accept
+                && let Some(Value::Object(answers)) = res.content
+            {
+                let mut stored = std::collections::BTreeSet::new();
+                for n in &report.needs_input {
+                    let field = format!("{}.{}", n.server, n.key);
+                    if let Some(Value::String(v)) = answers.get(&field)
+                        && !v.is_empty()
+                    {
+                        app.secrets.set(&n.server, &n.key, v)?;
+                        stored.insert(field);
+                    }
+                }
+                report
+                    .needs_input
+                    .retain(|n| !stored.contains(&format!("{}.{}", n.server, n.key)));
+            }
+        }
+    }
+    Ok(serde_json::to_value(report).unwrap_or_default())
 }

@@ -7,9 +7,11 @@
 mod aggregate;
 mod call;
 mod client;
+mod forward;
 mod metrics;
 pub mod names;
 mod recovery;
+mod single;
 mod spawn;
 mod sse;
 mod start;
@@ -36,6 +38,7 @@ use crate::registry::Registry;
 use crate::secrets::Secrets;
 use call::ProgressRoute;
 use client::ChildClient;
+pub use single::ServerError;
 pub use spawn::StderrRing;
 
 /// Consecutive crashes after which a server stays down until activated again.
@@ -107,6 +110,13 @@ pub(crate) struct Inner {
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
     metrics: Arc<metrics::CallMetrics>,
     observer: Mutex<Option<CallObserver>>,
+    /// The log level clients last set (`logging/setLevel`), applied to every child.
+    #[allow(deprecated)]
+    log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// Clients' resource subscriptions, by exposed URI.
+    subscriptions: Mutex<Vec<forward::Subscription>>,
+    /// Clients of a per-server endpoint, by client id: the one server they see.
+    scopes: Mutex<HashMap<u64, String>>,
 }
 
 enum Slot {
@@ -187,6 +197,9 @@ impl Proxy {
             callers: Mutex::default(),
             metrics: metrics::CallMetrics::start(registry.store().clone()),
             observer: Mutex::new(None),
+            log_level: Mutex::new(None),
+            subscriptions: Mutex::default(),
+            scopes: Mutex::default(),
         });
         Proxy { inner }
     }
@@ -516,6 +529,8 @@ impl Proxy {
 
     pub fn unregister_client(&self, id: u64) {
         lock(&self.inner.clients).retain(|(i, _)| *i != id);
+        self.drop_subscriptions(id);
+        lock(&self.inner.scopes).remove(&id);
     }
 }
 

@@ -184,7 +184,7 @@ impl Inner {
                 return Err(with_stderr(timed_out("tools/list"), &stderr));
             }
         };
-        Ok(Arc::new(Child {
+        let child = Arc::new(Child {
             name: server.name.clone(),
             server_id: server.id,
             transport: server.transport,
@@ -201,7 +201,10 @@ impl Inner {
             started_at,
             failures,
             call_timeout,
-        }))
+        });
+        // A log level a client set before this child started applies to it too.
+        self.apply_log_level(&child).await;
+        Ok(child)
     }
 }
 

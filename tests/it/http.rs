@@ -1489,3 +1489,62 @@ async fn dashboard_in_a_real_browser() {
     eprintln!("dashboard screenshot: {}", shot.display());
     served.stop().await;
 }
+
+/// Issue 10: `POST /api/config/apply` with an inline client config, then by path; bad input is a 400 naming the field.
+#[tokio::test]
+async fn rest_config_apply_inline_and_by_path() {
+    let dir = tmp();
+    let app = app_in(dir.path());
+    let r = http::router(app.clone(), Security::loopback());
+    let cfg = json!({"mcpServers": {"my tools": {"command": "npx", "args": ["-y", "srv"]}}});
+    let a = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"config": cfg, "format": "cursor"})),
+    )
+    .await;
+    let body = expect(&a, 200);
+    assert_eq!(
+        body["results"][0],
+        json!({"name": "my-tools", "action": "added"})
+    );
+    assert_eq!(body["renamed"][0]["from"], "my tools");
+    let again = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"config": cfg, "format": "cursor"})),
+    )
+    .await;
+    assert_eq!(expect(&again, 200)["results"][0]["action"], "unchanged");
+    let file = dir.path().join("settings.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"g": {"httpUrl": "http://127.0.0.1:9/mcp"}}}"#,
+    )
+    .unwrap();
+    let by_path = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"path": file, "format": "gemini"})),
+    )
+    .await;
+    assert_eq!(expect(&by_path, 200)["results"][0]["name"], "g");
+    let bad = send(&r, "POST", "/api/config/apply", Some(json!({"config": {"mcpServers": {"x": {"command": "x", "bogus": 1}}}, "format": "cursor"}))).await;
+    expect_error(&bad, 400, "invalid_input");
+    assert!(
+        bad.text.contains("`x`") && bad.text.contains("`bogus`"),
+        "{}",
+        bad.text
+    );
+    let neither = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"format": "cursor"})),
+    )
+    .await;
+    expect_error(&neither, 400, "invalid_input");
+}

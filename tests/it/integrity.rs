@@ -469,6 +469,17 @@ async fn a_tool_that_changes_between_starts_is_withheld_until_approved() {
         stderr_of(&agent).contains("server:tool_changed"),
         "no event for the change"
     );
+    // The per-server endpoint (another process, `mcp --server shop`) withholds it too.
+    let single = harness::spawn(dir.path(), &["--server", "shop"], None).await;
+    let names = single.tool_names().await;
+    assert!(
+        names.contains(&"echo".to_owned()) && !names.contains(&"pay".to_owned()),
+        "{names:?}"
+    );
+    let r = single.call("pay", json!({})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(harness::parse(&r)["kind"], "tool_changed", "{r:?}");
+    single.stop().await;
 
     // Approved through the CLI (another process): the running agent serves it at the next call.
     let (ok, out, err) = cli(dir.path(), &["tools", "approve", "shop", "pay"]);
@@ -643,6 +654,20 @@ async fn a_filtered_tool_is_indistinguishable_from_a_missing_one() {
         .unwrap();
     assert!(e1 && e2);
     same(denied, missing);
+    // The per-server endpoint (another process, `mcp --server files`): not listed, answered like a missing tool.
+    let single = harness::spawn(dir.path(), &["--server", "files"], None).await;
+    let names = single.tool_names().await;
+    assert!(
+        names.contains(&"read_file".to_owned()) && !names.contains(&"delete_file".to_owned()),
+        "{names:?}"
+    );
+    let denied = harness::text(&single.call("delete_file", json!({})).await);
+    let missing = harness::text(&single.call("no_such_file", json!({})).await);
+    assert_eq!(
+        denied.replace("delete_file", "NAME"),
+        missing.replace("no_such_file", "NAME")
+    );
+    single.stop().await;
     let v = agent
         .registry(json!({"action": "find_tool", "query": "delete a file from the disk", "auto_activate": false}))
         .await;

@@ -168,9 +168,14 @@ impl App {
     ) -> Result<FindOutcome> {
         let mut ranking = self.search.rank(query, limit.clamp(1, 50)).await?;
         // Stored tools of a stopped server may predate its filter: a filtered tool is never found.
-        ranking
-            .hits
-            .retain(|h| self.registry.tool_allowed(&h.tool.server, &h.tool.name));
+        let mut filters = std::collections::HashMap::new();
+        ranking.hits.retain(|h| {
+            filters
+                .entry(h.tool.server_id)
+                .or_insert_with(|| self.registry.tool_filter(h.tool.server_id).ok())
+                .as_ref()
+                .is_some_and(|f| f.allows(&h.tool.name))
+        });
         let top_score = ranking.hits.first().map(|h| h.score).unwrap_or(0.0);
         let Some(best) = ranking
             .hits

@@ -454,9 +454,13 @@ impl Proxy {
             let Ok(tools) = self.inner.registry.tools(s.server.id) else {
                 continue;
             };
+            // Filtered tools are never suggested.
+            let Ok(filter) = self.inner.registry.tool_filter(s.server.id) else {
+                continue;
+            };
             for t in tools {
                 let exposed = names::expose(&s.server.name, &t.name);
-                if exposed == wanted || !self.inner.registry.tool_allowed(&s.server.name, &t.name) {
+                if exposed == wanted || !filter.allows(&t.name) {
                     continue;
                 }
                 let score = names::similarity(wanted, &exposed)

@@ -15,6 +15,7 @@ mod single;
 mod spawn;
 mod sse;
 mod start;
+mod typed;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -81,11 +81,12 @@ impl Inner {
                         inner.on_child_exit(&name, &cause, &ring);
                     }
                 });
-                let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
+                // Answers are decoded as the result type of the request they answer (`typed.rs`).
+                let transport = super::typed::TypedChildTransport::new(
                     spawned.stdout,
                     spawned.stdin,
-                )
-                .with_max_line_length(64 * 1024 * 1024);
+                    64 * 1024 * 1024,
+                );
                 let mut exit_watch = exit_rx.clone();
                 let connect = async {
                     tokio::select! {

@@ -1,0 +1,601 @@
+//! The stdio transport to a child that sees both directions: it remembers which method each outgoing request has
+//! and decodes the child's answer straight into that method's result type (`CallToolResult`, `ListToolsResult`, ...),
+//! instead of letting rmcp try the untagged `ServerResult` variants one after another. Anything it cannot type this
+//! way (a child's own requests and notifications, error responses, unknown ids, unusual results) goes through rmcp's
+//! decoder as before. Framing (lines, length limit, BOM) is rmcp's `JsonRpcMessageCodec` in both directions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    CallToolResult, ClientJsonRpcMessage, ClientNotification, ClientRequest, CompleteResult,
+    EmptyResult, ErrorData, GetPromptResult, InitializeResult, JsonRpcError, JsonRpcMessage,
+    JsonRpcVersion2_0, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, ReadResourceResult, RequestId, ResultType, ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{AsyncRwTransport, JsonRpcMessageCodec};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::Decoder;
+
+/// Requests awaiting an answer are forgotten past this many (a child that never answers must not grow the map).
+const MAX_PENDING: usize = 4096;
+const READ_CHUNK: usize = 16 * 1024;
+
+/// The result type a request's answer is decoded as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expect {
+    Empty,
+    Initialize,
+    Complete,
+    GetPrompt,
+    ListPrompts,
+    ListResources,
+    ListResourceTemplates,
+    ReadResource,
+    CallTool,
+    ListTools,
+}
+
+impl Expect {
+    /// The result type of a request; `None` for requests whose answers can take several shapes (tasks, skills,
+    /// subscriptions, custom requests), which rmcp decodes itself.
+    pub(crate) fn of(request: &ClientRequest) -> Option<Self> {
+        Some(match request {
+            ClientRequest::PingRequest(_)
+            | ClientRequest::SetLevelRequest(_)
+            | ClientRequest::SubscribeRequest(_)
+            | ClientRequest::UnsubscribeRequest(_) => Self::Empty,
+            ClientRequest::InitializeRequest(_) => Self::Initialize,
+            ClientRequest::CompleteRequest(_) => Self::Complete,
+            ClientRequest::GetPromptRequest(_) => Self::GetPrompt,
+            ClientRequest::ListPromptsRequest(_) => Self::ListPrompts,
+            ClientRequest::ListResourcesRequest(_) => Self::ListResources,
+            ClientRequest::ListResourceTemplatesRequest(_) => Self::ListResourceTemplates,
+            ClientRequest::ReadResourceRequest(_) => Self::ReadResource,
+            ClientRequest::CallToolRequest(_) => Self::CallTool,
+            ClientRequest::ListToolsRequest(_) => Self::ListTools,
+            _ => return None,
+        })
+    }
+
+    /// Decodes `result` as this type. `None` when it does not fit (then rmcp's own decoder decides): a result
+    /// whose `resultType` is not `complete` (input required, a task) is never forced into a complete one.
+    pub(crate) fn decode(self, result: &str) -> Option<ServerResult> {
+        fn complete(t: &Option<ResultType>) -> bool {
+            t.as_ref().is_none_or(ResultType::is_complete)
+        }
+        macro_rules! typed {
+            ($ty:ty, $variant:ident) => {{
+                let r: $ty = serde_json::from_str(result).ok()?;
+                complete(&r.result_type).then_some(ServerResult::$variant(r))
+            }};
+        }
+        match self {
+            Self::Empty => serde_json::from_str::<EmptyResult>(result)
+                .ok()
+                .map(ServerResult::EmptyResult),
+            Self::Initialize => serde_json::from_str::<InitializeResult>(result)
+                .ok()
+                .map(ServerResult::InitializeResult),
+            Self::Complete => typed!(CompleteResult, CompleteResult),
+            Self::GetPrompt => typed!(GetPromptResult, GetPromptResult),
+            Self::ListPrompts => typed!(ListPromptsResult, ListPromptsResult),
+            Self::ListResources => typed!(ListResourcesResult, ListResourcesResult),
+            Self::ListResourceTemplates => {
+                typed!(ListResourceTemplatesResult, ListResourceTemplatesResult)
+            }
+            Self::ReadResource => typed!(ReadResourceResult, ReadResourceResult),
+            Self::CallTool => typed!(CallToolResult, CallToolResult),
+            Self::ListTools => typed!(ListToolsResult, ListToolsResult),
+        }
+    }
+}
+
+/// The fields that tell a message's kind, read without decoding its payload.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[allow(dead_code)] // checked for being "2.0"
+    jsonrpc: JsonRpcVersion2_0,
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+}
+
+/// How a message from the child was decoded (for tests and the bench's accounting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decoded {
+    /// A response decoded straight as the result type of its request.
+    Typed,
+    /// Decoded by rmcp's `ServerJsonRpcMessage` (requests, notifications, errors, unknown ids, unusual results).
+    Rmcp,
+}
+
+type Pending = Arc<Mutex<HashMap<RequestId, Expect>>>;
+
+fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<RequestId, Expect>> {
+    p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// rmcp `Transport<RoleClient>` over a child's stdout (read) and stdin (write).
+pub struct TypedChildTransport<R, W: AsyncWrite> {
+    /// rmcp's line writer (its read side is never used: a reader that is always at its end).
+    writer: AsyncRwTransport<RoleClient, tokio::io::Empty, W>,
+    read: R,
+    buf: BytesMut,
+    codec: JsonRpcMessageCodec<Box<RawValue>>,
+    pending: Pending,
+    eof: bool,
+}
+
+impl<R, W> TypedChildTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    pub fn new(read: R, write: W, max_line_length: usize) -> Self {
+        Self {
+            writer: AsyncRwTransport::new_client(tokio::io::empty(), write),
+            read,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+            codec: JsonRpcMessageCodec::new_with_max_length(max_line_length),
+            pending: Arc::default(),
+            eof: false,
+        }
+    }
+
+    /// Records what an outgoing message expects back; a cancelled request's answer is no longer expected.
+    fn note_outgoing(&self, item: &ClientJsonRpcMessage) {
+        match item {
+            JsonRpcMessage::Request(r) => {
+                if let Some(expect) = Expect::of(&r.request) {
+                    let mut p = lock(&self.pending);
+                    if p.len() >= MAX_PENDING {
+                        p.clear();
+                    }
+                    p.insert(r.id.clone(), expect);
+                }
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    lock(&self.pending).remove(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Turns one line from the child into a message; `None` for a line to skip.
+    pub(crate) fn message(&mut self, raw: &str) -> Option<(ServerJsonRpcMessage, Decoded)> {
+        let peek = serde_json::from_str::<Peek<'_>>(raw).ok();
+        if let Some(peek) = &peek
+            && peek.method.is_none()
+            && peek.error.is_none()
+            && let (Some(id), Some(result)) = (&peek.id, peek.result)
+            && let Some(expect) = lock(&self.pending).remove(id)
+            && let Some(result) = expect.decode(result.get())
+        {
+            return Some((
+                ServerJsonRpcMessage::response(result, id.clone()),
+                Decoded::Typed,
+            ));
+        }
+        if let Some(peek) = &peek
+            && peek.method.is_none()
+            && peek.error.is_some()
+            && let Ok(error) = serde_json::from_str::<JsonRpcError>(raw)
+        {
+            if let Some(id) = &error.id {
+                lock(&self.pending).remove(id);
+            }
+            return Some((JsonRpcMessage::Error(error), Decoded::Rmcp));
+        }
+        match serde_json::from_str::<ServerJsonRpcMessage>(raw) {
+            Ok(m) => {
+                if let JsonRpcMessage::Response(r) = &m {
+                    lock(&self.pending).remove(&r.id);
+                }
+                Some((m, Decoded::Rmcp))
+            }
+            Err(e) => {
+                // A request we cannot read still gets an answer; anything else from the child is dropped, as
+                // rmcp's own transport does with unknown notifications.
+                tracing::debug!("ignoring a message the child sent: {e}");
+                if let Some(peek) = peek
+                    && peek.method.is_some()
+                    && let Some(id) = peek.id
+                {
+                    let reply = ClientJsonRpcMessage::error(
+                        ErrorData::invalid_request(format!("cannot read this request: {e}"), None),
+                        Some(id),
+                    );
+                    tokio::spawn(self.writer.send(reply));
+                }
+                None
+            }
+        }
+    }
+
+    /// How many requests still await an answer (tests).
+    #[cfg(test)]
+    fn pending_len(&self) -> usize {
+        lock(&self.pending).len()
+    }
+
+    /// Next message and how it was decoded.
+    pub(crate) async fn receive_decoded(&mut self) -> Option<(ServerJsonRpcMessage, Decoded)> {
+        loop {
+            let frame = if self.eof {
+                self.codec.decode_eof(&mut self.buf)
+            } else {
+                self.codec.decode(&mut self.buf)
+            };
+            match frame {
+                Ok(Some(raw)) => {
+                    if let Some(m) = self.message(raw.get()) {
+                        return Some(m);
+                    }
+                    continue;
+                }
+                // With a raw JSON value as the item, `None` only ever means "no whole line yet".
+                Ok(None) if self.eof => return None,
+                Ok(None) => {}
+                Err(e) => {
+                    // Not JSON, or a line over the limit (the codec skips the rest of it): skip, as rmcp does.
+                    tracing::debug!("ignoring a line the child wrote to stdout: {e}");
+                    continue;
+                }
+            }
+            if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+                self.buf.reserve(READ_CHUNK);
+            }
+            match self.read.read_buf(&mut self.buf).await {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!("reading the child's stdout failed: {e}");
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+impl<R, W> Transport<RoleClient> for TypedChildTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.note_outgoing(&item);
+        self.writer.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        self.receive_decoded().await.map(|(m, _)| m)
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.writer.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+
+    type Child = (BufReader<ReadHalf<DuplexStream>>, WriteHalf<DuplexStream>);
+
+    /// A transport and the child's ends of its pipes.
+    fn pair() -> (
+        TypedChildTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
+        Child,
+    ) {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (our_read, our_write) = tokio::io::split(ours);
+        let (their_read, their_write) = tokio::io::split(theirs);
+        (
+            TypedChildTransport::new(our_read, our_write, 1 << 20),
+            (BufReader::new(their_read), their_write),
+        )
+    }
+
+    /// Sends `request` through the transport and returns it as the child read it.
+    async fn send(
+        t: &mut TypedChildTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
+        child: &mut Child,
+        request: Value,
+    ) -> Value {
+        let msg: ClientJsonRpcMessage = serde_json::from_value(request).unwrap();
+        t.send(msg).await.unwrap();
+        let mut line = String::new();
+        child.0.read_line(&mut line).await.unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn reply(child: &mut Child, line: &Value) {
+        let mut s = line.to_string();
+        s.push('\n');
+        child.1.write_all(s.as_bytes()).await.unwrap();
+    }
+
+    fn variant(r: &ServerResult) -> &'static str {
+        match r {
+            ServerResult::EmptyResult(_) => "empty",
+            ServerResult::InitializeResult(_) => "initialize",
+            ServerResult::CompleteResult(_) => "complete",
+            ServerResult::GetPromptResult(_) => "get_prompt",
+            ServerResult::ListPromptsResult(_) => "list_prompts",
+            ServerResult::ListResourcesResult(_) => "list_resources",
+            ServerResult::ListResourceTemplatesResult(_) => "list_resource_templates",
+            ServerResult::ReadResourceResult(_) => "read_resource",
+            ServerResult::CallToolResult(_) => "call_tool",
+            ServerResult::ListToolsResult(_) => "list_tools",
+            _ => "other",
+        }
+    }
+
+    #[tokio::test]
+    async fn every_typed_method_decodes_as_its_result_type_exactly_as_rmcp_would() {
+        let (mut t, mut child) = pair();
+        let cases = [
+            ("ping", json!(null), json!({}), "empty"),
+            (
+                "logging/setLevel",
+                json!({"level": "debug"}),
+                json!({}),
+                "empty",
+            ),
+            (
+                "resources/subscribe",
+                json!({"uri": "test://a"}),
+                json!({}),
+                "empty",
+            ),
+            (
+                "resources/unsubscribe",
+                json!({"uri": "test://a"}),
+                json!({}),
+                "empty",
+            ),
+            (
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}),
+                json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}),
+                "initialize",
+            ),
+            (
+                "completion/complete",
+                json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "x"}}),
+                json!({"completion": {"values": ["xa", "xb"], "total": 2, "hasMore": false}}),
+                "complete",
+            ),
+            (
+                "prompts/get",
+                json!({"name": "p"}),
+                json!({"description": "d", "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]}),
+                "get_prompt",
+            ),
+            (
+                "prompts/list",
+                json!({}),
+                json!({"prompts": [{"name": "p", "title": "P"}]}),
+                "list_prompts",
+            ),
+            (
+                "resources/list",
+                json!({}),
+                json!({"resources": [{"uri": "test://a", "name": "a", "mimeType": "text/plain"}], "nextCursor": "2"}),
+                "list_resources",
+            ),
+            (
+                "resources/templates/list",
+                json!({}),
+                json!({"resourceTemplates": [{"uriTemplate": "test://t/{id}", "name": "t"}]}),
+                "list_resource_templates",
+            ),
+            (
+                "resources/read",
+                json!({"uri": "test://a"}),
+                json!({"contents": [{"uri": "test://a", "mimeType": "text/plain", "text": "x"}]}),
+                "read_resource",
+            ),
+            (
+                "tools/call",
+                json!({"name": "echo", "arguments": {"x": 1}}),
+                json!({"content": [{"type": "text", "text": "x", "annotations": {"priority": 0.5}}],
+                       "structuredContent": {"a": 1}, "isError": false, "_meta": {"k": "v"}}),
+                "call_tool",
+            ),
+            (
+                "tools/list",
+                json!({}),
+                json!({"tools": [{"name": "echo", "title": "Echo", "inputSchema": {"type": "object"},
+                                  "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true},
+                                  "_meta": {"m": 1}}]}),
+                "list_tools",
+            ),
+        ];
+        for (i, (method, params, result, want)) in cases.into_iter().enumerate() {
+            let mut req = json!({"jsonrpc": "2.0", "id": i, "method": method});
+            if !params.is_null() {
+                req["params"] = params;
+            }
+            let sent = send(&mut t, &mut child, req).await;
+            let response = json!({"jsonrpc": "2.0", "id": sent["id"], "result": result});
+            reply(&mut child, &response).await;
+            let (msg, how) = t.receive_decoded().await.unwrap();
+            assert_eq!(how, Decoded::Typed, "{method}");
+            let JsonRpcMessage::Response(r) = &msg else {
+                panic!("{method}: not a response: {msg:?}")
+            };
+            assert_eq!(variant(&r.result), want, "{method}");
+            // Exactly what rmcp's own decoder makes of the same line, and nothing lost on the way back out.
+            let rmcp: ServerJsonRpcMessage = serde_json::from_value(response.clone()).unwrap();
+            let JsonRpcMessage::Response(rr) = &rmcp else {
+                panic!("{method}: rmcp decoded {rmcp:?}")
+            };
+            assert_eq!(variant(&rr.result), want, "{method}");
+            assert_eq!(
+                serde_json::to_value(&msg).unwrap(),
+                serde_json::to_value(&rmcp).unwrap()
+            );
+            assert_eq!(serde_json::to_value(&r.result).unwrap(), result, "{method}");
+        }
+        assert_eq!(t.pending_len(), 0);
+    }
+
+    #[tokio::test]
+    async fn whatever_cannot_be_typed_falls_back_to_rmcp() {
+        let (mut t, mut child) = pair();
+
+        // A custom method: not recorded, decoded by rmcp.
+        let sent = send(
+            &mut t,
+            &mut child,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "x/custom", "params": {"a": 1}}),
+        )
+        .await;
+        assert_eq!(t.pending_len(), 0);
+        reply(
+            &mut child,
+            &json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"tools": 5}}),
+        )
+        .await;
+        let (msg, how) = t.receive_decoded().await.unwrap();
+        assert_eq!(how, Decoded::Rmcp);
+        assert!(
+            matches!(msg, JsonRpcMessage::Response(ref r) if matches!(r.result, ServerResult::CustomResult(_))),
+            "{msg:?}"
+        );
+
+        // An error response keeps the child's code and message, and the request is no longer pending.
+        let sent = send(
+            &mut t,
+            &mut child,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "boom"}}),
+        )
+        .await;
+        assert_eq!(t.pending_len(), 1);
+        reply(&mut child, &json!({"jsonrpc": "2.0", "id": sent["id"], "error": {"code": -32042, "message": "nope", "data": {"d": 1}}})).await;
+        let (msg, how) = t.receive_decoded().await.unwrap();
+        assert_eq!(how, Decoded::Rmcp);
+        let JsonRpcMessage::Error(e) = msg else {
+            panic!("{msg:?}")
+        };
+        assert_eq!((e.error.code.0, e.error.message.as_ref()), (-32042, "nope"));
+        assert_eq!(e.error.data, Some(json!({"d": 1})));
+        assert_eq!(t.pending_len(), 0);
+
+        // A result for an id we never sent.
+        reply(&mut child, &json!({"jsonrpc": "2.0", "id": 999, "result": {"content": [{"type": "text", "text": "late"}]}})).await;
+        let (msg, how) = t.receive_decoded().await.unwrap();
+        assert_eq!(how, Decoded::Rmcp);
+        assert!(
+            matches!(msg, JsonRpcMessage::Response(ref r) if variant(&r.result) == "call_tool"),
+            "{msg:?}"
+        );
+
+        // A tools/call answered with something that is not a complete CallToolResult (an input-required result,
+        // an empty object): rmcp decides, as before.
+        for odd in [
+            json!({"resultType": "input_required", "inputRequests": {}}),
+            json!({}),
+        ] {
+            let sent = send(
+                &mut t,
+                &mut child,
+                json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x"}}),
+            )
+            .await;
+            let response = json!({"jsonrpc": "2.0", "id": sent["id"], "result": odd});
+            reply(&mut child, &response).await;
+            let (msg, how) = t.receive_decoded().await.unwrap();
+            assert_eq!(how, Decoded::Rmcp, "{odd}");
+            let rmcp: ServerJsonRpcMessage = serde_json::from_value(response).unwrap();
+            assert_eq!(
+                serde_json::to_value(&msg).unwrap(),
+                serde_json::to_value(&rmcp).unwrap()
+            );
+            assert!(
+                matches!(msg, JsonRpcMessage::Response(ref r) if variant(&r.result) != "call_tool"),
+                "{msg:?}"
+            );
+            assert_eq!(t.pending_len(), 0);
+        }
+
+        // The child's own requests and notifications, with junk on stdout between them.
+        child.1.write_all(b"this is not json\n\n").await.unwrap();
+        reply(&mut child, &json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}})).await;
+        reply(
+            &mut child,
+            &json!({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"}),
+        )
+        .await;
+        let (msg, how) = t.receive_decoded().await.unwrap();
+        assert_eq!(how, Decoded::Rmcp);
+        assert!(matches!(msg, JsonRpcMessage::Notification(_)), "{msg:?}");
+        let (msg, _) = t.receive_decoded().await.unwrap();
+        assert!(matches!(msg, JsonRpcMessage::Request(_)), "{msg:?}");
+
+        // A cancelled request is forgotten.
+        send(
+            &mut t,
+            &mut child,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+        )
+        .await;
+        assert_eq!(t.pending_len(), 1);
+        send(&mut t, &mut child, json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})).await;
+        assert_eq!(t.pending_len(), 0);
+
+        // A last line without a newline still counts; then the end.
+        child
+            .1
+            .write_all(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#)
+            .await
+            .unwrap();
+        child.1.shutdown().await.unwrap();
+        drop(child);
+        let (msg, _) = t.receive_decoded().await.unwrap();
+        assert!(matches!(msg, JsonRpcMessage::Notification(_)), "{msg:?}");
+        assert!(t.receive_decoded().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_request_from_the_child_is_answered_with_its_id() {
+        let (mut t, mut child) = pair();
+        reply(
+            &mut child,
+            &json!({"jsonrpc": "2.0", "id": 41, "method": "sampling/createMessage", "params": 5}),
+        )
+        .await;
+        reply(&mut child, &json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}})).await;
+        let (msg, _) = t.receive_decoded().await.unwrap();
+        assert!(matches!(msg, JsonRpcMessage::Notification(_)), "{msg:?}");
+        let mut line = String::new();
+        child.0.read_line(&mut line).await.unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], 41, "{answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    }
+}

@@ -68,6 +68,12 @@ pub enum Error {
         "tool `{tool}` of server `{server}` changed since it was approved and is withheld until approved again (`agent-discover tools diff {server} {tool}`, then `tools approve {server} {tool}`)"
     )]
     ToolChanged { server: String, tool: String },
+    /// The child answered a forwarded request with a JSON-RPC error; kept as it is so fronts can pass it on.
+    #[error("server `{server}` answered with error {}: {}", error.code.0, error.message)]
+    Child {
+        server: String,
+        error: rmcp::ErrorData,
+    },
 }
 
 impl Error {
@@ -90,7 +96,7 @@ impl Error {
             Error::Invalid { .. } => ErrorCode::InvalidInput,
             Error::NotFound { .. } => ErrorCode::NotFound,
             Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
-            Error::Upstream { .. } => ErrorCode::Upstream,
+            Error::Upstream { .. } | Error::Child { .. } => ErrorCode::Upstream,
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Unavailable(_) => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,

@@ -66,6 +66,9 @@ pub struct FixtureArgs {
     /// instead of stdio.
     #[arg(long, value_name = "PORT")]
     pub http: Option<u16>,
+    /// Extra tool `NAME` whose every call is answered with a JSON-RPC error (code -32042, data `{"tool": NAME}`).
+    #[arg(long = "error-tool")]
+    pub error_tools: Vec<String>,
 }
 
 struct Fixture {
@@ -250,6 +253,13 @@ impl Fixture {
                 obj(json!({"input": {"type": "string"}}), &[]),
             ));
         }
+        for name in &self.args.error_tools {
+            tools.push(Tool::new(
+                name.clone(),
+                "A fixture tool that answers every call with a JSON-RPC error",
+                obj(json!({}), &[]),
+            ));
+        }
         for i in 1..=self.args.tool_count {
             tools.push(Tool::new(
                 format!("tool_{i}"),
@@ -432,6 +442,13 @@ impl ServerHandler for Fixture {
                     CallToolResult::error(vec![ContentBlock::text(format!("roots failed: {e}"))])
                 }
             },
+            other if self.args.error_tools.iter().any(|t| t == other) => {
+                return Err(McpError::new(
+                    ErrorCode(-32042),
+                    format!("{other} always fails"),
+                    Some(json!({"tool": other})),
+                ));
+            }
             other => {
                 let known = self.builtin_tools().iter().any(|t| t.name == other)
                     || self.extra.lock().await.iter().any(|t| t.name == other);
@@ -483,7 +500,7 @@ impl ServerHandler for Fixture {
         if !uri.starts_with("fixture://") {
             return Err(McpError::resource_not_found(
                 format!("no resource {uri}"),
-                None,
+                Some(json!({"uri": uri})),
             ));
         }
         Ok(ReadResourceResult::new(vec![ResourceContents::text(

@@ -208,6 +208,15 @@ impl ServerHandler for McpServer {
                 ),
                 None,
             )),
+            // The child's own error (resource not found, ...), its URI under the name clients know.
+            Err(Error::Child { server, mut error }) => {
+                if let Some(serde_json::Value::Object(data)) = &mut error.data
+                    && let Some(serde_json::Value::String(uri)) = data.get_mut("uri")
+                {
+                    *uri = crate::proxy::names::expose_uri(&server, uri);
+                }
+                Err(error)
+            }
             Err(e) => Err(McpError::internal_error(e.to_string(), None)),
         }
     }
@@ -236,6 +245,7 @@ impl ServerHandler for McpServer {
                 ),
                 None,
             )),
+            Err(Error::Child { error, .. }) => Err(error),
             Err(e) => Err(McpError::internal_error(e.to_string(), None)),
         }
     }
@@ -320,6 +330,8 @@ impl ServerHandler for McpServer {
 /// A forwarded request's failure: unknown names and unsupported features are invalid params, the rest internal.
 fn forwarded_error(e: Error) -> McpError {
     match e {
+        // The child's own JSON-RPC error, passed on as it sent it.
+        Error::Child { error, .. } => error,
         Error::NotFound { .. } | Error::Unavailable(_) | Error::Invalid { .. } => {
             McpError::invalid_params(e.to_string(), None)
         }
@@ -370,6 +382,7 @@ pub(crate) async fn proxy_call(
                 Error::ToolChanged { .. } => "tool_changed",
                 Error::NotFound { .. } => "tool_not_found",
                 Error::Unavailable(_) => "server_unavailable",
+                Error::Child { .. } => "server_error",
                 _ => "transport_error",
             };
             let body = json!({

@@ -161,6 +161,8 @@ impl ServerHandler for ServerView {
                     .to_string(),
             )])
             .into()),
+            // The child's JSON-RPC error, with its own code, message and data.
+            Err(Error::Child { error, .. }) => Err(error),
             Err(e) => Err(self.error(e)),
         }
     }

@@ -48,10 +48,7 @@ impl Proxy {
             .peer
             .read_resource(ReadResourceRequestParams::new(original))
             .await
-            .map_err(|e| Error::Upstream {
-                server: server.to_owned(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| super::child_error(server, e))?;
         res.result_type.get_or_insert(ResultType::COMPLETE);
         for c in &mut res.contents {
             match c {
@@ -91,10 +88,7 @@ impl Proxy {
             .peer
             .get_prompt(params)
             .await
-            .map_err(|e| Error::Upstream {
-                server: child.name.clone(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| super::child_error(&child.name, e))?;
         res.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(res)
     }

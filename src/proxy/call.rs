@@ -134,6 +134,11 @@ impl Inner {
                 Ok(r)
             }
             Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
+            // The child's own JSON-RPC error, kept so the fronts can pass its code and message on.
+            Err(rmcp::ServiceError::McpError(error)) => Err(Error::Child {
+                server: child.name.clone(),
+                error,
+            }),
             Err(e) => Err(child.explain_failure(e.to_string()).await),
         }
     }

@@ -77,10 +77,7 @@ impl Proxy {
             .peer
             .complete(params)
             .await
-            .map_err(|e| Error::Upstream {
-                server: child.name.clone(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| super::child_error(&child.name, e))?;
         // A legacy child's result has no resultType; a 2026-07-28 client requires one.
         res.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(res)

@@ -681,6 +681,20 @@ impl Child {
     }
 }
 
+/// A forwarded request's failure: the child's own JSON-RPC error as it sent it, or what broke on the way.
+fn child_error(server: &str, e: rmcp::ServiceError) -> Error {
+    match e {
+        rmcp::ServiceError::McpError(error) => Error::Child {
+            server: server.to_owned(),
+            error,
+        },
+        e => Error::Upstream {
+            server: server.to_owned(),
+            message: e.to_string(),
+        },
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

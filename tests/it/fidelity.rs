@@ -429,3 +429,82 @@ async fn http_per_server_endpoint_exposes_server_everything_as_itself() {
     let _ = client.cancel().await;
     let _ = serve.kill().await;
 }
+
+/// A child's JSON-RPC error reaches the client with the child's code, message and data: on the per-server endpoint
+/// for tools/call and resources/read; on the aggregated front for resources/read (the URI in `data` under the name
+/// the client used), while an aggregated tool call turns it into a tool error naming the child's message.
+#[tokio::test]
+async fn a_childs_json_rpc_error_keeps_its_code_and_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = harness::spawn(dir.path(), &[], None).await;
+    setup
+        .install_fixture(
+            "fx",
+            &["--error-tool", "boom", "--resources", "1"],
+            json!({}),
+        )
+        .await;
+    let act = setup
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    assert_eq!(act["status"], "activated", "{act}");
+
+    // Aggregated front.
+    let r = setup.call("fx__boom", json!({})).await;
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    let body = harness::parse(&r);
+    assert_eq!(body["kind"], "server_error", "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("boom always fails")
+            && body["error"].as_str().unwrap().contains("-32042"),
+        "{body}"
+    );
+    let err = setup
+        .client
+        .read_resource(ReadResourceRequestParams::new(
+            "agent-discover://fx/nope://gone",
+        ))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(e) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(e.code, ErrorCode::RESOURCE_NOT_FOUND, "{e:?}");
+    assert_eq!(e.message, "no resource nope://gone");
+    assert_eq!(
+        e.data,
+        Some(json!({"uri": "agent-discover://fx/nope://gone"}))
+    );
+    setup.stop().await;
+
+    // Per-server endpoint: the child's error as the child sent it.
+    let agent = harness::spawn(dir.path(), &["--server", "fx"], None).await;
+    let err = agent
+        .client
+        .call_tool(CallToolRequestParams::new("boom"))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(e) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(e.code, ErrorCode(-32042), "{e:?}");
+    assert_eq!(e.message, "boom always fails");
+    assert_eq!(e.data, Some(json!({"tool": "boom"})));
+    let err = agent
+        .client
+        .read_resource(ReadResourceRequestParams::new("nope://gone"))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(e) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(e.code, ErrorCode::RESOURCE_NOT_FOUND, "{e:?}");
+    assert_eq!(e.data, Some(json!({"uri": "nope://gone"})));
+    // The connection is fine afterwards.
+    let r = agent.call("echo", json!({"text": "still here"})).await;
+    assert_eq!(harness::text(&r), "still here");
+    agent.stop().await;
+}

@@ -27,11 +27,37 @@ fn need(path: PathBuf) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// Scenarios answered by agent-discover's own HTTP front rather than the child (sessions, SSE, Host checks).
-const TRANSPORT: &[&str] = &[
-    "dns-rebinding-protection",
-    "server-session-lifecycle",
-    "server-sse-polling",
+/// Scenarios whose checks may come out differently through the per-server endpoint, why, and whether a check may do
+/// worse there (`false`: only better).
+const MAY_DIFFER: &[(&str, &str, bool)] = &[
+    // Answered by agent-discover's own HTTP front rather than the child (sessions, SSE, Host checks, stateless HTTP).
+    ("dns-rebinding-protection", "our HTTP front", false),
+    ("server-session-lifecycle", "our HTTP front", false),
+    ("server-stateless", "our HTTP front", false),
+    // An unknown tool is a tool error (`isError`) on our endpoints, as a filtered one is; the fixture answers -32602.
+    ("server-sse-polling", "unknown tool as a tool error", false),
+    ("tasks-lifecycle", "unknown tool as a tool error", false),
+    (
+        "tasks-capability-negotiation",
+        "unknown tool as a tool error",
+        false,
+    ),
+    (
+        "tasks-dispatch-and-envelope",
+        "unknown tool as a tool error",
+        false,
+    ),
+    (
+        "input-required-result-ignore-extra-params",
+        "unknown tool as a tool error",
+        false,
+    ),
+    // SEP-2322 (2026-07-28): `inputResponses` and `requestState` of a tools/call are not relayed to the child yet.
+    (
+        "input-required-result-validate-input",
+        "inputResponses not relayed",
+        true,
+    ),
 ];
 
 /// Scenarios that call no tool, resource or prompt by name: they must pass through the aggregated `/mcp` too.
@@ -44,12 +70,14 @@ const NAME_FREE: &[&str] = &[
     "prompts-list",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
+    "caching",
+    "http-header-validation",
 ];
 
 /// (scenario, check id, occurrence) -> status, from the suite's `-o DIR` output (one `checks.json` per scenario).
 type Checks = BTreeMap<(String, String, usize), String>;
 
-async fn run_suite(url: &str, out: &Path) -> Checks {
+async fn run_suite(url: &str, out: &Path, requirements: &str) -> Checks {
     let node = need(cache().join("node/node_modules/.bin/node"));
     let suite =
         need(cache().join("node/node_modules/@modelcontextprotocol/conformance/dist/index.js"));
@@ -57,7 +85,7 @@ async fn run_suite(url: &str, out: &Path) -> Checks {
         Duration::from_secs(300),
         tokio::process::Command::new(node)
             .arg(suite)
-            .args(["server", "--url", url, "--requirements", "2025-11-25", "-o"])
+            .args(["server", "--url", url, "--requirements", requirements, "-o"])
             .arg(out)
             .kill_on_drop(true)
             .output(),
@@ -177,8 +205,12 @@ fn compare(direct: &Checks, through: &Checks, what: &str) -> Vec<String> {
             continue;
         }
         differ.push(format!("{key:?}: direct {d}, {what} {t}"));
+        let allowed = MAY_DIFFER
+            .iter()
+            .find(|(s, _, _)| *s == key.0)
+            .is_some_and(|(_, _, worse_ok)| *worse_ok || !passed(d) || passed(t));
         assert!(
-            TRANSPORT.contains(&key.0.as_str()) && (!passed(d) || passed(t)),
+            allowed,
             "check differs through {what}: {key:?}: direct {d}, through {t}"
         );
     }
@@ -204,6 +236,26 @@ const UNSCORED: &[&str] = &[
     "server-sse-polling",
     "server-session-lifecycle",
 ];
+
+/// "scenarios passed/run, checks passed/run" of one suite run, for the log.
+fn figures(checks: &Checks) -> String {
+    let mut scenarios: BTreeMap<&str, bool> = BTreeMap::new();
+    for ((s, _, _), st) in checks {
+        let ok = scenarios.entry(s.as_str()).or_insert(true);
+        *ok &= st != "FAILURE" && st != "WARNING";
+    }
+    let counted = |st: &&String| *st == "SUCCESS" || *st == "FAILURE" || *st == "WARNING";
+    format!(
+        "scenarios {}/{}, checks {}/{}",
+        scenarios.values().filter(|ok| **ok).count(),
+        scenarios.len(),
+        checks.values().filter(|st| passed(st)).count(),
+        checks.values().filter(counted).count()
+    )
+}
+
+/// Requirement sets the suite is run with: the released protocol revision and the next one.
+const REQUIREMENTS: &[&str] = &["2025-11-25", "2026-07-28"];
 
 #[tokio::test]
 async fn conformance_fixture_passes_directly_and_through_the_proxy() {
@@ -235,26 +287,48 @@ async fn conformance_fixture_passes_directly_and_through_the_proxy() {
     )
     .await;
     let results = tempfile::tempdir().unwrap();
-    let direct = run_suite(&direct_url, &results.path().join("direct")).await;
-    let failing: Vec<_> = direct
-        .iter()
-        .filter(|((s, _, _), st)| {
-            !UNSCORED.contains(&s.as_str()) && (*st == "FAILURE" || *st == "WARNING")
-        })
-        .collect();
-    assert!(
-        failing.is_empty(),
-        "the fixture fails scored checks directly: {failing:?}"
-    );
-    let through = run_suite(
-        &format!("{url}/mcp/servers/fx"),
-        &results.path().join("through"),
-    )
-    .await;
-    let differ = compare(&direct, &through, "/mcp/servers/fx");
-    eprintln!("fixture: checks that differ through /mcp/servers/fx: {differ:#?}");
-    let aggregated = run_suite(&format!("{url}/mcp"), &results.path().join("aggregated")).await;
-    aggregated_passes(&direct, &aggregated);
+    for req in REQUIREMENTS {
+        let direct = run_suite(
+            &direct_url,
+            &results.path().join(format!("{req}-direct")),
+            req,
+        )
+        .await;
+        if *req == "2025-11-25" {
+            let failing: Vec<_> = direct
+                .iter()
+                .filter(|((s, _, _), st)| {
+                    !UNSCORED.contains(&s.as_str()) && (*st == "FAILURE" || *st == "WARNING")
+                })
+                .collect();
+            assert!(
+                failing.is_empty(),
+                "the fixture fails scored checks directly: {failing:?}"
+            );
+        }
+        // The per-server endpoint activates the fixture on first use; the aggregated run then sees it active.
+        let through = run_suite(
+            &format!("{url}/mcp/servers/fx"),
+            &results.path().join(format!("{req}-through")),
+            req,
+        )
+        .await;
+        let differ = compare(&direct, &through, "/mcp/servers/fx");
+        let aggregated = run_suite(
+            &format!("{url}/mcp"),
+            &results.path().join(format!("{req}-aggregated")),
+            req,
+        )
+        .await;
+        aggregated_passes(&direct, &aggregated);
+        eprintln!(
+            "fixture, requirements {req}: directly {}; through /mcp/servers/fx {}; through /mcp {}\n\
+             checks that differ through /mcp/servers/fx: {differ:#?}",
+            figures(&direct),
+            figures(&through),
+            figures(&aggregated)
+        );
+    }
     let _ = serve.kill().await;
 }
 
@@ -268,17 +342,24 @@ async fn server_everything_fares_the_same_through_the_proxy() {
     let direct = run_suite(
         &format!("http://127.0.0.1:{port}/mcp"),
         &results.path().join("direct"),
+        "2025-11-25",
     )
     .await;
     // The per-server endpoint activates the server on first use; the aggregated run then sees it active.
     let through = run_suite(
         &format!("{url}/mcp/servers/everything"),
         &results.path().join("through"),
+        "2025-11-25",
     )
     .await;
     let differ = compare(&direct, &through, "/mcp/servers/everything");
     eprintln!("server-everything: checks that differ through /mcp/servers/everything: {differ:#?}");
-    let aggregated = run_suite(&format!("{url}/mcp"), &results.path().join("aggregated")).await;
+    let aggregated = run_suite(
+        &format!("{url}/mcp"),
+        &results.path().join("aggregated"),
+        "2025-11-25",
+    )
+    .await;
     aggregated_passes(&direct, &aggregated);
     // The features this issue forwards are among the checks that pass both ways.
     for scenario in [

@@ -97,6 +97,56 @@ impl Decoder for RawLines {
     }
 }
 
+/// A client's request decoded straight as its method's request type, instead of rmcp trying the untagged
+/// `ClientRequest` variants one after another; `None` for anything else, or a request that does not fit its type
+/// (then rmcp's decoder decides, as before).
+pub fn typed_request(raw: &str) -> Option<RxJsonRpcMessage<RoleServer>> {
+    use rmcp::model::{
+        CallToolRequest, ClientRequest, CompleteRequest, GetPromptRequest, JsonRpcMessage,
+        JsonRpcRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
+        ListToolsRequest, PingRequest, ReadResourceRequest,
+    };
+    use serde::de::IgnoredAny;
+
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(default, borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default)]
+        id: Option<IgnoredAny>,
+        #[serde(default)]
+        result: Option<IgnoredAny>,
+        #[serde(default)]
+        error: Option<IgnoredAny>,
+    }
+    let peek: Peek<'_> = serde_json::from_str(raw).ok()?;
+    if peek.id.is_none() || peek.result.is_some() || peek.error.is_some() {
+        return None;
+    }
+    macro_rules! typed {
+        ($ty:ident) => {{
+            let r: JsonRpcRequest<$ty> = serde_json::from_str(raw).ok()?;
+            JsonRpcMessage::Request(JsonRpcRequest {
+                jsonrpc: r.jsonrpc,
+                id: r.id,
+                request: ClientRequest::$ty(r.request),
+            })
+        }};
+    }
+    Some(match peek.method?.as_ref() {
+        "tools/call" => typed!(CallToolRequest),
+        "tools/list" => typed!(ListToolsRequest),
+        "ping" => typed!(PingRequest),
+        "resources/read" => typed!(ReadResourceRequest),
+        "resources/list" => typed!(ListResourcesRequest),
+        "resources/templates/list" => typed!(ListResourceTemplatesRequest),
+        "prompts/get" => typed!(GetPromptRequest),
+        "prompts/list" => typed!(ListPromptsRequest),
+        "completion/complete" => typed!(CompleteRequest),
+        _ => return None,
+    })
+}
+
 type Writer<W> =
     Arc<Mutex<Option<FramedWrite<W, JsonRpcMessageCodec<TxJsonRpcMessage<RoleServer>>>>>>;
 
@@ -161,6 +211,9 @@ where
                     return None;
                 }
             };
+            if let Some(message) = typed_request(raw.get()) {
+                return Some(message);
+            }
             match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw.get()) {
                 Ok(message) => return Some(message),
                 Err(e) => {
@@ -199,6 +252,47 @@ mod tests {
         assert_eq!(r["id"], 1);
         let r = reply(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#).unwrap();
         assert!(r.get("id").is_none_or(Value::is_null), "{r}");
+    }
+
+    /// The typed decode of a request equals rmcp's own, `_meta` (progress token) included; what it does not type
+    /// (other methods, bad params, notifications, responses) is left to rmcp.
+    #[test]
+    fn typed_requests_decode_exactly_as_rmcp_does() {
+        let typed = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"},"_meta":{"progressToken":7}}}"#,
+            r#"{"method":"tools/call","params":{"name":"a"},"jsonrpc":"2.0","id":"s"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c"}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"agent-discover://fx/a"}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"resources/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"resources/templates/list"}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"name":"p","arguments":{"a":"b"}}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"prompts/list"}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"x"}}}"#,
+        ];
+        for line in typed {
+            let ours = typed_request(line).unwrap_or_else(|| panic!("not typed: {line}"));
+            let rmcp: RxJsonRpcMessage<RoleServer> = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                serde_json::to_value(&ours).unwrap(),
+                serde_json::to_value(&rmcp).unwrap(),
+                "{line}"
+            );
+        }
+        let untyped = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":5}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x/custom"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            "not json",
+        ];
+        for line in untyped {
+            assert!(typed_request(line).is_none(), "{line}");
+        }
     }
 
     #[test]

@@ -58,6 +58,11 @@ pub use installer::{
 pub use official::parse_server_json;
 pub use semver::compare as compare_versions;
 
+/// Whether `name` is a valid PyPI project name (PEP 508).
+pub fn valid_pypi_name(name: &str) -> bool {
+    pypi::valid_project_name(name)
+}
+
 /// Largest `limit` a browse accepts (the official registry's own maximum).
 pub const MAX_LIMIT: usize = 100;
 
@@ -267,6 +272,28 @@ impl Marketplace {
             self.config.timeout,
         )
         .await
+    }
+
+    /// The `n` most downloaded MCP server packages of npm, by the downloads its search reports (see `npm::top`).
+    pub async fn top_npm(&self, n: usize) -> Result<Vec<String>, MarketError> {
+        let base = self.address(MarketSource::Npm).await?;
+        tokio::time::timeout(self.config.timeout * 4, npm::top(&self.client, &base, n))
+            .await
+            .unwrap_or_else(|_| Err(self.timeout_error(MarketSource::Npm)))
+    }
+
+    /// Up to `n` MCP server projects of PyPI: the curated list, then its search page (PyPI reports no downloads).
+    pub async fn top_pypi(&self, n: usize) -> Result<Vec<String>, MarketError> {
+        let base = self.address(MarketSource::Pypi).await?;
+        Ok(pypi::top(
+            &self.client,
+            &base,
+            n,
+            &self.config.pypi_curated,
+            self.config.pypi_search,
+            self.config.timeout,
+        )
+        .await)
     }
 
     /// The address in use for a source: configured, or learned from npm/pip (asked once per process).

@@ -10,7 +10,7 @@ mod client;
 mod metrics;
 pub mod names;
 mod recovery;
-mod spawn;
+pub(crate) mod spawn;
 mod sse;
 mod start;
 

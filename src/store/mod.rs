@@ -4,6 +4,7 @@
 //! Nothing here knows about MCP, HTTP or child processes.
 
 mod bm25;
+mod introspect;
 pub mod market_cache;
 mod schema;
 mod search;
@@ -19,6 +20,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 
+pub use introspect::IntrospectionRow;
 pub use schema::SCHEMA_VERSION;
 pub use search::Bm25Hit;
 pub use secrets::{CallSample, SecretRow, ServerMetrics, ToolMetrics};

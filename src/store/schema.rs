@@ -122,6 +122,27 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO server_tools_fts(server_tools_fts) VALUES ('rebuild');
     INSERT INTO server_tools_fts(server_tools_fts, rank) VALUES ('automerge', 2);
     "#,
+    // 14: batch introspection (issue 14): the latest record per package key, linked to its catalog entry (a servers
+    // row with installed = 0 whose tools are indexed beside installed ones).
+    r#"
+    CREATE TABLE introspections (
+        key TEXT PRIMARY KEY,
+        ecosystem TEXT NOT NULL,
+        package TEXT NOT NULL,
+        version TEXT,
+        category TEXT NOT NULL,
+        evidence TEXT NOT NULL DEFAULT '',
+        hint TEXT NOT NULL DEFAULT '',
+        pass INTEGER NOT NULL DEFAULT 1,
+        tool_count INTEGER NOT NULL DEFAULT 0,
+        duration_ms INTEGER NOT NULL DEFAULT 0,
+        record TEXT NOT NULL,
+        server_id INTEGER REFERENCES servers(id) ON DELETE SET NULL,
+        introspected_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+    );
+    CREATE INDEX introspections_category ON introspections(category);
+    CREATE INDEX introspections_server ON introspections(server_id);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

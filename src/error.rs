@@ -63,6 +63,11 @@ pub enum Error {
     Io(#[from] std::io::Error),
     #[error("internal error: {0}")]
     Internal(String),
+    /// A tool whose definition changed since it was approved (tool pinning); withheld until approved again.
+    #[error(
+        "tool `{tool}` of server `{server}` changed since it was approved and is withheld until approved again (`agent-discover tools diff {server} {tool}`, then `tools approve {server} {tool}`)"
+    )]
+    ToolChanged { server: String, tool: String },
 }
 
 impl Error {
@@ -84,7 +89,7 @@ impl Error {
         match self {
             Error::Invalid { .. } => ErrorCode::InvalidInput,
             Error::NotFound { .. } => ErrorCode::NotFound,
-            Error::Conflict { .. } => ErrorCode::Conflict,
+            Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
             Error::Upstream { .. } => ErrorCode::Upstream,
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Unavailable(_) => ErrorCode::Unavailable,

@@ -14,7 +14,9 @@ use crate::app::App;
 use crate::config::Config;
 use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
+mod configs;
 mod dashboard;
+mod tools;
 
 pub use dashboard::{DashboardArgs, ENV_DASHBOARD};
 use dashboard::{dashboard_calls, dashboard_disabled_by_env, dashboard_security, lead_dashboard};
@@ -45,6 +47,10 @@ pub enum Command {
         no_dashboard: bool,
         #[command(flatten)]
         dashboard: DashboardArgs,
+        /// Expose only this registered server, as itself: its own tool and prompt names and resource URIs
+        /// (activated on first use).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
     },
     /// Serve the dashboard, the REST API and MCP over Streamable HTTP (at /mcp); prints the URL on stdout.
     Serve {
@@ -161,9 +167,22 @@ pub enum Command {
         #[arg(long, env = "AGENT_DISCOVER_PORT", default_value_t = crate::http::DEFAULT_PORT)]
         port: u16,
     },
+    /// Import the servers of an MCP client's config file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf,
+    /// Codex, Gemini CLI).
+    Import(configs::ImportArgs),
+    /// Write the registered servers in a client's config format (secrets as variable references, never values).
+    Export(configs::ExportArgs),
+    /// Which MCP client config files exist on this machine, with their server counts.
+    Clients(configs::ClientsArgs),
+    /// Import a client's servers, then rewrite its config file so it launches agent-discover instead (a
+    /// timestamped backup is kept; `--undo` restores it).
+    Connect(configs::ConnectArgs),
     /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
     #[command(hide = true)]
     FixtureServer(crate::fixture::FixtureArgs),
+    /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -202,11 +221,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             tools_mode,
             no_dashboard,
             dashboard,
+            server,
         } => {
             if !no_dashboard && !dashboard_disabled_by_env() {
                 lead_dashboard(&app, &dashboard, tools_mode).await;
             }
-            crate::mcp::serve_stdio(app, tools_mode).await
+            match server {
+                Some(name) => crate::mcp::serve_stdio_server(app, name).await,
+                None => crate::mcp::serve_stdio(app, tools_mode).await,
+            }
         }
         Command::Serve {
             tools_mode,
@@ -598,6 +621,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
         },
+        Command::Import(args) => configs::import(&app, args).await,
+        Command::Export(args) => configs::export(&app, args).await,
+        Command::Clients(args) => configs::clients(args),
+        Command::Connect(args) => configs::connect(&app, args).await,
         Command::Status { json, port } => {
             let rows = app.registry.list(&ListFilter::default())?;
             let metrics = app.registry.store().metrics_overview()?;
@@ -692,6 +719,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
+        Command::Tools(cmd) => tools::run(&app, cmd).await,
     }
 }
 

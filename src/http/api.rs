@@ -466,3 +466,11 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
         ),
     )
 }
+
+pub async fn apply_config(
+    State(s): State<AppState>,
+    Body(body): Body<crate::configimport::ApplyConfigRequest>,
+) -> ApiResult<Json<Value>> {
+    let report = s.app.apply_client_config(&body)?;
+    Ok(Json(serde_json::to_value(report).unwrap_or_default()))
+}

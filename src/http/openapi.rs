@@ -101,7 +101,11 @@ pub fn document(ops: &[Op]) -> Value {
 fn schemas() -> Value {
     // Split in parts: one `json!` this size exceeds the macro recursion limit.
     let mut all = Map::new();
-    for part in [core_schemas(), market_schemas_and_service()] {
+    for part in [
+        core_schemas(),
+        market_schemas_and_service(),
+        super::pins::schemas(),
+    ] {
         if let Value::Object(m) = part {
             all.extend(m);
         }
@@ -152,6 +156,12 @@ fn core_schemas() -> Value {
             "tool_count": {"type": "integer"}, "tools": {"type": "array", "items": {"type": "object", "properties": {
                 "name": {"type": "string"}, "call_as": {"type": "string"}, "description": {"type": "string"}}}}}},
         "SecretList": {"type": "array", "items": {"type": "object", "properties": {"key": {"type": "string"}, "masked_value": {"type": "string"}, "updated_at": {"type": "string"}}}},
+        "ConfigApply": {"type": "object", "additionalProperties": false, "properties": {"config": {"type": "object"},
+            "format": {"type": "string", "enum": ["claude-desktop", "claude-code", "claude-user", "cursor", "vscode", "windsurf", "codex", "gemini"]},
+            "path": {"type": "string"}}},
+        "ConfigApplied": {"type": "object", "properties": {"file": {"type": "string"}, "format": {"type": "string"},
+            "results": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "action": {"type": "string", "enum": ["added", "updated", "unchanged"]}}}},
+            "renamed": {"type": "array"}, "needs_input": {"type": "array"}, "warnings": {"type": "array", "items": {"type": "string"}}}},
         "SecretValue": {"type": "object", "required": ["value"], "additionalProperties": false, "properties": {"value": {"type": "string", "minLength": 1}}},
         "SecretSet": {"type": "object", "properties": {"status": {"const": "set"}, "name": {"type": "string"}, "key": {"type": "string"}, "masked_value": {"type": "string"}}},
         "HealthReport": {"type": "object", "properties": {"name": {"type": "string"}, "status": {"type": "string", "enum": ["healthy", "unhealthy"]},

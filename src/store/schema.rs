@@ -122,7 +122,27 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO server_tools_fts(server_tools_fts) VALUES ('rebuild');
     INSERT INTO server_tools_fts(server_tools_fts, rank) VALUES ('automerge', 2);
     "#,
-    // 14: batch introspection (issue 14): the latest record per package key, linked to its catalog entry (a servers
+    // Issue 12 (integrity): tool pins (the approved and the last seen fingerprint and definition of each tool, the
+    // rug-pull defence) and per-server allow/deny glob filters on tool names.
+    r#"
+    CREATE TABLE tool_pins (
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        tool TEXT NOT NULL,
+        approved_fingerprint TEXT,
+        approved_definition TEXT,
+        approved_at TEXT,
+        current_fingerprint TEXT NOT NULL,
+        current_definition TEXT NOT NULL,
+        seen_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        PRIMARY KEY (server_id, tool)
+    );
+    CREATE TABLE tool_filters (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        allow TEXT NOT NULL DEFAULT '[]',
+        deny TEXT NOT NULL DEFAULT '[]'
+    );
+    "#,
+    // Issue 14 (batch introspection): the latest record per package key, linked to its catalog entry (a servers
     // row with installed = 0 whose tools are indexed beside installed ones).
     r#"
     CREATE TABLE introspections (

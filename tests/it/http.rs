@@ -790,15 +790,15 @@ async fn beyond_loopback_every_request_needs_the_token() {
 // ---------- end to end: real listeners ----------
 
 /// `agent-discover serve --port 0` on a data dir: the URL it printed, and its stderr so far.
-struct Served {
+pub(crate) struct Served {
     child: tokio::process::Child,
-    url: String,
+    pub(crate) url: String,
     stderr: Arc<Mutex<Vec<String>>>,
     /// Signalled for every stderr line.
     stderr_line: Arc<tokio::sync::Notify>,
 }
 
-async fn serve(dir: &Path, extra: &[&str]) -> Served {
+pub(crate) async fn serve(dir: &Path, extra: &[&str]) -> Served {
     serve_env(dir, extra, &[]).await
 }
 
@@ -813,7 +813,7 @@ async fn marketplace_env(dir: &Path) -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
+pub(crate) async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
     let mut args = vec!["serve", "--port", "0"];
     args.extend_from_slice(extra);
     let mut cmd = harness::command(dir, &args);
@@ -863,7 +863,7 @@ impl Served {
     }
 
     /// SIGTERM, then it must exit cleanly and promptly (open WebSockets and MCP streams included).
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let pid = self.child.id().expect("running") as i32;
         // SAFETY: kill on a pid we spawned and have not reaped.
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -874,7 +874,7 @@ impl Served {
         assert!(status.success(), "serve exited with {status}");
     }
 
-    fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         self.stderr.lock().unwrap().join("\n")
     }
 
@@ -1488,4 +1488,63 @@ async fn dashboard_in_a_real_browser() {
     );
     eprintln!("dashboard screenshot: {}", shot.display());
     served.stop().await;
+}
+
+/// Issue 10: `POST /api/config/apply` with an inline client config, then by path; bad input is a 400 naming the field.
+#[tokio::test]
+async fn rest_config_apply_inline_and_by_path() {
+    let dir = tmp();
+    let app = app_in(dir.path());
+    let r = http::router(app.clone(), Security::loopback());
+    let cfg = json!({"mcpServers": {"my tools": {"command": "npx", "args": ["-y", "srv"]}}});
+    let a = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"config": cfg, "format": "cursor"})),
+    )
+    .await;
+    let body = expect(&a, 200);
+    assert_eq!(
+        body["results"][0],
+        json!({"name": "my-tools", "action": "added"})
+    );
+    assert_eq!(body["renamed"][0]["from"], "my tools");
+    let again = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"config": cfg, "format": "cursor"})),
+    )
+    .await;
+    assert_eq!(expect(&again, 200)["results"][0]["action"], "unchanged");
+    let file = dir.path().join("settings.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"g": {"httpUrl": "http://127.0.0.1:9/mcp"}}}"#,
+    )
+    .unwrap();
+    let by_path = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"path": file, "format": "gemini"})),
+    )
+    .await;
+    assert_eq!(expect(&by_path, 200)["results"][0]["name"], "g");
+    let bad = send(&r, "POST", "/api/config/apply", Some(json!({"config": {"mcpServers": {"x": {"command": "x", "bogus": 1}}}, "format": "cursor"}))).await;
+    expect_error(&bad, 400, "invalid_input");
+    assert!(
+        bad.text.contains("`x`") && bad.text.contains("`bogus`"),
+        "{}",
+        bad.text
+    );
+    let neither = send(
+        &r,
+        "POST",
+        "/api/config/apply",
+        Some(json!({"format": "cursor"})),
+    )
+    .await;
+    expect_error(&neither, 400, "invalid_input");
 }

@@ -132,7 +132,11 @@ fn install_failed(evidence: String, code: &str) -> Diagnosis {
         "build-failed" => "a dependency had to be built from source and failed; it needs a compiler or system libraries".to_owned(),
         _ => format!("the package manager failed ({code}); see the evidence"),
     };
-    let mut d = Diagnosis::new(Category::InstallFailed, evidence, &hint);
+    let mut d = Diagnosis::new(
+        Category::InstallFailed,
+        format!("{code}: {evidence}"),
+        &hint,
+    );
     d.code = Some(code.to_owned());
     d
 }
@@ -154,6 +158,7 @@ fn npm_error(stderr: &str) -> (String, String) {
             && !rest.starts_with("A complete log")
             && !rest.starts_with("errno")
             && !rest.starts_with("syscall")
+            && !rest.starts_with("path ")
         {
             line = Some(t.to_owned());
         }

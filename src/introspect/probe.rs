@@ -23,6 +23,8 @@ use crate::proxy::spawn::{self, Isolation, StderrRing};
 
 /// Lines of noise (non-JSON stdout) kept as evidence.
 const NOISE_KEPT: usize = 20;
+/// How long an answer already written by a process that has ended may take to come through.
+const DRAIN: Duration = Duration::from_millis(500);
 /// Upper bound on pages followed in one list.
 const MAX_PAGES: usize = 100;
 
@@ -236,9 +238,12 @@ pub(crate) async fn run(
         let t = Instant::now();
         let mut exit_watch = exit_rx.clone();
         let init = tokio::time::timeout(limits.initialize, async {
+            let serve = Introspector.serve(transport);
+            tokio::pin!(serve);
             tokio::select! {
-                r = Introspector.serve(transport) => Some(r),
-                _ = exit_watch.wait_for(|c| c.is_some()) => None,
+                r = &mut serve => Some(r),
+                // What the server wrote before it ended may still be on its way: read it before calling this an exit.
+                _ = exit_watch.wait_for(|c| c.is_some()) => tokio::time::timeout(DRAIN, &mut serve).await.ok(),
             }
         })
         .await;
@@ -262,10 +267,11 @@ pub(crate) async fn run(
                         .await
                         .is_ok();
                 a.end = match e {
-                    _ if exited => End::Exited,
+                    // A refusal is an init error even when the server exits right after sending it.
                     rmcp::service::ClientInitializeError::JsonRpcError(err) => {
                         End::InitError(format!("{} (code {})", err.message, err.code.0))
                     }
+                    _ if exited => End::Exited,
                     rmcp::service::ClientInitializeError::ExpectedInitResult(other) => {
                         End::ProtocolMismatch(format!(
                             "answered initialize with something that is not an initialize result: {}",
@@ -322,9 +328,11 @@ pub(crate) async fn run(
         let t = Instant::now();
         let mut exit_watch = exit_rx.clone();
         let listed = tokio::time::timeout(limits.list, async {
+            let listing = list_tools(&peer);
+            tokio::pin!(listing);
             tokio::select! {
-                r = list_tools(&peer) => Some(r),
-                _ = exit_watch.wait_for(|c| c.is_some()) => None,
+                r = &mut listing => Some(r),
+                _ = exit_watch.wait_for(|c| c.is_some()) => tokio::time::timeout(DRAIN, &mut listing).await.ok(),
             }
         })
         .await;
@@ -339,9 +347,14 @@ pub(crate) async fn run(
                 a.end = End::ListExited;
                 return;
             }
-            Ok(Some(Err(e))) => {
+            Ok(Some(Err((e, refused)))) => {
                 a.stages.push(stage("tools/list", t, "failed"));
-                a.end = End::ListError(e);
+                // A broken stream from a process that has ended is an exit, not an answer.
+                a.end = if !refused && exit_rx.borrow().is_some() {
+                    End::ListExited
+                } else {
+                    End::ListError(e)
+                };
                 return;
             }
             Ok(Some(Ok((tools, flags)))) => {
@@ -414,27 +427,26 @@ pub(crate) async fn run(
         let _ = tokio::time::timeout(Duration::from_millis(500), s.cancel()).await;
     }
     let exited_before_teardown = exit_rx.borrow().clone();
-    let mut graceful = true;
-    if exited_before_teardown.is_none() {
-        spawn::signal_group(pgid, libc::SIGTERM);
-        let mut w = exit_rx.clone();
-        if tokio::time::timeout(limits.term_grace, w.wait_for(|c| c.is_some()))
-            .await
-            .is_err()
-        {
-            graceful = false;
-        }
+    // SIGTERM to the whole group (the guard, the server and whatever it started); the grace ends early once every
+    // process of the group is gone, else SIGKILL ends the rest.
+    spawn::signal_group(pgid, libc::SIGTERM);
+    let graceful = wait_group_gone(pgid, limits.term_grace).await;
+    if !graceful {
+        spawn::kill_group(pgid);
     }
-    // Whatever is left of the group (the server's own children included) is killed, then the guard is reaped.
-    spawn::kill_group(pgid);
     let _ = tokio::time::timeout(Duration::from_secs(2), waiter).await;
     drop(lifeline);
+    wait_group_gone(pgid, Duration::from_secs(1)).await;
     // Drained stderr and stdout end when the last process holding the pipes is gone.
     if let Some(h) = stderr_done {
         let _ = tokio::time::timeout(Duration::from_millis(500), h).await;
     }
     let _ = tokio::time::timeout(Duration::from_millis(500), filter).await;
-    a.left_behind = usize::from(spawn::group_alive(pgid));
+    a.left_behind = spawn::live_group_members(pgid);
+    if a.left_behind > 0 {
+        // Nothing may outlive an introspection: the count is recorded, and the group is killed once more.
+        spawn::kill_group(pgid);
+    }
     a.stages
         .push(stage("teardown", t, if graceful { "ok" } else { "killed" }));
     if let Some((cause, code)) = exited_before_teardown {
@@ -456,11 +468,27 @@ pub(crate) async fn run(
     a
 }
 
+/// Polls until no process of the group runs (true) or `limit` passes (false). There is no event for the death of
+/// processes we are not the parent of, so this looks every 25 ms.
+async fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if spawn::live_group_members(pgid) == 0 {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// `tools/list` page by page through rmcp, lenient: a result rmcp cannot type (a tool without `inputSchema`) is
 /// read from its raw JSON; a tool whose schema lacks `type` is kept and flagged.
 async fn list_tools(
     peer: &rmcp::Peer<rmcp::RoleClient>,
-) -> Result<(Vec<IntrospectedTool>, Vec<String>), String> {
+) -> Result<(Vec<IntrospectedTool>, Vec<String>), (String, bool)> {
+    // The error is (message, whether the server answered with a JSON-RPC error).
     let mut tools = Vec::new();
     let mut flags = Vec::new();
     let mut cursor: Option<String> = None;
@@ -474,8 +502,8 @@ async fn list_tools(
             extensions: Default::default(),
         });
         let result = peer.send_request(request).await.map_err(|e| match e {
-            ServiceError::McpError(err) => format!("{} (code {})", err.message, err.code.0),
-            other => other.to_string(),
+            ServiceError::McpError(err) => (format!("{} (code {})", err.message, err.code.0), true),
+            other => (other.to_string(), false),
         })?;
         let (page, next) = match result {
             ServerResult::ListToolsResult(r) => {
@@ -493,11 +521,16 @@ async fn list_tools(
                     .collect::<Vec<_>>();
                 (page, r.next_cursor)
             }
-            ServerResult::CustomResult(CustomResult(raw)) => lenient_page(&raw)?,
+            ServerResult::CustomResult(CustomResult(raw)) => {
+                lenient_page(&raw).map_err(|e| (e, true))?
+            }
             other => {
-                return Err(format!(
-                    "tools/list answered with something that is not a tool list: {}",
-                    short_json(&other)
+                return Err((
+                    format!(
+                        "tools/list answered with something that is not a tool list: {}",
+                        short_json(&other)
+                    ),
+                    true,
                 ));
             }
         };

@@ -181,14 +181,41 @@ pub fn signal_group(pgid: i32, signal: i32) {
     }
 }
 
-/// Whether any process (zombies included) is still in the group.
-pub fn group_alive(pgid: i32) -> bool {
-    #[cfg(unix)]
-    if pgid > 1 {
-        // SAFETY: signal 0 only checks for existence; no memory is involved.
-        return unsafe { libc::killpg(pgid, 0) } == 0;
+/// How many processes of the group are still running (zombies, which hold nothing, are not counted). Reads /proc on
+/// Linux; elsewhere it can only tell whether the group exists (1 or 0).
+pub fn live_group_members(pgid: i32) -> usize {
+    if pgid <= 1 {
+        return 0;
     }
-    false
+    #[cfg(target_os = "linux")]
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        let mut n = 0;
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // Fields after `(comm)`: state ppid pgrp ...
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().take(3).collect();
+            if f.len() == 3 && f[0] != "Z" && f[0] != "X" && f[2].parse::<i32>().ok() == Some(pgid)
+            {
+                n += 1;
+            }
+        }
+        return n;
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: signal 0 only checks for existence; no memory is involved.
+        usize::from(unsafe { libc::killpg(pgid, 0) } == 0)
+    }
+    #[cfg(not(unix))]
+    0
 }
 
 /// Sends SIGKILL to every process left in the group; a group that is already gone is fine.

@@ -241,6 +241,8 @@ async fn npm(
         .iter()
         .map(|s| (*s).to_owned())
         .chain([dir.display().to_string(), install_spec])
+        // A local folder is already built: its `prepare` script would need its dev dependencies.
+        .chain(local.then(|| "--ignore-scripts".to_owned()))
         .collect();
         match run_tool("npm", &args, &dir, &[], options.limits.install).await {
             Err(msg) => {

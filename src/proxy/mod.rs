@@ -233,6 +233,14 @@ impl Proxy {
             });
         }
         let server = self.inner.registry.get(name)?;
+        if !server.installed {
+            return Err(Error::Invalid {
+                what: "name",
+                reason: format!(
+                    "`{name}` is a catalog entry (introspected, not installed); install it first (registry install)"
+                ),
+            });
+        }
         let child = match self.inner.start(&server, 0).await {
             Ok(c) => c,
             Err(e) => {

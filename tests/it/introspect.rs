@@ -232,3 +232,212 @@ async fn a_server_that_ignores_sigterm_and_leaves_a_child_is_killed_with_its_gro
     );
     assert!(t0.elapsed() < Duration::from_secs(20));
 }
+
+/// Where scripts/test.sh installs test dependencies. Missing pieces fail the test with a fix, never skip it.
+fn cache() -> std::path::PathBuf {
+    std::env::var_os("AGENT_DISCOVER_TEST_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/cache"))
+}
+
+fn need(path: std::path::PathBuf) -> String {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/test.sh, which installs the test dependencies before running cargo test",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// The CLI over real servers installed by scripts/test.sh: npm's server-everything (its installed folder, so npm links
+/// it without the network) and PyPI's mcp-server-time (installed by pip from the wheels test.sh downloaded, with pip's
+/// own settings `PIP_NO_INDEX`/`PIP_FIND_LINKS`). Then their tools are in the catalog: find_tool returns them marked
+/// `installed: false` with what installing needs, never starts them, and activation refuses them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_npm_and_pypi_servers_are_enumerated_and_their_tools_found_but_not_started() {
+    let everything =
+        need(cache().join("node/node_modules/@modelcontextprotocol/server-everything"));
+    let wheels = need(cache().join("wheels"));
+    let dir = tmp();
+    let out = crate::harness::command(
+        dir.path(),
+        &[
+            "introspect",
+            "--npm",
+            &everything,
+            "--pypi",
+            "mcp-server-time==2026.10.19",
+            "--json",
+            "-j",
+            "2",
+        ],
+    )
+    .env("PIP_NO_INDEX", "1")
+    .env("PIP_FIND_LINKS", &wheels)
+    .env("UV_OFFLINE", "1")
+    .env("UV_FIND_LINKS", &wheels)
+    .stdin(std::process::Stdio::null())
+    .output()
+    .await
+    .expect("run introspect");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "introspect failed: {stderr}");
+    let records = json_lines(&out.stdout);
+    assert_eq!(records.len(), 2, "{stderr}");
+    let find = |pkg: &str| {
+        records
+            .iter()
+            .find(|r| r["package"] == pkg)
+            .unwrap_or_else(|| panic!("no record of {pkg}: {records:?}"))
+    };
+    let ev = find("@modelcontextprotocol/server-everything");
+    assert_eq!(ev["category"], "ok", "{ev}");
+    let names: Vec<&str> = ev["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert!(
+        ev["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["stage"] == "resources/list"),
+        "{ev}"
+    );
+    let time = find("mcp-server-time");
+    assert_eq!(time["category"], "ok", "{time}");
+    assert_eq!(time["version"], "2026.10.19");
+    let install = time["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "install")
+        .unwrap();
+    assert_eq!(install["outcome"], "ok");
+    for r in &records {
+        assert_eq!(r["left_behind"], 0);
+    }
+
+    // The stored records.
+    let listed = crate::harness::command(dir.path(), &["catalog", "list", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(listed.status.success());
+    assert_eq!(json_lines(&listed.stdout).len(), 2);
+
+    // The catalog feeds search.
+    let agent = crate::harness::spawn(dir.path(), &[], None).await;
+    let found = agent
+        .registry(serde_json::json!({"action": "find_tool", "query": "current time in a timezone", "auto_activate": true}))
+        .await;
+    assert_eq!(found["found"], true, "{found}");
+    assert_eq!(found["tool"], "get_current_time", "{found}");
+    assert_eq!(found["installed"], false, "{found}");
+    assert_eq!(found["install"]["install"]["action"], "install", "{found}");
+    assert_eq!(
+        found["install"]["install"]["name"], "pypi:mcp-server-time",
+        "{found}"
+    );
+    assert_eq!(
+        found["install"]["required_secrets"],
+        serde_json::json!([]),
+        "{found}"
+    );
+    assert!(
+        found.get("activation_error").is_none(),
+        "never started: {found}"
+    );
+    let server = found["server"].as_str().unwrap().to_owned();
+    let list = agent.registry(serde_json::json!({"action": "list"})).await;
+    let entry = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == server.as_str())
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(
+        (entry["installed"].as_bool(), entry["active"].as_bool()),
+        (Some(false), Some(false)),
+        "{entry}"
+    );
+    let (is_error, refused) = agent
+        .try_registry(serde_json::json!({"action": "activate", "name": server}))
+        .await
+        .unwrap();
+    assert!(is_error, "a catalog entry must not start: {refused}");
+    assert!(refused.to_string().contains("catalog entry"), "{refused}");
+    let many = agent
+        .registry(serde_json::json!({"action": "find_tools", "intents": ["echo a message back", "current time in a timezone"]}))
+        .await;
+    let results = many["results"].as_array().unwrap();
+    assert!(results.iter().all(|r| r["installed"] == false), "{many}");
+    agent.stop().await;
+}
+
+/// Tools listed under placeholders are marked so, and what installing needs names the variable the server asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_entries_listed_under_placeholders_say_which_secrets_installing_needs() {
+    let dir = tmp();
+    let line = format!(
+        "{BIN} fixture-server --name forecaster --require-env FORECAST_API_KEY --tool summon_weather_forecast=Forecast_the_weather_for_a_city"
+    );
+    let out = crate::harness::command(
+        dir.path(),
+        &[
+            "introspect",
+            "--command",
+            &line,
+            "--json",
+            "--init-timeout",
+            "5",
+            "--list-timeout",
+            "5",
+        ],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = json_lines(&out.stdout);
+    assert_eq!(records[0]["category"], "ok", "{}", records[0]);
+    assert_eq!(records[0]["pass"], 2);
+    assert_eq!(records[0]["first_pass"]["category"], "needs_credentials");
+    let agent = crate::harness::spawn(dir.path(), &[], None).await;
+    let found = agent
+        .registry(
+            serde_json::json!({"action": "find_tool", "query": "weather forecast for a city"}),
+        )
+        .await;
+    assert_eq!(found["tool"], "summon_weather_forecast", "{found}");
+    assert_eq!(found["installed"], false);
+    assert_eq!(
+        found["install"]["required_secrets"],
+        serde_json::json!(["FORECAST_API_KEY"]),
+        "{found}"
+    );
+    assert_eq!(found["install"]["listed_under_placeholders"], true);
+    assert!(
+        found["next_step"]
+            .as_str()
+            .unwrap()
+            .contains("FORECAST_API_KEY"),
+        "{found}"
+    );
+    agent.stop().await;
+}

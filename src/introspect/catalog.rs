@@ -203,6 +203,34 @@ pub fn stored(app: &App, category: Option<Category>) -> Result<Vec<Record>> {
         .collect())
 }
 
+/// The stored records as headlines (no tool lists), with the count per category: what the REST route and the dashboard
+/// show.
+pub fn overview(app: &App, category: Option<Category>) -> Result<Value> {
+    let store = app.registry.store();
+    let all = store.introspections(None)?;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &all {
+        *counts.entry(r.category.as_str()).or_default() += 1;
+    }
+    let records: Vec<Value> = all
+        .iter()
+        .filter(|r| category.is_none_or(|c| c.as_str() == r.category))
+        .map(|r| {
+            let entry = r
+                .server_id
+                .and_then(|id| store.server_by_id(id).ok().flatten())
+                .map(|s| s.name);
+            json!({
+                "key": r.key, "ecosystem": r.ecosystem, "package": r.package, "version": r.version,
+                "category": r.category, "evidence": r.evidence, "hint": r.hint, "pass": r.pass,
+                "tool_count": r.tool_count, "duration_ms": r.duration_ms, "introspected_at": r.introspected_at,
+                "catalog_entry": entry,
+            })
+        })
+        .collect();
+    Ok(json!({"total": all.len(), "categories": counts, "records": records}))
+}
+
 /// What installing a catalog entry needs: the `install` arguments (or the registration for a local command), the
 /// secrets and arguments it was found to need, and whether its tools were listed under placeholders.
 pub fn install_info(app: &App, server: &Server) -> Result<Option<Value>> {

@@ -441,3 +441,94 @@ async fn catalog_entries_listed_under_placeholders_say_which_secrets_installing_
     );
     agent.stop().await;
 }
+
+/// Records are stored as they finish and served at `/api/introspections`; a package that no longer enumerates loses
+/// its catalog entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_results_are_stored_and_served_over_rest() {
+    use agent_discover::introspect::catalog;
+    let dir = tmp();
+    let mut config = agent_discover::config::Config::in_dir(dir.path());
+    config.guard_exe = Some(BIN.into());
+    let app = agent_discover::app::App::open(config).expect("open the app");
+    let mut o = catalog::options_for(&app).unwrap();
+    o.limits = options(dir.path(), false).limits;
+    o.second_pass = false;
+    let ok = fixture("--name stored-ok");
+    let crash = fixture("--name stored-crash --fail crash");
+    let records = catalog::run(&app, vec![ok.clone(), crash.clone()], &o, |_| {}).await;
+    assert_eq!(records.len(), 2);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let router = agent_discover::http::router(
+        app.clone(),
+        agent_discover::http::security::Security::loopback(),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let get = |q: &str| {
+        let url = format!("http://127.0.0.1:{port}/api/introspections{q}");
+        async move {
+            let r = reqwest::get(url).await.expect("GET");
+            let status = r.status().as_u16();
+            (status, r.json::<serde_json::Value>().await.expect("JSON"))
+        }
+    };
+    let (status, body) = get("").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["total"], 2);
+    assert_eq!(body["categories"]["ok"], 1, "{body}");
+    assert_eq!(body["categories"]["crashed_on_start"], 1, "{body}");
+    let row = body["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["category"] == "ok")
+        .unwrap();
+    assert!(row["tool_count"].as_i64().unwrap() > 0);
+    let entry = row["catalog_entry"]
+        .as_str()
+        .expect("an enumerated package has a catalog entry")
+        .to_owned();
+    assert!(!app.registry.get(&entry).unwrap().installed);
+    let (status, body) = get("?category=crashed_on_start").await;
+    assert_eq!(
+        (status, body["records"].as_array().unwrap().len()),
+        (200, 1),
+        "{body}"
+    );
+    let (status, body) = get("?category=bogus").await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_input")),
+        "{body}"
+    );
+    let doc: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{port}/api/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["paths"]["/api/introspections"]["get"].is_object());
+
+    // The same package failing next time: its record is replaced and its catalog entry goes.
+    let mut r = records.iter().find(|r| r.key == ok.key()).unwrap().clone();
+    r.category = Category::InitTimeout;
+    r.tools.clear();
+    assert_eq!(
+        catalog::save(&app, &r).unwrap(),
+        None,
+        "no catalog entry for a failure"
+    );
+    assert!(
+        app.registry
+            .store()
+            .server_by_name(&entry)
+            .unwrap()
+            .is_none(),
+        "stale catalog entry kept"
+    );
+    let (_, body) = get("").await;
+    assert_eq!(body["categories"]["init_timeout"], 1, "{body}");
+    server.abort();
+}

@@ -121,6 +121,9 @@ fn has(name: &str, words: &[&str]) -> bool {
 
 /// A placeholder for a variable, by what its name says it holds.
 fn env_value(name: &str, dir: &Path, port: u16) -> String {
+    if has(name, &["PORT"]) && !has(name, &["URL", "URI"]) {
+        return port.to_string();
+    }
     if has(
         name,
         &[
@@ -131,9 +134,6 @@ fn env_value(name: &str, dir: &Path, port: u16) -> String {
             return "127.0.0.1".into();
         }
         return format!("http://127.0.0.1:{port}");
-    }
-    if has(name, &["PORT"]) {
-        return port.to_string();
     }
     if has(name, &["FILE", "CONFIG", "JSON"]) {
         let f = dir.join(format!("{}.json", name.to_ascii_lowercase()));

@@ -157,8 +157,10 @@ fn catalog_entry(app: &App, record: &Record) -> Result<Option<Server>> {
         .clone()
         .filter(|d| !d.trim().is_empty())
         .unwrap_or_else(|| format!("{} (introspected)", record.package));
-    description
-        .truncate(description.floor_char_boundary(crate::model::limits::DESCRIPTION.min(1000)));
+    crate::introspect::clip(
+        &mut description,
+        crate::model::limits::DESCRIPTION.min(1000),
+    );
     let spec = ServerSpec {
         name: name.clone(),
         description,

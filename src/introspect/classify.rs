@@ -111,7 +111,7 @@ pub struct Diagnosis {
 impl Diagnosis {
     pub fn new(category: Category, evidence: impl Into<String>, hint: &str) -> Diagnosis {
         let mut evidence = evidence.into().replace('\n', " ");
-        evidence.truncate(evidence.floor_char_boundary(500));
+        crate::introspect::clip(&mut evidence, 500);
         Diagnosis {
             category,
             evidence,

@@ -382,7 +382,7 @@ fn readme_in(dir: &Path) -> Option<String> {
         let n = e.file_name().to_string_lossy().to_ascii_lowercase();
         if n.starts_with("readme") {
             let mut s = std::fs::read_to_string(e.path()).ok()?;
-            s.truncate(s.floor_char_boundary(200_000));
+            crate::introspect::clip(&mut s, 200_000);
             return Some(s);
         }
     }
@@ -604,7 +604,7 @@ async fn pypi(
             // The long description follows the headers' blank line.
             let body = m.split_once("\n\n").map(|(_, b)| b.to_owned()).unwrap_or(m);
             let mut body = body;
-            body.truncate(body.floor_char_boundary(200_000));
+            crate::introspect::clip(&mut body, 200_000);
             body
         });
     stages.push(stage("preflight", t, "ok"));

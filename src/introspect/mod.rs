@@ -434,6 +434,17 @@ pub(crate) struct Installed {
     pub flags: Vec<String>,
 }
 
+/// Shortens `s` to at most `max` bytes, at a character boundary.
+pub(crate) fn clip(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
 /// Milliseconds since `t`.
 fn ms(t: Instant) -> u64 {
     t.elapsed().as_millis() as u64

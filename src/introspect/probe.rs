@@ -221,7 +221,7 @@ pub(crate) async fn run(
                 l.noise_count += 1;
                 if l.noise.len() < NOISE_KEPT {
                     let mut s = String::from_utf8_lossy(trimmed).into_owned();
-                    s.truncate(s.floor_char_boundary(500));
+                    crate::introspect::clip(&mut s, 500);
                     l.noise.push(s);
                 }
             }
@@ -621,7 +621,7 @@ fn describe(status: std::process::ExitStatus) -> (String, Option<i32>) {
 
 fn short(s: &str) -> String {
     let mut s = s.replace('\n', " ");
-    s.truncate(s.floor_char_boundary(300));
+    crate::introspect::clip(&mut s, 300);
     s
 }
 

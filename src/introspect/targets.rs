@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::marketplace::{ArgumentKind, MarketEntry, Marketplace};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Ecosystem {
+    #[default]
     Npm,
     Pypi,
     /// A command already on this machine (no install stage).
@@ -62,12 +63,6 @@ pub struct Target {
     /// Positional arguments server.json declares without a value (labels).
     pub declared_args: Vec<String>,
     pub registry_name: Option<String>,
-}
-
-impl Default for Ecosystem {
-    fn default() -> Self {
-        Ecosystem::Npm
-    }
 }
 
 impl Target {
@@ -243,11 +238,9 @@ impl Target {
                     t.args.push(v.clone());
                 }
                 (ArgumentKind::Named, None, Some(flag))
-                    if a.input.format.as_deref() == Some("boolean") =>
+                    if a.input.format.as_deref() == Some("boolean") && a.input.is_required =>
                 {
-                    if a.input.is_required {
-                        t.args.push(flag.clone());
-                    }
+                    t.args.push(flag.clone());
                 }
                 (ArgumentKind::Positional, Some(v), _) if !v.contains('{') => {
                     t.args.push(v.clone())

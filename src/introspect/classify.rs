@@ -452,6 +452,13 @@ fn is_usage(line: &str) -> bool {
         || l.contains("missing required positional")
         || l.contains("error: required option")
         || (l.contains("at least one") && (l.contains("directory") || l.contains("argument")))
+        || l.contains("as a command-line argument")
+        || l.contains("as a command line argument")
+        || l.contains("need to specify a command")
+        || l.contains("--help` to see")
+        || l.contains("--help' to see")
+        || l.contains("--help to see")
+        || l.contains("unknown command")
 }
 
 /// Positional argument labels of a usage text: `<name>` first, else `[name]`; the program name is skipped.
@@ -485,9 +492,11 @@ pub(crate) fn usage_args(text: &str) -> Vec<String> {
 
 fn is_config(line: &str) -> bool {
     let l = lower(line);
-    (l.contains("enoent")
-        || l.contains("no such file or directory")
-        || l.contains("filenotfounderror"))
+    ((l.contains("config") || l.contains("configuration"))
+        && (l.contains("cannot find") || l.contains("could not find")))
+        || (l.contains("enoent")
+            || l.contains("no such file or directory")
+            || l.contains("filenotfounderror"))
         || ((l.contains("config") || l.contains("configuration") || l.contains("settings"))
             && (l.contains("not found")
                 || l.contains("missing")
@@ -615,6 +624,22 @@ pub(crate) fn version_satisfies(version: &str, range: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_and_config_messages_of_real_servers() {
+        assert!(is_usage(
+            "Please provide a database URL as a command-line argument"
+        ));
+        assert!(is_usage("You need to specify a command"));
+        assert!(is_usage("(Run `mcp-use --help` to see available commands)"));
+        assert!(!is_usage("Server running on stdio"));
+        assert!(is_config(
+            "Cannot find config file `panda.config.{ts,js,mjs,mts}`. Did you forget to run `panda init`?"
+        ));
+        assert!(!is_config(
+            "TypeError: Cannot read properties of undefined (reading 'bind')"
+        ));
+    }
 
     #[test]
     fn credential_messages() {

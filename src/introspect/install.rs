@@ -126,6 +126,7 @@ fn install_failed(evidence: String, code: &str) -> Diagnosis {
         "ENOTFOUND" | "ECONNREFUSED" | "ETIMEDOUT" | "EAI_AGAIN" | "ECONNRESET" => {
             "the package registry could not be reached; check npm's registry setting (npm config get registry)".to_owned()
         }
+        "install-script" => "an install script of the package or a dependency failed (often a download of a browser or a native build); see the evidence".to_owned(),
         "EBADENGINE" | "ENOTSUP" => "the package does not support this Node version or platform".to_owned(),
         "timeout" => "installing took longer than the install limit; raise --install-timeout or retry".to_owned(),
         "no-matching-distribution" => "no release of this project fits this Python (or the name is wrong); check Requires-Python and the name".to_owned(),
@@ -159,9 +160,48 @@ fn npm_error(stderr: &str) -> (String, String) {
             && !rest.starts_with("errno")
             && !rest.starts_with("syscall")
             && !rest.starts_with("path ")
+            && !rest.starts_with("command failed")
+            && !rest.starts_with("path:")
         {
             line = Some(t.to_owned());
         }
+    }
+    // A failed install script: npm says `code 1` and names the script's command; its own last message is more telling.
+    if code
+        .as_deref()
+        .is_some_and(|c| c.chars().all(|ch| ch.is_ascii_digit()))
+    {
+        let command = stderr
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| {
+                l.strip_prefix("npm error command ")
+                    .or_else(|| l.strip_prefix("npm ERR! command "))
+            })
+            .find(|c| !c.starts_with("failed"));
+        let last = stderr
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| {
+                l.strip_prefix("npm error ")
+                    .or_else(|| l.strip_prefix("npm ERR! "))
+            })
+            .filter(|l| {
+                !l.is_empty()
+                    && !l.starts_with("A complete log")
+                    && !l.starts_with("command")
+                    && !l.starts_with("code ")
+                    && !l.starts_with("path ")
+            })
+            .next_back();
+        return (
+            "install-script".into(),
+            format!(
+                "install script failed: {}{}",
+                command.unwrap_or("(unknown command)"),
+                last.map(|l| format!(" — {l}")).unwrap_or_default()
+            ),
+        );
     }
     let line = line
         .or_else(|| {
@@ -707,6 +747,14 @@ mod tests {
         );
         assert_eq!(code, "E404");
         assert!(line.contains("404 Not Found"), "{line}");
+        let (code, line) = npm_error(
+            "npm error code 1\nnpm error path /x/node_modules/puppeteer\nnpm error command failed\nnpm error command sh -c node install.mjs\nnpm error ERROR: Failed to set up chrome: download failed\nnpm error A complete log of this run can be found in: /x",
+        );
+        assert_eq!(code, "install-script");
+        assert_eq!(
+            line,
+            "install script failed: sh -c node install.mjs — ERROR: Failed to set up chrome: download failed"
+        );
         let (code, _) = npm_error("npm ERR! code ETARGET\nnpm ERR! notarget No matching version");
         assert_eq!(code, "ETARGET");
     }

@@ -280,7 +280,7 @@ pub async fn changed_targets(app: &App) -> Result<(Vec<Target>, Vec<(String, Str
                 ));
                 continue;
             }
-            (Some(r), _) => r.clone(),
+            (Some(r), _) => format!("registry:{r}"),
             (None, eco) => format!("{}:{}", eco.as_str(), record.package),
         };
         let entry = match market.lookup(&lookup_name).await {

@@ -532,3 +532,95 @@ async fn introspection_results_are_stored_and_served_over_rest() {
     assert_eq!(body["categories"]["init_timeout"], 1, "{body}");
     server.abort();
 }
+
+/// `--registry QUERY` launches official registry entries from their server.json (a stub registry on 127.0.0.1 whose
+/// entry's npm package is the installed server-everything folder), and `catalog refresh` re-introspects only what has
+/// a newer version there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_entries_are_introspected_and_refreshed_when_their_version_changes() {
+    use std::sync::{Arc, Mutex};
+    let everything =
+        need(cache().join("node/node_modules/@modelcontextprotocol/server-everything"));
+    let version = Arc::new(Mutex::new("2026.8.31".to_owned()));
+    let server_json = {
+        let everything = everything.clone();
+        move |v: &str| {
+            serde_json::json!({
+                "server": {
+                    "name": "io.github.test/everything",
+                    "description": "the reference server",
+                    "version": v,
+                    "packages": [{"registryType": "npm", "identifier": everything, "version": v,
+                                  "transport": {"type": "stdio"},
+                                  "environmentVariables": [{"name": "EVERYTHING_MODE", "value": "stdio"}]}]
+                },
+                "_meta": {"io.modelcontextprotocol.registry/official": {"status": "active", "isLatest": true}}
+            })
+        }
+    };
+    let app = {
+        let (v1, v2) = (version.clone(), version.clone());
+        let (j1, j2) = (server_json.clone(), server_json.clone());
+        axum::Router::new()
+            .route(
+                "/v0.1/servers",
+                axum::routing::get(move || {
+                    let row = j1(&v1.lock().unwrap());
+                    async move {
+                        axum::Json(serde_json::json!({"servers": [row], "metadata": {"count": 1}}))
+                    }
+                }),
+            )
+            .route(
+                "/v0.1/servers/{name}/versions/latest",
+                axum::routing::get(move || {
+                    let row = j2(&v2.lock().unwrap());
+                    async move { axum::Json(row) }
+                }),
+            )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let stub = tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = tmp();
+    let run = |args: &'static [&'static str]| {
+        let mut cmd = crate::harness::command(dir.path(), args);
+        cmd.env("AGENT_DISCOVER_MCP_REGISTRY_URL", &url)
+            .stdin(std::process::Stdio::null());
+        async move { cmd.output().await.expect("run the CLI") }
+    };
+    let out = run(&["introspect", "--registry", "everything", "--json"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = json_lines(&out.stdout);
+    assert_eq!(records.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(records[0]["category"], "ok", "{}", records[0]);
+    assert_eq!(records[0]["registry_name"], "io.github.test/everything");
+
+    // Same version upstream: nothing to do.
+    let out = run(&["catalog", "refresh", "--json"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(json_lines(&out.stdout).is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("still 2026.8.31"));
+
+    // A newer version: re-introspected.
+    *version.lock().unwrap() = "2026.9.1".into();
+    let out = run(&["catalog", "refresh", "--json"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = json_lines(&out.stdout);
+    assert_eq!(again.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(again[0]["key"], records[0]["key"]);
+    assert_eq!(again[0]["category"], "ok");
+    stub.abort();
+}

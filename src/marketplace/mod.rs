@@ -7,7 +7,8 @@
 //! registry row carries the richer install metadata). Every source returns at most `limit` rows (1-100).
 //!
 //! **Cursor.** Only the official registry pages. `next_cursor` is the registry's own opaque `metadata.nextCursor`,
-//! passed through unchanged; `None` means the registry has no more rows. npm and PyPI answer on the first page only
+//! passed through unchanged; `None` means the registry has no more rows. A registry page shorter than `limit` is
+//! followed by the next ones until `limit` rows are there (the cursor handed back is the last page's). npm and PyPI answer on the first page only
 //! (no cursor): a call with a cursor asks the registry alone and lists only it in `sources`.
 //!
 //! **Failures and cache.** Each source runs under `MarketplaceConfig::timeout`. A failing source never blocks the
@@ -151,7 +152,7 @@ impl Marketplace {
         let limit = limit.clamp(1, MAX_LIMIT);
         let cursor = cursor.map(str::trim).filter(|c| !c.is_empty());
         let official = self.run_source(MarketSource::Registry, query, limit, cursor, async {
-            official::list_page(
+            official::fill_page(
                 &self.client,
                 &self.config.mcp_registry_url,
                 query,

@@ -1453,3 +1453,26 @@ async fn prerequisites_are_probed_in_parallel() {
         assert!(v.chars().any(|c| c.is_ascii_digit()), "a version line: {v}");
     }
 }
+
+/// `introspect --top N`'s sources: npm's search (both queries, MCP-related packages only, in the search's order when it
+/// reports no downloads) and PyPI's curated list first.
+#[tokio::test]
+async fn the_most_downloaded_servers_come_from_the_searches() {
+    let st = stubs().await;
+    let m = Marketplace::new(st.config.clone()).expect("marketplace");
+    let npm = m.top_npm(2).await.expect("npm top");
+    assert_eq!(
+        npm,
+        ["mcp-weather", "@acme/server-files"],
+        "left-pad and random-lib are not MCP servers"
+    );
+    let seen = st.npm.seen();
+    assert!(seen.contains(&"search:keywords:mcp".to_owned()), "{seen:?}");
+    let all = m.top_npm(10).await.expect("npm top");
+    assert_eq!(
+        all,
+        ["mcp-weather", "@acme/server-files", "@acme/weather-mcp"]
+    );
+    let pypi = m.top_pypi(1).await.expect("pypi top");
+    assert_eq!(pypi, [st.config.pypi_curated[0].clone()]);
+}

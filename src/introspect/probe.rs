@@ -416,8 +416,24 @@ pub(crate) async fn run(
             "hard limit of {} s reached {at}",
             limits.hard.as_secs()
         ));
-        if a.end == End::Listed && a.tools.is_empty() && a.server.is_none() {
-            a.end = End::HardTimeout(at);
+        // The stage that was running when the limit passed decides the ending.
+        let done = |name: &str| a.stages.iter().any(|s| s.stage == name);
+        let ending = if !done("initialize") {
+            Some(End::InitTimeout)
+        } else if !done("tools/list") && a.server.is_some() {
+            Some(End::ListTimeout)
+        } else if !done("tools/list") {
+            Some(End::HardTimeout(at))
+        } else {
+            None
+        };
+        if let Some(end) = ending {
+            a.end = end;
+            a.stages.push(StageTime {
+                stage: "hard limit".into(),
+                ms: limits.hard.as_millis() as u64,
+                outcome: "timeout".into(),
+            });
         }
     }
 

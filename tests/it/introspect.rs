@@ -624,3 +624,49 @@ async fn registry_entries_are_introspected_and_refreshed_when_their_version_chan
     assert_eq!(again[0]["category"], "ok");
     stub.abort();
 }
+
+/// The hard limit of one attempt ends it whatever stage it is in, and the stage that was running decides the category.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hard_limit_ends_an_attempt_in_any_stage() {
+    let dir = tmp();
+    let mut o = options(dir.path(), false);
+    o.limits.initialize = Duration::from_secs(60);
+    o.limits.list = Duration::from_secs(60);
+    o.limits.hard = Duration::from_secs(2);
+    let t0 = Instant::now();
+    let records = by_key(
+        introspect::run_batch(
+            vec![fixture("--init-hang"), fixture("--fail list-hang")],
+            &o,
+            |_| {},
+        )
+        .await,
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        t0.elapsed()
+    );
+    let init = &records[&fixture("--init-hang").key()];
+    assert_eq!(init.category, Category::InitTimeout, "{}", init.evidence);
+    let list = &records[&fixture("--fail list-hang").key()];
+    assert_eq!(
+        list.category,
+        Category::ToolsListTimeout,
+        "{}",
+        list.evidence
+    );
+    for r in records.values() {
+        assert!(
+            r.flags.iter().any(|f| f.starts_with("hard limit of 2 s")),
+            "{:?}",
+            r.flags
+        );
+        assert!(
+            r.stages
+                .iter()
+                .any(|s| s.stage == "hard limit" && s.outcome == "timeout")
+        );
+        assert_eq!(r.left_behind, 0);
+    }
+}

@@ -186,14 +186,13 @@ fn npm_error(stderr: &str) -> (String, String) {
                 l.strip_prefix("npm error ")
                     .or_else(|| l.strip_prefix("npm ERR! "))
             })
-            .filter(|l| {
+            .rfind(|l| {
                 !l.is_empty()
                     && !l.starts_with("A complete log")
                     && !l.starts_with("command")
                     && !l.starts_with("code ")
                     && !l.starts_with("path ")
-            })
-            .next_back();
+            });
         return (
             "install-script".into(),
             format!(

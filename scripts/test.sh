@@ -26,6 +26,14 @@ if ! cmp -s tests/interop/requirements.txt "$cache/venv/.requirements"; then
   cp tests/interop/requirements.txt "$cache/venv/.requirements"
 fi
 
+# The same PyPI packages as wheels: the introspection test installs mcp-server-time through pip without the network
+# (PIP_NO_INDEX, PIP_FIND_LINKS).
+if ! cmp -s tests/interop/requirements.txt "$cache/wheels/.requirements"; then
+  mkdir -p "$cache/wheels"
+  "$cache/venv/bin/pip" download --quiet --disable-pip-version-check -d "$cache/wheels" -r tests/interop/requirements.txt
+  cp tests/interop/requirements.txt "$cache/wheels/.requirements"
+fi
+
 # Node: real npm MCP servers, installed from the pinned manifest (addresses come from the user's npm config).
 mkdir -p "$cache/node"
 if ! cmp -s tests/interop/package.json "$cache/node/package.json"; then

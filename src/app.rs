@@ -128,6 +128,8 @@ impl App {
 }
 
 /// The answer to `find_tool` (agent-discover's response shape).
+// Built once per query and serialized at once: the size difference of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(untagged)]
 pub enum FindOutcome {
@@ -145,6 +147,11 @@ pub enum FindOutcome {
         #[serde(skip_serializing_if = "Option::is_none")]
         activation_error: Option<String>,
         other_matches: Vec<serde_json::Value>,
+        /// False for a catalog entry: a marketplace server introspected but not installed.
+        installed: bool,
+        /// What installing a catalog entry needs (`install` arguments, required secrets and arguments).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        install: Option<serde_json::Value>,
     },
     NotFound {
         found: bool,
@@ -196,11 +203,49 @@ impl App {
                 hint,
             });
         };
+        // Catalog entries (introspected, not installed) are found like the rest but never started from here.
+        let mut catalog = std::collections::HashMap::new();
+        let mut install_info = |server_id: i64| -> Option<serde_json::Value> {
+            catalog
+                .entry(server_id)
+                .or_insert_with(|| {
+                    let server = self.registry.get_by_id(server_id).ok()?;
+                    if server.installed {
+                        return None;
+                    }
+                    Some(
+                        crate::introspect::catalog::install_info(self, &server)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_else(|| serde_json::json!({})),
+                    )
+                })
+                .clone()
+        };
+        let best_install = install_info(best.tool.server_id);
         let call_as = crate::proxy::names::expose(&best.tool.server, &best.tool.name);
         let (required_args, optional_count) =
             crate::search::compact_schema(&best.tool.input_schema);
         let mut activation_error = None;
-        let next_step = if auto_activate {
+        let next_step = if let Some(info) = &best_install {
+            let secrets = info["required_secrets"]
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    format!(
+                        " (it needs {})",
+                        a.iter()
+                            .filter_map(|v| v.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "`{}` is not installed{secrets}: install it (registry install, see `install`) or ask the user, then activate it and call `{call_as}`",
+                best.tool.server
+            )
+        } else if auto_activate {
             match self.proxy.activate(&best.tool.server).await {
                 Ok(_) => format!(
                     "call the tool `{call_as}` directly (its server is active), or use registry proxy_call with call_as `{call_as}`"
@@ -224,10 +269,16 @@ impl App {
         let other_matches = ranking.hits[1..]
             .iter()
             .map(|h| {
-                serde_json::json!({
+                let install = install_info(h.tool.server_id);
+                let mut m = serde_json::json!({
                     "call_as": crate::proxy::names::expose(&h.tool.server, &h.tool.name),
                     "server": h.tool.server, "tool": h.tool.name, "description": h.tool.description, "score": round2(h.score),
-                })
+                    "installed": install.is_none(),
+                });
+                if let Some(i) = install {
+                    m["install"] = i;
+                }
+                m
             })
             .collect();
         Ok(FindOutcome::Found {
@@ -243,6 +294,8 @@ impl App {
             next_step,
             activation_error,
             other_matches,
+            installed: best_install.is_none(),
+            install: best_install,
         })
     }
 }

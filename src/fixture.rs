@@ -69,6 +69,38 @@ pub struct FixtureArgs {
     /// Extra tool `NAME` whose every call is answered with a JSON-RPC error (code -32042, data `{"tool": NAME}`).
     #[arg(long = "error-tool")]
     pub error_tools: Vec<String>,
+    /// Misbehave the way one kind of real server does (introspection's failure taxonomy, issue 14).
+    #[arg(long, value_enum)]
+    pub fail: Option<FailMode>,
+    /// Positional arguments (`--fail usage` wants at least one).
+    pub positional: Vec<String>,
+}
+
+/// How the fixture imitates a failing server; each maps to one introspection category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailMode {
+    /// Print a usage text and exit 1 unless a positional argument is given (`needs_args`).
+    Usage,
+    /// Exit 1 because a configuration file is missing (`needs_config`).
+    MissingConfig,
+    /// Exit 1 with a JavaScript-style TypeError (`crashed_on_start`).
+    Crash,
+    /// Exit 1 after a refused connection to an upstream service (`network_required`).
+    Network,
+    /// Answer initialize with a JSON-RPC error (`init_error`).
+    InitError,
+    /// Answer initialize with protocol version 1999-01-01 (`protocol_mismatch`).
+    BadProtocol,
+    /// Write log lines on stdout and never speak MCP (`non_json_stdout`).
+    TextOnly,
+    /// Never answer tools/list (`tools_list_timeout`).
+    ListHang,
+    /// Answer tools/list with a JSON-RPC error (`tools_list_error`).
+    ListError,
+    /// List no tools (`ok_zero_tools`).
+    NoTools,
+    /// Ignore SIGTERM and leave a `sleep 599.25` child in the process group, printing its pid on stderr (teardown).
+    Stubborn,
 }
 
 struct Fixture {
@@ -92,6 +124,11 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| "FIXTURE_API_KEY".into());
         eprintln!("Error: API key required: set {key}");
         std::process::exit(1);
+    }
+    if let Some(mode) = args.fail
+        && let Some(code) = fail_at_start(mode, &args)?
+    {
+        std::process::exit(code);
     }
     if args.garbage_stdout {
         use std::io::Write;
@@ -121,6 +158,60 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
                 Some(port) => serve_http(port, move || conformance.clone()).await,
             }
         }
+    }
+}
+
+/// The start-up part of a failure mode: `Some(code)` to exit with.
+fn fail_at_start(mode: FailMode, args: &FixtureArgs) -> anyhow::Result<Option<i32>> {
+    use std::io::{BufRead, Write};
+    match mode {
+        FailMode::Usage if args.positional.is_empty() => {
+            eprintln!("Usage: fixture-server --fail usage <allowed-directory>");
+            eprintln!("Error: at least one allowed directory is required");
+            Ok(Some(1))
+        }
+        FailMode::MissingConfig => {
+            eprintln!("Error: ENOENT: no such file or directory, open 'fixture.config.json'");
+            Ok(Some(1))
+        }
+        FailMode::Crash => {
+            eprintln!("TypeError: Cannot read properties of undefined (reading 'tools')");
+            eprintln!("    at start (file:///fixture/index.js:12:5)");
+            Ok(Some(1))
+        }
+        FailMode::Network => {
+            eprintln!("Error: connect ECONNREFUSED 127.0.0.1:9");
+            Ok(Some(1))
+        }
+        FailMode::TextOnly => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "Server listening on port 3000")?;
+            writeln!(out, "Press Ctrl+C to stop")?;
+            out.flush()?;
+            drop(out);
+            // Read until the client gives up and closes stdin.
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+            }
+            Ok(Some(0))
+        }
+        FailMode::Stubborn => {
+            #[cfg(unix)]
+            // SAFETY: installing SIG_IGN for SIGTERM has no memory-safety preconditions.
+            unsafe {
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            }
+            let child = std::process::Command::new("sleep")
+                .arg("599.25")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn()?;
+            eprintln!("fixture: sleep child pid {}", child.id());
+            Ok(None)
+        }
+        _ => Ok(None),
     }
 }
 
@@ -293,6 +384,15 @@ impl ServerHandler for Fixture {
         ))
     }
 
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        if self.args.fail == Some(FailMode::BadProtocol) {
+            let v: ProtocolVersion =
+                serde_json::from_value(json!("1999-01-01")).unwrap_or_default();
+            return std::borrow::Cow::Owned(vec![v]);
+        }
+        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,
@@ -300,6 +400,21 @@ impl ServerHandler for Fixture {
     ) -> Result<InitializeResult, McpError> {
         if self.args.init_hang {
             std::future::pending::<()>().await;
+        }
+        match self.args.fail {
+            Some(FailMode::InitError) => {
+                return Err(McpError::internal_error(
+                    "fixture: storage backend not ready",
+                    None,
+                ));
+            }
+            Some(FailMode::BadProtocol) => {
+                let mut result = self.negotiate_initialize(&request)?;
+                result.protocol_version = serde_json::from_value(json!("1999-01-01"))
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                return Ok(result);
+            }
+            _ => {}
         }
         if self.args.init_delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.args.init_delay_ms)).await;
@@ -313,6 +428,17 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        match self.args.fail {
+            Some(FailMode::ListHang) => std::future::pending::<()>().await,
+            Some(FailMode::ListError) => {
+                return Err(McpError::internal_error(
+                    "fixture: tool catalogue unavailable",
+                    None,
+                ));
+            }
+            Some(FailMode::NoTools) => return Ok(ListToolsResult::with_all_items(Vec::new())),
+            _ => {}
+        }
         let mut tools = self.builtin_tools();
         tools.extend(self.extra.lock().await.iter().cloned());
         if self.args.page_size == 0 {

@@ -15,6 +15,7 @@ pub mod guard;
 pub mod health;
 pub mod http;
 pub mod install;
+pub mod introspect;
 pub mod marketplace;
 pub mod mcp;
 pub mod model;

@@ -47,6 +47,12 @@ impl Registry {
     /// Adds a server; a taken name is [`Error::Conflict`].
     pub fn register(&self, spec: ServerSpec) -> Result<Server> {
         let name = spec.validate()?;
+        // A catalog entry (introspected, never installed) gives way to a real registration of its name.
+        if let Some(entry) = self.store.server_by_name(name.as_str())?
+            && !entry.installed
+        {
+            self.remove(name.as_str())?;
+        }
         let server = self.store.insert_server(&spec)?;
         self.events.emit(Event::ServerRegistered {
             name: name.to_string(),

@@ -654,6 +654,21 @@ async function loadPending() {
   return pendingLoad;
 }
 
+// ---------- introspection (batch results) ----------
+
+async function loadIntrospections() {
+  if (!routes['/api/introspections']) return;
+  try {
+    const r = await api('GET', '/api/introspections');
+    $('#introspections').hidden = r.total === 0;
+    $('#introspection-counts').textContent = Object.entries(r.categories)
+      .sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c}: ${n}`).join(' · ');
+    $('#introspection-rows').replaceChildren(...r.records.slice(0, 200).map((x) => h('tr', { 'data-category': x.category },
+      h('td', {}, x.package), h('td', {}, x.version || '–'), h('td', {}, h('span', { class: 'pill' }, x.category)),
+      h('td', {}, String(x.tool_count)), h('td', { title: x.hint }, x.evidence))));
+  } catch (e) { toast(`cannot read introspection results: ${e.message}`, true); }
+}
+
 // ---------- start ----------
 
 // Which optional routes this build serves (the marketplace may be absent).
@@ -667,6 +682,7 @@ api('GET', '/api/openapi.json').then((doc) => {
   routes = doc.paths || {};
   if (routes['/api/prereqs']) loadPrereqs();
   loadPending();
+  loadIntrospections();
   if (!routes['/api/browse']) {
     $('#browse-search').disabled = true;
     $('#browse-list').replaceChildren(h('p', { class: 'empty' }, 'Marketplace search is not available in this build of agent-discover.'));

@@ -16,6 +16,7 @@ use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
 mod configs;
 mod dashboard;
+mod introspect;
 mod tools;
 
 pub use dashboard::{DashboardArgs, ENV_DASHBOARD};
@@ -183,6 +184,12 @@ pub enum Command {
     /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
+    /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
+    Introspect(introspect::IntrospectArgs),
+    /// The introspection catalog: stored records, and re-introspection of what changed.
+    #[command(subcommand)]
+    Catalog(introspect::CatalogCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -720,6 +727,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
+        Command::Introspect(args) => introspect::run(&app, args).await,
+        Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
     }
 }
 

@@ -12,6 +12,7 @@ mod answer;
 mod api;
 mod assets;
 mod error;
+mod introspect;
 mod openapi;
 mod pins;
 pub mod security;
@@ -155,6 +156,9 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/tool-filter", "Replace a server's allow/deny patterns (a filtered tool is hidden everywhere)", pins::set_filter)
             .body("ToolFilter")
             .returns(200, "ToolFilter"),
+        op(M::GET, "/api/introspections", "Batch introspection results: the latest record per package and the count per category", introspect::list)
+            .query(&[("category", "only this category (ok, ok_zero_tools, install_failed, needs_credentials, ...)")])
+            .returns(200, "Introspections"),
     ]
 }
 

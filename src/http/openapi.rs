@@ -105,6 +105,7 @@ fn schemas() -> Value {
         core_schemas(),
         market_schemas_and_service(),
         super::pins::schemas(),
+        super::introspect::schemas(),
     ] {
         if let Value::Object(m) = part {
             all.extend(m);

@@ -7,7 +7,8 @@
 //! registry row carries the richer install metadata). Every source returns at most `limit` rows (1-100).
 //!
 //! **Cursor.** Only the official registry pages. `next_cursor` is the registry's own opaque `metadata.nextCursor`,
-//! passed through unchanged; `None` means the registry has no more rows. npm and PyPI answer on the first page only
+//! passed through unchanged; `None` means the registry has no more rows. A registry page shorter than `limit` is
+//! followed by the next ones until `limit` rows are there (the cursor handed back is the last page's). npm and PyPI answer on the first page only
 //! (no cursor): a call with a cursor asks the registry alone and lists only it in `sources`.
 //!
 //! **Failures and cache.** Each source runs under `MarketplaceConfig::timeout`. A failing source never blocks the
@@ -57,6 +58,11 @@ pub use installer::{
 };
 pub use official::parse_server_json;
 pub use semver::compare as compare_versions;
+
+/// Whether `name` is a valid PyPI project name (PEP 508).
+pub fn valid_pypi_name(name: &str) -> bool {
+    pypi::valid_project_name(name)
+}
 
 /// Largest `limit` a browse accepts (the official registry's own maximum).
 pub const MAX_LIMIT: usize = 100;
@@ -146,7 +152,7 @@ impl Marketplace {
         let limit = limit.clamp(1, MAX_LIMIT);
         let cursor = cursor.map(str::trim).filter(|c| !c.is_empty());
         let official = self.run_source(MarketSource::Registry, query, limit, cursor, async {
-            official::list_page(
+            official::fill_page(
                 &self.client,
                 &self.config.mcp_registry_url,
                 query,
@@ -267,6 +273,28 @@ impl Marketplace {
             self.config.timeout,
         )
         .await
+    }
+
+    /// The `n` most downloaded MCP server packages of npm, by the downloads its search reports (see `npm::top`).
+    pub async fn top_npm(&self, n: usize) -> Result<Vec<String>, MarketError> {
+        let base = self.address(MarketSource::Npm).await?;
+        tokio::time::timeout(self.config.timeout * 4, npm::top(&self.client, &base, n))
+            .await
+            .unwrap_or_else(|_| Err(self.timeout_error(MarketSource::Npm)))
+    }
+
+    /// Up to `n` MCP server projects of PyPI: the curated list, then its search page (PyPI reports no downloads).
+    pub async fn top_pypi(&self, n: usize) -> Result<Vec<String>, MarketError> {
+        let base = self.address(MarketSource::Pypi).await?;
+        Ok(pypi::top(
+            &self.client,
+            &base,
+            n,
+            &self.config.pypi_curated,
+            self.config.pypi_search,
+            self.config.timeout,
+        )
+        .await)
     }
 
     /// The address in use for a source: configured, or learned from npm/pip (asked once per process).

@@ -78,6 +78,76 @@ pub(crate) async fn search(
     })
 }
 
+/// The most downloaded MCP servers: `keywords:mcp` and `mcp server` searched page by page (250 per page, up to four
+/// pages each), kept to MCP-related packages that are not SDKs or type packages, ranked by the monthly downloads the
+/// search reports (`downloads.monthly`, else `downloads.weekly`); packages without a count follow in search order.
+pub(crate) async fn top(
+    client: &reqwest::Client,
+    base: &str,
+    n: usize,
+) -> Result<Vec<String>, MarketError> {
+    let mut found: Vec<(String, u64, usize)> = Vec::new();
+    let mut first_error = None;
+    let mut order = 0usize;
+    for text in ["keywords:mcp", "mcp server"] {
+        for page in 0..4usize {
+            let from = (page * MAX_SEARCH_SIZE).to_string();
+            let size = MAX_SEARCH_SIZE.to_string();
+            let url = build_url(
+                MarketSource::Npm,
+                base,
+                &["-", "v1", "search"],
+                &[("text", text), ("size", &size), ("from", &from)],
+            )?;
+            let shown = url.to_string();
+            let objects = match get_json(client, MarketSource::Npm, url)
+                .await
+                .and_then(|f| search_objects(f, &shown))
+            {
+                Ok(o) => o,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    break;
+                }
+            };
+            let count = objects.len();
+            for obj in objects {
+                let Some(pkg) = field(&obj, &["package"]) else {
+                    continue;
+                };
+                let Some(name) = str_field(pkg, &["name"]) else {
+                    continue;
+                };
+                let lower = name.to_ascii_lowercase();
+                if !is_mcp_related(pkg)
+                    || lower.contains("sdk")
+                    || lower.ends_with("-types")
+                    || lower.ends_with("/types")
+                    || found.iter().any(|(n, _, _)| *n == name)
+                {
+                    continue;
+                }
+                let downloads = field(&obj, &["downloads"])
+                    .and_then(|d| field(d, &["monthly"]).or_else(|| field(d, &["weekly"])))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                found.push((name, downloads, order));
+                order += 1;
+            }
+            if count < MAX_SEARCH_SIZE || found.len() >= n.saturating_mul(3) {
+                break;
+            }
+        }
+    }
+    if found.is_empty()
+        && let Some(e) = first_error
+    {
+        return Err(e);
+    }
+    found.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+    Ok(found.into_iter().take(n).map(|(name, _, _)| name).collect())
+}
+
 fn search_objects(f: Fetched, url: &str) -> Result<Vec<Value>, MarketError> {
     let malformed = |d: &str| MarketError::Malformed {
         registry: MarketSource::Npm,

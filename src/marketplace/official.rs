@@ -57,6 +57,38 @@ pub(crate) async fn list_page(
     }
 }
 
+/// `limit` servers from `cursor` on: a page that comes back shorter than asked is followed by the next one (asking
+/// for what is still missing) until `limit` is reached or the registry has no further page. The cursor returned is
+/// the last page's, so the next call continues exactly there.
+pub(crate) async fn fill_page(
+    client: &reqwest::Client,
+    base: &str,
+    query: &str,
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<Page, MarketError> {
+    let mut page = list_page(client, base, query, limit, cursor).await?;
+    let mut seen: std::collections::HashSet<String> =
+        cursor.map(str::to_owned).into_iter().collect();
+    for _ in 0..MAX_PAGES {
+        let Some(next) = page.next_cursor.clone() else {
+            break;
+        };
+        if page.servers.len() >= limit || !seen.insert(next.clone()) {
+            break;
+        }
+        let more = list_page(client, base, query, limit - page.servers.len(), Some(&next)).await?;
+        for e in more.servers {
+            // A server already shown (another version on a later page) is not repeated.
+            if !page.servers.iter().any(|s| s.name == e.name) {
+                page.servers.push(e);
+            }
+        }
+        page.next_cursor = more.next_cursor;
+    }
+    Ok(page)
+}
+
 /// Every page of a search, following `metadata.nextCursor` until it is empty, up to `max` servers.
 pub(crate) async fn collect(
     client: &reqwest::Client,

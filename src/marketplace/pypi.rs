@@ -103,6 +103,37 @@ pub(crate) async fn browse(
     })
 }
 
+/// The MCP servers of PyPI to introspect first. PyPI reports no download counts, so this is the curated list (chosen
+/// by popularity) in its order, then MCP-related names from the search page, up to `n`.
+pub(crate) async fn top(
+    client: &reqwest::Client,
+    base: &str,
+    n: usize,
+    curated: &[String],
+    search: bool,
+    timeout: Duration,
+) -> Vec<String> {
+    let mut names: Vec<String> = curated.iter().take(n).cloned().collect();
+    if search && names.len() < n {
+        for q in ["mcp server", "mcp"] {
+            if let Ok(Ok(found)) =
+                tokio::time::timeout(timeout, search_names(client, base, q)).await
+            {
+                for f in found {
+                    let lower = f.to_ascii_lowercase();
+                    if names.len() < n
+                        && lower.contains("mcp")
+                        && !names.iter().any(|x| same_project(x, &f))
+                    {
+                        names.push(f);
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
 /// PEP 503 name comparison (case, `-`, `_` and `.` do not matter).
 fn same_project(a: &str, b: &str) -> bool {
     let norm = |s: &str| s.to_ascii_lowercase().replace(['_', '.'], "-");

@@ -12,7 +12,7 @@ mod metrics;
 pub mod names;
 mod recovery;
 mod single;
-mod spawn;
+pub(crate) mod spawn;
 mod sse;
 mod start;
 mod typed;
@@ -234,6 +234,14 @@ impl Proxy {
             });
         }
         let server = self.inner.registry.get(name)?;
+        if !server.installed {
+            return Err(Error::Invalid {
+                what: "name",
+                reason: format!(
+                    "`{name}` is a catalog entry (introspected, not installed); install it first (registry install)"
+                ),
+            });
+        }
         let child = match self.inner.start(&server, 0).await {
             Ok(c) => c,
             Err(e) => {

@@ -43,6 +43,17 @@ pub struct Spawned {
     pub pgid: i32,
     /// Write end of the lifeline; dropping it makes the guard kill the group.
     pub lifeline: Option<std::os::fd::OwnedFd>,
+    /// The task draining stderr into the ring; it ends when every process of the group closed stderr.
+    pub stderr_done: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// How a child is walled off from our own environment (used by introspection of untrusted packages).
+#[derive(Debug, Clone)]
+pub struct Isolation {
+    /// The working directory of the child.
+    pub cwd: std::path::PathBuf,
+    /// Start from an empty environment: only `env` is passed (no inherited secrets).
+    pub clear_env: bool,
 }
 
 /// Spawns `program args` under `guard_exe child-guard` with `env` added to ours, never through a shell.
@@ -54,11 +65,29 @@ pub fn spawn(
     env: &BTreeMap<String, String>,
     ring: std::sync::Arc<StderrRing>,
 ) -> Result<Spawned> {
+    spawn_with(guard_exe, program, args, env, ring, None)
+}
+
+/// [`spawn`] with an optional [`Isolation`] (working directory, empty environment).
+pub fn spawn_with(
+    guard_exe: &Path,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    ring: std::sync::Arc<StderrRing>,
+    isolation: Option<&Isolation>,
+) -> Result<Spawned> {
     let mut cmd = tokio::process::Command::new(guard_exe);
     cmd.arg(crate::guard::SUBCOMMAND)
         .arg("--")
         .arg(program)
         .args(args);
+    if let Some(iso) = isolation {
+        if iso.clear_env {
+            cmd.env_clear();
+        }
+        cmd.current_dir(&iso.cwd);
+    }
     cmd.envs(env);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -83,7 +112,7 @@ pub fn spawn(
         .stdout
         .take()
         .ok_or_else(|| Error::Internal("child stdout missing".into()))?;
-    if let Some(stderr) = child.stderr.take() {
+    let stderr_done = child.stderr.take().map(|stderr| {
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).split(b'\n');
             while let Ok(Some(line)) = lines.next_segment().await {
@@ -97,14 +126,15 @@ pub fn spawn(
                 }
                 ring.push(s);
             }
-        });
-    }
+        })
+    });
     Ok(Spawned {
         child,
         stdin,
         stdout,
         pgid,
         lifeline,
+        stderr_done,
     })
 }
 
@@ -140,6 +170,52 @@ fn attach_lifeline(
     _cmd: &mut tokio::process::Command,
 ) -> Result<(Option<std::os::fd::OwnedFd>, Option<std::os::fd::OwnedFd>)> {
     Ok((None, None))
+}
+
+/// Sends `signal` to every process of the group; a group that is already gone is fine.
+pub fn signal_group(pgid: i32, signal: i32) {
+    #[cfg(unix)]
+    if pgid > 1 {
+        // SAFETY: killpg has no memory-safety preconditions; ESRCH (no such group) is expected and ignored.
+        unsafe { libc::killpg(pgid, signal) };
+    }
+}
+
+/// How many processes of the group are still running (zombies, which hold nothing, are not counted). Reads /proc on
+/// Linux; elsewhere it can only tell whether the group exists (1 or 0).
+pub fn live_group_members(pgid: i32) -> usize {
+    if pgid <= 1 {
+        return 0;
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        let mut n = 0;
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // Fields after `(comm)`: state ppid pgrp ...
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().take(3).collect();
+            if f.len() == 3 && f[0] != "Z" && f[0] != "X" && f[2].parse::<i32>().ok() == Some(pgid)
+            {
+                n += 1;
+            }
+        }
+        return n;
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: signal 0 only checks for existence; no memory is involved.
+        usize::from(unsafe { libc::killpg(pgid, 0) } == 0)
+    }
+    #[cfg(not(unix))]
+    0
 }
 
 /// Sends SIGKILL to every process left in the group; a group that is already gone is fine.

@@ -4,6 +4,7 @@
 //! Nothing here knows about MCP, HTTP or child processes.
 
 mod bm25;
+mod introspect;
 pub mod market_cache;
 mod pins;
 mod schema;
@@ -20,6 +21,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 
+pub use introspect::IntrospectionRow;
 pub use pins::PinRow;
 pub use schema::SCHEMA_VERSION;
 pub use search::Bm25Hit;

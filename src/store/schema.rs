@@ -142,6 +142,27 @@ const MIGRATIONS: &[&str] = &[
         deny TEXT NOT NULL DEFAULT '[]'
     );
     "#,
+    // Issue 14 (batch introspection): the latest record per package key, linked to its catalog entry (a servers
+    // row with installed = 0 whose tools are indexed beside installed ones).
+    r#"
+    CREATE TABLE introspections (
+        key TEXT PRIMARY KEY,
+        ecosystem TEXT NOT NULL,
+        package TEXT NOT NULL,
+        version TEXT,
+        category TEXT NOT NULL,
+        evidence TEXT NOT NULL DEFAULT '',
+        hint TEXT NOT NULL DEFAULT '',
+        pass INTEGER NOT NULL DEFAULT 1,
+        tool_count INTEGER NOT NULL DEFAULT 0,
+        duration_ms INTEGER NOT NULL DEFAULT 0,
+        record TEXT NOT NULL,
+        server_id INTEGER REFERENCES servers(id) ON DELETE SET NULL,
+        introspected_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+    );
+    CREATE INDEX introspections_category ON introspections(category);
+    CREATE INDEX introspections_server ON introspections(server_id);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -26,3 +26,5 @@ mod conformance;
 mod clientconfig;
 // Issue 12 integrity: SEP-1303 argument errors, every request answered (seeded fuzz), tool pinning, allow/deny filters.
 mod integrity;
+// Issue 14: batch introspection against the fixture's failure modes and local packages.
+mod introspect;

@@ -436,7 +436,8 @@ async fn browse_merges_sources_keeps_best_versions_and_pages_the_registry() {
     let st = stubs().await;
     let m = Marketplace::new(st.config.clone()).expect("marketplace");
 
-    let first = m.browse("", 10, None).await;
+    // A limit the first registry page fills, so the cursor is handed back.
+    let first = m.browse("", 2, None).await;
     assert_eq!(
         names(&first),
         [
@@ -446,7 +447,6 @@ async fn browse_merges_sources_keeps_best_versions_and_pages_the_registry() {
             "npm:@acme/server-files",
             "pypi:mcp-server-time",
             "pypi:mcp-server-fetch",
-            "pypi:weather-mcp-py",
         ],
         "deleted/deprecated rows, non-MCP packages and packages of registry rows are left out"
     );
@@ -477,12 +477,12 @@ async fn browse_merges_sources_keeps_best_versions_and_pages_the_registry() {
         assert!(s.ok && !s.stale && s.error.is_none(), "{s:?}");
     }
     assert_eq!(status(&first, MarketSource::Registry).count, 2);
-    assert_eq!(status(&first, MarketSource::Npm).count, 3);
-    assert_eq!(status(&first, MarketSource::Pypi).count, 3);
+    assert_eq!(status(&first, MarketSource::Npm).count, 2);
+    assert_eq!(status(&first, MarketSource::Pypi).count, 2);
     assert!(
         st.registry
             .seen()
-            .contains(&"list?limit=10&version=latest".to_owned()),
+            .contains(&"list?limit=2&version=latest".to_owned()),
         "{:?}",
         st.registry.seen()
     );
@@ -494,7 +494,7 @@ async fn browse_merges_sources_keeps_best_versions_and_pages_the_registry() {
     );
 
     // The snake_case era and a row without the `server` wrapper, on page two.
-    let second = m.browse("", 10, first.next_cursor.as_deref()).await;
+    let second = m.browse("", 2, first.next_cursor.as_deref()).await;
     assert_eq!(
         names(&second),
         [
@@ -561,11 +561,50 @@ async fn browse_merges_sources_keeps_best_versions_and_pages_the_registry() {
     );
 }
 
+/// A registry page shorter than `limit` is followed by the next ones (asking for what is missing) until `limit` is
+/// reached or the registry has no more; the cursor handed back continues after the last page read.
+#[tokio::test]
+async fn browse_fills_the_limit_by_following_the_registry_cursor() {
+    let st = stubs().await;
+    let m = Marketplace::new(st.config.clone()).expect("marketplace");
+    let r = m.browse("", 10, None).await;
+    let registry: Vec<String> = names(&r)
+        .into_iter()
+        .filter(|n| n.starts_with("registry:"))
+        .collect();
+    assert_eq!(
+        registry,
+        [
+            "registry:io.github.acme/weather",
+            "registry:io.github.acme/files",
+            "registry:io.github.legacy/snake",
+            "registry:io.github.legacy/flat",
+            "registry:io.github.acme/hosted",
+        ]
+    );
+    assert_eq!(r.next_cursor, None, "the registry ran out before the limit");
+    let seen = st.registry.seen();
+    for asked in [
+        "list?limit=10&version=latest",
+        "list?cursor=c2&limit=8&version=latest",
+        "list?cursor=c3&limit=6&version=latest",
+    ] {
+        assert!(seen.contains(&asked.to_owned()), "{asked} not in {seen:?}");
+    }
+    // Filled: the cursor of the last page read is handed back. (This stub ignores `limit` on page two and sends both
+    // of its rows; nothing read is dropped, since the cursor continues after them.)
+    let r = m.browse("", 3, None).await;
+    assert_eq!(status(&r, MarketSource::Registry).count, 4);
+    assert_eq!(r.next_cursor.as_deref(), Some("c3"));
+    let rest = m.browse("", 3, r.next_cursor.as_deref()).await;
+    assert_eq!(names(&rest), ["registry:io.github.acme/hosted"]);
+}
+
 #[tokio::test]
 async fn browse_serializes_as_snake_case_json() {
     let st = stubs().await;
     let m = Marketplace::new(st.config.clone()).expect("marketplace");
-    let r = m.browse("", 5, None).await;
+    let r = m.browse("", 2, None).await;
     let v = serde_json::to_value(&r).expect("serializes");
     let row = &v["servers"][0];
     assert_eq!(row["key"], "registry:io.github.acme/weather");
@@ -832,7 +871,7 @@ async fn a_source_that_goes_down_is_served_from_the_cache_marked_stale() {
     st.config.cache_db = Some(dir.path().join("cache").join("market.db"));
     st.config.cache_ttl = Duration::ZERO; // always ask the source
     let m = Marketplace::new(st.config.clone()).expect("marketplace");
-    let fresh = m.browse("", 10, None).await;
+    let fresh = m.browse("", 2, None).await;
     assert!(fresh.sources.iter().all(|s| s.ok && !s.stale));
 
     for s in [&st.registry, &st.npm, &st.pypi] {
@@ -840,7 +879,7 @@ async fn a_source_that_goes_down_is_served_from_the_cache_marked_stale() {
     }
     // A new process on the same file sees the same cache.
     let again = Marketplace::new(st.config.clone()).expect("marketplace");
-    let stale = again.browse("", 10, None).await;
+    let stale = again.browse("", 2, None).await;
     assert_eq!(names(&stale), names(&fresh));
     assert_eq!(stale.next_cursor.as_deref(), Some("c2"));
     for s in &stale.sources {
@@ -1413,4 +1452,27 @@ async fn prerequisites_are_probed_in_parallel() {
     for v in [&p.npx, &p.uvx, &p.uv, &p.docker].into_iter().flatten() {
         assert!(v.chars().any(|c| c.is_ascii_digit()), "a version line: {v}");
     }
+}
+
+/// `introspect --top N`'s sources: npm's search (both queries, MCP-related packages only, in the search's order when it
+/// reports no downloads) and PyPI's curated list first.
+#[tokio::test]
+async fn the_most_downloaded_servers_come_from_the_searches() {
+    let st = stubs().await;
+    let m = Marketplace::new(st.config.clone()).expect("marketplace");
+    let npm = m.top_npm(2).await.expect("npm top");
+    assert_eq!(
+        npm,
+        ["mcp-weather", "@acme/server-files"],
+        "left-pad and random-lib are not MCP servers"
+    );
+    let seen = st.npm.seen();
+    assert!(seen.contains(&"search:keywords:mcp".to_owned()), "{seen:?}");
+    let all = m.top_npm(10).await.expect("npm top");
+    assert_eq!(
+        all,
+        ["mcp-weather", "@acme/server-files", "@acme/weather-mcp"]
+    );
+    let pypi = m.top_pypi(1).await.expect("pypi top");
+    assert_eq!(pypi, [st.config.pypi_curated[0].clone()]);
 }

@@ -16,6 +16,7 @@ use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
 mod configs;
 mod dashboard;
+mod model;
 mod tools;
 
 pub use dashboard::{DashboardArgs, ENV_DASHBOARD};
@@ -183,6 +184,9 @@ pub enum Command {
     /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// The local embedding model behind semantic search: status, install (download now), remove.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -223,6 +227,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             dashboard,
             server,
         } => {
+            app.search.start_model_download();
             if !no_dashboard && !dashboard_disabled_by_env() {
                 lead_dashboard(&app, &dashboard, tools_mode).await;
             }
@@ -255,6 +260,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 "agent-discover dashboard at http://{addr}/ — REST at /api, MCP over Streamable HTTP at /mcp, metrics at /metrics; Ctrl-C stops"
             );
             app.proxy.restore_in_background();
+            app.search.start_model_download();
             let served = crate::http::serve(
                 listener,
                 app.clone(),
@@ -720,6 +726,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
+        Command::Model(cmd) => model::run(cmd).await,
     }
 }
 

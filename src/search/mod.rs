@@ -48,8 +48,10 @@ pub struct Search {
 
 struct Inner {
     store: Store,
-    provider: Provider,
-    status: ProviderStatus,
+    /// The provider and its status; replaced when the local model arrives after start-up.
+    current: RwLock<(Provider, ProviderStatus)>,
+    /// Obtains the local model in the background when it is wanted but absent.
+    fetcher: std::sync::OnceLock<Arc<crate::embed::fetch::Fetcher>>,
     index: RwLock<Option<VectorIndex>>,
     /// Bumped whenever tools or embeddings change in this process; with `PRAGMA data_version` it tells whether the
     /// index is stale.
@@ -73,7 +75,7 @@ struct VectorIndex {
 impl std::fmt::Debug for Search {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Search")
-            .field("provider", &self.inner.status.provider)
+            .field("provider", &self.current().1.provider)
             .finish_non_exhaustive()
     }
 }
@@ -83,8 +85,8 @@ impl Search {
         Search {
             inner: Arc::new(Inner {
                 store,
-                provider,
-                status,
+                current: RwLock::new((provider, status)),
+                fetcher: std::sync::OnceLock::new(),
                 index: RwLock::new(None),
                 generation: AtomicU64::new(0),
                 embedding: tokio::sync::Mutex::new(()),
@@ -94,9 +96,17 @@ impl Search {
     }
 
     pub fn status(&self) -> Value {
-        let mut v = serde_json::to_value(&self.inner.status).unwrap_or_default();
-        if let Provider::Local(local) = &self.inner.provider {
+        let (provider, status) = self.current();
+        let mut v = serde_json::to_value(&status).unwrap_or_default();
+        if let Provider::Local(local) = &provider {
             v["model_loaded"] = Value::Bool(local.is_loaded());
+        }
+        if let Some(f) = self.inner.fetcher.get() {
+            let state = f.state();
+            if !matches!(provider, Provider::Local(_)) {
+                v["fallback_reason"] = Value::String(download_reason(&state));
+            }
+            v["model_download"] = serde_json::to_value(&state).unwrap_or_default();
         }
         if let Some(e) = self
             .inner
@@ -111,7 +121,80 @@ impl Search {
     }
 
     pub fn hybrid(&self) -> bool {
-        self.inner.provider.model_id().is_some()
+        self.provider().model_id().is_some()
+    }
+
+    fn current(&self) -> (Provider, ProviderStatus) {
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn provider(&self) -> Provider {
+        self.current().0
+    }
+
+    /// The background download of the local model, if one was started.
+    pub fn model_fetcher(&self) -> Option<Arc<crate::embed::fetch::Fetcher>> {
+        self.inner.fetcher.get().cloned()
+    }
+
+    /// When the local model is wanted (the default) but its files are absent: downloads it in the background from
+    /// the configured sources (`AGENT_DISCOVER_MODEL_SOURCE`), BM25 answering meanwhile, then switches to hybrid
+    /// search and embeds the catalog. Call it in long-running modes (MCP, dashboard); at most once.
+    pub fn start_model_download(&self) {
+        let (provider, status) = self.current();
+        if !matches!(provider, Provider::None) || !status.local_wanted {
+            return;
+        }
+        let Some(dir) = provider::local_model_target() else {
+            return;
+        };
+        let fetcher = match crate::embed::fetch::sources_from_env() {
+            Ok(sources) => crate::embed::fetch::Fetcher::new(dir, sources),
+            Err(e) => {
+                let mut st = status.clone();
+                st.fallback_reason = Some(format!("{e}; using BM25 only"));
+                self.inner
+                    .current
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .1 = st;
+                return;
+            }
+        };
+        let fetcher = Arc::new(fetcher);
+        if self.inner.fetcher.set(fetcher.clone()).is_err() || fetcher.sources().is_empty() {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            match fetcher.install().await {
+                Ok(dir) => {
+                    tracing::info!(dir = %dir.display(), "local embedding model installed; hybrid search on");
+                    me.use_local_model(dir);
+                    if let Err(e) = me.embed_pending().await {
+                        tracing::warn!(error = %e, "embedding the catalog failed");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the local embedding model could not be downloaded; BM25 only")
+                }
+            }
+        });
+    }
+
+    /// Switches to the local model in `dir`.
+    pub fn use_local_model(&self, dir: std::path::PathBuf) {
+        let (provider, status) = Provider::local(dir);
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = (provider, status);
+        self.tools_changed();
     }
 
     /// Tells the index that stored tools changed in this process.
@@ -121,7 +204,8 @@ impl Search {
 
     /// Embeds every stored tool that lacks an embedding from the current model. Safe to call often.
     pub async fn embed_pending(&self) -> Result<usize> {
-        let Some(model) = self.inner.provider.model_id() else {
+        let provider = self.provider();
+        let Some(model) = provider.model_id() else {
             return Ok(0);
         };
         let _one_at_a_time = self.inner.embedding.lock().await;
@@ -139,7 +223,7 @@ impl Search {
                 .iter()
                 .map(|(_, name, desc)| tool_text(name, desc))
                 .collect();
-            let vectors = match self.inner.provider.embed(texts).await {
+            let vectors = match provider.embed(texts).await {
                 Ok(v) => v,
                 Err(e) => {
                     *self
@@ -167,7 +251,7 @@ impl Search {
     /// Ranks the catalog for `query`. With embeddings: union of BM25 and cosine candidates, 0.7 cos + 0.3 BM25.
     pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
         check_query(query)?;
-        let vector = match self.inner.provider.model_id() {
+        let vector = match self.provider().model_id() {
             Some(model) => self.query_vector(query).await.map(|v| (v, model)),
             None => None,
         };
@@ -283,13 +367,14 @@ impl Search {
     }
 
     async fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
-        self.inner.provider.model_id()?;
+        let provider = self.provider();
+        provider.model_id()?;
         // Embed lazily-missing tools first so the index covers the catalog.
         if let Err(e) = self.embed_pending().await {
             tracing::warn!(error = %e, "embedding tools failed; searching with BM25 only");
             return None;
         }
-        match self.inner.provider.embed(vec![query.to_owned()]).await {
+        match provider.embed(vec![query.to_owned()]).await {
             Ok(mut v) => v.pop(),
             Err(e) => {
                 tracing::warn!(error = %e, "embedding the query failed; searching with BM25 only");
@@ -376,6 +461,29 @@ impl VectorIndex {
     fn cosine_of(&self, id: i64, q: &[f32]) -> Option<f64> {
         let i = *self.rows.get(&id)?;
         Some(dot(&self.data[i * self.dim..(i + 1) * self.dim], q) as f64)
+    }
+}
+
+/// `status`'s `fallback_reason` while the local model is not there yet.
+fn download_reason(state: &crate::embed::fetch::State) -> String {
+    use crate::embed::fetch::State;
+    match state {
+        State::Ready { .. } => "the local model was just installed; switching to hybrid search".into(),
+        State::Absent { reason, .. } => format!("no all-MiniLM-L6-v2 model files found: {reason}; using BM25 only"),
+        State::Waiting { .. } => {
+            "another agent-discover process is downloading the all-MiniLM-L6-v2 model; BM25 only until it is done".into()
+        }
+        State::Downloading { source, bytes, total, .. } => format!(
+            "downloading the all-MiniLM-L6-v2 model ({source}: {} of {} MB); BM25 only until it is done",
+            bytes / 1_000_000,
+            total.map(|t| (t / 1_000_000).to_string()).unwrap_or_else(|| "?".into())
+        ),
+        State::Verifying { .. } => {
+            "verifying the downloaded all-MiniLM-L6-v2 model; BM25 only until it is done".into()
+        }
+        State::Failed { error, .. } => {
+            format!("the all-MiniLM-L6-v2 model could not be downloaded ({error}); using BM25 only")
+        }
     }
 }
 

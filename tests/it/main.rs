@@ -26,3 +26,5 @@ mod conformance;
 mod clientconfig;
 // Issue 12 integrity: SEP-1303 argument errors, every request answered (seeded fuzz), tool pinning, allow/deny filters.
 mod integrity;
+// Issue 13: the embedding model downloaded by agent-discover itself, against a stub index and file server.
+mod model;

@@ -593,3 +593,96 @@ async fn offline_without_a_model_search_is_bm25_and_status_says_why() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("search: BM25"), "{stdout}");
 }
+
+async fn registry_description(agent: &harness::Agent) -> String {
+    let tools = agent.client.list_all_tools().await.unwrap();
+    let registry = tools.iter().find(|t| t.name == "registry").unwrap();
+    registry
+        .description
+        .as_deref()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Agents are told what is behind `find_tool`: the registry tool's description and the server's instructions name the
+/// installed servers (bounded length, refreshed when servers change), and each hit carries `call_as`, required
+/// arguments and the owning server's status.
+#[tokio::test]
+async fn the_registry_tool_says_what_is_installed_and_hits_carry_what_a_call_needs() {
+    let data = tempfile::tempdir().unwrap();
+    let agent = harness::spawn(data.path(), &[], None).await;
+    let d = registry_description(&agent).await;
+    assert!(d.starts_with("No MCP servers are installed yet"), "{d}");
+    agent.install_fixture("fx", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    let d = registry_description(&agent).await;
+    assert!(
+        d.contains("Installed: 1 servers with") && d.contains("fx ("),
+        "{d}"
+    );
+    assert!(
+        d.contains("find_tool finds the right one of these tools"),
+        "{d}"
+    );
+
+    let r = agent
+        .registry(json!({"action": "find_tool", "query": "echo some text back", "limit": 3}))
+        .await;
+    assert_eq!(r["call_as"], "fx__echo", "{r}");
+    assert_eq!(r["required_args"][0]["name"], "text", "{r}");
+    assert_eq!(r["server_status"], "active", "{r}");
+    for m in r["other_matches"].as_array().unwrap() {
+        assert!(m["call_as"].as_str().unwrap().starts_with("fx__"), "{m}");
+        assert!(m["required_args"].is_array(), "{m}");
+        assert_eq!(m["server_status"], "active", "{m}");
+    }
+    agent
+        .registry(json!({"action": "deactivate", "name": "fx"}))
+        .await;
+    let r = agent
+        .registry(
+            json!({"action": "find_tool", "query": "echo some text back", "auto_activate": false}),
+        )
+        .await;
+    assert_eq!(r["server_status"], "inactive", "{r}");
+    agent.stop().await;
+
+    // Many servers: the list is cut, with a count of the rest; the instructions carry the same summary.
+    for i in 0..60 {
+        let out = harness::command(
+            data.path(),
+            &[
+                "add",
+                &format!("server-with-a-rather-long-name-{i:02}"),
+                "--",
+                "true",
+            ],
+        )
+        .output()
+        .await
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let agent = harness::spawn(data.path(), &[], None).await;
+    let d = registry_description(&agent).await;
+    assert!(
+        d.contains("Installed: 61 servers") && d.contains(" more."),
+        "{d}"
+    );
+    assert!(d.contains("fx ("), "the server with tools comes first: {d}");
+    assert!(d.len() < 2_000, "{} chars", d.len());
+    let info = agent.client.peer_info().unwrap();
+    let instructions = info.instructions.as_deref().unwrap_or_default();
+    assert!(
+        instructions.contains("Installed: 61 servers") && instructions.contains("find_tool"),
+        "{instructions}"
+    );
+    assert!(instructions.len() < 1_200, "{} chars", instructions.len());
+    agent.stop().await;
+}

@@ -58,6 +58,43 @@ struct Inner {
     generation: AtomicU64,
     embedding: tokio::sync::Mutex<()>,
     last_error: Mutex<Option<String>>,
+    /// Embeddings of recent queries (agents repeat and retry them); keyed by model id and query text.
+    recent: Mutex<RecentQueries>,
+}
+
+/// Queries whose embedding is remembered, at most.
+const RECENT_QUERIES: usize = 512;
+
+/// A small least-recently-used map from (model, query) to its embedding.
+#[derive(Default)]
+struct RecentQueries {
+    map: HashMap<(String, String), (Vec<f32>, u64)>,
+    tick: u64,
+}
+
+impl RecentQueries {
+    fn get(&mut self, model: &str, query: &str) -> Option<Vec<f32>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let e = self.map.get_mut(&(model.to_owned(), query.to_owned()))?;
+        e.1 = tick;
+        Some(e.0.clone())
+    }
+
+    fn put(&mut self, model: &str, query: &str, v: Vec<f32>) {
+        if self.map.len() >= RECENT_QUERIES
+            && let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, (_, t))| *t)
+                .map(|(k, _)| k.clone())
+        {
+            self.map.remove(&oldest);
+        }
+        self.tick += 1;
+        self.map
+            .insert((model.to_owned(), query.to_owned()), (v, self.tick));
+    }
 }
 
 struct VectorIndex {
@@ -91,6 +128,7 @@ impl Search {
                 generation: AtomicU64::new(0),
                 embedding: tokio::sync::Mutex::new(()),
                 last_error: Mutex::new(None),
+                recent: Mutex::new(RecentQueries::default()),
             }),
         }
     }
@@ -368,14 +406,22 @@ impl Search {
 
     async fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
         let provider = self.provider();
-        provider.model_id()?;
+        let model = provider.model_id()?;
         // Embed lazily-missing tools first so the index covers the catalog.
         if let Err(e) = self.embed_pending().await {
             tracing::warn!(error = %e, "embedding tools failed; searching with BM25 only");
             return None;
         }
+        let recent = || self.inner.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = recent().get(&model, query) {
+            return Some(v);
+        }
         match provider.embed(vec![query.to_owned()]).await {
-            Ok(mut v) => v.pop(),
+            Ok(mut v) => {
+                let v = v.pop()?;
+                recent().put(&model, query, v.clone());
+                Some(v)
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "embedding the query failed; searching with BM25 only");
                 None
@@ -578,4 +624,25 @@ pub fn compact_schema(schema: &Value) -> (Vec<Value>, usize) {
         .unwrap_or(0)
         .saturating_sub(required.len());
     (args, optional)
+}
+
+#[cfg(test)]
+mod recent_tests {
+    use super::*;
+
+    #[test]
+    fn recent_queries_keep_the_most_recently_used() {
+        let mut r = RecentQueries::default();
+        for i in 0..RECENT_QUERIES {
+            r.put("m", &format!("q{i}"), vec![i as f32]);
+        }
+        // Touch q0 so q1 is the oldest, then overflow by one.
+        assert_eq!(r.get("m", "q0"), Some(vec![0.0]));
+        r.put("m", "new", vec![-1.0]);
+        assert_eq!(r.map.len(), RECENT_QUERIES);
+        assert_eq!(r.get("m", "q1"), None);
+        assert_eq!(r.get("m", "q0"), Some(vec![0.0]));
+        assert_eq!(r.get("m", "new"), Some(vec![-1.0]));
+        assert_eq!(r.get("other-model", "q0"), None);
+    }
 }

@@ -105,8 +105,10 @@ struct VectorIndex {
     ids: Vec<i64>,
     /// Row of each id, for scoring BM25 candidates outside the cosine top-k.
     rows: HashMap<i64, usize>,
-    /// `ids.len() * dim` floats, row-major, unit-normalised.
-    data: Vec<f32>,
+    /// `ids.len() * dim` values, row-major: each unit vector quantised to int8 with its own scale (a quarter of
+    /// f32's memory: 100k tools x 384 dimensions in 39 MB; cosine changes by about 1e-3).
+    data: Vec<i8>,
+    scales: Vec<f32>,
 }
 
 impl std::fmt::Debug for Search {
@@ -172,6 +174,18 @@ impl Search {
 
     fn provider(&self) -> Provider {
         self.current().0
+    }
+
+    /// Bytes held by the in-memory vector index (vectors, scales, ids), 0 before the first hybrid query.
+    pub fn index_bytes(&self) -> usize {
+        self.inner
+            .index
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |i| {
+                i.data.len() + i.scales.len() * 4 + i.ids.len() * 8 + i.rows.capacity() * 24
+            })
     }
 
     /// The background download of the local model, if one was started.
@@ -468,9 +482,10 @@ impl VectorIndex {
         let dim = rows.first().map(|(_, v)| v.len()).unwrap_or(0);
         let mut ids = Vec::with_capacity(rows.len());
         let mut data = Vec::with_capacity(rows.len() * dim);
+        let mut scales = Vec::with_capacity(rows.len());
         for (id, v) in rows.into_iter().filter(|(_, v)| v.len() == dim) {
             ids.push(id);
-            data.extend_from_slice(&v);
+            scales.push(quantize(&v, &mut data));
         }
         let rows = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
         Ok(VectorIndex {
@@ -481,6 +496,7 @@ impl VectorIndex {
             ids,
             rows,
             data,
+            scales,
         })
     }
 
@@ -491,8 +507,9 @@ impl VectorIndex {
         let mut scored: Vec<(i64, f64)> = self
             .data
             .chunks_exact(self.dim)
+            .zip(&self.scales)
             .zip(&self.ids)
-            .map(|(row, id)| (*id, dot(row, q) as f64))
+            .map(|((row, s), id)| (*id, (dot_i8(row, q) * s) as f64))
             .collect();
         let k = k.min(scored.len());
         if k == 0 {
@@ -506,7 +523,7 @@ impl VectorIndex {
 
     fn cosine_of(&self, id: i64, q: &[f32]) -> Option<f64> {
         let i = *self.rows.get(&id)?;
-        Some(dot(&self.data[i * self.dim..(i + 1) * self.dim], q) as f64)
+        Some((dot_i8(&self.data[i * self.dim..(i + 1) * self.dim], q) * self.scales[i]) as f64)
     }
 }
 
@@ -551,6 +568,35 @@ fn check_query(query: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Appends `v` quantised to int8 (`round(x / scale)`, scale = max |x| / 127) to `out`; returns the scale.
+fn quantize(v: &[f32], out: &mut Vec<i8>) -> f32 {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    out.extend(
+        v.iter()
+            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
+    );
+    scale
+}
+
+/// Dot product of an int8 row and an f32 query (eight accumulators, so the compiler vectorises it).
+fn dot_i8(a: &[i8], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| f32::from(*x) * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for j in 0..8 {
+            acc[j] += f32::from(x[j]) * y[j];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }
 
 /// Dot product with eight independent accumulators so the compiler vectorises it.
@@ -644,5 +690,37 @@ mod recent_tests {
         assert_eq!(r.get("m", "q0"), Some(vec![0.0]));
         assert_eq!(r.get("m", "new"), Some(vec![-1.0]));
         assert_eq!(r.get("other-model", "q0"), None);
+    }
+}
+
+#[cfg(test)]
+mod quantize_tests {
+    use super::*;
+
+    #[test]
+    fn int8_vectors_keep_the_cosine_within_a_hundredth() {
+        let mut seed = 7u64;
+        let mut unit = || {
+            let v: Vec<f32> = (0..384)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                })
+                .collect();
+            provider::normalize(v)
+        };
+        for _ in 0..50 {
+            let (a, b) = (unit(), unit());
+            let mut q = Vec::new();
+            let scale = quantize(&a, &mut q);
+            let exact = dot(&a, &b);
+            let approx = dot_i8(&q, &b) * scale;
+            assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+        }
+        let mut q = Vec::new();
+        assert_eq!(quantize(&[0.0; 4], &mut q), 1.0);
+        assert_eq!(q, [0; 4]);
     }
 }

@@ -145,8 +145,9 @@ pub fn matmul_t<W: Weight + Sync>(
     if x.rows == 0 || w.rows == 0 {
         return;
     }
-    // Both halves of x on two cores: a query's 10-30 tokens take half the time. Rows are independent (see the
-    // module comment), so the result is the same bit for bit.
+    // With AGENT_DISCOVER_EMBED_THREADS=2, both halves of x on two cores. Rows are independent (see the module
+    // comment), so the result is the same bit for bit. Off by default: on a busy machine a thread started per product
+    // waits for a core (measured: a query's embedding went from 7.7 ms to 159 ms at load 13 on 2 vCPUs).
     if x.rows >= SPLIT_ROWS && threads() >= 2 {
         let half = x.rows / 2;
         let (y0, y1) = y.split_at_mut(half * y_stride);
@@ -166,7 +167,7 @@ const SPLIT_ROWS: usize = 8;
 /// Environment variable capping the threads of one product (`1`: single-threaded).
 pub const ENV_THREADS: &str = "AGENT_DISCOVER_EMBED_THREADS";
 
-/// Threads one product may use: 2 when the machine has two or more cores, unless AGENT_DISCOVER_EMBED_THREADS says 1.
+/// Threads one product may use: 1, or 2 when AGENT_DISCOVER_EMBED_THREADS=2 and the machine has two cores.
 fn threads() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *N.get_or_init(|| {
@@ -174,7 +175,7 @@ fn threads() -> usize {
         let cap = std::env::var(ENV_THREADS)
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(2);
+            .unwrap_or(1);
         cores.min(cap).clamp(1, 2)
     })
 }

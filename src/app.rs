@@ -144,6 +144,8 @@ pub enum FindOutcome {
         required_args: Vec<serde_json::Value>,
         optional_count: usize,
         next_step: String,
+        /// The owning server's state: `active`, `inactive` (started on first call or activate) or `error`.
+        server_status: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         activation_error: Option<String>,
         other_matches: Vec<serde_json::Value>,
@@ -164,7 +166,52 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
+/// Longest list of servers named in `App::catalog_summary`.
+const SUMMARY_CHARS: usize = 360;
+
 impl App {
+    /// A few lines for the `registry` tool's description and the server's instructions: what is installed (servers by
+    /// tool count, bounded length) and that `find_tool` finds any of their tools by task.
+    pub fn catalog_summary(&self) -> String {
+        let mut rows = self
+            .registry
+            .list(&crate::model::ListFilter::default())
+            .unwrap_or_default();
+        if rows.is_empty() {
+            return "No MCP servers are installed yet: `browse` the marketplaces and `install` one; find_tool then \
+                    finds its tools by task."
+                .into();
+        }
+        rows.sort_by(|a, b| {
+            b.tool_count
+                .cmp(&a.tool_count)
+                .then_with(|| a.server.name.cmp(&b.server.name))
+        });
+        let tools: i64 = rows.iter().map(|r| r.tool_count).sum();
+        let mut list = String::new();
+        let mut shown = 0;
+        for r in &rows {
+            let item = format!("{} ({})", r.server.name, r.tool_count);
+            if !list.is_empty() && list.len() + item.len() + 2 > SUMMARY_CHARS {
+                break;
+            }
+            if !list.is_empty() {
+                list.push_str(", ");
+            }
+            list.push_str(&item);
+            shown += 1;
+        }
+        if shown < rows.len() {
+            list.push_str(&format!(", +{} more", rows.len() - shown));
+        }
+        format!(
+            "Installed: {} servers with {tools} known tools: {list}. find_tool finds the right one of these tools for a \
+             task described in plain words (e.g. {{\"action\":\"find_tool\",\"query\":\"post a message to the team chat\"}}) \
+             and returns its call_as, required arguments and server status.",
+            rows.len()
+        )
+    }
+
     /// Finds the one tool for `query` across every server whose tools are known, and (with `auto_activate`) starts its
     /// server so the tool appears in the client's list.
     pub async fn find_tool(
@@ -270,9 +317,12 @@ impl App {
             .iter()
             .map(|h| {
                 let install = install_info(h.tool.server_id);
+                let (required, _) = crate::search::compact_schema(&h.tool.input_schema);
+                let required: Vec<&serde_json::Value> = required.iter().filter_map(|a| a.get("name")).collect();
                 let mut m = serde_json::json!({
                     "call_as": crate::proxy::names::expose(&h.tool.server, &h.tool.name),
                     "server": h.tool.server, "tool": h.tool.name, "description": h.tool.description, "score": round2(h.score),
+                    "required_args": required, "server_status": self.proxy.state_of(&h.tool.server),
                     "installed": install.is_none(),
                 });
                 if let Some(i) = install {
@@ -292,6 +342,7 @@ impl App {
             required_args,
             optional_count,
             next_step,
+            server_status: self.proxy.state_of(&best.tool.server),
             activation_error,
             other_matches,
             installed: best_install.is_none(),

@@ -688,3 +688,29 @@ api('GET', '/api/openapi.json').then((doc) => {
     $('#browse-list').replaceChildren(h('p', { class: 'empty' }, 'Marketplace search is not available in this build of agent-discover.'));
   }
 }).catch((e) => toast(`cannot read the API description: ${e.message}`, true));
+
+// ---------- search mode (issue 13): hybrid or BM25, and the local model's download progress ----------
+
+async function loadSearchMode() {
+  let again = false;
+  try {
+    const st = await api('GET', '/api/status');
+    const s = st.search || {};
+    const d = s.model_download || {};
+    const el = $('#search-mode');
+    let text = s.hybrid ? 'search: hybrid' : 'search: BM25';
+    if (d.state === 'downloading') {
+      const mb = (n) => Math.round(n / 1e6);
+      text += ` · model ${mb(d.bytes)}${d.total ? ` / ${mb(d.total)}` : ''} MB`;
+    } else if (d.state === 'waiting' || d.state === 'verifying') {
+      text += ` · model ${d.state}`;
+    }
+    el.textContent = text;
+    el.title = s.fallback_reason || '';
+    el.dataset.state = s.hybrid ? 'live' : (d.state === 'failed' ? 'down' : 'connecting');
+    el.hidden = false;
+    again = ['waiting', 'downloading', 'verifying'].includes(d.state) && !s.hybrid;
+  } catch { again = false; }
+  if (again) setTimeout(loadSearchMode, 2000);
+}
+loadSearchMode();

@@ -17,6 +17,7 @@ use crate::model::{ListFilter, ServerSpec, Source, Transport};
 mod configs;
 mod dashboard;
 mod introspect;
+mod model;
 mod tools;
 
 pub use dashboard::{DashboardArgs, ENV_DASHBOARD};
@@ -190,6 +191,9 @@ pub enum Command {
     /// The introspection catalog: stored records, and re-introspection of what changed.
     #[command(subcommand)]
     Catalog(introspect::CatalogCommand),
+    /// The local embedding model behind semantic search: status, install (download now), remove.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -230,6 +234,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             dashboard,
             server,
         } => {
+            app.search.start_model_download();
             if !no_dashboard && !dashboard_disabled_by_env() {
                 lead_dashboard(&app, &dashboard, tools_mode).await;
             }
@@ -262,6 +267,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 "agent-discover dashboard at http://{addr}/ — REST at /api, MCP over Streamable HTTP at /mcp, metrics at /metrics; Ctrl-C stops"
             );
             app.proxy.restore_in_background();
+            app.search.start_model_download();
             let served = crate::http::serve(
                 listener,
                 app.clone(),
@@ -729,6 +735,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
+        Command::Model(cmd) => model::run(cmd).await,
     }
 }
 

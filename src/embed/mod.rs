@@ -1,5 +1,5 @@
 //! In-process sentence embeddings with sentence-transformers/all-MiniLM-L6-v2 (384 dimensions), in plain Rust from
-//! local model files: nothing is downloaded, no ML runtime is linked.
+//! local model files (obtained by `fetch` when absent), no ML runtime is linked.
 //!
 //! The pipeline is the one sentence-transformers runs: BERT uncased WordPiece tokens (at most 256, no padding),
 //! the 6-layer MiniLM encoder, mean pooling over the tokens, L2 normalisation. Parts: `safetensors` reads the
@@ -7,6 +7,7 @@
 //! matrix kernel in `kernels`. Model files come from `scripts/install-model.sh` or a Hugging Face cache.
 
 mod bert;
+pub mod fetch;
 mod kernels;
 mod safetensors;
 #[rustfmt::skip]

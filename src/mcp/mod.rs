@@ -82,9 +82,12 @@ impl ServerHandler for McpServer {
             .enable_completions()
             .build();
         ServerConfig::new(caps).with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))).with_instructions(
-            "agent-discover is a registry and proxy of MCP servers. Use the `registry` tool: `list` registered servers, `install` one \
-             (name + command + args), `activate` it to get its tools as `server__tool`, or call any active server's tool with \
-             `proxy_call`; `status` shows what is running.",
+            format!(
+                "agent-discover is a registry and proxy of MCP servers. {}\nUse the `registry` tool: `find_tool` for a task, \
+                 `list` registered servers, `install` one (name + command + args), `activate` it to get its tools as \
+                 `server__tool`, or call any active server's tool with `proxy_call`; `status` shows what is running.",
+                self.app.catalog_summary()
+            ),
         )
     }
 
@@ -111,7 +114,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools = vec![registry_tool::definition()];
+        let mut tools = vec![registry_tool::definition_with(&self.app.catalog_summary())];
         if self.mode == ToolsMode::Dynamic {
             tools.extend(self.app.proxy.tools());
         }

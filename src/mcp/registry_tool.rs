@@ -24,6 +24,23 @@ pub fn actions() -> Vec<&'static str> {
 }
 
 pub fn definition() -> Tool {
+    definition_with("")
+}
+
+/// The tool with `summary` (what is installed, `App::catalog_summary`) ahead of the actions.
+pub fn definition_with(summary: &str) -> Tool {
+    let mut tool = base_definition();
+    if !summary.is_empty() {
+        let text = format!(
+            "{summary} {}",
+            tool.description.as_deref().unwrap_or_default()
+        );
+        tool.description = Some(text.into());
+    }
+    tool
+}
+
+fn base_definition() -> Tool {
     Tool::new(
         NAME,
         "Registry and proxy of MCP servers. find_tool/find_tools: the tool for a need, across every known server. \

@@ -483,6 +483,17 @@ impl Proxy {
         scored.into_iter().take(limit).map(|(_, v)| v).collect()
     }
 
+    /// `active` (running), `error` (crashed or exited) or `inactive` (not started): the owning server's state in
+    /// `find_tool` hits.
+    pub fn state_of(&self, name: &str) -> &'static str {
+        match lock(&self.inner.children).get(name) {
+            Some(Slot::Running(c)) if c.exited.borrow().is_some() => "error",
+            Some(Slot::Running(_)) => "active",
+            Some(Slot::Crashed { .. }) => "error",
+            None => "inactive",
+        }
+    }
+
     pub fn children(&self) -> Vec<ChildStatus> {
         let children = lock(&self.inner.children);
         let mut out: Vec<ChildStatus> = children

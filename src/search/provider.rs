@@ -36,6 +36,18 @@ pub struct ProviderStatus {
     pub hybrid: bool,
     /// Why the configured provider is not in use, if it is not.
     pub fallback_reason: Option<String>,
+    /// The local model was asked for (or nothing was): its files may be downloaded when absent.
+    #[serde(skip)]
+    pub local_wanted: bool,
+}
+
+/// Where the local model is downloaded to when absent: `AGENT_DISCOVER_MODEL_DIR`, else the default install
+/// directory (`~/.cache/agent-discover/models/all-MiniLM-L6-v2`).
+pub fn local_model_target() -> Option<std::path::PathBuf> {
+    std::env::var_os(crate::embed::ENV_MODEL_DIR)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(crate::embed::default_install_dir)
 }
 
 /// The local model's directory, and the model while something uses it. Loading takes ~0.2 s and ~80 MB, so a
@@ -213,6 +225,7 @@ impl Provider {
                     model: None,
                     hybrid: false,
                     fallback_reason: reason,
+                    local_wanted: false,
                 },
             )
         };
@@ -220,14 +233,15 @@ impl Provider {
             "none" => none(None),
             // Unset: hybrid search is on by default when the local model files are present.
             "" | "local" => match crate::embed::find_model_dir(None) {
-                Some(dir) => (
-                    Provider::Local(Arc::new(LocalModel::new(dir, model_idle()))),
-                    ProviderStatus { provider: "local", model: Some(crate::embed::MODEL_ID.to_owned()), hybrid: true, fallback_reason: None },
-                ),
-                None => none(Some(format!(
-                    "no all-MiniLM-L6-v2 model files found (set {} or run scripts/install-model.sh); using BM25 only",
-                    crate::embed::ENV_MODEL_DIR
-                ))),
+                Some(dir) => Provider::local(dir),
+                None => {
+                    let (p, mut st) = none(Some(format!(
+                        "no all-MiniLM-L6-v2 model files found (set {} or run scripts/install-model.sh); using BM25 only",
+                        crate::embed::ENV_MODEL_DIR
+                    )));
+                    st.local_wanted = true;
+                    (p, st)
+                }
             },
             "openai" => match std::env::var("OPENAI_API_KEY") {
                 Ok(key) if !key.trim().is_empty() => {
@@ -239,6 +253,20 @@ impl Provider {
             },
             other => none(Some(format!("unknown {ENV_PROVIDER} {other:?} (expected none, local or openai); using BM25 only"))),
         }
+    }
+
+    /// all-MiniLM-L6-v2 from the files in `dir`, loaded on first use.
+    pub fn local(dir: std::path::PathBuf) -> (Provider, ProviderStatus) {
+        (
+            Provider::Local(Arc::new(LocalModel::new(dir, model_idle()))),
+            ProviderStatus {
+                provider: "local",
+                model: Some(crate::embed::MODEL_ID.to_owned()),
+                hybrid: true,
+                fallback_reason: None,
+                local_wanted: true,
+            },
+        )
     }
 
     /// The OpenAI embeddings API (or one with its shape) at `base_url` (e.g. `https://api.openai.com/v1`).
@@ -256,6 +284,7 @@ impl Provider {
                 model: Some(model.to_owned()),
                 hybrid: true,
                 fallback_reason: None,
+                local_wanted: false,
             },
         )
     }

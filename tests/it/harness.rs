@@ -162,6 +162,8 @@ pub fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
     cmd.arg("--data-dir").arg(dir).args(args);
     cmd.env("AGENT_DISCOVER_DASHBOARD", "off")
         .env_remove("AGENT_DISCOVER_DB")
+        // Never download the embedding model from the network in tests (tests/it/model.rs points it at a stub).
+        .env("AGENT_DISCOVER_MODEL_SOURCE", "off")
         .env("AGENT_DISCOVER_LOG", "agent_discover=debug,warn");
     cmd
 }

@@ -28,3 +28,5 @@ mod clientconfig;
 mod integrity;
 // Issue 14: batch introspection against the fixture's failure modes and local packages.
 mod introspect;
+// Issue 13: the embedding model downloaded by agent-discover itself, against a stub index and file server.
+mod model;

@@ -623,3 +623,67 @@ async fn the_local_model_is_found_in_the_hugging_face_cache() {
     );
     agent.stop().await;
 }
+
+/// Issue 13's quality gates on the held-out queries (tests/data/tool_queries_heldout.json: written before any tuning,
+/// away from the tools' words, never used to choose weights or thresholds), hybrid mode with the local model:
+/// top-1 and top-5 over the in-catalog queries, the share of them still found (score at or above NO_MATCH), and the
+/// share of the no-answer intents refused. The floors are the measured figures (BENCHMARKS.md), so a change that
+/// loses quality fails here; the issue's targets (0.80 / 0.95 / 0.85) are not all met yet.
+// Measured (2026-11-25, int8 index, NO_MATCH 0.25): top-1 0.57, top-5 0.87, found 0.97, refused 0.75; the floors are
+// one query below (1/63 = 0.016, 1/28 = 0.036).
+const GATE_TOP1: f64 = 0.55;
+const GATE_TOP5: f64 = 0.85;
+const GATE_FOUND: f64 = 0.95;
+const GATE_REFUSED: f64 = 0.71;
+#[tokio::test]
+async fn held_out_quality_gates() {
+    let (provider, status) = Provider::from_env_value("local");
+    assert_eq!(
+        status.provider, "local",
+        "the local model is required (scripts/test.sh installs it)"
+    );
+    let search = Search::new(catalog_store(), provider, status);
+    search.embed_pending().await.unwrap();
+    let set = data("tool_queries_heldout.json");
+    let (mut top1, mut top5, mut found, mut n) = (0, 0, 0, 0);
+    for q in set["queries"].as_array().unwrap() {
+        let expect: Vec<&str> = q["expect"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        let ranking = search.rank(q["query"].as_str().unwrap(), 5).await.unwrap();
+        let got: Vec<String> = ranking.hits.iter().map(call_as).collect();
+        n += 1;
+        top1 += usize::from(got.first().is_some_and(|g| expect.contains(&g.as_str())));
+        top5 += usize::from(got.iter().any(|g| expect.contains(&g.as_str())));
+        found += usize::from(
+            ranking
+                .hits
+                .first()
+                .is_some_and(|h| h.score >= agent_discover::search::NO_MATCH),
+        );
+    }
+    let no = set["no_match"].as_array().unwrap();
+    let mut refused = 0;
+    for q in no {
+        let ranking = search.rank(q.as_str().unwrap(), 5).await.unwrap();
+        refused += usize::from(
+            ranking
+                .hits
+                .first()
+                .is_none_or(|h| h.score < agent_discover::search::NO_MATCH),
+        );
+    }
+    let r = |a: usize, b: usize| a as f64 / b as f64;
+    let (t1, t5, f, rf) = (r(top1, n), r(top5, n), r(found, n), r(refused, no.len()));
+    eprintln!(
+        "held-out hybrid: top-1 {t1:.2} top-5 {t5:.2} found {f:.2} refused {rf:.2} ({n} queries, {} no-answer)",
+        no.len()
+    );
+    assert!(t1 >= GATE_TOP1, "top-1 {t1:.2} < {GATE_TOP1}");
+    assert!(t5 >= GATE_TOP5, "top-5 {t5:.2} < {GATE_TOP5}");
+    assert!(f >= GATE_FOUND, "found {f:.2} < {GATE_FOUND}");
+    assert!(rf >= GATE_REFUSED, "refused {rf:.2} < {GATE_REFUSED}");
+}

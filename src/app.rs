@@ -29,6 +29,8 @@ pub struct App {
     marketplace: std::sync::OnceLock<std::result::Result<crate::marketplace::Marketplace, String>>,
     /// Prometheus counters and latency histograms of proxied calls (fed by the proxy's call observer).
     pub telemetry: Arc<Telemetry>,
+    /// OAuth for remote servers: tokens, registrations, pending authorizations (`oauth/`, `authflow.rs`).
+    pub oauth: crate::oauth::OAuth,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -64,9 +66,11 @@ impl App {
             Some(p) => p.clone(),
             None => std::env::current_exe()?,
         };
+        let oauth = crate::oauth::OAuth::new(registry.clone(), secrets.clone(), events.clone());
         let proxy = Proxy::new(
             registry.clone(),
             secrets.clone(),
+            oauth.clone(),
             events.clone(),
             calllog.clone(),
             config.timeouts,
@@ -93,6 +97,7 @@ impl App {
             prereqs,
             marketplace,
             telemetry,
+            oauth,
         }))
     }
 

@@ -68,6 +68,11 @@ pub enum Error {
         "tool `{tool}` of server `{server}` changed since it was approved and is withheld until approved again (`agent-discover tools diff {server} {tool}`, then `tools approve {server} {tool}`)"
     )]
     ToolChanged { server: String, tool: String },
+    /// A remote server needs a person to authorize agent-discover (OAuth): `auth_url` is where.
+    #[error(
+        "server `{server}` needs authorization: open {auth_url} (or run `agent-discover auth {server}`)"
+    )]
+    AuthRequired { server: String, auth_url: String },
 }
 
 impl Error {
@@ -92,7 +97,7 @@ impl Error {
             Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
             Error::Upstream { .. } => ErrorCode::Upstream,
             Error::Timeout { .. } => ErrorCode::Timeout,
-            Error::Unavailable(_) => ErrorCode::Unavailable,
+            Error::Unavailable(_) | Error::AuthRequired { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -14,6 +14,7 @@ use crate::app::App;
 use crate::config::Config;
 use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
+mod auth;
 mod configs;
 mod dashboard;
 mod tools;
@@ -183,6 +184,11 @@ pub enum Command {
     /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// Authorize agent-discover for a remote server (OAuth): prints the URL to open and waits for the callback
+    /// (listening on the redirect URI itself when no dashboard runs); `--finish` completes by hand, `--logout` forgets.
+    Auth(auth::AuthArgs),
+    /// Call any tool through the proxy (`SERVER__TOOL`) and print the result.
+    Call(auth::CallArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -720,6 +726,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
+        Command::Auth(args) => auth::auth(&app, args).await,
+        Command::Call(args) => auth::call(&app, args).await,
     }
 }
 

@@ -96,6 +96,7 @@ impl std::fmt::Debug for Proxy {
 pub(crate) struct Inner {
     registry: Registry,
     secrets: Secrets,
+    oauth: crate::oauth::OAuth,
     events: EventBus,
     calllog: Arc<CallLog>,
     timeouts: Timeouts,
@@ -172,12 +173,15 @@ struct Child {
     started_at: String,
     failures: u32,
     call_timeout: Duration,
+    /// The server's OAuth session (Streamable HTTP servers without a configured Authorization header).
+    auth: Option<Arc<crate::oauth::Session>>,
 }
 
 impl Proxy {
     pub fn new(
         registry: Registry,
         secrets: Secrets,
+        oauth: crate::oauth::OAuth,
         events: EventBus,
         calllog: Arc<CallLog>,
         timeouts: Timeouts,
@@ -186,6 +190,7 @@ impl Proxy {
         let inner = Arc::new(Inner {
             registry: registry.clone(),
             secrets,
+            oauth,
             events,
             calllog,
             timeouts,
@@ -383,7 +388,14 @@ impl Proxy {
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
             self.tool_missing(&child, tool).await?;
         }
-        let res = self.inner.call(&child, tool, args.clone(), &caller).await;
+        let mut res = self.inner.call(&child, tool, args.clone(), &caller).await;
+        if let (Err(_), Some(session)) = (&res, &child.auth)
+            && let Err(e) = res
+        {
+            // A 401 (the token is gone) or 403 insufficient_scope: start the authorization, answer with its URL.
+            let server = self.inner.registry.get_by_id(child.server_id)?;
+            res = Err(self.inner.auth_failure(&server, Some(session), e).await);
+        }
         let latency = started.elapsed();
         let (ok, text) = match &res {
             Ok(r) => (

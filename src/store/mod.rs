@@ -5,6 +5,7 @@
 
 mod bm25;
 pub mod market_cache;
+mod oauth;
 mod pins;
 mod schema;
 mod search;

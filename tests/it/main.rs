@@ -26,3 +26,5 @@ mod conformance;
 mod clientconfig;
 // Issue 12 integrity: SEP-1303 argument errors, every request answered (seeded fuzz), tool pinning, allow/deny filters.
 mod integrity;
+// Issue 11 OAuth: the conformance suite's client authorization scenarios, and end to end against the TypeScript SDK.
+mod oauth;

@@ -149,6 +149,9 @@ pub enum FindOutcome {
         next_step: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         activation_error: Option<String>,
+        /// The server waits for an OAuth authorization: a person opens this URL (`agent-discover auth SERVER`).
+        #[serde(rename = "authUrl", skip_serializing_if = "Option::is_none")]
+        auth_url: Option<String>,
         other_matches: Vec<serde_json::Value>,
     },
     NotFound {
@@ -205,12 +208,20 @@ impl App {
         let (required_args, optional_count) =
             crate::search::compact_schema(&best.tool.input_schema);
         let mut activation_error = None;
+        let mut auth_url = self
+            .registry
+            .get(&best.tool.server)
+            .ok()
+            .and_then(|s| self.oauth.auth_url(s.id));
         let next_step = if auto_activate {
             match self.proxy.activate(&best.tool.server).await {
                 Ok(_) => format!(
                     "call the tool `{call_as}` directly (its server is active), or use registry proxy_call with call_as `{call_as}`"
                 ),
                 Err(e) => {
+                    if let crate::error::Error::AuthRequired { auth_url: url, .. } = &e {
+                        auth_url = Some(url.clone());
+                    }
                     activation_error = Some(e.to_string());
                     format!(
                         "its server `{}` failed to start; fix that (see activation_error), then activate it",
@@ -247,6 +258,7 @@ impl App {
             optional_count,
             next_step,
             activation_error,
+            auth_url,
             other_matches,
         })
     }

@@ -640,7 +640,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     "version": env!("CARGO_PKG_VERSION"),
                     "db_path": app.config.db_path,
                     "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "tool_count": r.tool_count,
-                        "health_status": r.server.health_status, "last_error": r.server.last_error})).collect::<Vec<_>>(),
+                        "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url})).collect::<Vec<_>>(),
                     "metrics": metrics,
                     "search": app.search.status(),
                     "calls": calls,
@@ -659,6 +659,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rows.len(),
                 rows.iter().filter(|r| r.server.active).count()
             )?;
+            for r in rows.iter().filter(|r| r.auth_url.is_some()) {
+                writeln!(
+                    out,
+                    "  {:<24} authenticating: open {} (or `agent-discover auth {}`)",
+                    r.server.name,
+                    r.auth_url.as_deref().unwrap_or_default(),
+                    r.server.name
+                )?;
+            }
             for r in rows
                 .iter()
                 .filter(|r| r.server.active || r.server.last_error.is_some())

@@ -370,9 +370,10 @@ pub(crate) async fn proxy_call(
                 Error::ToolChanged { .. } => "tool_changed",
                 Error::NotFound { .. } => "tool_not_found",
                 Error::Unavailable(_) => "server_unavailable",
+                Error::AuthRequired { .. } => "auth_unavailable",
                 _ => "transport_error",
             };
-            let body = json!({
+            let mut body = json!({
                 "error": e.to_string(),
                 "code": e.code().as_str(),
                 "kind": kind,
@@ -380,6 +381,9 @@ pub(crate) async fn proxy_call(
                 "tool": tool,
                 "did_you_mean": app.proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
             });
+            if let Error::AuthRequired { auth_url, .. } = &e {
+                body["authUrl"] = json!(auth_url);
+            }
             Ok(CallToolResult::error(vec![ContentBlock::text(
                 body.to_string(),
             )]))

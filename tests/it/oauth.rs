@@ -129,5 +129,8 @@ async fn conformance_client_auth_scenarios_pass() {
         expected.to_str().unwrap(),
     ])
     .await;
-    assert!(ok, "client-credentials-jwt is not failing as expected:\n{out}");
+    assert!(
+        ok,
+        "client-credentials-jwt is not failing as expected:\n{out}"
+    );
 }

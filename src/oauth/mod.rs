@@ -283,7 +283,8 @@ impl OAuth {
             .put_oauth(server_id, kind, &blob, auth_url)
     }
 
-    pub(crate) fn tokens(&self, server_id: i64) -> Result<Option<Tokens>> {
+    /// The server's tokens, in clear (for the proxy; shown to people only through [`OAuth::status`], masked).
+    pub fn tokens(&self, server_id: i64) -> Result<Option<Tokens>> {
         self.load(server_id, "tokens")
     }
 

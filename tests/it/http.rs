@@ -874,6 +874,14 @@ impl Served {
         assert!(status.success(), "serve exited with {status}");
     }
 
+    /// Like [`Served::stop`], returning every stderr line it wrote.
+    pub(crate) async fn stop_keeping_log(self) -> Vec<String> {
+        let lines = self.stderr.clone();
+        self.stop().await;
+        let out = lines.lock().unwrap().clone();
+        out
+    }
+
     pub(crate) fn stderr_text(&self) -> String {
         self.stderr.lock().unwrap().join("\n")
     }
@@ -938,7 +946,7 @@ fn server_in<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
         .find(|s| s["name"] == name)
 }
 
-async fn mcp_client(url: &str, token: Option<&str>) -> harness::Agent {
+pub(crate) async fn mcp_client(url: &str, token: Option<&str>) -> harness::Agent {
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"));
     if let Some(t) = token {
         config = config.auth_header(t);

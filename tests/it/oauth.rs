@@ -134,3 +134,208 @@ async fn conformance_client_auth_scenarios_pass() {
         "client-credentials-jwt is not failing as expected:\n{out}"
     );
 }
+
+// ---------- end to end: the TypeScript SDK's example server with its demo authorization server ----------
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `simpleStreamableHttp --oauth --oauth-strict` (npm `@modelcontextprotocol/sdk`): protected resource metadata, a
+/// demo authorization server with dynamic registration, S256 and strict RFC 8707 that approves at once. Returns it
+/// with its MCP port once both listeners say they listen.
+async fn sdk_oauth_server() -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    let node = need(cache().join("node/node_modules/.bin/node"));
+    let example = need(cache().join(
+        "node/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+    ));
+    let (mcp, auth) = (free_port(), free_port());
+    let mut child = tokio::process::Command::new(node)
+        .arg(example)
+        .args(["--oauth", "--oauth-strict"])
+        .env("MCP_PORT", mcp.to_string())
+        .env("MCP_AUTH_PORT", auth.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the SDK example server");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let (mut mcp_up, mut auth_up) = (false, false);
+        while !(mcp_up && auth_up) {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the SDK example exited before listening");
+            mcp_up |= line.contains("MCP Streamable HTTP Server listening on port");
+            auth_up |= line.contains("Authorization Server listening on port");
+        }
+    })
+    .await
+    .expect("the SDK example did not listen within 30 s");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, mcp)
+}
+
+fn all_files_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            out.extend(std::fs::read(&p).unwrap());
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
+    use serde_json::{Value, json};
+    let (_sdk, port) = sdk_oauth_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The example names itself `localhost` in its metadata; the registered URL must be the same resource.
+    let mcp_url = format!("http://localhost:{port}/mcp");
+    let added = harness::command(
+        dir.path(),
+        &["add", "sdk", "--transport", "streamable-http", "--url", &mcp_url],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(added.status.success(), "{added:?}");
+    let trace = [("AGENT_DISCOVER_LOG", "trace".to_owned())];
+    let served = crate::http::serve_env(dir.path(), &[], &trace).await;
+    let base = served.url.clone();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+
+    // Activation needs a person: `authenticating` with the URL, in the REST answer and the listing.
+    let r = http
+        .post(format!("{base}/api/servers/sdk/activate"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("needs authorization"), "{body}");
+    let r: Value = http
+        .post(format!("{base}/api/servers/sdk/auth"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["state"], "authenticating", "{r}");
+    let auth_url = r["authUrl"].as_str().unwrap().to_owned();
+    let list: Value = http
+        .get(format!("{base}/api/servers"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list[0]["authUrl"], json!(auth_url), "{list}");
+    let status: Value = http
+        .get(format!("{base}/api/status"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["authenticating"][0]["authUrl"], json!(auth_url));
+
+    // The example's authorization server approves at once: its answer is the redirect to our callback.
+    let r = http.get(&auth_url).send().await.unwrap();
+    assert_eq!(r.status(), 302, "{:?}", r.text().await);
+    let callback = r.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        callback.starts_with(&format!("{base}/oauth/callback/sdk?")),
+        "{callback}"
+    );
+    // A callback with another state is refused, and the authorization keeps waiting.
+    let forged = url::Url::parse_with_params(
+        &format!("{base}/oauth/callback/sdk"),
+        &[("code", "forged"), ("state", "not-the-state")],
+    )
+    .unwrap();
+    let r = http.get(forged.as_str()).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("state"));
+    let a: Value = http
+        .get(format!("{base}/api/servers/sdk/auth"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(a["state"], "authenticating");
+
+    let started = std::time::Instant::now();
+    let r = http.get(&callback).send().await.unwrap();
+    let callback_to_ready = started.elapsed();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("Authorized"));
+    eprintln!("OAuth callback to ready: {callback_to_ready:?}");
+    let a: Value = http
+        .get(format!("{base}/api/servers/sdk/auth"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(a["state"], "authorized", "{a}");
+    assert!(a["access_token"].as_str().unwrap().ends_with("****"), "{a}");
+
+    // Its tools are callable through /mcp.
+    let agent = crate::http::mcp_client(&base, None).await;
+    let r = agent.call("sdk__greet", json!({"name": "OAuth"})).await;
+    assert!(harness::text(&r).contains("Hello, OAuth"), "{r:?}");
+    agent.stop().await;
+
+    // The tokens are nowhere in clear: not in the database files, not in trace-level logs.
+    let app = agent_discover::app::App::open(agent_discover::config::Config::in_dir(dir.path()))
+        .unwrap();
+    let id = app.registry.get("sdk").unwrap().id;
+    let tokens = app.oauth.tokens(id).unwrap().expect("tokens stored");
+    drop(app);
+    served.stop_keeping_log().await.iter().for_each(|l| {
+        assert!(!l.contains(&tokens.access_token), "token logged: {l}");
+    });
+    let files = all_files_bytes(dir.path());
+    assert!(!contains(&files, &tokens.access_token));
+    if let Some(secret) = &tokens.client.client_secret {
+        assert!(!contains(&files, secret));
+    }
+
+    // A restart keeps the tokens: ready without a new authorization.
+    let served = crate::http::serve_env(dir.path(), &[], &trace).await;
+    let r: Value = http
+        .post(format!("{}/api/servers/sdk/auth", served.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["state"], "ready", "{r}");
+    assert!(r.get("authUrl").is_none());
+    served.stop().await;
+}

@@ -208,7 +208,14 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     let mcp_url = format!("http://localhost:{port}/mcp");
     let added = harness::command(
         dir.path(),
-        &["add", "sdk", "--transport", "streamable-http", "--url", &mcp_url],
+        &[
+            "add",
+            "sdk",
+            "--transport",
+            "streamable-http",
+            "--url",
+            &mcp_url,
+        ],
     )
     .output()
     .await
@@ -230,7 +237,13 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
         .unwrap();
     assert_eq!(r.status(), 503);
     let body: Value = r.json().await.unwrap();
-    assert!(body["error"].as_str().unwrap().contains("needs authorization"), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("needs authorization"),
+        "{body}"
+    );
     let r: Value = http
         .post(format!("{base}/api/servers/sdk/auth"))
         .send()
@@ -311,8 +324,8 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     agent.stop().await;
 
     // The tokens are nowhere in clear: not in the database files, not in trace-level logs.
-    let app = agent_discover::app::App::open(agent_discover::config::Config::in_dir(dir.path()))
-        .unwrap();
+    let app =
+        agent_discover::app::App::open(agent_discover::config::Config::in_dir(dir.path())).unwrap();
     let id = app.registry.get("sdk").unwrap().id;
     let tokens = app.oauth.tokens(id).unwrap().expect("tokens stored");
     drop(app);
@@ -338,4 +351,170 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     assert_eq!(r["state"], "ready", "{r}");
     assert!(r.get("authUrl").is_none());
     served.stop().await;
+}
+
+// ---------- tokens against a stub authorization server: refresh, concurrency, revocation ----------
+
+#[derive(Default)]
+struct StubAs {
+    base: std::sync::Mutex<String>,
+    refreshes: std::sync::atomic::AtomicUsize,
+    issued: std::sync::atomic::AtomicUsize,
+    revoked: std::sync::atomic::AtomicBool,
+    registrations: std::sync::atomic::AtomicUsize,
+    /// The last refresh request's form.
+    last_refresh: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+/// An authorization server and protected resource metadata on 127.0.0.1 that issues short-lived tokens (10 s,
+/// inside the refresh margin) and refresh tokens, and can be told to reject refresh tokens.
+async fn stub_as() -> (std::sync::Arc<StubAs>, String) {
+    use axum::routing::{get, post};
+    use serde_json::json;
+    use std::sync::atomic::Ordering;
+    let stub = std::sync::Arc::new(StubAs::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    *stub.base.lock().unwrap() = base.clone();
+    let s = stub.clone();
+    let r = stub.clone();
+    let prm = {
+        let base = base.clone();
+        move || {
+            let base = base.clone();
+            async move {
+                axum::Json(
+                    json!({"resource": format!("{base}/mcp"), "authorization_servers": [base], "scopes_supported": ["read"]}),
+                )
+            }
+        }
+    };
+    let asm = {
+        let base = base.clone();
+        move || {
+            let base = base.clone();
+            async move {
+                axum::Json(json!({
+                    "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                    "token_endpoint": format!("{base}/token"), "registration_endpoint": format!("{base}/register"),
+                    "code_challenge_methods_supported": ["S256"], "token_endpoint_auth_methods_supported": ["none"],
+                }))
+            }
+        }
+    };
+    let router = axum::Router::new()
+        .route("/.well-known/oauth-protected-resource/mcp", get(prm))
+        .route("/.well-known/oauth-authorization-server", get(asm))
+        .route(
+            "/register",
+            post(move || async move {
+                r.registrations.fetch_add(1, Ordering::SeqCst);
+                (
+                    axum::http::StatusCode::CREATED,
+                    axum::Json(json!({"client_id": "stub-client", "token_endpoint_auth_method": "none"})),
+                )
+            }),
+        )
+        .route(
+            "/token",
+            post(move |body: String| {
+                let s = s.clone();
+                async move {
+                    let form: Vec<(String, String)> = url::form_urlencoded::parse(body.as_bytes())
+                        .into_owned()
+                        .collect();
+                    let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+                    if get("grant_type").as_deref() == Some("refresh_token") {
+                        s.refreshes.fetch_add(1, Ordering::SeqCst);
+                        *s.last_refresh.lock().unwrap() = form.clone();
+                        if s.revoked.load(Ordering::SeqCst) {
+                            return (
+                                axum::http::StatusCode::BAD_REQUEST,
+                                axum::Json(json!({"error": "invalid_grant"})),
+                            );
+                        }
+                    }
+                    let n = s.issued.fetch_add(1, Ordering::SeqCst) + 1;
+                    (
+                        axum::http::StatusCode::OK,
+                        axum::Json(json!({"access_token": format!("at-{n}"), "token_type": "Bearer",
+                                          "expires_in": if n == 1 { 10 } else { 3600 }, "refresh_token": "rt-1"})),
+                    )
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (stub, base)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_refresh_before_expiry_once_for_concurrent_callers_and_a_revoked_refresh_asks_again()
+{
+    use agent_discover::model::{ServerSpec, Transport};
+    use std::sync::atomic::Ordering;
+    let (stub, base) = stub_as().await;
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        agent_discover::app::App::open(agent_discover::config::Config::in_dir(dir.path())).unwrap();
+    app.registry
+        .register(ServerSpec {
+            name: "stub".into(),
+            transport: Transport::StreamableHttp,
+            url: Some(format!("{base}/mcp")),
+            ..Default::default()
+        })
+        .unwrap();
+    let server = app.registry.get("stub").unwrap();
+
+    let auth_url = app.oauth.begin(&server, None, false).await.unwrap();
+    let q: std::collections::HashMap<String, String> = url::Url::parse(&auth_url)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    assert_eq!(q["scope"], "read", "scopes_supported of the resource");
+    assert_eq!(q["resource"], format!("{base}/mcp"));
+    assert_eq!(app.auth_status("stub").unwrap().state, "authenticating");
+    // A callback with the wrong state is refused; the right one is taken.
+    let wrong = app.oauth.finish(&server, "?code=c&state=nope").await;
+    assert!(wrong.unwrap_err().to_string().contains("state"));
+    app.oauth
+        .finish(&server, &format!("?code=c&state={}", q["state"]))
+        .await
+        .unwrap();
+    assert_eq!(app.auth_status("stub").unwrap().state, "authorized");
+
+    // The first token expires within the refresh margin: eight callers at once make one refresh request.
+    let tokens = futures::future::join_all((0..8).map(|_| app.oauth.access_token(&server))).await;
+    for t in &tokens {
+        assert_eq!(t.as_ref().unwrap().as_deref(), Some("at-2"));
+    }
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 1);
+    let form = stub.last_refresh.lock().unwrap().clone();
+    assert!(
+        form.contains(&("resource".into(), format!("{base}/mcp"))),
+        "{form:?}"
+    );
+    // A fresh token is used as it is.
+    assert_eq!(
+        app.oauth.access_token(&server).await.unwrap().as_deref(),
+        Some("at-2")
+    );
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 1);
+
+    // The server refused the token and the authorization server rejects the refresh token: no token, no loop,
+    // and a new authorization with a fresh URL.
+    stub.revoked.store(true, Ordering::SeqCst);
+    assert_eq!(app.oauth.refresh(&server, "at-2").await.unwrap(), None);
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 2);
+    assert_eq!(app.oauth.access_token(&server).await.unwrap(), None);
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 2);
+    let again = app.oauth.begin(&server, None, false).await.unwrap();
+    assert_ne!(again, auth_url);
+    let status = app.auth_status("stub").unwrap();
+    assert_eq!(status.state, "authenticating");
+    assert_eq!(status.auth_url.as_deref(), Some(again.as_str()));
+    // The registration was reused (bound to this issuer and redirect URI): one registration request in all.
+    assert!(again.contains("client_id=stub-client"));
+    assert_eq!(stub.registrations.load(Ordering::SeqCst), 1);
 }

@@ -28,6 +28,14 @@ impl App {
         if let Some(url) = self.oauth.auth_url(server.id) {
             return Ok(authenticating(name, url));
         }
+        // Running here without tokens (forgotten by another process): connect again so the server can say whether
+        // it wants authorization.
+        if server.url.is_some()
+            && self.proxy.is_active(name)
+            && self.oauth.tokens(server.id)?.is_none()
+        {
+            self.proxy.deactivate(name).await?;
+        }
         self.connect(name).await
     }
 

@@ -350,6 +350,80 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
         .unwrap();
     assert_eq!(r["state"], "ready", "{r}");
     assert!(r.get("authUrl").is_none());
+
+    // reauthorize: a new authorization while the entry and its tools stay listed.
+    let r: Value = http
+        .post(format!("{}/api/servers/sdk/reauthorize", served.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["state"], "authenticating", "{r}");
+    let list: Value = http
+        .get(format!("{}/api/servers", served.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list[0]["authUrl"], r["authUrl"]);
+    assert!(list[0]["tool_count"].as_i64().unwrap() > 0, "{list}");
+
+    // CLI: --logout forgets the tokens; a new authorization completed by hand with --finish.
+    let out = harness::command(dir.path(), &["auth", "sdk", "--logout"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let a: Value = http
+        .get(format!("{}/api/servers/sdk/auth", served.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(a["state"], "none", "{a}");
+    let r: Value = http
+        .post(format!("{}/api/servers/sdk/auth", served.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let location = http
+        .get(r["authUrl"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .headers()["location"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let out = harness::command(
+        dir.path(),
+        &["auth", "sdk", "--finish", &location, "--json"],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["state"], "ready", "{done}");
+    // CLI call through the proxy with the stored tokens.
+    let out = harness::command(
+        dir.path(),
+        &["call", "sdk__greet", "--args", r#"{"name":"CLI"}"#],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Hello, CLI"));
     served.stop().await;
 }
 

@@ -135,6 +135,7 @@ impl App {
 /// The answer to `find_tool` (agent-discover's response shape).
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per find_tool answer, returned once
 pub enum FindOutcome {
     Found {
         found: bool,

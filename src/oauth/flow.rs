@@ -237,31 +237,18 @@ async fn token_request(
     Ok(v)
 }
 
-fn tokens_from(
-    v: &Value,
-    endpoint: &str,
-    resource: &str,
-    client: ClientIdentity,
-    requested_scope: Option<&str>,
-    previous_refresh: Option<&str>,
-    authorizations: u32,
-    grant: &str,
-) -> Tokens {
+/// `t` with what the token response says: the access token, its lifetime, and a new refresh token or scope when
+/// the response carries one (else those of `t` stay).
+fn tokens_from(v: &Value, mut t: Tokens) -> Tokens {
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    Tokens {
-        access_token: s("access_token").unwrap_or_default(),
-        refresh_token: s("refresh_token").or(previous_refresh.map(str::to_owned)),
-        expires_at: v
-            .get("expires_in")
-            .and_then(|e| e.as_u64().or_else(|| e.as_str()?.parse().ok()))
-            .map(|secs| now_secs() + secs),
-        scope: s("scope").or(requested_scope.map(str::to_owned)),
-        token_endpoint: endpoint.to_owned(),
-        resource: resource.to_owned(),
-        client,
-        authorizations,
-        grant: grant.to_owned(),
-    }
+    t.access_token = s("access_token").unwrap_or_default();
+    t.refresh_token = s("refresh_token").or(t.refresh_token);
+    t.expires_at = v
+        .get("expires_in")
+        .and_then(|e| e.as_u64().or_else(|| e.as_str()?.parse().ok()))
+        .map(|secs| now_secs() + secs);
+    t.scope = s("scope").or(t.scope);
+    t
 }
 
 /// Exchanges the code of a finished authorization for tokens.
@@ -280,13 +267,17 @@ pub async fn exchange(
     let v = token_request(http, &pending.server.token_endpoint, &pending.client, form).await?;
     Ok(tokens_from(
         &v,
-        &pending.server.token_endpoint,
-        &pending.resource,
-        pending.client.clone(),
-        pending.scope.as_deref(),
-        None,
-        pending.authorizations,
-        "authorization_code",
+        Tokens {
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at: None,
+            scope: pending.scope.clone(),
+            token_endpoint: pending.server.token_endpoint.clone(),
+            resource: pending.resource.clone(),
+            client: pending.client.clone(),
+            authorizations: pending.authorizations,
+            grant: "authorization_code".into(),
+        },
     ))
 }
 
@@ -305,16 +296,9 @@ pub async fn refresh(
         form.push(("scope", s.clone()));
     }
     let v = token_request(http, &tokens.token_endpoint, &tokens.client, form).await?;
-    Ok(tokens_from(
-        &v,
-        &tokens.token_endpoint,
-        &tokens.resource,
-        tokens.client.clone(),
-        tokens.scope.as_deref(),
-        Some(refresh_token),
-        tokens.authorizations,
-        &tokens.grant,
-    ))
+    let mut base = tokens.clone();
+    base.refresh_token = Some(refresh_token.to_owned());
+    Ok(tokens_from(&v, base))
 }
 
 /// The client credentials grant (a machine client with a secret).
@@ -335,13 +319,17 @@ pub async fn client_credentials(
     let v = token_request(http, &meta.token_endpoint, &client, form).await?;
     Ok(tokens_from(
         &v,
-        &meta.token_endpoint,
-        resource,
-        client,
-        scope,
-        None,
-        1,
-        "client_credentials",
+        Tokens {
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at: None,
+            scope: scope.map(str::to_owned),
+            token_endpoint: meta.token_endpoint.clone(),
+            resource: resource.to_owned(),
+            client,
+            authorizations: 1,
+            grant: "client_credentials".into(),
+        },
     ))
 }
 

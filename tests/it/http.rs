@@ -878,8 +878,7 @@ impl Served {
     pub(crate) async fn stop_keeping_log(self) -> Vec<String> {
         let lines = self.stderr.clone();
         self.stop().await;
-        let out = lines.lock().unwrap().clone();
-        out
+        lines.lock().unwrap().clone()
     }
 
     pub(crate) fn stderr_text(&self) -> String {

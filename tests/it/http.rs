@@ -858,7 +858,7 @@ pub(crate) async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]
 }
 
 impl Served {
-    fn ws_url(&self) -> String {
+    pub(crate) fn ws_url(&self) -> String {
         format!("{}/ws", self.url.replacen("http://", "ws://", 1))
     }
 
@@ -902,10 +902,13 @@ impl Served {
     }
 }
 
-type Ws =
+pub(crate) type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn ws_connect(url: &str, headers: &[(&str, &str)]) -> Result<Ws, tungstenite::Error> {
+pub(crate) async fn ws_connect(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> Result<Ws, tungstenite::Error> {
     use tungstenite::client::IntoClientRequest;
     let mut req = url.into_client_request().unwrap();
     for (k, v) in headers {
@@ -920,7 +923,11 @@ async fn ws_connect(url: &str, headers: &[(&str, &str)]) -> Result<Ws, tungsteni
 }
 
 /// The next JSON message that satisfies `pred`, within `limit`.
-async fn next_message(ws: &mut Ws, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn next_message(
+    ws: &mut Ws,
+    limit: Duration,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + limit;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());

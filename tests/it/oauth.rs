@@ -229,7 +229,10 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
         .build()
         .unwrap();
 
-    // Activation needs a person: `authenticating` with the URL, in the REST answer and the listing.
+    let mut ws = crate::http::ws_connect(&served.ws_url(), &[])
+        .await
+        .unwrap();
+    // Activation needs a person: `authenticating` with the URL, in the REST answer, the listing, the WebSocket.
     let r = http
         .post(format!("{base}/api/servers/sdk/activate"))
         .send()
@@ -272,6 +275,11 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
         .await
         .unwrap();
     assert_eq!(status["authenticating"][0]["authUrl"], json!(auth_url));
+    crate::http::next_message(&mut ws, Duration::from_secs(10), |m| {
+        m["type"] == "state" && m["servers"][0]["authUrl"] == json!(auth_url)
+    })
+    .await;
+    drop(ws);
 
     // The example's authorization server approves at once: its answer is the redirect to our callback.
     let r = http.get(&auth_url).send().await.unwrap();

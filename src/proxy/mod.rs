@@ -384,7 +384,25 @@ impl Proxy {
         caller: Caller,
     ) -> Result<CallToolResult> {
         let started = Instant::now();
-        let child = self.inner.ready_child(server).await?;
+        let child = match self.inner.ready_child(server).await {
+            Ok(c) => c,
+            // Not running because it waits for an OAuth authorization: say where to give it.
+            Err(e) => {
+                let waiting = self
+                    .inner
+                    .registry
+                    .get(server)
+                    .ok()
+                    .and_then(|s| self.inner.oauth.auth_url(s.id));
+                return Err(match waiting {
+                    Some(auth_url) => Error::AuthRequired {
+                        server: server.to_owned(),
+                        auth_url,
+                    },
+                    None => e,
+                });
+            }
+        };
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
             self.tool_missing(&child, tool).await?;
         }

@@ -247,6 +247,30 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
             .contains("needs authorization"),
         "{body}"
     );
+    // A call from an MCP client that takes URL-mode elicitation: the error names the URL, and the client is sent it.
+    let (elicited, client) = url_elicitation_client(&base).await;
+    let r = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("registry").with_arguments(
+                json!({"action": "proxy_call", "server": "sdk", "tool": "greet", "arguments": {"name": "x"}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let err: Value = serde_json::from_str(&harness::text(&r)).unwrap();
+    assert_eq!(err["kind"], "auth_unavailable", "{err}");
+    let called_url = err["authUrl"].as_str().unwrap().to_owned();
+    let got = tokio::time::timeout(Duration::from_secs(10), elicited)
+        .await
+        .expect("no URL elicitation within 10 s")
+        .unwrap();
+    assert_eq!(got, called_url);
+    client.cancel().await.unwrap();
+
     let r: Value = http
         .post(format!("{base}/api/servers/sdk/auth"))
         .send()
@@ -257,6 +281,10 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
         .unwrap();
     assert_eq!(r["state"], "authenticating", "{r}");
     let auth_url = r["authUrl"].as_str().unwrap().to_owned();
+    assert_eq!(
+        auth_url, called_url,
+        "the waiting authorization is the one shown"
+    );
     let list: Value = http
         .get(format!("{base}/api/servers"))
         .send()
@@ -599,4 +627,58 @@ async fn tokens_refresh_before_expiry_once_for_concurrent_callers_and_a_revoked_
     // The registration was reused (bound to this issuer and redirect URI): one registration request in all.
     assert!(again.contains("client_id=stub-client"));
     assert_eq!(stub.registrations.load(Ordering::SeqCst), 1);
+}
+
+/// An MCP client over `/mcp` that declares URL-mode elicitation and reports the first URL it is sent.
+struct UrlClient {
+    tx: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
+}
+
+impl rmcp::ClientHandler for UrlClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut caps = rmcp::model::ClientCapabilities::default();
+        caps.elicitation = Some(
+            rmcp::model::ElicitationCapability::new()
+                .with_url(rmcp::model::UrlElicitationCapability::default()),
+        );
+        rmcp::model::ClientConfig::new(caps, rmcp::model::Implementation::new("it-url", "0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _c: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::UrlElicitationParams { url, .. } = request
+            && let Some(tx) = self.tx.lock().unwrap().take()
+        {
+            let _ = tx.send(url);
+        }
+        Ok(rmcp::model::ElicitResult::new(
+            rmcp::model::ElicitationAction::Accept,
+        ))
+    }
+}
+
+async fn url_elicitation_client(
+    base: &str,
+) -> (
+    tokio::sync::oneshot::Receiver<String>,
+    rmcp::service::RunningService<rmcp::RoleClient, UrlClient>,
+) {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")),
+    );
+    let client = UrlClient {
+        tx: std::sync::Mutex::new(Some(tx)),
+    }
+    .serve(transport)
+    .await
+    .expect("MCP initialize over Streamable HTTP");
+    (rx, client)
 }

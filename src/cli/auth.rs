@@ -127,13 +127,14 @@ async fn authorize(app: &Arc<App>, name: &str, json: bool) -> anyhow::Result<Aut
         eprintln!(
             "open the URL above to authorize agent-discover for `{name}`; waiting for the callback{}",
             if listening {
-                String::new()
+                ""
             } else {
-                " (the dashboard receives it)".to_owned()
+                " (the dashboard receives it)"
             }
         );
-        outcome = if listening {
-            match rx.recv().await {
+        // The callback may come here, or to a dashboard that another process serves (or to a public URL).
+        outcome = tokio::select! {
+            received = rx.recv(), if listening => match received {
                 Some(Ok(o)) => o,
                 Some(Err(e)) => {
                     eprintln!("callback refused: {e}");
@@ -141,9 +142,8 @@ async fn authorize(app: &Arc<App>, name: &str, json: bool) -> anyhow::Result<Aut
                     app.start_auth(name).await?
                 }
                 None => bail!("the callback listener stopped"),
-            }
-        } else {
-            wait_elsewhere(app, name, &url).await?
+            },
+            done = wait_elsewhere(app, name, &url) => done?,
         };
     }
     bail!("`{name}` still asks for authorization after {MAX_ROUNDS} rounds; giving up")

@@ -460,6 +460,43 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Hello, CLI"));
+
+    // CLI `auth` while a dashboard serves the redirect URI: it prints the URL, the dashboard receives the callback,
+    // and `auth` exits 0 once the server is ready.
+    let out = harness::command(dir.path(), &["auth", "sdk", "--logout"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let port = served.url.rsplit(':').next().unwrap().to_owned();
+    let mut auth = harness::command(dir.path(), &["auth", "sdk"])
+        .env("AGENT_DISCOVER_PORT", &port)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(auth.stdout.take().unwrap()));
+    let printed = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("auth printed no URL within 30 s")
+        .unwrap()
+        .expect("auth exited without a URL");
+    assert!(printed.contains("code_challenge_method=S256"), "{printed}");
+    let location = http.get(&printed).send().await.unwrap().headers()["location"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        location.starts_with(&format!("{}/oauth/callback/sdk?", served.url)),
+        "{location}"
+    );
+    assert_eq!(http.get(&location).send().await.unwrap().status(), 200);
+    let status = tokio::time::timeout(Duration::from_secs(30), auth.wait())
+        .await
+        .expect("auth did not finish within 30 s of the callback")
+        .unwrap();
+    assert!(status.success(), "{status}");
     served.stop().await;
 }
 

@@ -525,13 +525,14 @@ async fn stub_as() -> (std::sync::Arc<StubAs>, String) {
     *stub.base.lock().unwrap() = base.clone();
     let s = stub.clone();
     let r = stub.clone();
+    // The resource is `<stub.base>/mcp` (another server's address when a test sets it); the issuer is this one.
     let prm = {
-        let base = base.clone();
+        let (base, stub) = (base.clone(), stub.clone());
         move || {
-            let base = base.clone();
+            let (issuer, resource) = (base.clone(), stub.base.lock().unwrap().clone());
             async move {
                 axum::Json(
-                    json!({"resource": format!("{base}/mcp"), "authorization_servers": [base], "scopes_supported": ["read"]}),
+                    json!({"resource": format!("{resource}/mcp"), "authorization_servers": [issuer], "scopes_supported": ["read"]}),
                 )
             }
         }
@@ -718,4 +719,167 @@ async fn url_elicitation_client(
     .await
     .expect("MCP initialize over Streamable HTTP");
     (rx, client)
+}
+
+// ---------- through the proxy: a 401 refreshes once; a rejected refresh token asks for authorization ----------
+
+/// A one-tool MCP server (`ping` answers `pong`).
+#[derive(Clone)]
+struct Tiny;
+
+impl rmcp::ServerHandler for Tiny {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _r: Option<rmcp::model::PaginatedRequestParams>,
+        _c: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let schema = serde_json::json!({"type": "object"});
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![
+            rmcp::model::Tool::new(
+                "ping",
+                "answers pong",
+                std::sync::Arc::new(schema.as_object().unwrap().clone()),
+            ),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        _r: rmcp::model::CallToolRequestParams,
+        _c: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        Ok(
+            rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text("pong")])
+                .into(),
+        )
+    }
+}
+
+/// The stub authorization server plus `Tiny` at `/mcp`, accepting only the bearer token in `valid`.
+async fn protected_server() -> (
+    std::sync::Arc<StubAs>,
+    String,
+    std::sync::Arc<std::sync::Mutex<String>>,
+) {
+    use rmcp::transport::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    let (stub, base) = stub_as().await;
+    let valid = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mcp_base = format!("http://127.0.0.1:{port}");
+    let service = StreamableHttpService::new(
+        || Ok(Tiny),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts([format!("127.0.0.1:{port}"), "127.0.0.1".to_owned()]),
+    );
+    let (check, prm_base) = (valid.clone(), base.clone());
+    let guard = move |req: axum::extract::Request, next: axum::middleware::Next| {
+        let (check, prm_base) = (check.clone(), prm_base.clone());
+        async move {
+            let presented = req
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::to_owned);
+            if presented.as_deref() != Some(check.lock().unwrap().as_str()) {
+                let challenge = format!(
+                    "Bearer error=\"invalid_token\", resource_metadata=\"{prm_base}/.well-known/oauth-protected-resource/mcp\""
+                );
+                return axum::response::IntoResponse::into_response((
+                    axum::http::StatusCode::UNAUTHORIZED,
+                    [("www-authenticate", challenge)],
+                ));
+            }
+            next.run(req).await
+        }
+    };
+    // The resource metadata names this MCP server's address.
+    let router = axum::Router::new()
+        .route_service("/mcp", service)
+        .layer(axum::middleware::from_fn(guard));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    *stub.base.lock().unwrap() = mcp_base.clone();
+    (stub, mcp_base, valid)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_proxy_a_401_refreshes_once_and_a_rejected_refresh_asks_for_authorization() {
+    use agent_discover::model::{ServerSpec, Transport};
+    use std::sync::atomic::Ordering;
+    let (stub, mcp_base, valid) = protected_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        agent_discover::app::App::open(agent_discover::config::Config::in_dir(dir.path())).unwrap();
+    app.registry
+        .register(ServerSpec {
+            name: "tiny".into(),
+            transport: Transport::StreamableHttp,
+            url: Some(format!("{mcp_base}/mcp")),
+            ..Default::default()
+        })
+        .unwrap();
+
+    // No token: the server's 401 leads to `authenticating` with the URL.
+    let Err(agent_discover::error::Error::AuthRequired { auth_url, .. }) =
+        app.proxy.activate("tiny").await
+    else {
+        panic!("activation without a token must ask for authorization")
+    };
+    let state: String = url::Url::parse(&auth_url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned();
+    // The first token (at-1) expires within the margin; the server accepts only at-2, so the refresh happens
+    // before the first request.
+    *valid.lock().unwrap() = "at-2".into();
+    let done = app
+        .finish_auth("tiny", &format!("?code=c&state={state}"))
+        .await
+        .unwrap();
+    assert_eq!(done.state, "ready");
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 1);
+    let call = |app: std::sync::Arc<agent_discover::app::App>| async move {
+        app.proxy
+            .call_tool("tiny", "ping", None, Default::default())
+            .await
+    };
+    let r = call(app.clone()).await.unwrap();
+    assert_eq!(r.content[0].as_text().unwrap().text, "pong");
+
+    // The server stops accepting at-2 (revoked): one refresh on the 401 (at-3), the call retried and answered.
+    *valid.lock().unwrap() = "at-3".into();
+    let r = call(app.clone()).await.unwrap();
+    assert_eq!(r.content[0].as_text().unwrap().text, "pong");
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 2);
+
+    // Now the refresh token is rejected too: the call answers with a fresh authorize URL, once, without looping.
+    *valid.lock().unwrap() = "nothing-valid".into();
+    stub.revoked.store(true, Ordering::SeqCst);
+    let Err(agent_discover::error::Error::AuthRequired {
+        auth_url: fresh, ..
+    }) = call(app.clone()).await
+    else {
+        panic!("a rejected refresh token must ask for authorization")
+    };
+    assert_ne!(fresh, auth_url);
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 3);
+    let status = app.auth_status("tiny").unwrap();
+    assert_eq!(status.state, "authenticating");
+    assert_eq!(status.auth_url.as_deref(), Some(fresh.as_str()));
+    app.proxy.shutdown().await;
 }

@@ -372,7 +372,11 @@ impl OAuth {
     /// credentials grant when the server is set up for it. `None` when there is none (the server's 401 then starts
     /// an authorization).
     pub async fn access_token(&self, server: &Server) -> Result<Option<String>> {
-        let tokens = self.tokens(server.id)?;
+        // Tokens issued for another resource (the server's URL changed since) are never sent.
+        let url = server_url(server)?;
+        let tokens = self
+            .tokens(server.id)?
+            .filter(|t| discovery::resource_matches(&t.resource, &url));
         match tokens {
             Some(t) if !expiring(&t) => Ok(Some(t.access_token)),
             Some(t) => self.refresh(server, &t.access_token).await,

@@ -221,7 +221,12 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     .await
     .unwrap();
     assert!(added.status.success(), "{added:?}");
-    let trace = [("AGENT_DISCOVER_LOG", "trace".to_owned())];
+    // Trace level for agent-discover and the crates that carry the token (rmcp's client, reqwest); the HTTP
+    // machinery's own trace lines (connection pools, frames) would only slow the run down.
+    let trace = [(
+        "AGENT_DISCOVER_LOG",
+        "agent_discover=trace,rmcp=trace,reqwest=trace,info".to_owned(),
+    )];
     let served = crate::http::serve_env(dir.path(), &[], &trace).await;
     let base = served.url.clone();
     let http = reqwest::Client::builder()

@@ -863,21 +863,26 @@ impl Served {
     }
 
     /// SIGTERM, then it must exit cleanly and promptly (open WebSockets and MCP streams included).
-    pub(crate) async fn stop(mut self) {
+    pub(crate) async fn stop(self) {
+        self.stop_within(Duration::from_secs(10)).await
+    }
+
+    /// SIGTERM, then it must exit cleanly within `limit`.
+    pub(crate) async fn stop_within(mut self, limit: Duration) {
         let pid = self.child.id().expect("running") as i32;
         // SAFETY: kill on a pid we spawned and have not reaped.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+        let status = tokio::time::timeout(limit, self.child.wait())
             .await
-            .expect("serve did not stop within 10 s of SIGTERM")
+            .unwrap_or_else(|_| panic!("serve did not stop within {limit:?} of SIGTERM"))
             .expect("wait");
         assert!(status.success(), "serve exited with {status}");
     }
 
-    /// Like [`Served::stop`], returning every stderr line it wrote.
-    pub(crate) async fn stop_keeping_log(self) -> Vec<String> {
+    /// Like [`Served::stop_within`], returning every stderr line it wrote.
+    pub(crate) async fn stop_keeping_log(self, limit: Duration) -> Vec<String> {
         let lines = self.stderr.clone();
-        self.stop().await;
+        self.stop_within(limit).await;
         lines.lock().unwrap().clone()
     }
 

@@ -370,7 +370,10 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     let id = app.registry.get("sdk").unwrap().id;
     let tokens = app.oauth.tokens(id).unwrap().expect("tokens stored");
     drop(app);
-    served.stop_keeping_log().await.iter().for_each(|l| {
+    // Stopped before the process, so the exit below is not timed together with closing the remote session. The
+    // exit gets 30 s: on a loaded 2-core machine (the whole suite with the browser test) it took over 10 s.
+    deactivate(&http, &base).await;
+    served.stop_keeping_log(STOP).await.iter().for_each(|l| {
         assert!(!l.contains(&tokens.access_token), "token logged: {l}");
     });
     let files = all_files_bytes(dir.path());
@@ -502,7 +505,20 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
         .expect("auth did not finish within 30 s of the callback")
         .unwrap();
     assert!(status.success(), "{status}");
-    served.stop().await;
+    deactivate(&http, &served.url).await;
+    served.stop_within(STOP).await;
+}
+
+/// How long `serve` gets to exit after SIGTERM in these tests (see above).
+const STOP: Duration = Duration::from_secs(30);
+
+async fn deactivate(http: &reqwest::Client, base: &str) {
+    let r = http
+        .post(format!("{base}/api/servers/sdk/deactivate"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
 }
 
 // ---------- tokens against a stub authorization server: refresh, concurrency, revocation ----------

@@ -17,6 +17,16 @@ if ! command -v chromium >/dev/null; then
   fi
 fi
 
+# curl: scripts/conformance-client.sh follows the authorize URLs of the OAuth conformance scenarios with it.
+if ! command -v curl >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+  else
+    echo "error: the OAuth conformance test needs curl: run 'sudo apt-get install curl'" >&2
+    exit 1
+  fi
+fi
+
 # Python: the official MCP SDK (interop checks) and mcp-server-time (a real PyPI server).
 if [ ! -x "$cache/venv/bin/python" ]; then
   python3 -m venv "$cache/venv"

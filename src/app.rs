@@ -29,6 +29,8 @@ pub struct App {
     marketplace: std::sync::OnceLock<std::result::Result<crate::marketplace::Marketplace, String>>,
     /// Prometheus counters and latency histograms of proxied calls (fed by the proxy's call observer).
     pub telemetry: Arc<Telemetry>,
+    /// OAuth for remote servers: tokens, registrations, pending authorizations (`oauth/`, `authflow.rs`).
+    pub oauth: crate::oauth::OAuth,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -64,9 +66,11 @@ impl App {
             Some(p) => p.clone(),
             None => std::env::current_exe()?,
         };
+        let oauth = crate::oauth::OAuth::new(registry.clone(), secrets.clone(), events.clone());
         let proxy = Proxy::new(
             registry.clone(),
             secrets.clone(),
+            oauth.clone(),
             events.clone(),
             calllog.clone(),
             config.timeouts,
@@ -93,6 +97,7 @@ impl App {
             prereqs,
             marketplace,
             telemetry,
+            oauth,
         }))
     }
 
@@ -132,6 +137,7 @@ impl App {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per find_tool answer, returned once
 pub enum FindOutcome {
     Found {
         found: bool,
@@ -148,6 +154,9 @@ pub enum FindOutcome {
         server_status: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         activation_error: Option<String>,
+        /// The server waits for an OAuth authorization: a person opens this URL (`agent-discover auth SERVER`).
+        #[serde(rename = "authUrl", skip_serializing_if = "Option::is_none")]
+        auth_url: Option<String>,
         other_matches: Vec<serde_json::Value>,
         /// False for a catalog entry: a marketplace server introspected but not installed.
         installed: bool,
@@ -274,6 +283,11 @@ impl App {
         let (required_args, optional_count) =
             crate::search::compact_schema(&best.tool.input_schema);
         let mut activation_error = None;
+        let mut auth_url = self
+            .registry
+            .get(&best.tool.server)
+            .ok()
+            .and_then(|s| self.oauth.auth_url(s.id));
         let next_step = if let Some(info) = &best_install {
             let secrets = info["required_secrets"]
                 .as_array()
@@ -298,6 +312,9 @@ impl App {
                     "call the tool `{call_as}` directly (its server is active), or use registry proxy_call with call_as `{call_as}`"
                 ),
                 Err(e) => {
+                    if let crate::error::Error::AuthRequired { auth_url: url, .. } = &e {
+                        auth_url = Some(url.clone());
+                    }
                     activation_error = Some(e.to_string());
                     format!(
                         "its server `{}` failed to start; fix that (see activation_error), then activate it",
@@ -344,6 +361,7 @@ impl App {
             next_step,
             server_status: self.proxy.state_of(&best.tool.server),
             activation_error,
+            auth_url,
             other_matches,
             installed: best_install.is_none(),
             install: best_install,

@@ -74,6 +74,11 @@ pub enum Error {
         server: String,
         error: rmcp::ErrorData,
     },
+    /// A remote server needs a person to authorize agent-discover (OAuth): `auth_url` is where.
+    #[error(
+        "server `{server}` needs authorization: open {auth_url} (or run `agent-discover auth {server}`)"
+    )]
+    AuthRequired { server: String, auth_url: String },
 }
 
 impl Error {
@@ -98,7 +103,7 @@ impl Error {
             Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
             Error::Upstream { .. } | Error::Child { .. } => ErrorCode::Upstream,
             Error::Timeout { .. } => ErrorCode::Timeout,
-            Error::Unavailable(_) => ErrorCode::Unavailable,
+            Error::Unavailable(_) | Error::AuthRequired { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -1,6 +1,7 @@
 //! agent-discover: an MCP server registry, marketplace and proxy. Modules in reading order, from the bottom layer up.
 
 pub mod app;
+pub mod authflow;
 pub mod calllog;
 pub mod cli;
 pub mod clientconfig;
@@ -19,6 +20,7 @@ pub mod introspect;
 pub mod marketplace;
 pub mod mcp;
 pub mod model;
+pub mod oauth;
 pub mod pinning;
 pub mod proxy;
 pub mod registry;

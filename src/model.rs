@@ -540,6 +540,9 @@ pub struct ServerSummary {
     #[serde(flatten)]
     pub server: Server,
     pub tool_count: i64,
+    /// Where a person authorizes agent-discover, while the server waits for it (OAuth, status `authenticating`).
+    #[serde(rename = "authUrl", skip_serializing_if = "Option::is_none")]
+    pub auth_url: Option<String>,
 }
 
 #[cfg(test)]

@@ -122,7 +122,15 @@ impl Registry {
                 ),
             ));
         }
-        self.store.list_servers(filter)
+        let mut rows = self.store.list_servers(filter)?;
+        // Servers waiting for an OAuth authorization show where to give it.
+        let urls = self.store.pending_auth_urls()?;
+        if !urls.is_empty() {
+            for r in &mut rows {
+                r.auth_url = urls.get(&r.server.id).cloned();
+            }
+        }
+        Ok(rows)
     }
 
     pub fn tools(&self, server_id: i64) -> Result<Vec<ToolRecord>> {

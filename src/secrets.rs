@@ -81,20 +81,7 @@ impl Secrets {
             ));
         }
         let server = self.registry.get(server)?;
-        let nonce = XNonce::generate();
-        let aad = aad(server.id, key);
-        let sealed = self
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: value.as_bytes(),
-                    aad: aad.as_bytes(),
-                },
-            )
-            .map_err(|_| Error::Internal("secret encryption failed".into()))?;
-        let mut blob = nonce.to_vec();
-        blob.extend_from_slice(&sealed);
+        let blob = self.seal_bytes(&aad(server.id, key), value.as_bytes())?;
         self.registry.store().upsert_secret(server.id, key, &blob)?;
         self.events
             .emit(Event::SecretsChanged { name: server.name });
@@ -149,14 +136,38 @@ impl Secrets {
                 "secret `{key}` cannot be decrypted (was {KEY_FILE} replaced?); set it again"
             ))
         };
+        let clear = self
+            .open_bytes(&aad(server_id, key), blob)
+            .ok_or_else(unreadable)?;
+        String::from_utf8(clear).map_err(|_| unreadable())
+    }
+
+    /// Encrypts `value` bound to `aad` (nonce first). For records other modules keep (OAuth tokens, registrations).
+    pub fn seal_bytes(&self, aad: &str, value: &[u8]) -> Result<Vec<u8>> {
+        let nonce = XNonce::generate();
+        let sealed = self
+            .cipher
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: value,
+                    aad: aad.as_bytes(),
+                },
+            )
+            .map_err(|_| Error::Internal("secret encryption failed".into()))?;
+        let mut blob = nonce.to_vec();
+        blob.extend_from_slice(&sealed);
+        Ok(blob)
+    }
+
+    /// Decrypts what [`Secrets::seal_bytes`] sealed with the same `aad`; `None` when it does not open.
+    pub fn open_bytes(&self, aad: &str, blob: &[u8]) -> Option<Vec<u8>> {
         if blob.len() < NONCE_LEN {
-            return Err(unreadable());
+            return None;
         }
         let (nonce, sealed) = blob.split_at(NONCE_LEN);
-        let nonce = XNonce::try_from(nonce).map_err(|_| unreadable())?;
-        let aad = aad(server_id, key);
-        let clear = self
-            .cipher
+        let nonce = XNonce::try_from(nonce).ok()?;
+        self.cipher
             .decrypt(
                 &nonce,
                 Payload {
@@ -164,9 +175,16 @@ impl Secrets {
                     aad: aad.as_bytes(),
                 },
             )
-            .map_err(|_| unreadable())?;
-        String::from_utf8(clear).map_err(|_| unreadable())
+            .ok()
     }
+}
+
+/// 32 bytes from the operating system's random source (PKCE verifiers, OAuth `state`).
+pub fn random_bytes() -> [u8; 32] {
+    let key = Key::<XChaCha20Poly1305>::generate();
+    let mut out = [0u8; 32];
+    out.copy_from_slice(key.as_slice());
+    out
 }
 
 /// Binds a ciphertext to its row, so a value copied to another server or key does not decrypt.

@@ -165,6 +165,7 @@ function applySnapshot(msg) {
 
 function statusOf(s) {
   const child = state.children.get(s.name);
+  if (s.authUrl) return ['authenticating', 'elsewhere'];
   if (child && child.status === 'error') return ['error', 'error'];
   if (s.running) return ['running', 'running'];
   if (s.active) return ['active in another process', 'elsewhere'];
@@ -220,6 +221,8 @@ function fill(card, s) {
     s.running
       ? h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => deactivate(s)) }, 'Deactivate')
       : h('button', { type: 'button', class: 'primary', onclick: (e) => act(e.currentTarget, () => activate(s)) }, 'Activate'),
+    // A remote server waiting for OAuth: the person authorizes in a new tab; the callback comes back here.
+    ...(s.authUrl ? [h('a', { class: 'button primary', href: s.authUrl, target: '_blank', rel: 'noopener' }, 'Authorize')] : []),
     h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => checkHealth(s)) }, 'Check health'),
     h('button', { type: 'button', disabled: !s.tools.length, onclick: () => { state.testServer = s.name; state.testTool = ''; showTab('test'); } }, 'Test'),
     h('button', { type: 'button', class: 'danger ghost', onclick: (e) => act(e.currentTarget, () => remove(s)) }, 'Delete'),

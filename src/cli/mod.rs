@@ -14,6 +14,7 @@ use crate::app::App;
 use crate::config::Config;
 use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
+mod auth;
 mod configs;
 mod dashboard;
 mod introspect;
@@ -194,6 +195,11 @@ pub enum Command {
     /// The local embedding model behind semantic search: status, install (download now), remove.
     #[command(subcommand)]
     Model(model::ModelCommand),
+    /// Authorize agent-discover for a remote server (OAuth): prints the URL to open and waits for the callback
+    /// (listening on the redirect URI itself when no dashboard runs); `--finish` completes by hand, `--logout` forgets.
+    Auth(auth::AuthArgs),
+    /// Call any tool through the proxy (`SERVER__TOOL`) and print the result.
+    Call(auth::CallArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -647,7 +653,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     "version": env!("CARGO_PKG_VERSION"),
                     "db_path": app.config.db_path,
                     "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "tool_count": r.tool_count,
-                        "health_status": r.server.health_status, "last_error": r.server.last_error})).collect::<Vec<_>>(),
+                        "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url})).collect::<Vec<_>>(),
                     "metrics": metrics,
                     "search": app.search.status(),
                     "calls": calls,
@@ -666,6 +672,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rows.len(),
                 rows.iter().filter(|r| r.server.active).count()
             )?;
+            for r in rows.iter().filter(|r| r.auth_url.is_some()) {
+                writeln!(
+                    out,
+                    "  {:<24} authenticating: open {} (or `agent-discover auth {}`)",
+                    r.server.name,
+                    r.auth_url.as_deref().unwrap_or_default(),
+                    r.server.name
+                )?;
+            }
             for r in rows
                 .iter()
                 .filter(|r| r.server.active || r.server.last_error.is_some())
@@ -736,6 +751,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
         Command::Model(cmd) => model::run(cmd).await,
+        Command::Auth(args) => auth::auth(&app, args).await,
+        Command::Call(args) => auth::call(&app, args).await,
     }
 }
 

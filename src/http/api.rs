@@ -103,6 +103,7 @@ pub async fn get_server(
         running: s.app.proxy.is_active(&server.name),
         summary: ServerSummary {
             tool_count: tools.len() as i64,
+            auth_url: s.app.oauth.auth_url(server.id),
             server,
         },
         tools,
@@ -413,6 +414,9 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
         "active_count": children.len(),
         "servers": children,
         "flagged_active": flagged.iter().filter(|(_, a)| **a).map(|(n, _)| n).collect::<Vec<_>>(),
+        "authenticating": s.app.registry.list(&ListFilter::default())?.into_iter().filter_map(|r| {
+            r.auth_url.map(|u| json!({"name": r.server.name, "state": "authenticating", "authUrl": u}))
+        }).collect::<Vec<_>>(),
         "calls": {"logged": logged},
         "metrics": store.metrics_overview()?,
         "search": s.app.search.status(),

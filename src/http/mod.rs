@@ -13,6 +13,7 @@ mod api;
 mod assets;
 mod error;
 mod introspect;
+mod oauth;
 mod openapi;
 mod pins;
 pub mod security;
@@ -37,6 +38,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{ApiError, status_of};
+pub use oauth::serve_callback;
 pub use security::Security;
 
 use crate::app::App;
@@ -159,6 +161,11 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/introspections", "Batch introspection results: the latest record per package and the count per category", introspect::list)
             .query(&[("category", "only this category (ok, ok_zero_tools, install_failed, needs_credentials, ...)")])
             .returns(200, "Introspections"),
+        op(M::GET, "/api/servers/{id}/auth", "A remote server's OAuth authorization (tokens masked)", oauth::status).returns(200, "Object"),
+        op(M::POST, "/api/servers/{id}/auth", "Connect a remote server, authorizing first when it asks (answers authUrl)", oauth::start).returns(200, "Object"),
+        op(M::POST, "/api/servers/{id}/auth/finish", "Complete a waiting authorization with the callback URL or code", oauth::finish).body("AuthFinish").returns(200, "Object"),
+        op(M::POST, "/api/servers/{id}/reauthorize", "Start a new authorization; the old tokens serve until it completes", oauth::reauthorize).returns(200, "Object"),
+        op(M::GET, "/oauth/callback/{server}", "OAuth redirect target: completes the authorization and shows a page", oauth::callback).returns(200, "Html"),
     ]
 }
 
@@ -242,6 +249,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let cancel = CancellationToken::new();
+    // Redirect URIs point at this listener (unless a public URL is configured).
+    if let Ok(addr) = listener.local_addr() {
+        app.oauth.set_listener(addr);
+    }
     let router = router_with(app, security, mode, &cancel);
     let stop = cancel.clone();
     let server = axum::serve(listener, router)

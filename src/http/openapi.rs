@@ -62,6 +62,7 @@ pub fn document(ops: &[Op]) -> Value {
         let (status, schema) = op.returns;
         let content_type = match schema {
             "PrometheusText" => "text/plain",
+            "Html" => "text/html",
             _ => "application/json",
         };
         let mut responses = Map::new();
@@ -204,6 +205,9 @@ fn market_schemas_and_service() -> Value {
         "Prereqs": {"type": "object", "properties": {"npx": {"type": "boolean"}, "uvx": {"type": "boolean"}, "uv": {"type": "boolean"}, "docker": {"type": "boolean"},
             "versions": {"type": "object", "additionalProperties": {"type": ["string", "null"]}}}},
         "PrometheusText": {"type": "string", "description": "Prometheus text exposition format 0.0.4"},
+        "Html": {"type": "string", "description": "an HTML page"},
+        "AuthFinish": {"type": "object", "required": ["callback"], "properties": {
+            "callback": {"type": "string", "description": "the URL the authorization server redirected to, its query, or the code it showed"}}},
         "WebSocketStream": {"type": "object", "description": "server messages: {type:'state', seq, version, servers, active} on connect and after every change \
             (seq grows by one per new snapshot); {type:'log_entry', entry}; {type:'logs_cleared'}; {type:'error', error}. Client message: {type:'refresh'}."},
     })

@@ -142,7 +142,9 @@ pub(crate) async fn guard(State(sec): State<Arc<Security>>, req: Request, next: 
     if let Err(e) = sec.check_headers(req.headers()) {
         return e.into_response();
     }
-    if sec.token_required() {
+    // The OAuth redirect target carries no token (the authorization server sends the browser there); its `state`
+    // must match the authorization in progress.
+    if sec.token_required() && !req.uri().path().starts_with("/oauth/callback/") {
         // `GET /?token=…` from the printed URL: check it, keep it as a cookie, and drop it from the address bar.
         let from_url = (req.method() == Method::GET && req.uri().path() == "/")
             .then(|| query_token(req.uri().query()))

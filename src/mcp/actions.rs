@@ -207,6 +207,23 @@ pub enum Action {
         #[schemars(length(max = 64))]
         deny: Option<Vec<String>>,
     },
+    /// Completes a remote server's waiting OAuth authorization with the URL the browser was sent back to (or the
+    /// code the authorization server showed), then connects it.
+    FinishAuth {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// The callback URL (or its query, or the code)
+        #[schemars(length(min = 1))]
+        callback: String,
+    },
+    /// Starts a new OAuth authorization of a remote server (answers `authUrl`); its tokens and tools keep serving
+    /// until the new authorization completes.
+    Reauthorize {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
 }
 
 /// A problem with the arguments of a `registry` call: what is wrong and which argument (if one is to blame).

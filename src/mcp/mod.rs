@@ -377,18 +377,23 @@ pub(crate) async fn proxy_call(
     args: Option<serde_json::Map<String, serde_json::Value>>,
     caller: Caller,
 ) -> Result<CallToolResult, McpError> {
+    let peer = caller.peer.clone();
     match app.proxy.call_tool(server, tool, args, caller).await {
         Ok(r) => Ok(r),
         Err(e) => {
+            if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
+                ask_to_authorize(peer, server, auth_url);
+            }
             let kind = match &e {
                 Error::Timeout { .. } => "timeout",
                 Error::ToolChanged { .. } => "tool_changed",
                 Error::NotFound { .. } => "tool_not_found",
                 Error::Unavailable(_) => "server_unavailable",
                 Error::Child { .. } => "server_error",
+                Error::AuthRequired { .. } => "auth_unavailable",
                 _ => "transport_error",
             };
-            let body = json!({
+            let mut body = json!({
                 "error": e.to_string(),
                 "code": e.code().as_str(),
                 "kind": kind,
@@ -396,11 +401,39 @@ pub(crate) async fn proxy_call(
                 "tool": tool,
                 "did_you_mean": app.proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
             });
+            if let Error::AuthRequired { auth_url, .. } = &e {
+                body["authUrl"] = json!(auth_url);
+            }
             Ok(CallToolResult::error(vec![ContentBlock::text(
                 body.to_string(),
             )]))
         }
     }
+}
+
+/// A client that supports URL-mode elicitation is sent the authorize URL of a server waiting for OAuth (in the
+/// background: the call's answer, with the same URL, does not wait for the person).
+fn ask_to_authorize(peer: rmcp::Peer<rmcp::RoleServer>, server: &str, url: &str) {
+    let supports_url = peer.peer_info().is_some_and(|i| {
+        i.capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.url.is_some())
+    });
+    if !supports_url {
+        return;
+    }
+    let params = rmcp::model::ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message: format!("Authorize agent-discover to use the server `{server}`"),
+        url: url.to_owned(),
+        elicitation_id: format!("auth-{server}-{}", crate::oauth::now_secs()),
+    };
+    tokio::spawn(async move {
+        if let Err(e) = peer.create_elicitation(params).await {
+            tracing::debug!(error = %e, "the client did not take the authorization URL");
+        }
+    });
 }
 
 /// Request methods this server answers; one of them only arrives as a custom request when its params are malformed.

@@ -50,6 +50,7 @@ fn base_definition() -> Tool {
          per-server secrets (masked). status: what is running. apply_config: import an MCP client's config (config+format, \
          or path). tools_pending/tool_diff/approve_tools: tools withheld \
          because their definition changed since approval (rug-pull defence). tool_filter: a server's allow/deny patterns. \
+         finish_auth/reauthorize: a remote server's OAuth authorization (a server waiting for one shows authUrl). \
          Pass `action` plus that action's arguments.",
         Arc::new(actions::tool_schema()),
     )
@@ -100,7 +101,13 @@ fn failure_result(f: Failure) -> CallToolResult {
             json!({"error": e.to_string(), "code": e.code().as_str(), "field": blamed_field(&e)}),
         ),
         Failure::Domain(e) => {
-            error_result(json!({"error": e.to_string(), "code": e.code().as_str()}))
+            let mut body = json!({"error": e.to_string(), "code": e.code().as_str()});
+            // A server waiting for OAuth: where a person authorizes it.
+            if let Error::AuthRequired { auth_url, .. } = &e {
+                body["kind"] = json!("auth_unavailable");
+                body["authUrl"] = json!(auth_url);
+            }
+            error_result(body)
         }
     }
 }
@@ -273,6 +280,16 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             };
             Ok(json!({"name": name, "allow": filter.allow, "deny": filter.deny}))
         }
+        Action::FinishAuth { name, callback } => app
+            .finish_auth(&server_name(name)?, &callback)
+            .await
+            .map(|o| serde_json::to_value(o).unwrap_or_default())
+            .map_err(Into::into),
+        Action::Reauthorize { name } => app
+            .reauthorize(&server_name(name)?)
+            .await
+            .map(|o| serde_json::to_value(o).unwrap_or_default())
+            .map_err(Into::into),
         Action::FindTool {
             query,
             limit,

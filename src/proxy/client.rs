@@ -9,6 +9,7 @@ use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 
 use super::Inner;
 
+#[derive(Clone)]
 pub struct ChildClient {
     pub(super) proxy: Weak<Inner>,
     pub(super) server: String,

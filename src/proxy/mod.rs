@@ -97,6 +97,7 @@ impl std::fmt::Debug for Proxy {
 pub(crate) struct Inner {
     registry: Registry,
     secrets: Secrets,
+    oauth: crate::oauth::OAuth,
     events: EventBus,
     calllog: Arc<CallLog>,
     timeouts: Timeouts,
@@ -173,12 +174,15 @@ struct Child {
     started_at: String,
     failures: u32,
     call_timeout: Duration,
+    /// The server's OAuth session (Streamable HTTP servers without a configured Authorization header).
+    auth: Option<Arc<crate::oauth::Session>>,
 }
 
 impl Proxy {
     pub fn new(
         registry: Registry,
         secrets: Secrets,
+        oauth: crate::oauth::OAuth,
         events: EventBus,
         calllog: Arc<CallLog>,
         timeouts: Timeouts,
@@ -187,6 +191,7 @@ impl Proxy {
         let inner = Arc::new(Inner {
             registry: registry.clone(),
             secrets,
+            oauth,
             events,
             calllog,
             timeouts,
@@ -388,11 +393,36 @@ impl Proxy {
         caller: Caller,
     ) -> Result<CallToolResult> {
         let started = Instant::now();
-        let child = self.inner.ready_child(server).await?;
+        let child = match self.inner.ready_child(server).await {
+            Ok(c) => c,
+            // Not running because it waits for an OAuth authorization: say where to give it.
+            Err(e) => {
+                let waiting = self
+                    .inner
+                    .registry
+                    .get(server)
+                    .ok()
+                    .and_then(|s| self.inner.oauth.auth_url(s.id));
+                return Err(match waiting {
+                    Some(auth_url) => Error::AuthRequired {
+                        server: server.to_owned(),
+                        auth_url,
+                    },
+                    None => e,
+                });
+            }
+        };
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
             self.tool_missing(&child, tool).await?;
         }
-        let res = self.inner.call(&child, tool, args.clone(), &caller).await;
+        let mut res = self.inner.call(&child, tool, args.clone(), &caller).await;
+        if let (Err(_), Some(session)) = (&res, &child.auth)
+            && let Err(e) = res
+        {
+            // A 401 (the token is gone) or 403 insufficient_scope: start the authorization, answer with its URL.
+            let server = self.inner.registry.get_by_id(child.server_id)?;
+            res = Err(self.inner.auth_failure(&server, Some(session), e).await);
+        }
         let latency = started.elapsed();
         let (ok, text) = match &res {
             Ok(r) => (

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt};
 use tokio::sync::watch;
 
 use super::client::ChildClient;
@@ -52,6 +53,7 @@ impl Inner {
             ms: timeout.as_millis() as u64,
         };
 
+        let mut auth = None;
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
                 let command = server.command.as_deref().ok_or_else(|| {
@@ -129,15 +131,80 @@ impl Inner {
                         .map_err(|e| Error::invalid("headers", e.to_string()))?;
                     headers.insert(name, value);
                 }
-                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    reqwest::Client::new(),
-                    config,
-                );
-                let service = tokio::time::timeout(timeout, handler.serve(transport))
-                    .await
-                    .map_err(|_| timed_out("activation (initialize)"))?
-                    .map_err(|e| upstream(format!("initialize failed: {e}")))?;
+                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers.clone());
+                // OAuth unless the server is configured with its own Authorization header.
+                let plain = headers.contains_key(&http::header::AUTHORIZATION);
+                if !plain {
+                    auth = Some(crate::oauth::Session::new(
+                        self.oauth.clone(),
+                        server.clone(),
+                    ));
+                }
+                let deadline = tokio::time::Instant::now() + timeout;
+                let connect = |handler: ChildClient, mode: Option<ClientLifecycleMode>| {
+                    let config = config.clone();
+                    let session = auth.clone();
+                    async move {
+                        let run = async move {
+                            match (session, mode) {
+                                (None, None) => handler
+                                    .serve(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            reqwest::Client::new(),
+                                            config,
+                                        ),
+                                    )
+                                    .await,
+                                (None, Some(m)) => handler
+                                    .serve_with_lifecycle(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            reqwest::Client::new(),
+                                            config,
+                                        ),
+                                        m,
+                                    )
+                                    .await,
+                                (Some(s), None) => handler
+                                    .serve(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            crate::oauth::AuthedClient::new(s),
+                                            config,
+                                        ),
+                                    )
+                                    .await,
+                                (Some(s), Some(m)) => handler
+                                    .serve_with_lifecycle(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            crate::oauth::AuthedClient::new(s),
+                                            config,
+                                        ),
+                                        m,
+                                    )
+                                    .await,
+                            }
+                        };
+                        tokio::time::timeout_at(deadline, run).await
+                    }
+                };
+                let mut service = connect(handler.clone(), None).await;
+                // A server of the 2026-07-28 revision only (no `initialize`): connect again with `server/discover`.
+                if let Ok(Err(ClientInitializeError::JsonRpcError(e))) = &service
+                    && [-32601, -32602, -32020].contains(&e.code.0)
+                {
+                    tracing::debug!(server = %server.name, error = %e.message, "initialize refused; trying server/discover");
+                    let mode = ClientLifecycleMode::Discover {
+                        preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST],
+                    };
+                    service = connect(handler.clone(), Some(mode)).await;
+                }
+                let service = match service {
+                    Err(_) => return Err(timed_out("activation (initialize)")),
+                    Ok(Err(e)) => {
+                        let e = upstream(format!("initialize failed: {e}"));
+                        return Err(self.auth_failure(server, auth.as_deref(), e).await);
+                    }
+                    Ok(Ok(s)) => s,
+                };
                 (service, None, 0, None)
             }
             Transport::Sse => {
@@ -175,8 +242,9 @@ impl Inner {
             Ok(Ok(t)) => self.registry.gate_tools(server.id, &server.name, t),
             Ok(Err(e)) => {
                 spawn::kill_group(pgid);
+                let e = upstream(format!("tools/list failed: {e}"));
                 return Err(with_stderr(
-                    upstream(format!("tools/list failed: {e}")),
+                    self.auth_failure(server, auth.as_deref(), e).await,
                     &stderr,
                 ));
             }
@@ -202,10 +270,37 @@ impl Inner {
             started_at,
             failures,
             call_timeout,
+            auth,
         });
         // A log level a client set before this child started applies to it too.
         self.apply_log_level(&child).await;
         Ok(child)
+    }
+}
+
+impl Inner {
+    /// A request failed: when the server asked for authorization (401) or more scope (403), starts the
+    /// authorization and answers with its URL instead of `err`.
+    pub(super) async fn auth_failure(
+        &self,
+        server: &Server,
+        session: Option<&crate::oauth::Session>,
+        err: Error,
+    ) -> Error {
+        let Some((status, challenge)) = session.and_then(|s| s.take_challenge()) else {
+            return err;
+        };
+        let step_up = status == 403;
+        if step_up && challenge.error.as_deref() != Some("insufficient_scope") {
+            return err;
+        }
+        match self.oauth.begin(server, Some(&challenge), step_up).await {
+            Ok(auth_url) => Error::AuthRequired {
+                server: server.name.clone(),
+                auth_url,
+            },
+            Err(e) => e,
+        }
     }
 }
 

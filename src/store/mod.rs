@@ -6,6 +6,7 @@
 mod bm25;
 mod introspect;
 pub mod market_cache;
+mod oauth;
 mod pins;
 mod schema;
 mod search;

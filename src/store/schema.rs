@@ -163,6 +163,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX introspections_category ON introspections(category);
     CREATE INDEX introspections_server ON introspections(server_id);
     "#,
+    // Issue 11 (OAuth): per-server OAuth records, each encrypted like a secret (AAD binds it to server and kind):
+    // `tokens`, `client` (a registration, bound to its issuer) and `pending` (an authorization in progress, whose
+    // authorize URL is also kept in clear to be shown).
+    r#"
+    CREATE TABLE server_oauth (
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        value BLOB NOT NULL,
+        auth_url TEXT,
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        PRIMARY KEY (server_id, kind)
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

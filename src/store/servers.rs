@@ -202,6 +202,7 @@ impl Store {
                 Ok(ServerSummary {
                     server: server_from_row(r)?,
                     tool_count: r.get(26)?,
+                    auth_url: None,
                 })
             },
         )?;

@@ -858,20 +858,32 @@ pub(crate) async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]
 }
 
 impl Served {
-    fn ws_url(&self) -> String {
+    pub(crate) fn ws_url(&self) -> String {
         format!("{}/ws", self.url.replacen("http://", "ws://", 1))
     }
 
     /// SIGTERM, then it must exit cleanly and promptly (open WebSockets and MCP streams included).
-    pub(crate) async fn stop(mut self) {
+    pub(crate) async fn stop(self) {
+        self.stop_within(Duration::from_secs(10)).await
+    }
+
+    /// SIGTERM, then it must exit cleanly within `limit`.
+    pub(crate) async fn stop_within(mut self, limit: Duration) {
         let pid = self.child.id().expect("running") as i32;
         // SAFETY: kill on a pid we spawned and have not reaped.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+        let status = tokio::time::timeout(limit, self.child.wait())
             .await
-            .expect("serve did not stop within 10 s of SIGTERM")
+            .unwrap_or_else(|_| panic!("serve did not stop within {limit:?} of SIGTERM"))
             .expect("wait");
         assert!(status.success(), "serve exited with {status}");
+    }
+
+    /// Like [`Served::stop_within`], returning every stderr line it wrote.
+    pub(crate) async fn stop_keeping_log(self, limit: Duration) -> Vec<String> {
+        let lines = self.stderr.clone();
+        self.stop_within(limit).await;
+        lines.lock().unwrap().clone()
     }
 
     pub(crate) fn stderr_text(&self) -> String {
@@ -895,10 +907,13 @@ impl Served {
     }
 }
 
-type Ws =
+pub(crate) type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn ws_connect(url: &str, headers: &[(&str, &str)]) -> Result<Ws, tungstenite::Error> {
+pub(crate) async fn ws_connect(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> Result<Ws, tungstenite::Error> {
     use tungstenite::client::IntoClientRequest;
     let mut req = url.into_client_request().unwrap();
     for (k, v) in headers {
@@ -913,7 +928,11 @@ async fn ws_connect(url: &str, headers: &[(&str, &str)]) -> Result<Ws, tungsteni
 }
 
 /// The next JSON message that satisfies `pred`, within `limit`.
-async fn next_message(ws: &mut Ws, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn next_message(
+    ws: &mut Ws,
+    limit: Duration,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + limit;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -938,7 +957,7 @@ fn server_in<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
         .find(|s| s["name"] == name)
 }
 
-async fn mcp_client(url: &str, token: Option<&str>) -> harness::Agent {
+pub(crate) async fn mcp_client(url: &str, token: Option<&str>) -> harness::Agent {
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"));
     if let Some(t) = token {
         config = config.auth_header(t);

@@ -30,3 +30,5 @@ mod integrity;
 mod introspect;
 // Issue 13: the embedding model downloaded by agent-discover itself, against a stub index and file server.
 mod model;
+// Issue 11 OAuth: the conformance suite's client authorization scenarios, and end to end against the TypeScript SDK.
+mod oauth;

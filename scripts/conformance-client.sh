@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The client command the MCP conformance suite runs (`conformance client --command "scripts/conformance-client.sh"`),
+# with the server URL appended: registers the server in a temporary data dir, authorizes headlessly (the suite's
+# authorization endpoint redirects straight to the redirect URI with a code, so fetching the authorize URL completes
+# it), lists the tools and calls each one. Scenario settings come from MCP_CONFORMANCE_SCENARIO and
+# MCP_CONFORMANCE_CONTEXT (a pre-registered client, client credentials).
+#
+# AGENT_DISCOVER_BIN names the binary (default: target/debug/agent-discover next to this script).
+set -euo pipefail
+
+url="${*: -1}"
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="${AGENT_DISCOVER_BIN:-$here/../target/debug/agent-discover}"
+data="$(mktemp -d)"
+trap 'rm -rf "$data"' EXIT
+export AGENT_DISCOVER_DATA_DIR="$data" AGENT_DISCOVER_DASHBOARD=off
+# A free loopback port for the redirect URI, the same for every command of this run.
+AGENT_DISCOVER_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+export AGENT_DISCOVER_PORT
+name=conformance
+scenario="${MCP_CONFORMANCE_SCENARIO:-}"
+
+ctx() { # a field of MCP_CONFORMANCE_CONTEXT, or nothing
+  python3 -c 'import json, os, sys; v = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}").get(sys.argv[1]); print(v if isinstance(v, str) else "")' "$1"
+}
+
+env_args=(--env "OAUTH_CLIENT_METADATA_URL=https://conformance-test.local/client-metadata.json")
+case "$scenario" in
+  auth/client-credentials-*) env_args+=(--env "OAUTH_GRANT=client_credentials") ;;
+esac
+"$bin" add "$name" --transport streamable-http --url "$url" "${env_args[@]}" >/dev/null
+client_id="$(ctx client_id)"
+client_secret="$(ctx client_secret)"
+[ -n "$client_id" ] && printf '%s' "$client_id" | "$bin" secrets set "$name" OAUTH_CLIENT_ID
+[ -n "$client_secret" ] && printf '%s' "$client_secret" | "$bin" secrets set "$name" OAUTH_CLIENT_SECRET
+
+# `auth` prints each authorize URL on stdout and listens for the callback; following the URL completes it.
+authorize() {
+  coproc AUTH { "$bin" auth "$name"; }
+  local pid=$AUTH_PID line
+  while IFS= read -r line <&"${AUTH[0]}"; do
+    curl -sS -L -o /dev/null "$line" || true
+  done
+  wait "$pid"
+}
+
+# Calls a tool; when the server asks for (more) authorization, authorizes and tries again.
+call() {
+  local tool=$1 out attempt
+  for attempt in 1 2 3 4; do
+    if out="$("$bin" call "${name}__${tool}" --args '{}' 2>&1)"; then
+      printf '%s\n' "$out"
+      return 0
+    fi
+    if ! grep -q "needs authorization" <<<"$out"; then
+      printf '%s\n' "$out" >&2
+      return 1
+    fi
+    authorize
+  done
+  return 1
+}
+
+authorize
+tools="$("$bin" show "$name" --json | python3 -c 'import json, sys; [print(t["name"]) for t in json.load(sys.stdin)["tools"]]')"
+for tool in $tools; do
+  call "$tool"
+done

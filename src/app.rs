@@ -29,6 +29,8 @@ pub struct App {
     marketplace: std::sync::OnceLock<std::result::Result<crate::marketplace::Marketplace, String>>,
     /// Prometheus counters and latency histograms of proxied calls (fed by the proxy's call observer).
     pub telemetry: Arc<Telemetry>,
+    /// Serialises config changes (`add_server`, `apply_config`, `enable`, `disable`) in this process.
+    lifecycle: tokio::sync::Mutex<()>,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -93,7 +95,12 @@ impl App {
             prereqs,
             marketplace,
             telemetry,
+            lifecycle: tokio::sync::Mutex::new(()),
         }))
+    }
+
+    pub(crate) fn lifecycle_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.lifecycle
     }
 
     /// Which install tools (npx, uvx, uv, docker) this machine has, probed once per process.

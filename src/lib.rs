@@ -14,6 +14,7 @@ pub mod guard;
 pub mod health;
 pub mod http;
 pub mod install;
+pub mod lifecycle;
 pub mod marketplace;
 pub mod mcp;
 pub mod model;

@@ -301,12 +301,7 @@ pub(crate) async fn proxy_call(
     match app.proxy.call_tool(server, tool, args, caller).await {
         Ok(r) => Ok(r),
         Err(e) => {
-            let kind = match &e {
-                Error::Timeout { .. } => "timeout",
-                Error::NotFound { .. } => "tool_not_found",
-                Error::Unavailable(_) => "server_unavailable",
-                _ => "transport_error",
-            };
+            let kind = e.tool_error_kind().as_str();
             let body = json!({
                 "error": e.to_string(),
                 "code": e.code().as_str(),

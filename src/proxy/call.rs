@@ -121,6 +121,10 @@ impl Inner {
                 Ok(r)
             }
             Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
+            Err(rmcp::ServiceError::McpError(e)) => Err(Error::Server {
+                server: child.name.clone(),
+                message: e.message.to_string(),
+            }),
             Err(e) => Err(child.explain_failure(e.to_string()).await),
         }
     }

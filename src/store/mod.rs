@@ -4,6 +4,7 @@
 //! Nothing here knows about MCP, HTTP or child processes.
 
 mod bm25;
+pub mod lifecycle;
 pub mod market_cache;
 mod schema;
 mod search;

@@ -20,3 +20,5 @@ mod embed;
 mod http;
 // Client config files: clients, import, export, connect.
 mod clientconfig;
+// The McpRegistry lifecycle at the library level: add_server, apply_config per origin, restarts, statuses.
+mod lifecycle;

@@ -320,6 +320,58 @@ impl App {
     }
 }
 
+impl App {
+    /// Starts a server (if it is not running) and reports its state: `ready` with its tool count, `authenticating`
+    /// or `error`. An unknown or invalid name is an error.
+    pub async fn activate_server(&self, name: &str) -> Result<AddServerResult> {
+        self.registry.get(name)?;
+        Ok(match self.proxy.activate(name).await {
+            Ok(a) => AddServerResult {
+                id: name.to_owned(),
+                state: ServerState::Ready {
+                    tool_count: a.tools.len(),
+                },
+                change: None,
+            },
+            Err(e) => AddServerResult::from_error(name, &e),
+        })
+    }
+
+    /// Pauses a server: stops it if it runs here and marks it `disabled`, keeping its entry, secrets and tokens.
+    /// Nothing starts a disabled server (restore at start, `find_tool`, health checks) until [`App::enable`].
+    /// Returns false when it was disabled already (then nothing is written).
+    pub async fn disable(&self, name: &str) -> Result<bool> {
+        let _held = self.lifecycle_lock().lock().await;
+        let server = self.registry.get(name)?;
+        if server.status == ServerStatus::Disabled {
+            return Ok(false);
+        }
+        self.proxy
+            .deactivate_to(&server.name, ServerStatus::Disabled)
+            .await?;
+        Ok(true)
+    }
+
+    /// Restores a disabled server with its last configuration and starts it; reports like [`App::activate_server`].
+    pub async fn enable(&self, name: &str) -> Result<AddServerResult> {
+        let _held = self.lifecycle_lock().lock().await;
+        let server = self.registry.get(name)?;
+        if server.status == ServerStatus::Disabled {
+            // Straight to `connecting` (announced by the start), never through `stopped`.
+            self.registry.store().set_status(
+                server.id,
+                &crate::store::lifecycle::StatusChange {
+                    status: ServerStatus::Connecting,
+                    active: None,
+                    error: None,
+                    auth_url: None,
+                },
+            )?;
+        }
+        self.activate_server(&server.name).await
+    }
+}
+
 /// The state a stored row shows when no child of this process runs it.
 fn stored_state(s: &crate::model::Server, tool_count: usize) -> ServerState {
     match s.status {

@@ -466,5 +466,8 @@ fn a_5_mb_file_is_refused_before_it_is_read() {
     let path = dir.path().join(".mcp.json");
     std::fs::write(&path, vec![b' '; 5 * 1024 * 1024]).unwrap();
     let e = read(&path).unwrap_err().to_string();
-    assert!(e.contains(".mcp.json") && e.contains("over the limit"), "{e}");
+    assert!(
+        e.contains(".mcp.json") && e.contains("over the limit"),
+        "{e}"
+    );
 }

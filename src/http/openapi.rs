@@ -101,12 +101,33 @@ pub fn document(ops: &[Op]) -> Value {
 fn schemas() -> Value {
     // Split in parts: one `json!` this size exceeds the macro recursion limit.
     let mut all = Map::new();
-    for part in [core_schemas(), market_schemas_and_service()] {
+    for part in [
+        core_schemas(),
+        market_schemas_and_service(),
+        lifecycle_schemas(),
+    ] {
         if let Value::Object(m) = part {
             all.extend(m);
         }
     }
     Value::Object(all)
+}
+
+/// The McpRegistry lifecycle (seed 001): statuses and `AddServerResult`.
+fn lifecycle_schemas() -> Value {
+    let kind = json!({"type": "string", "enum": ["auth_unavailable", "transport_error", "timeout", "server_error", "tool_not_found"]});
+    json!({
+        "ServerStatus": {"type": "string", "enum": ["stopped", "connecting", "authenticating", "ready", "error", "disabled"]},
+        "McpToolError": {"type": "object", "required": ["kind", "message"], "properties": {
+            "kind": kind, "message": {"type": "string"}, "details": {"description": "e.g. {code}: agent-discover's error code"}}},
+        "AddServerResult": {"type": "object", "required": ["state", "id"], "properties": {
+            "state": {"type": "string", "enum": ["ready", "authenticating", "error", "stopped", "disabled"]},
+            "id": {"type": "string", "description": "the server's name"},
+            "toolCount": {"type": "integer", "description": "ready, stopped: tools listed (stopped: as last known)"},
+            "authUrl": {"type": "string", "description": "authenticating: where to send the user"},
+            "error": {"$ref": "#/components/schemas/McpToolError"},
+            "change": {"type": "string", "enum": ["added", "updated", "unchanged"], "description": "add_server / apply_config: what happened to the entry"}}},
+    })
 }
 
 fn core_schemas() -> Value {
@@ -140,7 +161,11 @@ fn core_schemas() -> Value {
             "health_status": {"type": "string", "enum": ["unknown", "healthy", "unhealthy"]}, "last_health_check": {"type": ["string", "null"]},
             "error_count": {"type": "integer"}, "last_error": {"type": ["string", "null"]},
             "activate_timeout_ms": {"type": ["integer", "null"]}, "call_timeout_ms": {"type": ["integer", "null"]},
-            "created_at": {"type": "string"}, "updated_at": {"type": "string"}}},
+            "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+            "origin": {"type": "string", "description": "`manual` or the client config file the server was applied from"},
+            "status": {"$ref": "#/components/schemas/ServerStatus"},
+            "auth_url": {"type": ["string", "null"], "description": "where to authorize, while authenticating"},
+            "error_kind": {"type": ["string", "null"], "description": "the kind of last_error, while in error"}}},
         "ServerList": {"type": "array", "items": {"allOf": [{"$ref": "#/components/schemas/Server"}, {"type": "object", "properties": {
             "tool_count": {"type": "integer"}, "running": {"type": "boolean", "description": "runs in this process"}}}]}},
         "Tool": {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "input_schema": {"type": "object"}}},

@@ -34,6 +34,8 @@ pub const ACTIONS: &[&str] = &[
     "list_secrets",
     "status",
     "apply_config",
+    "enable",
+    "disable",
 ];
 
 /// Arguments and the actions that use them; the schema only shows arguments of implemented actions.
@@ -71,8 +73,8 @@ fn parameters() -> Vec<(&'static str, Value, &'static [&'static str])> {
         ),
         (
             "name",
-            json!({"type": "string", "description": "[install/uninstall] Server name: 1-64 letters, digits, '.', '_' or '-'"}),
-            &["install", "uninstall"],
+            json!({"type": "string", "description": "[install/uninstall/activate/deactivate/enable/disable] Server name: 1-64 letters, digits, '.', '_' or '-'"}),
+            &["install", "uninstall", "enable", "disable"],
         ),
         (
             "command",
@@ -194,7 +196,20 @@ pub async fn call(app: &Arc<App>, args: Args, caller: Caller) -> Result<CallTool
         },
         "browse" => browse(app, &args).await,
         "uninstall" => uninstall(app, &args).await,
-        "activate" => activate(app, &args).await,
+        "activate" => {
+            let name = server_name(&args, "activate")?;
+            return activate(app, &name).await;
+        }
+        "enable" => {
+            let name = server_name(&args, "enable")?;
+            return lifecycle_result(app.enable(&name).await);
+        }
+        "disable" => {
+            let name = server_name(&args, "disable")?;
+            Ok(app.disable(&name).await.map(|changed| {
+                json!({"status": if changed { "disabled" } else { "already_disabled" }, "name": name})
+            }))
+        }
         "deactivate" => deactivate(app, &args).await,
         "proxy_call" => {
             let (server, tool) = target(app, &args, "proxy_call")?;
@@ -297,7 +312,7 @@ fn list(app: &App, a: &Args) -> Outcome {
                     let s = r.server;
                     json!({
                         "id": s.id, "name": s.name, "description": s.description, "source": s.source, "tags": s.tags,
-                        "installed": s.installed, "active": s.active, "transport": s.transport,
+                        "installed": s.installed, "active": s.active, "status": s.status, "origin": s.origin, "transport": s.transport,
                         "health_status": s.health_status, "last_health_check": s.last_health_check,
                         "error_count": s.error_count, "tool_count": r.tool_count,
                     })
@@ -375,15 +390,40 @@ async fn uninstall(app: &App, a: &Args) -> Outcome {
         .map(|()| json!({"status": "uninstalled", "name": name})))
 }
 
-async fn activate(app: &App, a: &Args) -> Outcome {
-    let name = server_name(a, "activate")?;
-    Ok(app.proxy.activate(&name).await.map(|act| {
-        json!({
+/// `activate`: an `AddServerResult`, plus (when ready) `status` and the tools as clients call them.
+async fn activate(app: &App, name: &str) -> Result<CallToolResult, McpError> {
+    if let Err(e) = app.registry.get(name) {
+        return map_error(e);
+    }
+    match app.proxy.activate(name).await {
+        Ok(act) => Ok(json_result(&json!({
+            "state": "ready",
+            "id": act.name,
+            "toolCount": act.tools.len(),
             "status": act.status,
             "name": act.name,
             "tools": act.tools.iter().map(|t| json!({"name": crate::proxy::names::expose(&act.name, &t.name), "description": t.description})).collect::<Vec<_>>(),
-        })
-    }))
+        }))),
+        Err(e) => lifecycle_result(Ok(crate::lifecycle::AddServerResult::from_error(name, &e))),
+    }
+}
+
+/// An `AddServerResult` (activate, enable): `isError` when its state is `error`. A running server's tools are listed
+/// with the names clients call them by.
+fn lifecycle_result(
+    r: crate::error::Result<crate::lifecycle::AddServerResult>,
+) -> Result<CallToolResult, McpError> {
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => return map_error(e),
+    };
+    let failed = matches!(r.state, crate::lifecycle::ServerState::Error { .. });
+    let value = serde_json::to_value(&r).unwrap_or_default();
+    let mut out = json_result(&value);
+    if failed {
+        out.is_error = Some(true);
+    }
+    Ok(out)
 }
 
 async fn deactivate(app: &App, a: &Args) -> Outcome {

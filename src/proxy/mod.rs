@@ -615,6 +615,11 @@ impl Proxy {
             };
         }
         let mut server = self.inner.registry.get(name)?;
+        if server.status == ServerStatus::Disabled {
+            return Err(Error::Unavailable(format!(
+                "server `{name}` is disabled; it is not started until it is enabled"
+            )));
+        }
         server.activate_timeout_ms = Some(ms.max(1));
         let child = self.inner.start(&server, 0).await?;
         let n = lock(&child.tools).len();

@@ -93,7 +93,10 @@ async fn apply_config_is_per_origin_idempotent_and_in_input_order() {
         ServerState::Error { error } => {
             assert_eq!(error.kind.as_str(), "server_error");
             assert!(error.message.contains("manual"), "{}", error.message);
-            assert_eq!(error.details, Some(json!({"code": "conflict", "origin": "manual"})));
+            assert_eq!(
+                error.details,
+                Some(json!({"code": "conflict", "origin": "manual"}))
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -113,7 +116,10 @@ async fn apply_config_is_per_origin_idempotent_and_in_input_order() {
         .collect();
     all.sort();
     assert_eq!(all, ["alpha", "hand", "other"]);
-    assert_eq!(app.registry.get("alpha").unwrap().args, fixture("alpha", 1).args);
+    assert_eq!(
+        app.registry.get("alpha").unwrap().args,
+        fixture("alpha", 1).args
+    );
 
     // Bad input changes nothing: a name given twice, an invalid spec, an empty origin.
     let err = app
@@ -127,11 +133,23 @@ async fn apply_config_is_per_origin_idempotent_and_in_input_order() {
         .apply_config(cursor, vec![fixture("gamma", 0), bad])
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Invalid { what: "command", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Invalid {
+                what: "command",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("beta"), "{err}");
     assert!(app.registry.get("gamma").is_err());
     assert!(app.apply_config(" ", vec![]).await.is_err());
-    assert_eq!(app.registry.get("alpha").unwrap().args, fixture("alpha", 1).args);
+    assert_eq!(
+        app.registry.get("alpha").unwrap().args,
+        fixture("alpha", 1).args
+    );
 
     // An empty set removes every server of that origin and nothing else.
     app.apply_config(cursor, vec![]).await.unwrap();
@@ -145,9 +163,12 @@ async fn a_changed_running_server_restarts_once_an_unchanged_one_keeps_its_child
     let dir = tempfile::tempdir().unwrap();
     let app = app_in(dir.path());
     let origin = "/work/.vscode/mcp.json";
-    app.apply_config(origin, vec![fixture("a", 0), fixture("b", 0), fixture("c", 0)])
-        .await
-        .unwrap();
+    app.apply_config(
+        origin,
+        vec![fixture("a", 0), fixture("b", 0), fixture("c", 0)],
+    )
+    .await
+    .unwrap();
     for n in ["a", "b", "c"] {
         app.proxy.activate(n).await.unwrap();
         assert_eq!(app.registry.get(n).unwrap().status, ServerStatus::Ready);
@@ -161,7 +182,10 @@ async fn a_changed_running_server_restarts_once_an_unchanged_one_keeps_its_child
     let mut description_only = fixture("a", 0);
     description_only.description = "same launch, new words".into();
     let results = app
-        .apply_config(origin, vec![fixture("b", 1), description_only, fixture("d", 0)])
+        .apply_config(
+            origin,
+            vec![fixture("b", 1), description_only, fixture("d", 0)],
+        )
         .await
         .unwrap();
     assert_eq!(names(&results), ["b", "a", "d"]);
@@ -197,12 +221,18 @@ async fn a_changed_running_server_restarts_once_an_unchanged_one_keeps_its_child
     let mut description_only = fixture("a", 0);
     description_only.description = "same launch, new words".into();
     let results = app
-        .apply_config(origin, vec![fixture("b", 1), description_only, fixture("d", 0)])
+        .apply_config(
+            origin,
+            vec![fixture("b", 1), description_only, fixture("d", 0)],
+        )
         .await
         .unwrap();
     assert_eq!(app.registry.store().total_changes(), writes);
     assert_eq!(drain(&mut events), 0);
-    assert_eq!((pid_of(&app, "a"), pid_of(&app, "b")), (Some(pa), Some(pb2)));
+    assert_eq!(
+        (pid_of(&app, "a"), pid_of(&app, "b")),
+        (Some(pa), Some(pb2))
+    );
     assert!(matches!(results[0].state, ServerState::Ready { .. }));
 
     // add_server: the same rules for one server.
@@ -248,7 +278,9 @@ impl Rng {
 async fn random_config_sequences_converge_to_the_last_and_reapplying_restarts_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_in(dir.path());
-    app.add_server(fixture("keeper", 0), "manual").await.unwrap();
+    app.add_server(fixture("keeper", 0), "manual")
+        .await
+        .unwrap();
     let origin = "/p/.mcp.json";
     let pool = ["s1", "s2", "s3", "s4"];
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
@@ -320,9 +352,16 @@ async fn random_config_sequences_converge_to_the_last_and_reapplying_restarts_no
         let mut events = app.events.subscribe("*");
         let again = app.apply_config(origin, specs.clone()).await.unwrap();
         assert!(again.iter().all(|r| r.change == Some(Change::Unchanged)));
-        assert_eq!(app.registry.store().total_changes(), writes, "round {round}");
+        assert_eq!(
+            app.registry.store().total_changes(),
+            writes,
+            "round {round}"
+        );
         assert_eq!(drain(&mut events), 0, "round {round}");
-        assert_eq!(pool.iter().map(|n| pid_of(&app, n)).collect::<Vec<_>>(), pids);
+        assert_eq!(
+            pool.iter().map(|n| pid_of(&app, n)).collect::<Vec<_>>(),
+            pids
+        );
 
         // Start some of them so the next round has running servers to keep or restart.
         for spec in &specs {
@@ -334,4 +373,71 @@ async fn random_config_sequences_converge_to_the_last_and_reapplying_restarts_no
     }
     assert!(seen.0 > 0 && seen.1 > 0 && seen.2 > 0, "{seen:?}");
     app.proxy.shutdown().await;
+}
+
+/// disable stops the child and keeps the entry (status `disabled`); nothing starts it (activate, restore at start,
+/// health checks) until enable, which starts it again with its last config and returns an `AddServerResult`.
+#[tokio::test]
+async fn disable_keeps_the_entry_and_blocks_every_start_until_enable() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_in(dir.path());
+    app.add_server(fixture("paused", 0), "manual")
+        .await
+        .unwrap();
+    app.proxy.activate("paused").await.unwrap();
+    let pid = pid_of(&app, "paused").unwrap();
+    app.secrets.set("paused", "TOKEN", "s3cret").unwrap();
+
+    assert!(app.disable("paused").await.unwrap());
+    assert!(!pid_alive(pid));
+    assert!(!app.proxy.is_active("paused"));
+    let row = app.registry.get("paused").unwrap();
+    assert_eq!(row.status, ServerStatus::Disabled);
+    assert!(!row.active);
+    assert_eq!(
+        app.secrets
+            .env_for(row.id)
+            .unwrap()
+            .get("TOKEN")
+            .map(String::as_str),
+        Some("s3cret")
+    );
+    // Disabling twice writes nothing.
+    let writes = app.registry.store().total_changes();
+    assert!(!app.disable("paused").await.unwrap());
+    assert_eq!(app.registry.store().total_changes(), writes);
+
+    // Nothing starts it: activate, a health check, a restart of the app (restore of active servers).
+    let err = app.proxy.activate("paused").await.unwrap_err();
+    assert!(err.to_string().contains("disabled"), "{err}");
+    let health = app.check_health("paused").await.unwrap();
+    assert!(health.error.unwrap().contains("disabled"));
+    assert!(!app.proxy.is_active("paused"));
+    assert!(
+        app.registry
+            .store()
+            .servers_to_restore()
+            .unwrap()
+            .is_empty()
+    );
+
+    // enable: started again with its last config.
+    let r = app.enable("paused").await.unwrap();
+    assert_eq!(r.id, "paused");
+    assert!(
+        matches!(r.state, ServerState::Ready { tool_count } if tool_count > 0),
+        "{r:?}"
+    );
+    assert_eq!(
+        app.registry.get("paused").unwrap().status,
+        ServerStatus::Ready
+    );
+    let again = pid_of(&app, "paused").unwrap();
+    assert_ne!(again, pid);
+    assert!(matches!(
+        app.disable("nope").await,
+        Err(Error::NotFound { .. })
+    ));
+    app.proxy.shutdown().await;
+    assert!(!pid_alive(again));
 }

@@ -59,7 +59,7 @@ impl App {
     pub fn open(config: Config) -> Result<Arc<App>> {
         let store = Store::open(&config.db_path)?;
         let events = EventBus::default();
-        let registry = Registry::new(store, events.clone());
+        let registry = Registry::new(store, events.clone()).with_pin_policy(config.pinning);
         let secrets = Secrets::open(&config.data_dir, registry.clone(), events.clone())?;
         let calllog = Arc::new(CallLog::new(config.log_retention_days, events.clone()));
         let guard_exe = match &config.guard_exe {
@@ -173,7 +173,16 @@ impl App {
         limit: usize,
         auto_activate: bool,
     ) -> Result<FindOutcome> {
-        let ranking = self.search.rank(query, limit.clamp(1, 50)).await?;
+        let mut ranking = self.search.rank(query, limit.clamp(1, 50)).await?;
+        // Stored tools of a stopped server may predate its filter: a filtered tool is never found.
+        let mut filters = std::collections::HashMap::new();
+        ranking.hits.retain(|h| {
+            filters
+                .entry(h.tool.server_id)
+                .or_insert_with(|| self.registry.tool_filter(h.tool.server_id).ok())
+                .as_ref()
+                .is_some_and(|f| f.allows(&h.tool.name))
+        });
         let top_score = ranking.hits.first().map(|h| h.score).unwrap_or(0.0);
         let Some(best) = ranking
             .hits

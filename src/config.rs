@@ -17,6 +17,8 @@ pub struct Config {
     pub log_retention_days: u32,
     /// The program that runs `child-guard` (see `guard`); `None` means this executable.
     pub guard_exe: Option<PathBuf>,
+    /// Whether unseen tools are approved on sight (`AGENT_DISCOVER_PIN_NEW_SERVERS`, `AGENT_DISCOVER_PIN_NEW_TOOLS`).
+    pub pinning: crate::pinning::Policy,
 }
 
 /// Default time limits (seed 000); a server may override activation and call limits.
@@ -74,6 +76,7 @@ impl Config {
             timeouts: Timeouts::default(),
             log_retention_days,
             guard_exe: None,
+            pinning: crate::pinning::Policy::from_env()?,
         })
     }
 
@@ -85,6 +88,7 @@ impl Config {
             timeouts: Timeouts::default(),
             log_retention_days: 30,
             guard_exe: None,
+            pinning: Default::default(),
         }
     }
 }

@@ -69,6 +69,11 @@ pub enum Error {
     Io(#[from] std::io::Error),
     #[error("internal error: {0}")]
     Internal(String),
+    /// A tool whose definition changed since it was approved (tool pinning); withheld until approved again.
+    #[error(
+        "tool `{tool}` of server `{server}` changed since it was approved and is withheld until approved again (`agent-discover tools diff {server} {tool}`, then `tools approve {server} {tool}`)"
+    )]
+    ToolChanged { server: String, tool: String },
 }
 
 impl Error {
@@ -90,7 +95,7 @@ impl Error {
         match self {
             Error::Invalid { .. } => ErrorCode::InvalidInput,
             Error::NotFound { .. } => ErrorCode::NotFound,
-            Error::Conflict { .. } => ErrorCode::Conflict,
+            Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
             Error::Upstream { .. } | Error::Server { .. } => ErrorCode::Upstream,
             Error::AuthRequired { .. } => ErrorCode::Unavailable,
             Error::Timeout { .. } => ErrorCode::Timeout,
@@ -153,7 +158,9 @@ impl Error {
         match self {
             Error::Timeout { .. } => ToolErrorKind::Timeout,
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
-            Error::NotFound { what: "tool", .. } => ToolErrorKind::ToolNotFound,
+            Error::NotFound { what: "tool", .. } | Error::ToolChanged { .. } => {
+                ToolErrorKind::ToolNotFound
+            }
             Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
                 ToolErrorKind::TransportError
             }

@@ -48,6 +48,22 @@ pub enum Event {
     /// One proxied call finished; `id` is its call-log entry.
     #[serde(rename = "call:logged")]
     CallLogged { id: u64 },
+    /// A tool was seen for the first time (`change: new`), differs from its approved definition (`changed`), or is
+    /// back to it (`reverted`); `withheld` says whether callers can no longer see it.
+    #[serde(rename = "server:tool_changed")]
+    ToolPinChanged {
+        name: String,
+        tool: String,
+        change: &'static str,
+        withheld: bool,
+    },
+    /// A tool's current definition was approved, by the pinning `policy` or by a `user`.
+    #[serde(rename = "server:tool_approved")]
+    ToolApproved {
+        name: String,
+        tool: String,
+        by: &'static str,
+    },
 }
 
 impl Event {
@@ -65,6 +81,8 @@ impl Event {
             Event::SecretsChanged { .. } => "secrets:changed",
             Event::Warmup { .. } => "server:warmup",
             Event::CallLogged { .. } => "call:logged",
+            Event::ToolPinChanged { .. } => "server:tool_changed",
+            Event::ToolApproved { .. } => "server:tool_approved",
         }
     }
 

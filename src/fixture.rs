@@ -22,6 +22,10 @@ pub struct FixtureArgs {
     /// Extra tool `NAME` or `NAME=DESCRIPTION` (repeatable); it echoes its arguments.
     #[arg(long = "tool")]
     pub tools: Vec<String>,
+    /// More extra tools, `NAME=DESCRIPTION` per line, read from this file at every tools/list (a server whose tools
+    /// change between starts, or at run time).
+    #[arg(long)]
+    pub tool_file: Option<std::path::PathBuf>,
     /// Also generate N tools `tool_1..tool_N`.
     #[arg(long, default_value_t = 0)]
     pub tool_count: usize,
@@ -55,6 +59,13 @@ pub struct FixtureArgs {
     /// Serve tools/list in pages of this many tools (0: one page).
     #[arg(long, default_value_t = 0)]
     pub page_size: usize,
+    /// Serve the conformance suite's scenarios (`test_simple_text`, `test://static-text`, ...) instead.
+    #[arg(long)]
+    pub conformance: bool,
+    /// Serve Streamable HTTP at `http://127.0.0.1:PORT/mcp` (0: any free port; the URL is printed on stdout)
+    /// instead of stdio.
+    #[arg(long, value_name = "PORT")]
+    pub http: Option<u16>,
 }
 
 struct Fixture {
@@ -87,14 +98,55 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
         writeln!(out, "Server starting on stdio...")?;
         out.flush()?;
     }
-    let service = Fixture {
-        args,
-        calls: AtomicU64::new(0),
-        extra: Mutex::new(Vec::new()),
+    let make = {
+        let args = args.clone();
+        move || Fixture {
+            args: args.clone(),
+            calls: AtomicU64::new(0),
+            extra: Mutex::new(Vec::new()),
+        }
+    };
+    match (args.conformance, args.http) {
+        (false, None) => serve_stdio(make()).await,
+        (false, Some(port)) => serve_http(port, make).await,
+        (true, port) => {
+            let conformance = crate::fixture_conformance::Conformance {
+                name: args.name.clone(),
+            };
+            match port {
+                None => serve_stdio(conformance).await,
+                Some(port) => serve_http(port, move || conformance.clone()).await,
+            }
+        }
     }
-    .serve(rmcp::transport::stdio_pipes())
-    .await?;
+}
+
+async fn serve_stdio(handler: impl ServerHandler) -> anyhow::Result<()> {
+    let service = handler.serve(rmcp::transport::stdio_pipes()).await?;
     service.waiting().await?;
+    Ok(())
+}
+
+/// Streamable HTTP at `/mcp` on 127.0.0.1 (one handler per session); prints the URL on stdout once listening.
+async fn serve_http<H: ServerHandler>(
+    port: u16,
+    make: impl Fn() -> H + Send + Sync + 'static,
+) -> anyhow::Result<()> {
+    use rmcp::transport::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let port = listener.local_addr()?.port();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts([format!("127.0.0.1:{port}"), "127.0.0.1".to_owned()]);
+    let service = StreamableHttpService::new(
+        move || Ok(make()),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().route_service("/mcp", service);
+    println!("http://127.0.0.1:{port}/mcp");
+    axum::serve(listener, router).await?;
     Ok(())
 }
 
@@ -176,7 +228,19 @@ impl Fixture {
             ),
             Tool::new("roots", "List the client's roots", obj(json!({}), &[])),
         ];
-        for spec in &self.args.tools {
+        let from_file: Vec<String> = self
+            .args
+            .tool_file
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|s| {
+                s.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for spec in self.args.tools.iter().chain(&from_file) {
             let (name, desc) = spec
                 .split_once('=')
                 .unwrap_or((spec.as_str(), "A fixture tool that echoes its arguments"));

@@ -142,7 +142,36 @@ impl App {
         origin: &str,
         specs: Vec<ServerSpec>,
     ) -> Result<Vec<AddServerResult>> {
+        self.apply_specs(origin, specs, true).await
+    }
+
+    /// [`App::apply_config`] without the removals: adds and reconfigures `specs` under `origin`, leaving the origin's
+    /// other servers registered (an inline config applied to `manual`, a client file rewritten by `connect`).
+    pub async fn merge_config(
+        &self,
+        origin: &str,
+        specs: Vec<ServerSpec>,
+    ) -> Result<Vec<AddServerResult>> {
+        self.apply_specs(origin, specs, false).await
+    }
+
+    async fn apply_specs(
+        &self,
+        origin: &str,
+        specs: Vec<ServerSpec>,
+        remove_missing: bool,
+    ) -> Result<Vec<AddServerResult>> {
         validate_origin(origin)?;
+        if specs.len() > crate::clientconfig::MAX_SERVERS {
+            return Err(Error::invalid(
+                "config",
+                format!(
+                    "{} servers from {origin}: more than {} in one config",
+                    specs.len(),
+                    crate::clientconfig::MAX_SERVERS
+                ),
+            ));
+        }
         let mut seen = HashSet::with_capacity(specs.len());
         for spec in &specs {
             spec.validate().map_err(|e| match e {
@@ -161,7 +190,8 @@ impl App {
         }
         let _held = self.lifecycle_lock().lock().await;
         let current = self.registry.list(&Default::default())?;
-        self.apply_locked(origin, &specs, current, true).await
+        self.apply_locked(origin, &specs, current, remove_missing)
+            .await
     }
 
     /// The pipeline both share. `current`: the registered servers that matter (all of them when `remove_missing`).

@@ -14,11 +14,30 @@ use crate::store::Store;
 pub struct Registry {
     store: Store,
     events: EventBus,
+    /// Whether unseen tools are approved on sight (`pinning.rs`).
+    pin_policy: crate::pinning::Policy,
 }
 
 impl Registry {
     pub fn new(store: Store, events: EventBus) -> Registry {
-        Registry { store, events }
+        Registry {
+            store,
+            events,
+            pin_policy: Default::default(),
+        }
+    }
+
+    pub fn with_pin_policy(mut self, policy: crate::pinning::Policy) -> Registry {
+        self.pin_policy = policy;
+        self
+    }
+
+    pub fn pin_policy(&self) -> crate::pinning::Policy {
+        self.pin_policy
+    }
+
+    pub(crate) fn emit(&self, event: Event) {
+        self.events.emit(event);
     }
 
     pub fn store(&self) -> &Store {

@@ -54,7 +54,7 @@ function fmtTime(ts) {
 
 // ---------- tabs and keyboard ----------
 
-const TABS = ['servers', 'browse', 'logs', 'test'];
+const TABS = ['servers', 'browse', 'logs', 'test', 'pins'];
 
 function showTab(name, focus = true) {
   for (const t of TABS) {
@@ -66,6 +66,7 @@ function showTab(name, focus = true) {
   }
   if (focus) $(`#tab-${name}`).focus();
   if (name === 'test') renderTestPickers();
+  if (name === 'pins') loadPending();
   history.replaceState(null, '', `#${name}`);
 }
 
@@ -94,7 +95,7 @@ document.addEventListener('keydown', (e) => {
     e.preventDefault();
     const current = TABS.find((t) => !$(`#panel-${t}`).hidden);
     const search = { servers: '#server-filter', browse: '#browse-search', logs: '#log-server', test: '#test-server' }[current];
-    $(search).focus();
+    if (search) $(search).focus();
   }
   if (e.key === 't') toggleTheme();
 });
@@ -154,6 +155,8 @@ function applySnapshot(msg) {
   renderServers();
   renderLogFilter();
   if (!$('#panel-test').hidden) renderTestPickers();
+  // Tool changes and approvals arrive as snapshots too.
+  loadPending();
   // Open secrets and metrics sections follow changes too.
   for (const d of document.querySelectorAll('#server-list details[open][data-load]')) loadSection(d);
 }
@@ -633,6 +636,50 @@ async function loadPrereqs() {
   } catch { /* no marketplace in this build: no banner */ }
 }
 
+// ---------- approvals (tool pinning) ----------
+
+function show(v) {
+  if (v === null || v === undefined) return '(none)';
+  return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+}
+
+function pinCard(p) {
+  const rows = (p.changes || []).map((c) => h('tr', {},
+    h('th', { scope: 'row' }, c.field),
+    h('td', {}, h('pre', { class: 'diff-old' }, show(c.approved))),
+    h('td', {}, h('pre', { class: 'diff-new' }, show(c.current)))));
+  const approve = h('button', { type: 'button', class: 'primary',
+    onclick: (e) => act(e.currentTarget, async () => {
+      await api('POST', `/api/servers/${encodeURIComponent(p.server)}/tools/approve`, { tool: p.tool });
+      toast(`approved ${p.server}__${p.tool}`);
+      loadPending();
+    }) }, 'Approve');
+  return h('article', { class: 'card pin', 'data-tool': `${p.server}__${p.tool}` },
+    h('header', { class: 'row' }, h('strong', {}, `${p.server}__${p.tool}`),
+      h('span', { class: 'pill' }, p.status === 'new' ? 'new tool' : 'changed since approval'), approve),
+    rows.length
+      ? h('table', { class: 'diff' },
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Field'), h('th', { scope: 'col' }, 'Approved'), h('th', { scope: 'col' }, 'Now'))),
+        h('tbody', {}, ...rows))
+      : h('p', { class: 'note' }, 'Never approved: everything about it is new.'));
+}
+
+let pendingLoad = null;
+async function loadPending() {
+  if (!routes['/api/tools/pending']) return;
+  // One request at a time; snapshots may come in bursts.
+  if (pendingLoad) return pendingLoad;
+  pendingLoad = (async () => {
+    try {
+      const list = await api('GET', '/api/tools/pending');
+      $('#count-pins').textContent = String(list.length);
+      $('#pin-empty').hidden = list.length > 0;
+      $('#pin-list').replaceChildren(...list.map(pinCard));
+    } catch (e) { toast(`cannot read pending tools: ${e.message}`, true); } finally { pendingLoad = null; }
+  })();
+  return pendingLoad;
+}
+
 // ---------- start ----------
 
 // Which optional routes this build serves (the marketplace may be absent).
@@ -645,6 +692,7 @@ loadLogs();
 api('GET', '/api/openapi.json').then((doc) => {
   routes = doc.paths || {};
   if (routes['/api/prereqs']) loadPrereqs();
+  loadPending();
   if (!routes['/api/browse']) {
     $('#browse-search').disabled = true;
     $('#browse-list').replaceChildren(h('p', { class: 'empty' }, 'Marketplace search is not available in this build of agent-discover.'));

@@ -16,6 +16,7 @@ use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
 mod configs;
 mod dashboard;
+mod tools;
 
 pub use dashboard::{DashboardArgs, ENV_DASHBOARD};
 use dashboard::{dashboard_calls, dashboard_disabled_by_env, dashboard_security, lead_dashboard};
@@ -46,6 +47,10 @@ pub enum Command {
         no_dashboard: bool,
         #[command(flatten)]
         dashboard: DashboardArgs,
+        /// Expose only this registered server, as itself: its own tool and prompt names and resource URIs
+        /// (activated on first use).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
     },
     /// Serve the dashboard, the REST API and MCP over Streamable HTTP (at /mcp); prints the URL on stdout.
     Serve {
@@ -188,6 +193,9 @@ pub enum Command {
     /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
     #[command(hide = true)]
     FixtureServer(crate::fixture::FixtureArgs),
+    /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -226,11 +234,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             tools_mode,
             no_dashboard,
             dashboard,
+            server,
         } => {
             if !no_dashboard && !dashboard_disabled_by_env() {
                 lead_dashboard(&app, &dashboard, tools_mode).await;
             }
-            crate::mcp::serve_stdio(app, tools_mode).await
+            match server {
+                Some(name) => crate::mcp::serve_stdio_server(app, name).await,
+                None => crate::mcp::serve_stdio(app, tools_mode).await,
+            }
         }
         Command::Serve {
             tools_mode,
@@ -760,6 +772,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::FixtureServer(_) => unreachable!("handled above"),
+        Command::Tools(cmd) => tools::run(&app, cmd).await,
     }
 }
 

@@ -496,6 +496,6 @@ pub async fn apply_config(
     State(s): State<AppState>,
     Body(body): Body<crate::configimport::ApplyConfigRequest>,
 ) -> ApiResult<Json<Value>> {
-    let report = s.app.apply_client_config(&body)?;
+    let report = s.app.apply_client_config(&body).await?;
     Ok(Json(serde_json::to_value(report).unwrap_or_default()))
 }

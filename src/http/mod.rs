@@ -8,11 +8,14 @@
 //! Leader election: every `agent-discover mcp` process tries to bind the dashboard port; the first one serves it, the
 //! others see the port taken ([`bind`] answers `None`) and stay stdio-only.
 
+mod answer;
 mod api;
 mod assets;
 mod error;
 mod openapi;
+mod pins;
 pub mod security;
+mod servers;
 mod watch;
 mod ws;
 
@@ -143,6 +146,17 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/metrics", "Prometheus text metrics: calls, errors, latency per server and tool, active servers, children", prometheus).returns(200, "PrometheusText"),
         op(M::POST, "/api/config/apply", "Import an MCP client's config file (inline `config` + `format`, or `path`)", apply_config).body("ConfigApply").returns(200, "ConfigApplied"),
         op(M::GET, "/ws", "WebSocket: state snapshots with a sequence number, and call-log entries as they happen", ws::upgrade).returns(101, "WebSocketStream"),
+        op(M::GET, "/api/tools/pending", "Tools withheld until approved (changed since approval, or new while held)", pins::pending)
+            .query(&[("server", "only this server's")])
+            .returns(200, "PendingTools"),
+        op(M::GET, "/api/servers/{id}/tools/{tool}/diff", "A pinned tool's approved and current definition and what differs", pins::diff).returns(200, "ToolDiff"),
+        op(M::POST, "/api/servers/{id}/tools/approve", "Approve one tool as it is now, or every pending tool of the server", pins::approve)
+            .body("ToolApproval")
+            .returns(200, "ToolApproved"),
+        op(M::GET, "/api/servers/{id}/tool-filter", "A server's allow/deny patterns on tool names", pins::get_filter).returns(200, "ToolFilter"),
+        op(M::PUT, "/api/servers/{id}/tool-filter", "Replace a server's allow/deny patterns (a filtered tool is hidden everywhere)", pins::set_filter)
+            .body("ToolFilter")
+            .returns(200, "ToolFilter"),
     ]
 }
 
@@ -174,13 +188,27 @@ fn router_with(
         .with_allowed_hosts(security.allowed_hosts().iter().cloned())
         .with_max_request_body_bytes(MCP_BODY_LIMIT)
         .with_cancellation_token(shutdown.child_token());
+    let per_server = servers::PerServer::new(app.clone(), mcp_config.clone());
     let mcp = StreamableHttpService::new(
         move || Ok(McpServer::for_http(app.clone(), mode)),
         Arc::new(LocalSessionManager::default()),
         mcp_config,
     );
     let security = Arc::new(security);
-    api.route_service("/mcp", mcp)
+    // Every JSON-RPC request with an id is answered with it, even one rmcp cannot type (`answer.rs`).
+    let mcp_routes = Router::new()
+        .route_service("/mcp", mcp)
+        .route(
+            "/mcp/servers/{name}",
+            axum::routing::any(
+                move |axum::extract::Path(name): axum::extract::Path<String>,
+                      request: axum::extract::Request| {
+                    per_server.handle(name, request)
+                },
+            ),
+        )
+        .route_layer(axum::middleware::from_fn(answer::every_id_answered));
+    api.merge(mcp_routes)
         .route("/", get(assets::index))
         .route("/{file}", get(assets::file))
         .fallback(api::not_found)

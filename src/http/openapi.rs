@@ -105,6 +105,7 @@ fn schemas() -> Value {
         core_schemas(),
         market_schemas_and_service(),
         lifecycle_schemas(),
+        super::pins::schemas(),
     ] {
         if let Value::Object(m) = part {
             all.extend(m);
@@ -181,7 +182,7 @@ fn core_schemas() -> Value {
             "format": {"type": "string", "enum": ["claude-desktop", "claude-code", "claude-user", "cursor", "vscode", "windsurf", "codex", "gemini"]},
             "path": {"type": "string"}}},
         "ConfigApplied": {"type": "object", "properties": {"file": {"type": "string"}, "format": {"type": "string"},
-            "results": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "action": {"type": "string", "enum": ["added", "updated", "unchanged"]}}}},
+            "results": {"type": "array", "items": {"allOf": [{"$ref": "#/components/schemas/AddServerResult"}, {"type": "object", "properties": {"name": {"type": "string"}, "action": {"type": "string", "enum": ["added", "updated", "unchanged", "refused"], "description": "refused: the name belongs to another origin"}}}]}},
             "renamed": {"type": "array"}, "needs_input": {"type": "array"}, "warnings": {"type": "array", "items": {"type": "string"}}}},
         "SecretValue": {"type": "object", "required": ["value"], "additionalProperties": false, "properties": {"value": {"type": "string", "minLength": 1}}},
         "SecretSet": {"type": "object", "properties": {"status": {"const": "set"}, "name": {"type": "string"}, "key": {"type": "string"}, "masked_value": {"type": "string"}}},

@@ -1,10 +1,12 @@
 //! Our MCP server: one rmcp `ServerHandler` serving the built-in `registry` tool plus every active child's tools,
 //! resources and prompts, over stdio and (through the HTTP layer) Streamable HTTP, for both protocol eras.
 //!
-//! A thin adapter: arguments are parsed and checked in `registry_tool`, the work is done by the domain layer.
+//! A thin adapter: arguments are typed and checked in `actions`, the work is done by the domain layer.
 
-mod args;
+mod actions;
+pub mod front;
 mod registry_tool;
+mod single;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,11 +17,12 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 
 use crate::app::App;
-use crate::error::{Error, ErrorCode};
+use crate::error::Error;
 use crate::events::Received;
 use crate::proxy::Caller;
 
-pub use registry_tool::ACTIONS;
+pub use registry_tool::actions;
+pub use single::{ServerView, serve_stdio_server};
 
 pub const SERVER_NAME: &str = "agent-discover";
 
@@ -65,6 +68,7 @@ impl McpServer {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging is deprecated by SEP-2577; legacy clients and children still use it.
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
             .enable_tools()
@@ -73,6 +77,9 @@ impl ServerHandler for McpServer {
             .enable_resources_list_changed()
             .enable_prompts()
             .enable_prompts_list_changed()
+            .enable_resources_subscribe()
+            .enable_logging()
+            .enable_completions()
             .build();
         ServerConfig::new(caps).with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))).with_instructions(
             "agent-discover is a registry and proxy of MCP servers. Use the `registry` tool: `list` registered servers, `install` one \
@@ -233,6 +240,53 @@ impl ServerHandler for McpServer {
         }
     }
 
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Box::pin(self.app.proxy.set_log_level(request.level)).await;
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        Box::pin(self.app.proxy.complete(request))
+            .await
+            .map_err(forwarded_error)
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Box::pin(self.app.proxy.subscribe(
+            self.client_id,
+            context.peer.clone(),
+            &request.uri,
+            false,
+        ))
+        .await
+        .map_err(forwarded_error)
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Box::pin(self.app.proxy.unsubscribe(self.client_id, &request.uri))
+            .await
+            .map_err(forwarded_error)
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -260,6 +314,16 @@ impl ServerHandler for McpServer {
                 }
             }
         }
+    }
+}
+
+/// A forwarded request's failure: unknown names and unsupported features are invalid params, the rest internal.
+fn forwarded_error(e: Error) -> McpError {
+    match e {
+        Error::NotFound { .. } | Error::Unavailable(_) | Error::Invalid { .. } => {
+            McpError::invalid_params(e.to_string(), None)
+        }
+        e => McpError::internal_error(e.to_string(), None),
     }
 }
 
@@ -301,7 +365,11 @@ pub(crate) async fn proxy_call(
     match app.proxy.call_tool(server, tool, args, caller).await {
         Ok(r) => Ok(r),
         Err(e) => {
-            let kind = e.tool_error_kind().as_str();
+            // Issue 12's `tool_changed` (a withheld tool) is kept apart; everything else is seed 001's kind.
+            let kind = match &e {
+                Error::ToolChanged { .. } => "tool_changed",
+                e => e.tool_error_kind().as_str(),
+            };
             let body = json!({
                 "error": e.to_string(),
                 "code": e.code().as_str(),
@@ -329,6 +397,10 @@ const SERVED_METHODS: &[&str] = &[
     "prompts/list",
     "prompts/get",
     "subscriptions/listen",
+    "logging/setLevel",
+    "completion/complete",
+    "resources/subscribe",
+    "resources/unsubscribe",
 ];
 
 /// The error for a request rmcp could not type: invalid params (saying what is wrong) for a method we serve,
@@ -377,26 +449,15 @@ pub(crate) fn json_result(value: &serde_json::Value) -> CallToolResult {
     )])
 }
 
-/// Maps a domain error once: bad input is a protocol error (invalid params); anything else is a tool result
-/// with `isError: true` whose text says what happened and what to do.
-pub(crate) fn map_error(err: Error) -> Result<CallToolResult, McpError> {
-    match err.code() {
-        ErrorCode::InvalidInput => Err(McpError::invalid_params(err.to_string(), None)),
-        code => {
-            let body = json!({ "error": err.to_string(), "code": code.as_str() });
-            Ok(CallToolResult::error(vec![ContentBlock::text(
-                body.to_string(),
-            )]))
-        }
-    }
-}
-
 /// Serves MCP on stdin/stdout until the client disconnects, then stops every child. Nothing else writes to stdout.
 pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let server = McpServer::new(app.clone(), mode);
     let client_id = server.client_id;
     // Pipes (how MCP clients start us) are driven by the IO reactor; anything else falls back to blocking stdio.
-    let service = server.serve(rmcp::transport::stdio_pipes()).await?;
+    // Our transport over rmcp's codec answers every request with an id, even one rmcp cannot type (`front.rs`).
+    let service = server
+        .serve(front::StdioFront::new(rmcp::transport::stdio_pipes()))
+        .await?;
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
     app.proxy.restore_in_background();

@@ -7,7 +7,9 @@ use rmcp::model::{
 };
 use serde_json::{Map, Value};
 
-use super::{Proxy, names};
+use std::sync::Arc;
+
+use super::{Child, Proxy, names};
 use crate::error::{Error, Result};
 
 impl Proxy {
@@ -82,18 +84,7 @@ impl Proxy {
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<GetPromptResult> {
-        let mut target = None;
-        for child in self.inner.running_with(|c| c.prompts.is_some()) {
-            if let Ok(items) = child.peer.list_all_prompts().await
-                && let Some(p) = items
-                    .into_iter()
-                    .find(|p| names::expose(&child.name, &p.name) == names::strip_mcp(name))
-            {
-                target = Some((child, p.name));
-                break;
-            }
-        }
-        let (child, prompt) = target.ok_or_else(|| Error::not_found("prompt", name))?;
+        let (child, prompt) = self.find_prompt(name).await?;
         let mut params = GetPromptRequestParams::new(prompt);
         params.arguments = arguments;
         let mut res = child
@@ -106,5 +97,19 @@ impl Proxy {
             })?;
         res.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(res)
+    }
+
+    /// The running child offering the exposed prompt `name`, and the prompt's own name.
+    pub(super) async fn find_prompt(&self, name: &str) -> Result<(Arc<Child>, String)> {
+        for child in self.inner.running_with(|c| c.prompts.is_some()) {
+            if let Ok(items) = child.peer.list_all_prompts().await
+                && let Some(p) = items
+                    .into_iter()
+                    .find(|p| names::expose(&child.name, &p.name) == names::strip_mcp(name))
+            {
+                return Ok((child, p.name));
+            }
+        }
+        Err(Error::not_found("prompt", name))
     }
 }

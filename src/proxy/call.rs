@@ -22,6 +22,8 @@ pub(super) struct ProgressRoute {
     caller: Option<(Peer<RoleServer>, ProgressToken)>,
     /// When the child last reported progress on this call; the call's deadline is measured from it.
     last_progress: Arc<Mutex<Instant>>,
+    /// Held while a progress notification of this call is being forwarded, so the result waits for it.
+    forwarding: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Inner {
@@ -51,9 +53,11 @@ impl Inner {
         let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
         let last_progress = Arc::new(Mutex::new(Instant::now()));
+        let forwarding = Arc::new(tokio::sync::Mutex::new(()));
         let route = ProgressRoute {
             caller: caller.peer.clone().zip(caller.progress_token.clone()),
             last_progress: last_progress.clone(),
+            forwarding: forwarding.clone(),
         };
         lock(&self.progress).insert(token.clone(), route);
         if let Some(peer) = &caller.peer {
@@ -114,6 +118,15 @@ impl Inner {
                 }
             }
         };
+        // rmcp hands each child notification to its own task, so progress sent just before the result may still be
+        // on its way to the caller: let those tasks run, then wait for a forward in flight, so the caller gets the
+        // progress before the result (as it would from the child directly).
+        if caller.progress_token.is_some() {
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            drop(forwarding.lock().await);
+        }
         match res {
             // A legacy child's result has no resultType; a 2026-07-28 client requires one.
             Ok(ServerResult::CallToolResult(mut r)) => {
@@ -136,8 +149,10 @@ impl Inner {
                 return;
             };
             *lock(&route.last_progress) = Instant::now();
-            route.caller.clone()
+            (route.caller.clone(), route.forwarding.clone())
         };
+        let (target, forwarding) = target;
+        let _forwarding = forwarding.lock_owned().await;
         if let Some((peer, token)) = target {
             let mut forwarded = params;
             forwarded.progress_token = token;
@@ -162,6 +177,7 @@ impl Inner {
         lock(&self.clients)
             .iter()
             .rev()
+            .filter(|(id, _)| self.sees(*id, server))
             .map(|(_, p)| p.clone())
             .find(|p| !p.is_transport_closed() && declared(p))
     }

@@ -1,5 +1,5 @@
 //! `ChildClient`: our rmcp client handler for one child. Follows the child's list changes, routes its progress
-//! notifications to the caller, and forwards its sampling, elicitation and roots requests to a connected client.
+//! notifications to the caller, its log messages and resource updates to clients, and forwards its sampling, elicitation and roots requests to a connected client.
 
 use std::sync::Weak;
 
@@ -62,6 +62,26 @@ impl ClientHandler for ChildClient {
             inner.events.emit(crate::events::Event::ToolsChanged {
                 name: self.server.clone(),
             });
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.forward_log(&self.server, params).await;
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.forward_resource_updated(&self.server, params).await;
         }
     }
 

@@ -7,9 +7,11 @@
 mod aggregate;
 mod call;
 mod client;
+mod forward;
 mod metrics;
 pub mod names;
 mod recovery;
+mod single;
 mod spawn;
 mod sse;
 mod start;
@@ -37,6 +39,7 @@ use crate::secrets::Secrets;
 use crate::store::lifecycle::StatusChange;
 use call::ProgressRoute;
 use client::ChildClient;
+pub use single::ServerError;
 pub use spawn::StderrRing;
 
 /// Consecutive crashes after which a server stays down until activated again.
@@ -108,6 +111,13 @@ pub(crate) struct Inner {
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
     metrics: Arc<metrics::CallMetrics>,
     observer: Mutex<Option<CallObserver>>,
+    /// The log level clients last set (`logging/setLevel`), applied to every child.
+    #[allow(deprecated)]
+    log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// Clients' resource subscriptions, by exposed URI.
+    subscriptions: Mutex<Vec<forward::Subscription>>,
+    /// Clients of a per-server endpoint, by client id: the one server they see.
+    scopes: Mutex<HashMap<u64, String>>,
 }
 
 enum Slot {
@@ -188,6 +198,9 @@ impl Proxy {
             callers: Mutex::default(),
             metrics: metrics::CallMetrics::start(registry.store().clone()),
             observer: Mutex::new(None),
+            log_level: Mutex::new(None),
+            subscriptions: Mutex::default(),
+            scopes: Mutex::default(),
         });
         Proxy { inner }
     }
@@ -442,7 +455,7 @@ impl Proxy {
         let started = Instant::now();
         let child = self.inner.ready_child(server).await?;
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
-            return Err(Error::not_found("tool", format!("{server}__{tool}")));
+            self.tool_missing(&child, tool).await?;
         }
         let res = self.inner.call(&child, tool, args.clone(), &caller).await;
         let latency = started.elapsed();
@@ -475,6 +488,34 @@ impl Proxy {
         res
     }
 
+    /// Lists a running server's tools again (after an approval or a filter change) so exposure follows at once.
+    pub async fn relist_tools(&self, name: &str) {
+        self.inner.refresh_tools(name).await;
+    }
+
+    /// A call named a tool the child does not expose: withheld since it changed (`ToolChanged`), approved meanwhile
+    /// by another process (listed again, then it is there), or unknown or filtered (`NotFound`, alike).
+    async fn tool_missing(&self, child: &Child, tool: &str) -> Result<()> {
+        let server = child.name.as_str();
+        let registry = &self.inner.registry;
+        match registry.store().pin(server, tool)? {
+            Some(pin) if registry.tool_allowed(server, tool) => {
+                if pin.pending() {
+                    return Err(Error::ToolChanged {
+                        server: server.to_owned(),
+                        tool: tool.to_owned(),
+                    });
+                }
+                self.inner.refresh_tools(server).await;
+                if lock(&child.tools).iter().any(|t| t.name == tool) {
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        Err(Error::not_found("tool", format!("{server}__{tool}")))
+    }
+
     /// Tool names similar to `name` across every known server (stored catalog), best first.
     pub fn did_you_mean(&self, name: &str, limit: usize) -> Vec<Value> {
         let wanted = names::strip_mcp(name);
@@ -487,9 +528,13 @@ impl Proxy {
             let Ok(tools) = self.inner.registry.tools(s.server.id) else {
                 continue;
             };
+            // Filtered tools are never suggested.
+            let Ok(filter) = self.inner.registry.tool_filter(s.server.id) else {
+                continue;
+            };
             for t in tools {
                 let exposed = names::expose(&s.server.name, &t.name);
-                if exposed == wanted {
+                if exposed == wanted || !filter.allows(&t.name) {
                     continue;
                 }
                 let score = names::similarity(wanted, &exposed)
@@ -574,6 +619,8 @@ impl Proxy {
 
     pub fn unregister_client(&self, id: u64) {
         lock(&self.inner.clients).retain(|(i, _)| *i != id);
+        self.drop_subscriptions(id);
+        lock(&self.inner.scopes).remove(&id);
     }
 }
 
@@ -709,7 +756,7 @@ impl Inner {
         };
         match child.peer.list_all_tools().await {
             Ok(tools) => {
-                *lock(&child.tools) = tools;
+                *lock(&child.tools) = self.registry.gate_tools(child.server_id, name, tools);
                 let _ = self
                     .registry
                     .save_tools(child.server_id, &child.tool_infos());

@@ -170,7 +170,8 @@ impl Inner {
             .map(|i| i.capabilities.clone())
             .unwrap_or_default();
         let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-            Ok(Ok(t)) => t,
+            // Only tools that pass the server's filters and pins are kept (`pinning.rs`).
+            Ok(Ok(t)) => self.registry.gate_tools(server.id, &server.name, t),
             Ok(Err(e)) => {
                 spawn::kill_group(pgid);
                 return Err(with_stderr(
@@ -183,7 +184,7 @@ impl Inner {
                 return Err(with_stderr(timed_out("tools/list"), &stderr));
             }
         };
-        Ok(Arc::new(Child {
+        let child = Arc::new(Child {
             name: server.name.clone(),
             server_id: server.id,
             transport: server.transport,
@@ -200,7 +201,10 @@ impl Inner {
             started_at,
             failures,
             call_timeout,
-        }))
+        });
+        // A log level a client set before this child started applies to it too.
+        self.apply_log_level(&child).await;
+        Ok(child)
     }
 }
 

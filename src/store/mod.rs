@@ -6,6 +6,7 @@
 mod bm25;
 pub mod lifecycle;
 pub mod market_cache;
+mod pins;
 mod schema;
 mod search;
 mod secrets;
@@ -20,6 +21,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 
+pub use pins::PinRow;
 pub use schema::SCHEMA_VERSION;
 pub use search::Bm25Hit;
 pub use secrets::{CallSample, SecretRow, ServerMetrics, ToolMetrics};

@@ -122,6 +122,26 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO server_tools_fts(server_tools_fts) VALUES ('rebuild');
     INSERT INTO server_tools_fts(server_tools_fts, rank) VALUES ('automerge', 2);
     "#,
+    // Issue 12 (integrity): tool pins (the approved and the last seen fingerprint and definition of each tool, the
+    // rug-pull defence) and per-server allow/deny glob filters on tool names.
+    r#"
+    CREATE TABLE tool_pins (
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        tool TEXT NOT NULL,
+        approved_fingerprint TEXT,
+        approved_definition TEXT,
+        approved_at TEXT,
+        current_fingerprint TEXT NOT NULL,
+        current_definition TEXT NOT NULL,
+        seen_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        PRIMARY KEY (server_id, tool)
+    );
+    CREATE TABLE tool_filters (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        allow TEXT NOT NULL DEFAULT '[]',
+        deny TEXT NOT NULL DEFAULT '[]'
+    );
+    "#,
     // issue 10 (lifecycle): which config a server came from (`manual` or a client config file), and its one stored
     // status (seed 001's lifecycle plus `stopped`), with the authorization URL and error kind that go with it.
     r#"

@@ -26,6 +26,10 @@ pub struct Seen {
     pub progress: Mutex<Vec<f64>>,
     /// When set before initialize: declare roots and list these URIs.
     pub roots: Mutex<Option<Vec<String>>>,
+    /// Log messages (`notifications/message`) as (logger, data).
+    pub logs: Mutex<Vec<(Option<String>, Value)>>,
+    /// URIs of `notifications/resources/updated`.
+    pub resources_updated: Mutex<Vec<String>>,
     /// agent-discover's stderr, line by line.
     pub stderr: Mutex<Vec<String>>,
     pub notify: Notify,
@@ -61,6 +65,24 @@ impl ClientHandler for TestClient {
 
     async fn on_tool_list_changed(&self, _c: NotificationContext<RoleClient>) {
         *self.seen.tool_list_changed.lock().unwrap() += 1;
+        self.seen.notify.notify_waiters();
+    }
+
+    async fn on_logging_message(
+        &self,
+        p: LoggingMessageNotificationParam,
+        _c: NotificationContext<RoleClient>,
+    ) {
+        self.seen.logs.lock().unwrap().push((p.logger, p.data));
+        self.seen.notify.notify_waiters();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        p: ResourceUpdatedNotificationParam,
+        _c: NotificationContext<RoleClient>,
+    ) {
+        self.seen.resources_updated.lock().unwrap().push(p.uri);
         self.seen.notify.notify_waiters();
     }
 

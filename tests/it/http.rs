@@ -790,15 +790,15 @@ async fn beyond_loopback_every_request_needs_the_token() {
 // ---------- end to end: real listeners ----------
 
 /// `agent-discover serve --port 0` on a data dir: the URL it printed, and its stderr so far.
-struct Served {
+pub(crate) struct Served {
     child: tokio::process::Child,
-    url: String,
+    pub(crate) url: String,
     stderr: Arc<Mutex<Vec<String>>>,
     /// Signalled for every stderr line.
     stderr_line: Arc<tokio::sync::Notify>,
 }
 
-async fn serve(dir: &Path, extra: &[&str]) -> Served {
+pub(crate) async fn serve(dir: &Path, extra: &[&str]) -> Served {
     serve_env(dir, extra, &[]).await
 }
 
@@ -813,7 +813,7 @@ async fn marketplace_env(dir: &Path) -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
+pub(crate) async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
     let mut args = vec!["serve", "--port", "0"];
     args.extend_from_slice(extra);
     let mut cmd = harness::command(dir, &args);
@@ -863,7 +863,7 @@ impl Served {
     }
 
     /// SIGTERM, then it must exit cleanly and promptly (open WebSockets and MCP streams included).
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let pid = self.child.id().expect("running") as i32;
         // SAFETY: kill on a pid we spawned and have not reaped.
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -874,7 +874,7 @@ impl Served {
         assert!(status.success(), "serve exited with {status}");
     }
 
-    fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         self.stderr.lock().unwrap().join("\n")
     }
 
@@ -1507,7 +1507,7 @@ async fn rest_config_apply_inline_and_by_path() {
     let body = expect(&a, 200);
     assert_eq!(
         body["results"][0],
-        json!({"name": "my-tools", "action": "added"})
+        json!({"name": "my-tools", "action": "added", "id": "my-tools", "state": "stopped", "toolCount": 0})
     );
     assert_eq!(body["renamed"][0]["from"], "my tools");
     let again = send(
@@ -1532,6 +1532,20 @@ async fn rest_config_apply_inline_and_by_path() {
     )
     .await;
     assert_eq!(expect(&by_path, 200)["results"][0]["name"], "g");
+    // The file is its servers' origin: a server that left it is removed, the inline (manual) one stays.
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"h": {"httpUrl": "http://127.0.0.1:9/mcp"}}}"#,
+    )
+    .unwrap();
+    let replaced = send(&r, "POST", "/api/config/apply", Some(json!({"path": file}))).await;
+    assert_eq!(expect(&replaced, 200)["results"][0]["name"], "h");
+    assert!(app.registry.get("g").is_err());
+    assert_eq!(
+        app.registry.get("h").unwrap().origin,
+        std::fs::canonicalize(&file).unwrap().display().to_string()
+    );
+    assert_eq!(app.registry.get("my-tools").unwrap().origin, "manual");
     let bad = send(&r, "POST", "/api/config/apply", Some(json!({"config": {"mcpServers": {"x": {"command": "x", "bogus": 1}}}, "format": "cursor"}))).await;
     expect_error(&bad, 400, "invalid_input");
     assert!(

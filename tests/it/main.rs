@@ -18,7 +18,13 @@ mod install;
 mod embed;
 // The dashboard server: REST, WebSocket, MCP over HTTP, security, leader election, and a real browser.
 mod http;
+// What the proxy forwards besides calls (logging, completions, subscriptions, fields preserved), against real servers.
+mod fidelity;
+// The official MCP conformance suite directly and through agent-discover (per-server and aggregated endpoints).
+mod conformance;
 // Client config files: clients, import, export, connect.
 mod clientconfig;
 // The McpRegistry lifecycle at the library level: add_server, apply_config per origin, restarts, statuses.
 mod lifecycle;
+// Issue 12 integrity: SEP-1303 argument errors, every request answered (seeded fuzz), tool pinning, allow/deny filters.
+mod integrity;

@@ -37,7 +37,7 @@ async fn initialize_and_the_registry_tool_schema() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert_eq!(actions, agent_discover::mcp::ACTIONS);
+    assert_eq!(actions, agent_discover::mcp::actions());
     assert_eq!(schema["required"], json!(["action"]));
     agent.stop().await;
 }
@@ -170,95 +170,137 @@ async fn bad_input_gets_clear_errors_and_changes_nothing() {
         .await;
     let before = agent.registry(json!({"action": "list"})).await;
     let huge = "x".repeat(1024 * 1024);
-    let cases: Vec<(Value, &str)> = vec![
-        (json!({"action": "explode"}), "unknown action `explode`"),
-        (json!({}), "`action` is required"),
-        (json!({"action": 7}), "`action` must be a string"),
-        (json!({"action": "install"}), "needs the argument `name`"),
+    // (arguments, part of the message, the field blamed)
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (
+            json!({"action": "explode"}),
+            "unknown action `explode`",
+            "action",
+        ),
+        (json!({}), "`action` is required", "action"),
+        (json!({"action": 7}), "`action` must be a string", "action"),
+        (
+            json!({"action": "install"}),
+            "needs the argument `name`",
+            "name",
+        ),
         (
             json!({"action": "install", "name": "ok"}),
             "needs a command",
+            "command",
         ),
         (
             json!({"action": "install", "name": 42, "command": "node"}),
             "`name` must be a string",
+            "name",
         ),
         (
             json!({"action": "install", "name": "ok", "command": "node", "args": "not-a-list"}),
             "`args` must be an array",
+            "args",
         ),
         (
             json!({"action": "install", "name": "ok", "command": "node", "args": [1]}),
             "`args[]` must be a string",
+            "args",
         ),
         (
             json!({"action": "install", "name": "ok", "command": "node", "env": {"K": 1}}),
             "`env.K` must be a string",
+            "env",
         ),
         (
             json!({"action": "install", "name": "x; rm -rf /", "command": "node"}),
             "invalid server name",
+            "name",
         ),
         (
             json!({"action": "install", "name": "../../etc/passwd", "command": "node"}),
             "invalid server name",
+            "name",
         ),
         (
             json!({"action": "install", "name": "ok", "command": "rm -rf / ; echo"}),
             "never run through a shell",
+            "command",
         ),
         (
             json!({"action": "install", "name": "ok", "command": "node", "description": huge}),
             "over the limit",
+            "description",
         ),
         (
             json!({"action": "install", "name": huge.clone(), "command": "node"}),
             "too long",
+            "name",
         ),
         (
             json!({"action": "list", "query": huge.clone()}),
             "over the limit",
+            "query",
         ),
         (
             json!({"action": "list", "installed_only": "yes"}),
             "`installed_only` must be a boolean",
+            "installed_only",
         ),
         (
             json!({"action": "list", "source": "elsewhere"}),
             "invalid source",
+            "source",
         ),
         (
             json!({"action": "uninstall", "name": "x; rm -rf /"}),
             "invalid server name",
+            "name",
         ),
         (
             json!({"action": "install", "name": "ok", "transport": "carrier-pigeon", "command": "node"}),
             "invalid transport",
+            "transport",
         ),
         (
             json!({"action": "install", "name": "ok", "transport": "sse", "url": "file:///etc/passwd"}),
             "must start with http",
+            "url",
+        ),
+        (
+            json!({"action": "proxy_call", "server": "keep"}),
+            "give `tool`",
+            "tool",
+        ),
+        (
+            json!({"action": "find_tools", "intents": "one"}),
+            "must be an array",
+            "intents",
+        ),
+        (
+            json!({"action": "install", "name": "ok", "command": "node", "call_timeout_ms": 0}),
+            "between 1 and",
+            "call_timeout_ms",
         ),
     ];
-    for (args, expected) in cases {
-        let err = agent
+    // SEP-1303: argument problems are tool results with `isError: true` naming the field, not protocol errors.
+    for (args, expected, field) in cases {
+        let (is_error, v) = agent
             .try_registry(args.clone())
             .await
-            .expect_err(&format!("{} should be rejected", harness::short(&args)));
-        assert_eq!(
-            err.code,
-            ErrorCode::INVALID_PARAMS,
-            "{}",
+            .unwrap_or_else(|e| panic!("{} -> protocol error {e:?}", harness::short(&args)));
+        assert!(
+            is_error,
+            "{} should be rejected: {v}",
+            harness::short(&args)
+        );
+        assert_eq!(v["code"], "invalid_input", "{}: {v}", harness::short(&args));
+        assert_eq!(v["field"], field, "{}: {v}", harness::short(&args));
+        let message = v["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(expected),
+            "{} -> {message:?} (expected {expected:?})",
             harness::short(&args)
         );
         assert!(
-            err.message.contains(expected),
-            "{} -> {:?} (expected {expected:?})",
-            harness::short(&args),
-            err.message
-        );
-        assert!(
-            err.message.len() < 1000,
+            v.to_string().len() < 1000,
             "error message echoes the huge input"
         );
     }
@@ -267,7 +309,7 @@ async fn bad_input_gets_clear_errors_and_changes_nothing() {
         before,
         "a rejected call changed the registry"
     );
-    // An unknown tool is a protocol error too, and the server is still fine afterwards.
+    // An unknown tool is a tool result too, and the server is still fine afterwards.
     let err = agent
         .client
         .call_tool(CallToolRequestParams::new("no_such_tool"))

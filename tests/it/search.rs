@@ -278,7 +278,7 @@ async fn find_tool_through_the_registry_tool_and_the_cli() {
     assert_eq!(results[0]["call_as"], "billing__create_invoice", "{r}");
     assert_eq!(results[1]["call_as"], "chat__list_channels", "{r}");
 
-    // Hostile queries get answers, not failures; an oversized one is invalid params.
+    // Hostile queries get answers, not failures; an oversized one is an argument error (SEP-1303: a tool result).
     let long = "find a tool ".repeat(850);
     for q in [
         "NEAR(a b",
@@ -297,11 +297,13 @@ async fn find_tool_through_the_registry_tool_and_the_cli() {
         assert!(!is_error, "{q:.40} -> {v}");
         assert!(v["found"].is_boolean(), "{q:.40} -> {v}");
     }
-    let err = agent
+    let (is_error, v) = agent
         .try_registry(json!({"action": "find_tool", "query": "x".repeat(20_000)}))
         .await
-        .expect_err("a 20 kB query is invalid params");
-    assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        .expect("a 20 kB query is a tool result, not a protocol error");
+    assert!(is_error, "{v}");
+    assert_eq!(v["field"], "query", "{v}");
+    assert_eq!(v["code"], "invalid_input", "{v}");
 
     // The CLI, on the same database.
     let out = harness::command(dir.path(), &["find", "cancel a subscription", "--json"])

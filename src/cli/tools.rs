@@ -1,0 +1,139 @@
+//! `agent-discover tools`: review and approve pinned tools whose definition changed, and set per-server allow/deny
+//! filters. Over the same `App` methods as the `registry` actions and the REST routes.
+
+use std::io::Write;
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use super::{one_line, print_json};
+use crate::app::App;
+use crate::pinning::ToolFilter;
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Tools withheld until approved: changed since their approval, or new while new tools are held.
+    Pending {
+        /// Only this server's.
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a server's tool as it is now (without TOOL: every pending tool of the server).
+    Approve {
+        name: String,
+        tool: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed in a tool since it was approved: each differing field, approved and current.
+    Diff {
+        name: String,
+        tool: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show, or with --allow/--deny/--clear replace, a server's tool filters (glob patterns: `*`, `?`). With an
+    /// allow list only matching tools are exposed; a deny match always hides a tool.
+    Filter {
+        name: String,
+        /// Expose only tools matching one of these patterns (repeatable).
+        #[arg(long)]
+        allow: Vec<String>,
+        /// Hide tools matching any of these patterns (repeatable).
+        #[arg(long)]
+        deny: Vec<String>,
+        /// Remove every pattern.
+        #[arg(long, conflicts_with_all = ["allow", "deny"])]
+        clear: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        ToolsCommand::Pending { name, json } => {
+            let pending = app.pending_tools(name.as_deref())?;
+            if json {
+                return print_json(&Value::Array(pending));
+            }
+            if pending.is_empty() {
+                eprintln!("no tool is waiting for approval");
+            }
+            for p in &pending {
+                let fields: Vec<&str> = p["changes"]
+                    .as_array()
+                    .map(|c| c.iter().filter_map(|f| f["field"].as_str()).collect())
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "{:<24} {:<32} {:<8} {}",
+                    p["server"].as_str().unwrap_or_default(),
+                    p["tool"].as_str().unwrap_or_default(),
+                    p["status"].as_str().unwrap_or_default(),
+                    fields.join(", ")
+                )?;
+            }
+            Ok(())
+        }
+        ToolsCommand::Approve { name, tool, json } => {
+            let res = app.approve_tools(&name, tool.as_deref()).await?;
+            if json {
+                return print_json(&res);
+            }
+            let approved: Vec<&str> = res["approved"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if approved.is_empty() {
+                eprintln!("nothing to approve for `{name}`");
+            }
+            for t in approved {
+                writeln!(out, "approved {name}__{t}")?;
+            }
+            Ok(())
+        }
+        ToolsCommand::Diff { name, tool, json } => {
+            let d = app.tool_diff(&name, &tool)?;
+            if json {
+                return print_json(&d);
+            }
+            if d["pending"] != true {
+                writeln!(out, "{name}__{tool} is as approved")?;
+            }
+            for c in d["changes"].as_array().into_iter().flatten() {
+                let show = |v: &Value| match v {
+                    Value::String(s) => one_line(s, 400),
+                    Value::Null => "(none)".to_owned(),
+                    other => one_line(&other.to_string(), 400),
+                };
+                writeln!(out, "{}:", c["field"].as_str().unwrap_or_default())?;
+                writeln!(out, "  - approved: {}", show(&c["approved"]))?;
+                writeln!(out, "  + current:  {}", show(&c["current"]))?;
+            }
+            Ok(())
+        }
+        ToolsCommand::Filter {
+            name,
+            allow,
+            deny,
+            clear,
+            json,
+        } => {
+            let filter = if clear || !allow.is_empty() || !deny.is_empty() {
+                app.set_tool_filter(&name, ToolFilter { allow, deny })
+                    .await?
+            } else {
+                app.tool_filter(&name)?
+            };
+            if json {
+                return print_json(&serde_json::to_value(&filter)?);
+            }
+            writeln!(out, "allow: {}", filter.allow.join(" "))?;
+            writeln!(out, "deny:  {}", filter.deny.join(" "))?;
+            Ok(())
+        }
+    }
+}

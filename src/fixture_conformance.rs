@@ -1,0 +1,514 @@
+//! The conformance fixture (`agent-discover fixture-server --conformance`): the tools, resources and prompts the
+//! official MCP conformance suite's server scenarios call (`test_simple_text`, `test://static-text`,
+//! `test_simple_prompt`, ...), behaving as the suite's scenario descriptions define them, plus logging, completions
+//! and subscriptions. Served over stdio, or over Streamable HTTP with `--http`.
+
+// Logging, sampling and resources/subscribe are deprecated by SEP-2577 / 2026-07-28; the 2025-11-25 scenarios use them.
+#![allow(deprecated)]
+
+use std::time::Duration;
+
+use rmcp::model::*;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+/// A 1x1 red PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A WAV header with no samples.
+const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
+
+#[derive(Clone)]
+pub struct Conformance {
+    pub name: String,
+}
+
+fn tool(
+    name: &'static str,
+    description: &'static str,
+    properties: Value,
+    required: &[&str],
+) -> Tool {
+    let schema = json!({"type": "object", "properties": properties, "required": required});
+    let Value::Object(schema) = schema else {
+        unreachable!("a JSON object literal")
+    };
+    Tool::new(name, description, std::sync::Arc::new(schema))
+}
+
+fn tools() -> Vec<Tool> {
+    let none = || json!({});
+    vec![
+        tool(
+            "test_simple_text",
+            "Returns simple text content",
+            none(),
+            &[],
+        ),
+        tool("test_image_content", "Returns image content", none(), &[]),
+        tool("test_audio_content", "Returns audio content", none(), &[]),
+        tool(
+            "test_embedded_resource",
+            "Returns an embedded resource",
+            none(),
+            &[],
+        ),
+        tool(
+            "test_multiple_content_types",
+            "Returns text, image and resource content",
+            none(),
+            &[],
+        ),
+        tool(
+            "test_tool_with_logging",
+            "Sends three log messages while it runs",
+            none(),
+            &[],
+        ),
+        tool(
+            "test_tool_with_progress",
+            "Sends three progress notifications while it runs",
+            none(),
+            &[],
+        ),
+        tool(
+            "test_error_handling",
+            "Always returns a tool error",
+            none(),
+            &[],
+        ),
+        tool(
+            "test_sampling",
+            "Asks the client to sample an LLM completion",
+            json!({"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}),
+            &["prompt"],
+        ),
+        tool(
+            "test_elicitation",
+            "Asks the user for a username and an email",
+            json!({"message": {"type": "string", "description": "The message to show the user"}}),
+            &["message"],
+        ),
+        tool(
+            "test_elicitation_sep1034_defaults",
+            "Elicitation with defaults for every primitive type",
+            none(),
+            &[],
+        ),
+        tool(
+            "test_elicitation_sep1330_enums",
+            "Elicitation with every enum variant",
+            none(),
+            &[],
+        ),
+    ]
+}
+
+fn text(s: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(s)])
+}
+
+fn bad(message: impl Into<String>) -> McpError {
+    McpError::invalid_params(message.into(), None)
+}
+
+impl Conformance {
+    async fn elicit(
+        &self,
+        context: &RequestContext<RoleServer>,
+        params: Value,
+    ) -> Result<CallToolResult, McpError> {
+        let params: ElicitRequestParams = serde_json::from_value(params)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        match context.peer.create_elicitation(params).await {
+            Ok(r) => Ok(text(format!(
+                "Elicitation completed: action={}, content={}",
+                serde_json::to_value(r.action)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or_default(),
+                r.content.unwrap_or_default()
+            ))),
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "elicitation failed: {e}"
+            ))])),
+        }
+    }
+}
+
+impl ServerHandler for Conformance {
+    fn get_info(&self) -> ServerConfig {
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_logging()
+            .enable_completions()
+            .build();
+        ServerConfig::new(caps).with_server_info(Implementation::new(
+            self.name.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.clone().unwrap_or_default();
+        let arg = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let pause = || tokio::time::sleep(Duration::from_millis(50));
+        let res = match request.name.as_ref() {
+            "test_simple_text" => text("This is a simple text response for testing."),
+            "test_image_content" => {
+                CallToolResult::success(vec![ContentBlock::image(PNG, "image/png")])
+            }
+            "test_audio_content" => {
+                CallToolResult::success(vec![ContentBlock::audio(WAV, "audio/wav")])
+            }
+            "test_embedded_resource" => {
+                CallToolResult::success(vec![ContentBlock::resource(ResourceContents::text(
+                    "This is an embedded resource content.",
+                    "test://embedded-resource",
+                ))])
+            }
+            "test_multiple_content_types" => CallToolResult::success(vec![
+                ContentBlock::text("Multiple content types test:"),
+                ContentBlock::image(PNG, "image/png"),
+                ContentBlock::resource(
+                    ResourceContents::text(
+                        r#"{"test":"data","value":123}"#,
+                        "test://mixed-content-resource",
+                    )
+                    .with_mime_type("application/json"),
+                ),
+            ]),
+            "test_tool_with_logging" => {
+                for (i, msg) in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if i > 0 {
+                        pause().await;
+                    }
+                    let _ = context
+                        .peer
+                        .notify_logging_message(LoggingMessageNotificationParam::new(
+                            LoggingLevel::Info,
+                            json!(msg),
+                        ))
+                        .await;
+                }
+                text("Tool with logging executed successfully")
+            }
+            "test_tool_with_progress" => {
+                let token = request
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.get_progress_token())
+                    .or_else(|| context.meta.get_progress_token());
+                for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        pause().await;
+                    }
+                    if let Some(t) = &token {
+                        let _ = context
+                            .peer
+                            .notify_progress(
+                                ProgressNotificationParam::new(t.clone(), p).with_total(100.0),
+                            )
+                            .await;
+                    }
+                }
+                text("Tool with progress executed successfully")
+            }
+            "test_error_handling" => CallToolResult::error(vec![ContentBlock::text(
+                "This tool intentionally returns an error for testing",
+            )]),
+            "test_sampling" => {
+                let params = CreateMessageRequestParams::new(
+                    vec![SamplingMessage::user_text(arg("prompt"))],
+                    100,
+                );
+                match context.peer.create_message(params).await {
+                    Ok(r) => {
+                        let answer = r
+                            .message
+                            .content
+                            .first()
+                            .and_then(|c| c.as_text())
+                            .map(|t| t.text.clone());
+                        text(format!("LLM response: {}", answer.unwrap_or_default()))
+                    }
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "sampling failed: {e}"
+                    ))]),
+                }
+            }
+            "test_elicitation" => {
+                return self
+                    .elicit(
+                        &context,
+                        json!({"message": arg("message"), "requestedSchema": {"type": "object", "properties": {
+                            "username": {"type": "string", "description": "User's response"},
+                            "email": {"type": "string", "description": "User's email address"}},
+                            "required": ["username", "email"]}}),
+                    )
+                    .await
+                    .map(Into::into);
+            }
+            "test_elicitation_sep1034_defaults" => {
+                return self
+                    .elicit(
+                        &context,
+                        json!({"message": "Please review and update the form fields with defaults",
+                            "requestedSchema": {"type": "object", "properties": {
+                            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                            "age": {"type": "integer", "description": "User age", "default": 30},
+                            "score": {"type": "number", "description": "User score", "default": 95.5},
+                            "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                            "verified": {"type": "boolean", "description": "Verification status", "default": true}},
+                            "required": []}}),
+                    )
+                    .await
+                    .map(Into::into);
+            }
+            "test_elicitation_sep1330_enums" => {
+                return self
+                    .elicit(
+                        &context,
+                        json!({"message": "Please select options from the enum fields",
+                            "requestedSchema": {"type": "object", "properties": {
+                            "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+                            "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
+                                {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
+                            "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+                            "untitledMulti": {"type": "array", "description": "Select multiple options", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                            "titledMulti": {"type": "array", "description": "Select multiple options with titles", "items": {"anyOf": [
+                                {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}},
+                            "required": []}}),
+                    )
+                    .await
+                    .map(Into::into);
+            }
+            other => return Err(bad(format!("unknown tool `{other}`"))),
+        };
+        Ok(res.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let r = |uri: &str, name: &str, description: &str, mime: &str| {
+            Resource::new(uri, name)
+                .with_description(description)
+                .with_mime_type(mime)
+        };
+        Ok(ListResourcesResult::with_all_items(vec![
+            r(
+                "test://static-text",
+                "Static Text Resource",
+                "A static text resource for testing",
+                "text/plain",
+            ),
+            r(
+                "test://static-binary",
+                "Static Binary Resource",
+                "A static binary resource (image) for testing",
+                "image/png",
+            ),
+            r(
+                "test://watched-resource",
+                "Watched Resource",
+                "A resource that can be subscribed to",
+                "text/plain",
+            ),
+        ]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new("test://template/{id}/data", "Resource Template")
+                .with_description("A resource template with parameter substitution")
+                .with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let contents = match uri.as_str() {
+            "test://static-text" => {
+                ResourceContents::text("This is the content of the static text resource.", &uri)
+            }
+            "test://static-binary" => ResourceContents::blob(PNG, &uri).with_mime_type("image/png"),
+            "test://watched-resource" => ResourceContents::text("Watched resource content.", &uri),
+            _ => match uri
+                .strip_prefix("test://template/")
+                .and_then(|r| r.strip_suffix("/data"))
+            {
+                Some(id) if !id.is_empty() && !id.contains('/') => ResourceContents::text(
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+                        .to_string(),
+                    &uri,
+                )
+                .with_mime_type("application/json"),
+                _ => {
+                    return Err(McpError::resource_not_found(
+                        format!("no resource {uri}"),
+                        Some(json!({"uri": uri})),
+                    ));
+                }
+            },
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn subscribe(
+        &self,
+        _r: SubscribeRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _r: UnsubscribeRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        _r: SetLevelRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let prefix = request.argument.value.clone();
+        let values: Vec<String> = ["paris", "park", "party"]
+            .into_iter()
+            .filter(|v| v.starts_with(&prefix))
+            .map(str::to_owned)
+            .collect();
+        let info = CompletionInfo::new(values).map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn list_prompts(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let arg = |name: &str, description: &str| {
+            PromptArgument::new(name)
+                .with_description(description)
+                .with_required(true)
+        };
+        Ok(ListPromptsResult::with_all_items(vec![
+            Prompt::new(
+                "test_simple_prompt",
+                Some("A simple prompt without arguments"),
+                None,
+            ),
+            Prompt::new(
+                "test_prompt_with_arguments",
+                Some("A prompt with required arguments"),
+                Some(vec![
+                    arg("arg1", "First test argument"),
+                    arg("arg2", "Second test argument"),
+                ]),
+            ),
+            Prompt::new(
+                "test_prompt_with_embedded_resource",
+                Some("A prompt that includes an embedded resource"),
+                Some(vec![arg("resourceUri", "URI of the resource to embed")]),
+            ),
+            Prompt::new(
+                "test_prompt_with_image",
+                Some("A prompt that includes an image"),
+                None,
+            ),
+        ]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let arg = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let messages = match request.name.as_str() {
+            "test_simple_prompt" => vec![PromptMessage::new_text(
+                Role::User,
+                "This is a simple prompt for testing.",
+            )],
+            "test_prompt_with_arguments" => vec![PromptMessage::new_text(
+                Role::User,
+                format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    arg("arg1"),
+                    arg("arg2")
+                ),
+            )],
+            "test_prompt_with_embedded_resource" => vec![
+                PromptMessage::new(
+                    Role::User,
+                    ContentBlock::resource(ResourceContents::text(
+                        "Embedded resource content for testing.",
+                        arg("resourceUri"),
+                    )),
+                ),
+                PromptMessage::new_text(Role::User, "Please process the embedded resource above."),
+            ],
+            "test_prompt_with_image" => vec![
+                PromptMessage::new(Role::User, ContentBlock::image(PNG, "image/png")),
+                PromptMessage::new_text(Role::User, "Please analyze the image above."),
+            ],
+            other => return Err(bad(format!("unknown prompt `{other}`"))),
+        };
+        Ok(GetPromptResult::new(messages).into())
+    }
+}

@@ -1,0 +1,682 @@
+//! The `registry` tool's actions as one typed description (a serde-tagged enum): the tool's input schema and the
+//! argument checks are both derived from it, so they cannot drift. Every argument problem becomes an [`ArgError`]
+//! naming the field, which the tool returns as an `isError: true` result (SEP-1303), never as a protocol error.
+//!
+//! Adding an action: one variant here (its doc comment and its fields' doc comments are the schema's text), one
+//! match arm in `registry_tool::call` that calls the domain layer.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use rmcp::schemars::{self, JsonSchema};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::model::limits;
+
+/// Every `registry` action and its arguments. Names are agent-discover's (TypeScript original) and must not change.
+// Parsed once per call and consumed at once: the size of `Install` costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case")]
+#[schemars(crate = "rmcp::schemars")]
+pub enum Action {
+    /// Finds the one tool for a need across every known server.
+    FindTool {
+        /// What you want to do, in plain words
+        #[schemars(length(min = 1, max = limits::QUERY))]
+        query: String,
+        /// How many matches to consider (default 5)
+        limit: Option<u64>,
+        /// Start the owning server so the tool appears in your tool list (default true); false: use proxy_call
+        auto_activate: Option<bool>,
+    },
+    /// Several find_tool queries in one round trip.
+    FindTools {
+        /// One plain-words intent per tool you need, answered in one round trip
+        #[schemars(length(min = 1, max = 20))]
+        intents: Vec<String>,
+        /// How many matches to consider (default 5)
+        limit: Option<u64>,
+        /// Start the owning server so the tool appears in your tool list (default true); false: use proxy_call
+        auto_activate: Option<bool>,
+    },
+    /// Searches the marketplaces.
+    Browse {
+        /// Search text (empty: popular servers)
+        #[schemars(length(max = 1000))]
+        query: Option<String>,
+        /// Results per source (default 20, at most 100)
+        limit: Option<u64>,
+        /// The `next_cursor` of a previous browse, for the next page
+        cursor: Option<String>,
+    },
+    /// Lists registered servers.
+    List {
+        /// Full-text search over server names, descriptions and tags
+        #[schemars(length(max = limits::QUERY))]
+        query: Option<String>,
+        /// Only servers from this source
+        #[schemars(extend("enum" = ["manual", "local", "registry", "npm", "pypi", "smithery"]))]
+        source: Option<String>,
+        /// Only installed servers
+        installed_only: Option<bool>,
+    },
+    /// Registers a server (manual), or installs one from the marketplace (`source` registry, npm or pypi).
+    Install {
+        /// Server name: 1-64 letters, digits, '.', '_' or '-' (with a marketplace `source`: the package or registry name)
+        #[schemars(length(min = 1))]
+        name: String,
+        /// `registry` (or npm, pypi) installs `name` from the marketplace; `manual` (default) registers it as given
+        #[schemars(extend("enum" = ["manual", "local", "registry", "npm", "pypi", "smithery"]))]
+        source: Option<String>,
+        /// Program to start the server (run directly, never through a shell), e.g. npx
+        command: Option<String>,
+        /// Command arguments
+        args: Option<Vec<String>>,
+        /// Environment variables for the server
+        env: Option<BTreeMap<String, String>>,
+        /// What the server is for
+        description: Option<String>,
+        /// Tags for search and filtering
+        tags: Option<Vec<String>>,
+        /// How to reach the server (default stdio)
+        #[schemars(extend("enum" = ["stdio", "streamable-http", "sse"]))]
+        transport: Option<String>,
+        /// URL of a remote (streamable-http or sse) server
+        url: Option<String>,
+        /// HTTP headers for a remote server
+        headers: Option<BTreeMap<String, String>>,
+        /// Activation time limit for this server in ms (default 30000)
+        #[schemars(range(min = 1, max = 3_600_000))]
+        activate_timeout_ms: Option<u64>,
+        /// Tool-call time limit for this server in ms, reset by progress (default 60000)
+        #[schemars(range(min = 1, max = 3_600_000))]
+        call_timeout_ms: Option<u64>,
+        /// Values a marketplace install asked for (`needs_input`), by name
+        inputs: Option<BTreeMap<String, String>>,
+    },
+    /// Removes a server.
+    Uninstall {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
+    /// Starts a server; its tools appear as server__tool.
+    Activate {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
+    /// Stops a server.
+    Deactivate {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
+    /// Calls any server's tool.
+    ProxyCall {
+        /// The tool as `server__tool` (or `mcp__server__tool`); or give `server` and `tool`
+        call_as: Option<String>,
+        /// Server name (with `tool`)
+        server: Option<String>,
+        /// Tool name on that server (with `server`)
+        tool: Option<String>,
+        /// The tool's arguments
+        arguments: Option<Map<String, Value>>,
+    },
+    /// A tool's full input schema.
+    GetSchema {
+        /// The tool as `server__tool` (or `mcp__server__tool`); or give `server` and `tool`
+        call_as: Option<String>,
+        /// Server name (with `tool`)
+        server: Option<String>,
+        /// Tool name on that server (with `server`)
+        tool: Option<String>,
+    },
+    /// Stores a secret for a server (encrypted; passed to it as an environment variable).
+    SetSecret {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// Secret name (an environment variable name)
+        #[schemars(length(min = 1))]
+        key: String,
+        /// Secret value
+        #[schemars(length(min = 1))]
+        value: String,
+    },
+    /// Deletes a server's secret.
+    DeleteSecret {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// Secret name (an environment variable name)
+        #[schemars(length(min = 1))]
+        key: String,
+    },
+    /// A server's secrets, masked.
+    ListSecrets {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
+    /// What is running.
+    Status {},
+    /// Imports an MCP client's config (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Codex, Gemini CLI).
+    ApplyConfig {
+        /// A client config file's content (e.g. {"mcpServers": {...}}); needs `format`
+        config: Option<Map<String, Value>>,
+        /// The client format of `config` (detected from `path` when omitted)
+        #[schemars(extend("enum" = ["claude-desktop", "claude-code", "claude-user", "cursor", "vscode", "windsurf", "codex", "gemini"]))]
+        format: Option<String>,
+        /// A client config file on this machine, instead of `config`
+        path: Option<String>,
+    },
+    /// Tools withheld until approved (changed since approval, or new while held), with what changed.
+    ToolsPending {
+        /// Only this server's
+        name: Option<String>,
+    },
+    /// Approves a server's tool as it is now (without `tool`: every pending tool of the server).
+    ApproveTools {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// The tool's own name on that server (without `tool`: every pending tool)
+        tool: Option<String>,
+    },
+    /// The approved and current definition of a pinned tool and the fields that differ.
+    ToolDiff {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// The tool's own name on that server
+        #[schemars(length(min = 1))]
+        tool: String,
+    },
+    /// Shows a server's tool filters, or replaces them when `allow` or `deny` is given.
+    ToolFilter {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// Glob patterns (`*`, `?`): only matching tools are exposed ([] clears)
+        #[schemars(length(max = 64))]
+        allow: Option<Vec<String>>,
+        /// Glob patterns (`*`, `?`): matching tools are hidden ([] clears)
+        #[schemars(length(max = 64))]
+        deny: Option<Vec<String>>,
+    },
+    /// Restores a disabled server with its last config and starts it; returns its state (ready, authenticating, error).
+    Enable {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
+    /// Pauses a server: stops it and keeps it from being started until enabled (entry, secrets and tokens kept).
+    Disable {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
+}
+
+/// A problem with the arguments of a `registry` call: what is wrong and which argument (if one is to blame).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgError {
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl ArgError {
+    pub fn new(field: &str, message: impl Into<String>) -> ArgError {
+        ArgError {
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    /// The JSON the tool returns (`code` is the same `invalid_input` REST and the CLI use).
+    pub fn body(&self) -> Value {
+        json!({"error": self.message, "code": "invalid_input", "field": self.field})
+    }
+}
+
+/// One action's argument rules, taken from the generated schema.
+struct ActionRules {
+    name: String,
+    properties: Map<String, Value>,
+    required: Vec<String>,
+}
+
+struct Described {
+    rules: Vec<ActionRules>,
+    tool_schema: Map<String, Value>,
+}
+
+fn described() -> &'static Described {
+    static D: OnceLock<Described> = OnceLock::new();
+    D.get_or_init(|| {
+        let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+            s.inline_subschemas = true;
+        });
+        let root = settings.into_generator().into_root_schema_for::<Action>();
+        let root = root.as_value();
+        let variants = root
+            .get("oneOf")
+            .and_then(Value::as_array)
+            .expect("a tagged enum's schema is a oneOf");
+        let rules: Vec<ActionRules> = variants.iter().map(variant_rules).collect();
+        let tool_schema = flat_schema(&rules);
+        Described { rules, tool_schema }
+    })
+}
+
+fn variant_rules(v: &Value) -> ActionRules {
+    let mut properties = v
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let tag = properties.remove("action").unwrap_or_default();
+    let name = tag
+        .get("const")
+        .or_else(|| tag.get("enum").and_then(|e| e.get(0)))
+        .and_then(Value::as_str)
+        .expect("each variant names its action")
+        .to_owned();
+    for p in properties.values_mut() {
+        simplify(p);
+    }
+    let required = v
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .filter(|r| *r != "action")
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    ActionRules {
+        name,
+        properties,
+        required,
+    }
+}
+
+/// Drops `null` from optional fields' types and schemars' `format` hints: the flat schema shows plain types.
+fn simplify(p: &mut Value) {
+    let Some(obj) = p.as_object_mut() else { return };
+    if let Some(Value::Array(types)) = obj.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        let t = if kept.len() == 1 {
+            kept[0].clone()
+        } else {
+            Value::Array(kept)
+        };
+        obj.insert("type".into(), t);
+    }
+    obj.remove("format");
+    if let Some(Value::Array(e)) = obj.get_mut("enum") {
+        e.retain(|v| !v.is_null());
+    }
+    if let Some(items) = obj.get_mut("items") {
+        simplify(items);
+    }
+    if let Some(ap) = obj.get_mut("additionalProperties") {
+        simplify(ap);
+    }
+}
+
+/// The tool's input schema: one object with `action` plus the union of every action's arguments, each described
+/// with the actions that use it (a flat object, because several clients reject `oneOf` at the top level).
+fn flat_schema(rules: &[ActionRules]) -> Map<String, Value> {
+    let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+    let mut props = Map::new();
+    props.insert(
+        "action".into(),
+        json!({"type": "string", "enum": names, "description": format!("What to do: {}", names.join(", "))}),
+    );
+    // Per argument, in first-use order: its schema and the (actions, description) groups.
+    let mut order: Vec<String> = Vec::new();
+    type Groups = Vec<(Vec<String>, String)>;
+    let mut seen: BTreeMap<String, (Value, Groups)> = BTreeMap::new();
+    for r in rules {
+        for (arg, schema) in &r.properties {
+            let desc = schema
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let entry = seen.entry(arg.clone()).or_insert_with(|| {
+                order.push(arg.clone());
+                (schema.clone(), Vec::new())
+            });
+            match entry.1.iter_mut().find(|(_, d)| *d == desc) {
+                Some((actions, _)) => actions.push(r.name.clone()),
+                None => entry.1.push((vec![r.name.clone()], desc)),
+            }
+        }
+    }
+    for arg in order {
+        let (mut schema, groups) = seen.remove(&arg).expect("recorded");
+        let text = groups
+            .iter()
+            .map(|(actions, d)| format!("[{}] {d}", actions.join("/")))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let shared = groups.iter().map(|(a, _)| a.len()).sum::<usize>() > 1;
+        if let Some(obj) = schema.as_object_mut() {
+            // An argument several actions use may have different limits in each (find_tool's query is required,
+            // list's is not): the flat schema shows them only for single-action arguments; each action checks its own.
+            for k in [
+                "minLength",
+                "maxLength",
+                "minItems",
+                "maxItems",
+                "minimum",
+                "maximum",
+            ] {
+                if shared || k.starts_with("min") && k != "minimum" {
+                    obj.remove(k);
+                }
+            }
+            obj.insert("description".into(), Value::String(text));
+        }
+        props.insert(arg, schema);
+    }
+    let Value::Object(schema) =
+        json!({"type": "object", "properties": props, "required": ["action"]})
+    else {
+        unreachable!("literal object")
+    };
+    schema
+}
+
+/// The `registry` tool's input schema.
+pub fn tool_schema() -> Map<String, Value> {
+    described().tool_schema.clone()
+}
+
+/// Every action, in declaration order.
+pub fn names() -> Vec<&'static str> {
+    described().rules.iter().map(|r| r.name.as_str()).collect()
+}
+
+/// Checks `args` against the chosen action's rules and types them.
+pub fn parse(args: Map<String, Value>) -> Result<Action, ArgError> {
+    let d = described();
+    let list = || names().join(", ");
+    let action = match args.get("action") {
+        Some(Value::String(a)) => a,
+        None | Some(Value::Null) => {
+            return Err(ArgError::new(
+                "action",
+                format!("argument `action` is required; one of: {}", list()),
+            ));
+        }
+        Some(v) => {
+            return Err(ArgError::new(
+                "action",
+                format!("argument `action` must be a string, got {}", type_name(v)),
+            ));
+        }
+    };
+    let Some(rules) = d.rules.iter().find(|r| r.name == *action) else {
+        return Err(ArgError::new(
+            "action",
+            format!(
+                "unknown action `{}`; valid actions: {}",
+                crate::model::truncate_for_message(action),
+                list()
+            ),
+        ));
+    };
+    for req in &rules.required {
+        if args.get(req).is_none_or(Value::is_null) {
+            let want = rules
+                .properties
+                .get(req)
+                .map(describe_type)
+                .unwrap_or("a value");
+            return Err(ArgError::new(
+                req,
+                format!(
+                    "action `{}` needs the argument `{req}` ({want})",
+                    rules.name
+                ),
+            ));
+        }
+    }
+    for (key, value) in &args {
+        if value.is_null() {
+            continue;
+        }
+        if let Some(schema) = rules.properties.get(key) {
+            check(key, key, schema, value)?;
+        }
+    }
+    serde_json::from_value(Value::Object(args)).map_err(|e| ArgError {
+        field: None,
+        message: crate::model::truncate_for_message(&e.to_string()),
+    })
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn describe_type(schema: &Value) -> &'static str {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => "a non-empty string",
+        Some("boolean") => "a boolean",
+        Some("integer") => "a whole number",
+        Some("array") => "a non-empty array",
+        Some("object") => "an object",
+        _ => "a value",
+    }
+}
+
+/// Checks one value against its (simplified) schema: type, items, additional properties, lengths and ranges.
+/// `field` is the argument blamed; `path` is where in it the problem is (`args[]`, `env.K`).
+fn check(field: &str, path: &str, schema: &Value, v: &Value) -> Result<(), ArgError> {
+    let wrong = |want: &str| {
+        ArgError::new(
+            field,
+            format!("argument `{path}` must be {want}, got {}", type_name(v)),
+        )
+    };
+    let num = |k: &str| schema.get(k).and_then(Value::as_u64);
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => {
+            let Value::String(s) = v else {
+                return Err(wrong("a string"));
+            };
+            let n = s.chars().count();
+            if num("minLength").is_some_and(|min| (n as u64) < min) {
+                return Err(ArgError::new(field, format!("argument `{path}` is empty")));
+            }
+            if let Some(max) = num("maxLength").filter(|max| n as u64 > *max) {
+                return Err(ArgError::new(
+                    field,
+                    format!("`{path}` is {n} characters, over the limit of {max}"),
+                ));
+            }
+        }
+        Some("boolean") if !v.is_boolean() => return Err(wrong("a boolean")),
+        Some("integer") => {
+            let Some(n) = v.as_u64() else {
+                return Err(if v.is_number() {
+                    ArgError::new(
+                        field,
+                        format!("argument `{path}` must be a whole number >= 0"),
+                    )
+                } else {
+                    wrong("a number")
+                });
+            };
+            let (min, max) = (num("minimum"), num("maximum"));
+            if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                return Err(ArgError::new(
+                    field,
+                    format!(
+                        "`{path}` must be between {} and {}",
+                        min.unwrap_or(0),
+                        max.unwrap_or(u64::MAX)
+                    ),
+                ));
+            }
+        }
+        Some("array") => {
+            let Value::Array(items) = v else {
+                return Err(wrong(match schema.pointer("/items/type") {
+                    Some(Value::String(t)) if t == "string" => "an array of strings",
+                    _ => "an array",
+                }));
+            };
+            if num("minItems").is_some_and(|min| (items.len() as u64) < min) {
+                return Err(ArgError::new(
+                    field,
+                    format!("argument `{path}` must not be empty"),
+                ));
+            }
+            if let Some(max) = num("maxItems").filter(|max| items.len() as u64 > *max) {
+                return Err(ArgError::new(
+                    field,
+                    format!("`{path}` takes at most {max} entries"),
+                ));
+            }
+            if let Some(item) = schema.get("items") {
+                for i in items {
+                    check(field, &format!("{path}[]"), item, i)?;
+                }
+            }
+        }
+        Some("object") => {
+            let Value::Object(m) = v else {
+                return Err(wrong(match schema.pointer("/additionalProperties/type") {
+                    Some(Value::String(t)) if t == "string" => "an object of string values",
+                    _ => "an object",
+                }));
+            };
+            if let Some(ap) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for (k, item) in m {
+                    check(
+                        field,
+                        &format!("{path}.{}", crate::model::truncate_for_message(k)),
+                        ap,
+                        item,
+                    )?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn every_variant_is_in_the_schema_with_its_arguments() {
+        let schema = tool_schema();
+        let actions = &schema["properties"]["action"]["enum"];
+        assert_eq!(actions.as_array().unwrap().len(), names().len());
+        assert!(names().contains(&"proxy_call"));
+        for arg in [
+            "query",
+            "intents",
+            "name",
+            "call_as",
+            "arguments",
+            "key",
+            "inputs",
+        ] {
+            assert!(schema["properties"].get(arg).is_some(), "{arg} missing");
+        }
+        assert_eq!(schema["properties"]["limit"]["type"], "integer");
+        assert_eq!(
+            schema["properties"]["env"]["additionalProperties"]["type"],
+            "string"
+        );
+        let q = schema["properties"]["query"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(q.contains("[find_tool]") && q.contains("[list]"), "{q}");
+    }
+
+    #[test]
+    fn problems_name_the_field() {
+        let cases = [
+            (json!({}), "action"),
+            (json!({"action": 3}), "action"),
+            (json!({"action": "nope"}), "action"),
+            (json!({"action": "find_tool"}), "query"),
+            (json!({"action": "find_tool", "query": ""}), "query"),
+            (
+                json!({"action": "find_tool", "query": "x".repeat(20_000)}),
+                "query",
+            ),
+            (
+                json!({"action": "find_tool", "query": "q", "limit": -1}),
+                "limit",
+            ),
+            (json!({"action": "find_tools", "intents": []}), "intents"),
+            (
+                json!({"action": "find_tools", "intents": ["a", 2]}),
+                "intents",
+            ),
+            (
+                json!({"action": "install", "name": "a", "env": {"K": 1}}),
+                "env",
+            ),
+            (
+                json!({"action": "install", "name": "a", "call_timeout_ms": 0}),
+                "call_timeout_ms",
+            ),
+            (
+                json!({"action": "list", "installed_only": "yes"}),
+                "installed_only",
+            ),
+            (
+                json!({"action": "proxy_call", "arguments": "x"}),
+                "arguments",
+            ),
+        ];
+        for (a, field) in cases {
+            let e = parse(args(a.clone())).expect_err(&a.to_string());
+            assert_eq!(e.field.as_deref(), Some(field), "{a} -> {e:?}");
+            assert!(e.message.len() < 400, "{a} -> {e:?}");
+        }
+    }
+
+    #[test]
+    fn good_arguments_are_typed() {
+        let a = parse(args(
+            json!({"action": "find_tool", "query": "q", "limit": 3, "unknown": 1}),
+        ))
+        .unwrap();
+        assert!(
+            matches!(a, Action::FindTool { query, limit: Some(3), auto_activate: None } if query == "q")
+        );
+        let a = parse(args(json!({"action": "status"}))).unwrap();
+        assert!(matches!(a, Action::Status {}));
+        let a = parse(args(json!({"action": "list", "query": null}))).unwrap();
+        assert!(matches!(a, Action::List { query: None, .. }));
+    }
+}

@@ -1,0 +1,211 @@
+//! Every request with an id gets an answer carrying that id. rmcp drops the id of a well-formed JSON-RPC request whose
+//! shape it cannot type (say `params` is a number, for any method): over stdio it answers `Invalid request` without an
+//! id, over Streamable HTTP a 415 without JSON-RPC; the client waits forever. This module is a thin layer on the
+//! decoded message stream: [`StdioFront`] is our stdio transport (rmcp's line codec, a typed parse per message, and
+//! for a message rmcp cannot type [`reply_to_untyped`]); the HTTP layer calls [`reply_to_untyped`] before `/mcp`.
+
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
+use rmcp::ErrorData;
+use rmcp::RoleServer;
+use rmcp::model::{RequestId, ServerJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Mutex;
+use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
+
+/// The answer to a well-formed JSON message rmcp could not type, or `None` when it deserves none (it is not JSON,
+/// it is a notification, or it is a response). A request with a usable id gets an error with that id: invalid
+/// params (-32602) when its `params` is not an object, invalid request (-32600) otherwise; anything else that looks
+/// like a request but has no usable id gets invalid request without an id, as JSON-RPC says.
+pub fn reply_to_untyped(message: &[u8]) -> Option<ServerJsonRpcMessage> {
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(message) else {
+        return None;
+    };
+    let id = match m.get("id") {
+        None => return None, // a notification (or garbage without an id): never answered
+        Some(Value::Number(n)) => n.as_i64().map(RequestId::Number),
+        Some(Value::String(s)) => Some(RequestId::String(s.as_str().into())),
+        Some(_) => None,
+    };
+    let method = match m.get("method") {
+        Some(Value::String(method)) => crate::model::truncate_for_message(method),
+        // An id without a method is a response (rmcp handles its own); a non-string method is an invalid request.
+        None if m.contains_key("result") || m.contains_key("error") => return None,
+        _ => {
+            return Some(ServerJsonRpcMessage::error(
+                ErrorData::invalid_request("Invalid request: `method` must be a string", None),
+                id,
+            ));
+        }
+    };
+    let error = match m.get("params") {
+        Some(p) if !p.is_object() && !p.is_null() => {
+            ErrorData::invalid_params(format!("`params` of `{method}` must be an object"), None)
+        }
+        _ => ErrorData::invalid_request(
+            format!("Invalid request: `{method}` does not match the JSON-RPC request shape"),
+            None,
+        ),
+    };
+    Some(ServerJsonRpcMessage::error(error, id))
+}
+
+/// rmcp's line codec over raw JSON values, skipping lines that are not JSON (as rmcp does: answering garbage can
+/// start an error storm with a peer that echoes it) instead of ending the stream.
+struct RawLines(JsonRpcMessageCodec<Box<RawValue>>);
+
+impl Decoder for RawLines {
+    type Item = Box<RawValue>;
+    type Error = std::io::Error;
+
+    fn decode(
+        &mut self,
+        buf: &mut tokio_util::bytes::BytesMut,
+    ) -> Result<Option<Self::Item>, Self::Error> {
+        loop {
+            match self.0.decode(buf) {
+                Ok(item) => return Ok(item),
+                Err(e) => {
+                    tracing::debug!("ignoring an unreadable incoming line: {e}");
+                    // The codec consumed the bad line (or is discarding an oversized one); go on with the rest.
+                    if buf.is_empty() {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    fn decode_eof(
+        &mut self,
+        buf: &mut tokio_util::bytes::BytesMut,
+    ) -> Result<Option<Self::Item>, Self::Error> {
+        match self.0.decode_eof(buf) {
+            Ok(item) => Ok(item),
+            Err(e) => {
+                tracing::debug!("ignoring an unreadable last line: {e}");
+                buf.clear();
+                Ok(None)
+            }
+        }
+    }
+}
+
+type Writer<W> =
+    Arc<Mutex<Option<FramedWrite<W, JsonRpcMessageCodec<TxJsonRpcMessage<RoleServer>>>>>>;
+
+/// Our MCP server's stdio transport: rmcp's codec both ways; every request with an id is answered.
+pub struct StdioFront<R, W> {
+    read: FramedRead<R, RawLines>,
+    write: Writer<W>,
+}
+
+impl<R: AsyncRead, W: AsyncWrite> StdioFront<R, W> {
+    pub fn new((read, write): (R, W)) -> Self {
+        StdioFront {
+            read: FramedRead::new(
+                read,
+                RawLines(JsonRpcMessageCodec::new_with_max_length(
+                    DEFAULT_MAX_LINE_LENGTH,
+                )),
+            ),
+            write: Arc::new(Mutex::new(Some(FramedWrite::new(
+                write,
+                JsonRpcMessageCodec::default(),
+            )))),
+        }
+    }
+}
+
+async fn send_on<W: AsyncWrite + Send + Unpin + 'static>(
+    lock: Writer<W>,
+    item: TxJsonRpcMessage<RoleServer>,
+) -> Result<(), std::io::Error> {
+    match lock.lock().await.as_mut() {
+        Some(write) => write.send(item).await.map_err(Into::into),
+        None => Err(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "transport is closed",
+        )),
+    }
+}
+
+impl<R, W> Transport<RoleServer> for StdioFront<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        send_on(self.write.clone(), item)
+    }
+
+    /// Cancel-safe (rmcp polls it in a `select!`): the line codec keeps partial input, and a reply to an untyped
+    /// request is sent by its own task.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let raw = match self.read.next().await? {
+                Ok(raw) => raw,
+                Err(e) => {
+                    tracing::error!("error reading stdin: {e}");
+                    return None;
+                }
+            };
+            match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw.get()) {
+                Ok(message) => return Some(message),
+                Err(e) => {
+                    tracing::debug!("incoming message rmcp cannot type: {e}");
+                    if let Some(reply) = reply_to_untyped(raw.get().as_bytes()) {
+                        tokio::spawn(send_on(self.write.clone(), reply));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        drop(self.write.lock().await.take());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(s: &str) -> Option<Value> {
+        reply_to_untyped(s.as_bytes()).map(|m| serde_json::to_value(m).unwrap())
+    }
+
+    #[test]
+    fn requests_with_an_id_get_it_back() {
+        let r = reply(r#"{"jsonrpc":"2.0","id":5,"method":"ping","params":3}"#).unwrap();
+        assert_eq!(r["id"], 5);
+        assert_eq!(r["error"]["code"], -32602);
+        let r = reply(r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":"x"}"#).unwrap();
+        assert_eq!(r["id"], "a");
+        let r = reply(r#"{"jsonrpc":"2.0","id":1,"method":7}"#).unwrap();
+        assert_eq!(r["error"]["code"], -32600);
+        assert_eq!(r["id"], 1);
+        let r = reply(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#).unwrap();
+        assert!(r.get("id").is_none_or(Value::is_null), "{r}");
+    }
+
+    #[test]
+    fn notifications_responses_and_garbage_get_nothing() {
+        assert!(reply(r#"{"jsonrpc":"2.0","method":"x/y","params":3}"#).is_none());
+        assert!(reply(r#"{"jsonrpc":"2.0","id":3,"result":7}"#).is_none());
+        assert!(reply("not json").is_none());
+        assert!(reply("[1,2]").is_none());
+    }
+}

@@ -1,0 +1,338 @@
+//! One registered server as itself (`/mcp/servers/{name}`, `agent-discover mcp --server NAME`): its own tool and
+//! prompt names and resource URIs, its capabilities and instructions; logging, completions, subscriptions,
+//! sampling/elicitation/roots, progress and cancellation forwarded. The server is activated on first use.
+
+// Logging and resources/subscribe are deprecated by SEP-2577 / 2026-07-28, but legacy clients and children use them.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+
+use super::NEXT_CLIENT;
+use crate::app::App;
+use crate::error::Error;
+use crate::proxy::{Caller, Proxy, ServerError};
+
+/// The MCP face of one registered server; one per connection (stdio) or session (HTTP).
+#[derive(Clone)]
+pub struct ServerView {
+    app: Arc<App>,
+    server: String,
+    client_id: u64,
+}
+
+impl ServerView {
+    pub fn new(app: Arc<App>, server: impl Into<String>) -> ServerView {
+        ServerView {
+            app,
+            server: server.into(),
+            client_id: NEXT_CLIENT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    async fn ready(&self) -> Result<(), McpError> {
+        Box::pin(self.app.proxy.ensure_active(&self.server))
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    fn error(&self, e: Error) -> McpError {
+        match e {
+            Error::NotFound { .. } | Error::Invalid { .. } => {
+                McpError::invalid_params(e.to_string(), None)
+            }
+            e => McpError::internal_error(e.to_string(), None),
+        }
+    }
+
+    fn server_error(&self, e: ServerError) -> McpError {
+        match e {
+            ServerError::Child(data) => data,
+            ServerError::Proxy(e) => self.error(e),
+        }
+    }
+
+    fn register(&self, peer: &Peer<RoleServer>) {
+        self.app
+            .proxy
+            .register_scoped_client(self.client_id, peer.clone(), &self.server);
+    }
+}
+
+impl ServerHandler for ServerView {
+    /// The child's own capabilities and instructions once it runs; before that, everything we can forward.
+    fn get_info(&self) -> ServerConfig {
+        if let Some(info) = self.app.proxy.server_info(&self.server) {
+            let mut config = ServerConfig::new(info.capabilities);
+            if let Some(i) = info.server_info {
+                config = config.with_server_info(i);
+            }
+            if let Some(text) = info.instructions {
+                config = config.with_instructions(text);
+            }
+            return config;
+        }
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_logging()
+            .enable_completions()
+            .build();
+        ServerConfig::new(caps).with_server_info(Implementation::new(
+            self.server.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        self.register(&context.peer);
+        // Activated before answering, so the client sees the child's own capabilities.
+        self.ready().await?;
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        spawn_list_changed_forwarder(self.app.clone(), context.peer.clone(), self.server.clone());
+    }
+
+    async fn list_tools(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.ready().await?;
+        let tools = Box::pin(self.app.proxy.server_tools(&self.server))
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.ready().await?;
+        let progress_token = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        let caller = Caller {
+            peer: Some(context.peer.clone()),
+            progress_token,
+            cancel: Some(context.ct.clone()),
+        };
+        match Box::pin(self.app.proxy.call_tool(
+            &self.server,
+            &request.name,
+            request.arguments,
+            caller,
+        ))
+        .await
+        {
+            Ok(r) => Ok(r.into()),
+            // Like the aggregated front (and the TypeScript SDK): an unknown tool is a tool error the model sees.
+            Err(Error::NotFound { .. }) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "unknown tool `{}`: server `{}` does not offer it",
+                    crate::model::truncate_for_message(&request.name),
+                    self.server
+                ))])
+                .into())
+            }
+            // A tool withheld by pinning: a tool error saying why, as on the aggregated front.
+            Err(e @ Error::ToolChanged { .. }) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                serde_json::json!({"error": e.to_string(), "code": e.code().as_str(), "kind": "tool_changed"})
+                    .to_string(),
+            )])
+            .into()),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.ready().await?;
+        Box::pin(self.app.proxy.server_resources(&self.server))
+            .await
+            .map(ListResourcesResult::with_all_items)
+            .map_err(|e| self.server_error(e))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.ready().await?;
+        Box::pin(self.app.proxy.server_resource_templates(&self.server))
+            .await
+            .map(ListResourceTemplatesResult::with_all_items)
+            .map_err(|e| self.server_error(e))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.ready().await?;
+        Box::pin(
+            self.app
+                .proxy
+                .server_read_resource(&self.server, &request.uri),
+        )
+        .await
+        .map(Into::into)
+        .map_err(|e| self.server_error(e))
+    }
+
+    async fn list_prompts(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.ready().await?;
+        Box::pin(self.app.proxy.server_prompts(&self.server))
+            .await
+            .map(ListPromptsResult::with_all_items)
+            .map_err(|e| self.server_error(e))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.ready().await?;
+        Box::pin(
+            self.app
+                .proxy
+                .server_get_prompt(&self.server, &request.name, request.arguments),
+        )
+        .await
+        .map(Into::into)
+        .map_err(|e| self.server_error(e))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.ready().await?;
+        Box::pin(self.app.proxy.server_complete(&self.server, request))
+            .await
+            .map_err(|e| self.server_error(e))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.register(&context.peer);
+        self.ready().await?;
+        Box::pin(self.app.proxy.set_log_level(request.level)).await;
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.ready().await?;
+        let uri = Proxy::exposed_uri(&self.server, &request.uri);
+        Box::pin(
+            self.app
+                .proxy
+                .subscribe(self.client_id, context.peer.clone(), &uri, true),
+        )
+        .await
+        .map_err(|e| self.error(e))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let uri = Proxy::exposed_uri(&self.server, &request.uri);
+        Box::pin(self.app.proxy.unsubscribe(self.client_id, &uri))
+            .await
+            .map_err(|e| self.error(e))
+    }
+}
+
+/// Sends list_changed notifications to one client of a per-server endpoint when that server's lists change.
+fn spawn_list_changed_forwarder(app: Arc<App>, peer: Peer<RoleServer>, server: String) {
+    let mut sub = app.events.subscribe("server:*");
+    tokio::spawn(async move {
+        while let Some(received) = sub.recv().await {
+            let relevant = match &received {
+                crate::events::Received::Event(ev) => {
+                    ev.changes_tool_list() && names_server(ev, &server)
+                }
+                crate::events::Received::Lagged(_) => true,
+            };
+            if !relevant {
+                continue;
+            }
+            if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                break;
+            }
+            let _ = peer.notify_resource_list_changed().await;
+            let _ = peer.notify_prompt_list_changed().await;
+        }
+    });
+}
+
+fn names_server(ev: &crate::events::Event, server: &str) -> bool {
+    use crate::events::Event::*;
+    match ev {
+        ServerActivated { name, .. }
+        | ServerDeactivated { name }
+        | ServerError { name, .. }
+        | ToolsChanged { name }
+        | ServerRemoved { name } => name == server,
+        _ => false,
+    }
+}
+
+/// Serves one registered server as itself on stdin/stdout until the client disconnects, then stops every child.
+pub async fn serve_stdio_server(app: Arc<App>, server: String) -> anyhow::Result<()> {
+    app.registry.get(&server)?;
+    let view = ServerView::new(app.clone(), server.clone());
+    let client_id = view.client_id;
+    // Every request with an id is answered with it, even one rmcp cannot type (`front.rs`).
+    let service = view
+        .serve(super::front::StdioFront::new(rmcp::transport::stdio_pipes()))
+        .await?;
+    spawn_list_changed_forwarder(app.clone(), service.peer().clone(), server);
+    let res = tokio::select! {
+        r = service.waiting() => r.map(|_| ()).map_err(anyhow::Error::from),
+        _ = super::shutdown_signal() => Ok(()),
+    };
+    app.proxy.unregister_client(client_id);
+    app.proxy.shutdown().await;
+    res
+}

@@ -1,0 +1,244 @@
+//! What the proxy forwards besides calls and lists: the client's log level to every child and the children's log
+//! messages back (the server named in `logger`), completions routed to the child owning the prompt or resource
+//! template, and resource subscriptions with their update notifications, under the names clients see.
+
+// Logging and resources/subscribe are deprecated by SEP-2577 / 2026-07-28, but legacy clients and children use them.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, LoggingLevel, LoggingMessageNotificationParam,
+    Reference, ResourceUpdatedNotificationParam, ResultType, SetLevelRequestParams,
+    SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::{Peer, RoleServer};
+
+use super::{Child, Inner, Proxy, lock, names};
+use crate::error::{Error, Result};
+
+/// One client's subscription to one exposed resource URI.
+pub(super) struct Subscription {
+    uri: String,
+    client: u64,
+    peer: Peer<RoleServer>,
+    /// A per-server client: updates carry the child's own URI.
+    raw: bool,
+}
+
+impl Proxy {
+    /// Sets the log level of every running child that declares logging; children started later get it too.
+    pub async fn set_log_level(&self, level: LoggingLevel) {
+        *lock(&self.inner.log_level) = Some(level);
+        let children = self.inner.running_with(|c| c.logging.is_some());
+        let sets = children.iter().map(|child| async move {
+            if let Err(e) = child
+                .peer
+                .set_level(SetLevelRequestParams::new(level))
+                .await
+            {
+                tracing::warn!(server = %child.name, error = %e, "logging/setLevel failed");
+            }
+        });
+        futures::future::join_all(sets).await;
+    }
+
+    /// Routes `completion/complete` to the child owning the prompt (`server__prompt`) or the resource template
+    /// (`agent-discover://server/template`), under the child's own names.
+    pub async fn complete(&self, mut params: CompleteRequestParams) -> Result<CompleteResult> {
+        let child = match &mut params.r#ref {
+            Reference::Prompt(p) => {
+                let (child, original) = self.find_prompt(&p.name).await?;
+                p.name = original;
+                child
+            }
+            Reference::Resource(r) => {
+                let (server, original) = names::split_uri(&r.uri)
+                    .ok_or_else(|| Error::not_found("resource template", r.uri.as_str()))?;
+                let child = self.inner.ready_child(server).await?;
+                r.uri = original.to_owned();
+                child
+            }
+            _ => {
+                return Err(Error::invalid(
+                    "completion reference",
+                    "expected ref/prompt or ref/resource",
+                ));
+            }
+        };
+        if child.capabilities.completions.is_none() {
+            return Err(Error::Unavailable(format!(
+                "server `{}` does not offer completions",
+                child.name
+            )));
+        }
+        params.meta = None;
+        let mut res = child
+            .peer
+            .complete(params)
+            .await
+            .map_err(|e| Error::Upstream {
+                server: child.name.clone(),
+                message: e.to_string(),
+            })?;
+        // A legacy child's result has no resultType; a 2026-07-28 client requires one.
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
+    }
+
+    /// Subscribes client `client` to an exposed resource URI; the child is subscribed on the first subscriber.
+    /// `raw`: the client is on a per-server endpoint and gets updates under the child's own URI.
+    pub async fn subscribe(
+        &self,
+        client: u64,
+        peer: Peer<RoleServer>,
+        uri: &str,
+        raw: bool,
+    ) -> Result<()> {
+        let (server, original) =
+            names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
+        let child = self.inner.ready_child(server).await?;
+        let subscribable = child
+            .capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe);
+        if subscribable != Some(true) {
+            return Err(Error::Unavailable(format!(
+                "server `{server}` does not offer resource subscriptions"
+            )));
+        }
+        let first = {
+            let mut subs = lock(&self.inner.subscriptions);
+            subs.retain(|s| !s.peer.is_transport_closed());
+            let first = !subs.iter().any(|s| s.uri == uri);
+            if !subs.iter().any(|s| s.uri == uri && s.client == client) {
+                subs.push(Subscription {
+                    uri: uri.to_owned(),
+                    client,
+                    peer,
+                    raw,
+                });
+            }
+            first
+        };
+        if first
+            && let Err(e) = child
+                .peer
+                .subscribe(SubscribeRequestParams::new(original))
+                .await
+        {
+            lock(&self.inner.subscriptions).retain(|s| !(s.uri == uri && s.client == client));
+            return Err(Error::Upstream {
+                server: server.to_owned(),
+                message: e.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends client `client`'s subscription; the child is unsubscribed when its last subscriber leaves.
+    pub async fn unsubscribe(&self, client: u64, uri: &str) -> Result<()> {
+        let (server, original) =
+            names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
+        let last = {
+            let mut subs = lock(&self.inner.subscriptions);
+            subs.retain(|s| !(s.peer.is_transport_closed() || s.uri == uri && s.client == client));
+            !subs.iter().any(|s| s.uri == uri)
+        };
+        if last && let Some(child) = self.inner.running(server) {
+            child
+                .peer
+                .unsubscribe(UnsubscribeRequestParams::new(original))
+                .await
+                .map_err(|e| Error::Upstream {
+                    server: server.to_owned(),
+                    message: e.to_string(),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Registers a client of the per-server endpoint of `server`: it gets that server's log messages (logger
+    /// unchanged) and its requests, and nothing of other servers.
+    pub fn register_scoped_client(&self, id: u64, peer: Peer<RoleServer>, server: &str) {
+        lock(&self.inner.scopes).insert(id, server.to_owned());
+        self.register_client(id, peer);
+    }
+
+    /// Forgets a disconnected client's subscriptions.
+    pub(super) fn drop_subscriptions(&self, client: u64) {
+        lock(&self.inner.subscriptions).retain(|s| s.client != client);
+    }
+}
+
+impl Inner {
+    pub(super) fn running(&self, name: &str) -> Option<Arc<Child>> {
+        match lock(&self.children).get(name) {
+            Some(super::Slot::Running(c)) => Some(c.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether client `id` sees `server`: aggregated clients see every server, per-server clients their own.
+    pub(super) fn sees(&self, id: u64, server: &str) -> bool {
+        lock(&self.scopes).get(&id).is_none_or(|s| s == server)
+    }
+
+    /// A child's log message goes to every connected client that sees the server; aggregated clients get `logger`
+    /// naming the server (`server` or `server/logger`), per-server clients get it unchanged.
+    pub(super) async fn forward_log(&self, server: &str, params: LoggingMessageNotificationParam) {
+        let mut named = params.clone();
+        named.logger = Some(match &params.logger {
+            Some(l) if !l.is_empty() => format!("{server}/{l}"),
+            _ => server.to_owned(),
+        });
+        let scopes = lock(&self.scopes).clone();
+        let peers: Vec<(bool, Peer<RoleServer>)> = lock(&self.clients)
+            .iter()
+            .filter(|(_, p)| !p.is_transport_closed())
+            .filter_map(|(id, p)| match scopes.get(id) {
+                None => Some((false, p.clone())),
+                Some(s) if s == server => Some((true, p.clone())),
+                Some(_) => None,
+            })
+            .collect();
+        for (raw, peer) in peers {
+            let msg = if raw { params.clone() } else { named.clone() };
+            let _ = peer.notify_logging_message(msg).await;
+        }
+    }
+
+    /// A child's resource update goes to the clients subscribed to that resource, under its exposed URI.
+    pub(super) async fn forward_resource_updated(
+        &self,
+        server: &str,
+        params: ResourceUpdatedNotificationParam,
+    ) {
+        let mut exposed = params.clone();
+        exposed.uri = names::expose_uri(server, &params.uri);
+        let peers: Vec<(bool, Peer<RoleServer>)> = lock(&self.subscriptions)
+            .iter()
+            .filter(|s| s.uri == exposed.uri && !s.peer.is_transport_closed())
+            .map(|s| (s.raw, s.peer.clone()))
+            .collect();
+        for (raw, peer) in peers {
+            let msg = if raw { params.clone() } else { exposed.clone() };
+            let _ = peer.notify_resource_updated(msg).await;
+        }
+    }
+
+    /// Gives a freshly started child the log level clients asked for.
+    pub(super) async fn apply_log_level(&self, child: &Child) {
+        let level = *lock(&self.log_level);
+        if let Some(level) = level
+            && child.capabilities.logging.is_some()
+            && let Err(e) = child
+                .peer
+                .set_level(SetLevelRequestParams::new(level))
+                .await
+        {
+            tracing::warn!(server = %child.name, error = %e, "logging/setLevel failed");
+        }
+    }
+}

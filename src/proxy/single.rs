@@ -1,0 +1,155 @@
+//! One registered server as itself, for the per-server endpoints: its own tool and prompt names, its resource URIs
+//! unchanged, its capabilities and instructions; the server is activated on first use.
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ResultType,
+    ServerPeerInfo, Tool,
+};
+use serde_json::{Map, Value};
+
+use super::{Proxy, lock, names};
+use rmcp::{ErrorData, ServiceError};
+
+use crate::error::{Error, Result};
+
+type ServerResult<T> = std::result::Result<T, ServerError>;
+
+impl Proxy {
+    /// Activates `name` unless it is running (a crashed child is restarted by the next call).
+    pub async fn ensure_active(&self, name: &str) -> Result<()> {
+        if self.is_active(name) {
+            return Ok(());
+        }
+        self.activate(name).await.map(|_| ())
+    }
+
+    /// What the running child said about itself at initialize (capabilities, server info, instructions).
+    pub fn server_info(&self, name: &str) -> Option<ServerPeerInfo> {
+        let child = self.inner.running(name)?;
+        child.peer.peer_info().map(|i| (*i).clone())
+    }
+
+    /// The child's tools under their own names.
+    pub async fn server_tools(&self, name: &str) -> Result<Vec<Tool>> {
+        let child = self.inner.ready_child(name).await?;
+        Ok(lock(&child.tools).clone())
+    }
+
+    pub async fn server_resources(&self, name: &str) -> ServerResult<Vec<Resource>> {
+        let child = self.inner.ready_child(name).await?;
+        if child.capabilities.resources.is_none() {
+            return Ok(vec![]);
+        }
+        child
+            .peer
+            .list_all_resources()
+            .await
+            .map_err(|e| upstream(name, e))
+    }
+
+    pub async fn server_resource_templates(
+        &self,
+        name: &str,
+    ) -> ServerResult<Vec<ResourceTemplate>> {
+        let child = self.inner.ready_child(name).await?;
+        if child.capabilities.resources.is_none() {
+            return Ok(vec![]);
+        }
+        child
+            .peer
+            .list_all_resource_templates()
+            .await
+            .map_err(|e| upstream(name, e))
+    }
+
+    pub async fn server_read_resource(
+        &self,
+        name: &str,
+        uri: &str,
+    ) -> ServerResult<ReadResourceResult> {
+        let child = self.inner.ready_child(name).await?;
+        let mut res = child
+            .peer
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .map_err(|e| upstream(name, e))?;
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
+    }
+
+    pub async fn server_prompts(&self, name: &str) -> ServerResult<Vec<Prompt>> {
+        let child = self.inner.ready_child(name).await?;
+        if child.capabilities.prompts.is_none() {
+            return Ok(vec![]);
+        }
+        child
+            .peer
+            .list_all_prompts()
+            .await
+            .map_err(|e| upstream(name, e))
+    }
+
+    pub async fn server_get_prompt(
+        &self,
+        name: &str,
+        prompt: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> ServerResult<GetPromptResult> {
+        let child = self.inner.ready_child(name).await?;
+        let mut params = GetPromptRequestParams::new(prompt);
+        params.arguments = arguments;
+        let mut res = child
+            .peer
+            .get_prompt(params)
+            .await
+            .map_err(|e| upstream(name, e))?;
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
+    }
+
+    pub async fn server_complete(
+        &self,
+        name: &str,
+        mut params: CompleteRequestParams,
+    ) -> ServerResult<CompleteResult> {
+        let child = self.inner.ready_child(name).await?;
+        params.meta = None;
+        let mut res = child
+            .peer
+            .complete(params)
+            .await
+            .map_err(|e| upstream(name, e))?;
+        // A legacy child's result has no resultType; a 2026-07-28 client requires one.
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(res)
+    }
+
+    /// The exposed URI under which a per-server client's subscription is kept (shared with aggregated clients).
+    pub fn exposed_uri(name: &str, uri: &str) -> String {
+        names::expose_uri(name, uri)
+    }
+}
+
+/// A failure of a per-server request: the proxy's own, or the child's JSON-RPC error, passed on unchanged.
+#[derive(Debug)]
+pub enum ServerError {
+    Proxy(Error),
+    Child(ErrorData),
+}
+
+impl From<Error> for ServerError {
+    fn from(e: Error) -> Self {
+        ServerError::Proxy(e)
+    }
+}
+
+fn upstream(server: &str, e: ServiceError) -> ServerError {
+    match e {
+        ServiceError::McpError(data) => ServerError::Child(data),
+        e => ServerError::Proxy(Error::Upstream {
+            server: server.to_owned(),
+            message: e.to_string(),
+        }),
+    }
+}

@@ -1562,3 +1562,48 @@ async fn rest_config_apply_inline_and_by_path() {
     .await;
     expect_error(&neither, 400, "invalid_input");
 }
+
+/// REST enable/disable: disable stops the child and shows `disabled`; activate is refused; enable answers an
+/// `AddServerResult` (`ready` with the tool count) and the list shows `ready`.
+#[tokio::test]
+async fn rest_enable_and_disable() {
+    let dir = tmp();
+    let app = app_in(dir.path());
+    let r = http::router(app.clone(), Security::loopback());
+    expect(
+        &send(&r, "POST", "/api/servers", Some(fixture("fx", &[]))).await,
+        201,
+    );
+    let act = send(&r, "POST", "/api/servers/fx/activate", None).await;
+    assert_eq!(expect(&act, 200)["state"], "ready");
+    let pid = app.proxy.child_status("fx").unwrap().pid.unwrap();
+    let off = send(&r, "POST", "/api/servers/fx/disable", None).await;
+    assert_eq!(expect(&off, 200)["status"], "disabled");
+    assert!(!harness::pid_alive(pid));
+    let list = send(&r, "GET", "/api/servers", None).await;
+    assert_eq!(expect(&list, 200)[0]["status"], "disabled");
+    let refused = send(&r, "POST", "/api/servers/fx/activate", None).await;
+    expect_error(&refused, 503, "unavailable");
+    let again = send(&r, "POST", "/api/servers/fx/disable", None).await;
+    assert_eq!(expect(&again, 200)["status"], "already_disabled");
+    let on = send(&r, "POST", "/api/servers/fx/enable", None).await;
+    let on = expect(&on, 200);
+    assert_eq!(
+        (&on["state"], &on["id"]),
+        (&json!("ready"), &json!("fx")),
+        "{on}"
+    );
+    assert!(on["toolCount"].as_u64().unwrap() > 0);
+    let list = send(&r, "GET", "/api/servers", None).await;
+    assert_eq!(expect(&list, 200)[0]["status"], "ready");
+    expect_error(
+        &send(&r, "POST", "/api/servers/nope/enable", None).await,
+        404,
+        "not_found",
+    );
+    let doc = send(&r, "GET", "/api/openapi.json", None).await;
+    let doc = expect(&doc, 200);
+    assert!(doc["paths"]["/api/servers/{id}/enable"]["post"].is_object());
+    assert!(doc["paths"]["/api/servers/{id}/disable"]["post"].is_object());
+    app.proxy.shutdown().await;
+}

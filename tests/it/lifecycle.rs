@@ -441,3 +441,62 @@ async fn disable_keeps_the_entry_and_blocks_every_start_until_enable() {
     app.proxy.shutdown().await;
     assert!(!pid_alive(again));
 }
+
+/// enable/disable over the `registry` tool (rmcp client, stdio) and the CLI (another process on the same database).
+#[tokio::test]
+async fn enable_and_disable_over_mcp_and_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = crate::harness::spawn(dir.path(), &[], None).await;
+    agent.install_fixture("fx", &[], json!({})).await;
+    let v = agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    assert_eq!(v["state"], "ready", "{v}");
+    let v = agent
+        .registry(json!({"action": "disable", "name": "fx"}))
+        .await;
+    assert_eq!(v["status"], "disabled", "{v}");
+    let (is_error, v) = agent
+        .try_registry(json!({"action": "activate", "name": "fx"}))
+        .await
+        .unwrap();
+    assert!(is_error, "{v}");
+    assert_eq!(v["state"], "error", "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("disabled"),
+        "{v}"
+    );
+    let (is_error, v) = agent
+        .try_registry(json!({"action": "enable"}))
+        .await
+        .unwrap();
+    assert!(is_error && v["field"] == "name", "{v}");
+    let v = agent
+        .registry(json!({"action": "enable", "name": "fx"}))
+        .await;
+    assert_eq!(
+        (&v["state"], &v["id"]),
+        (&json!("ready"), &json!("fx")),
+        "{v}"
+    );
+    assert!(v["toolCount"].as_u64().unwrap() > 0);
+
+    // The CLI, in its own process: disable, then the listing shows it.
+    let cli = |args: &[&str]| {
+        let o = std::process::Command::new(BIN)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(args)
+            .env_remove("AGENT_DISCOVER_DB")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    assert_eq!(cli(&["disable", "fx", "--json"])["status"], "disabled");
+    let list = cli(&["list", "--json"]);
+    assert_eq!(list[0]["status"], "disabled", "{list}");
+    let v = cli(&["enable", "fx", "--json"]);
+    assert_eq!(v["state"], "ready", "{v}");
+    agent.stop().await;
+}

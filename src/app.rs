@@ -29,6 +29,8 @@ pub struct App {
     marketplace: std::sync::OnceLock<std::result::Result<crate::marketplace::Marketplace, String>>,
     /// Prometheus counters and latency histograms of proxied calls (fed by the proxy's call observer).
     pub telemetry: Arc<Telemetry>,
+    /// Serialises config changes (`add_server`, `apply_config`, `enable`, `disable`) in this process.
+    lifecycle: tokio::sync::Mutex<()>,
     /// OAuth for remote servers: tokens, registrations, pending authorizations (`oauth/`, `authflow.rs`).
     pub oauth: crate::oauth::OAuth,
 }
@@ -97,8 +99,13 @@ impl App {
             prereqs,
             marketplace,
             telemetry,
+            lifecycle: tokio::sync::Mutex::new(()),
             oauth,
         }))
+    }
+
+    pub(crate) fn lifecycle_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.lifecycle
     }
 
     /// Which install tools (npx, uvx, uv, docker) this machine has, probed once per process.

@@ -5,72 +5,76 @@ use serde::Serialize;
 use crate::app::App;
 use crate::clientconfig::Imported;
 use crate::error::{Error, Result};
-use crate::model::ServerPatch;
+use crate::lifecycle::{AddServerResult, Change};
 
-/// What happened to one server of the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What happened to one server of the file: `action` (`added`, `updated`, `unchanged`) and its state afterwards
+/// (an `AddServerResult`: `ready`, `stopped`, `authenticating`, `error`, ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ImportResult {
     pub name: String,
-    /// `added`, `updated` or `unchanged`.
+    /// `added`, `updated`, `unchanged`, or `refused` (the name belongs to another origin).
     pub action: &'static str,
+    #[serde(flatten)]
+    pub result: AddServerResult,
+}
+
+/// The origin a parsed file is applied under: its canonical path, or `manual` for a config given inline.
+pub enum Origin<'a> {
+    File(&'a str),
+    Manual,
 }
 
 impl App {
-    /// Registers (or reconfigures) every server `imported` holds, then stores the secret values it found in the
-    /// environment (encrypted). Servers the file does not name are left alone. One result per server, in file order.
-    pub fn import_client_config(&self, imported: &Imported) -> Result<Vec<ImportResult>> {
-        let mut results = Vec::with_capacity(imported.servers.len());
-        for s in &imported.servers {
-            let spec = &s.spec;
-            let action = match self.registry.get(&spec.name) {
-                Ok(current) => {
-                    let same = current.command == spec.command
-                        && current.args == spec.args
-                        && current.env == spec.env
-                        && current.transport == spec.transport
-                        && current.url == spec.url
-                        && current.headers == spec.headers
-                        && (spec.description.is_empty() || current.description == spec.description);
-                    if same {
-                        "unchanged"
-                    } else {
-                        let patch = ServerPatch {
-                            description: (!spec.description.is_empty())
-                                .then(|| spec.description.clone()),
-                            command: spec.command.clone(),
-                            args: Some(spec.args.clone()),
-                            env: Some(spec.env.clone()),
-                            transport: Some(spec.transport),
-                            url: spec.url.clone(),
-                            headers: Some(spec.headers.clone()),
-                            ..ServerPatch::default()
-                        };
-                        self.registry.update(&spec.name, &patch)?;
-                        "updated"
-                    }
-                }
-                Err(Error::NotFound { .. }) => {
-                    self.registry.register(spec.clone())?;
-                    "added"
-                }
-                Err(e) => return Err(e),
+    /// Applies every server `imported` holds through the lifecycle (one transaction, idempotent), then stores the
+    /// secret values it found in the environment (encrypted). Under [`Origin::File`] the file's servers are
+    /// replaced: those that left the file are stopped and removed, other origins are untouched. A file that
+    /// launches agent-discover itself (rewritten by `connect`) only adds: its servers now live here. Under
+    /// [`Origin::Manual`] servers are added or reconfigured, never removed. One result per server, in file order.
+    pub async fn import_client_config(
+        &self,
+        imported: &Imported,
+        origin: Origin<'_>,
+    ) -> Result<Vec<ImportResult>> {
+        let servers: Vec<&crate::clientconfig::ImportedServer> = imported
+            .servers
+            .iter()
+            .filter(|s| s.spec.name != crate::clientconfig::SELF_NAME)
+            .collect();
+        let connected = servers.len() != imported.servers.len();
+        let specs: Vec<_> = servers.iter().map(|s| s.spec.clone()).collect();
+        let results = match origin {
+            Origin::File(path) if !connected => self.apply_config(path, specs).await?,
+            Origin::File(path) => self.merge_config(path, specs).await?,
+            Origin::Manual => {
+                self.merge_config(crate::model::MANUAL_ORIGIN, specs)
+                    .await?
+            }
+        };
+        let mut out = Vec::with_capacity(results.len());
+        for (s, mut r) in servers.into_iter().zip(results) {
+            let action = match r.change.take() {
+                Some(Change::Added) => "added",
+                Some(Change::Updated) => "updated",
+                Some(Change::Unchanged) => "unchanged",
+                None => "refused",
             };
-            if !s.secrets.is_empty() {
+            if action != "refused" && !s.secrets.is_empty() {
                 // Re-importing the same values writes nothing.
-                let id = self.registry.get(&spec.name)?.id;
+                let id = self.registry.get(&s.spec.name)?.id;
                 let current = self.secrets.env_for(id)?;
                 for (k, v) in &s.secrets {
                     if current.get(k) != Some(v) {
-                        self.secrets.set(&spec.name, k, v)?;
+                        self.secrets.set(&s.spec.name, k, v)?;
                     }
                 }
             }
-            results.push(ImportResult {
-                name: spec.name.clone(),
+            out.push(ImportResult {
+                name: s.spec.name.clone(),
                 action,
+                result: r,
             });
         }
-        Ok(results)
+        Ok(out)
     }
 }
 
@@ -98,8 +102,9 @@ pub struct ApplyConfigReport {
 }
 
 impl App {
-    /// Parses a client config (inline or from a file) and applies it with [`App::import_client_config`].
-    pub fn apply_client_config(&self, req: &ApplyConfigRequest) -> Result<ApplyConfigReport> {
+    /// Parses a client config (inline or from a file) and applies it with [`App::import_client_config`]: a file under
+    /// its canonical path as origin, an inline config under `manual`.
+    pub async fn apply_client_config(&self, req: &ApplyConfigRequest) -> Result<ApplyConfigReport> {
         use crate::clientconfig::{self, Env, Format};
         let format = req
             .format
@@ -157,7 +162,11 @@ impl App {
                 ));
             }
         };
-        let results = self.import_client_config(&imported)?;
+        let origin = match &req.path {
+            Some(_) => Origin::File(&imported.file),
+            None => Origin::Manual,
+        };
+        let results = self.import_client_config(&imported, origin).await?;
         Ok(ApplyConfigReport {
             file: imported.file,
             format: imported.format,

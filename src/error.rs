@@ -109,4 +109,81 @@ impl Error {
     }
 }
 
+/// What kind of failure a server or a proxied call had, as the McpRegistry contract names it (seed 001's
+/// `McpToolError.kind`). The same kinds appear on a server's `error` and on failed proxied calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    AuthUnavailable,
+    TransportError,
+    Timeout,
+    ServerError,
+    ToolNotFound,
+}
+
+impl ToolErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::AuthUnavailable => "auth_unavailable",
+            ToolErrorKind::TransportError => "transport_error",
+            ToolErrorKind::Timeout => "timeout",
+            ToolErrorKind::ServerError => "server_error",
+            ToolErrorKind::ToolNotFound => "tool_not_found",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ToolErrorKind> {
+        [
+            ToolErrorKind::AuthUnavailable,
+            ToolErrorKind::TransportError,
+            ToolErrorKind::Timeout,
+            ToolErrorKind::ServerError,
+            ToolErrorKind::ToolNotFound,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+/// `{kind, message, details?}`: a failure as subscribers, `AddServerResult` and proxied calls show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolError {
+    pub kind: ToolErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
+impl Error {
+    /// The one mapping from our errors to the contract's kinds. A broken or unreachable server (it would not start,
+    /// exited, refused the connection, is not running) is `transport_error`; a server that answered with an error,
+    /// and failures of agent-discover itself, are `server_error`; `details.code` keeps our finer [`ErrorCode`].
+    pub fn tool_error_kind(&self) -> ToolErrorKind {
+        match self {
+            Error::Timeout { .. } => ToolErrorKind::Timeout,
+            Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
+            Error::NotFound { what: "tool", .. } | Error::ToolChanged { .. } => {
+                ToolErrorKind::ToolNotFound
+            }
+            Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
+                ToolErrorKind::TransportError
+            }
+            Error::Child { .. }
+            | Error::Invalid { .. }
+            | Error::NotFound { .. }
+            | Error::Conflict { .. }
+            | Error::Store(_)
+            | Error::Internal(_) => ToolErrorKind::ServerError,
+        }
+    }
+
+    pub fn to_tool_error(&self) -> ToolError {
+        ToolError {
+            kind: self.tool_error_kind(),
+            message: self.to_string(),
+            details: Some(serde_json::json!({ "code": self.code().as_str() })),
+        }
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -29,6 +29,13 @@ pub enum Event {
     /// list is a `server:*` event, so list watchers need not wake for each call.
     #[serde(rename = "server:tools_changed")]
     ToolsChanged { name: String },
+    /// A server's stored status changed without its tools changing (connecting, authenticating, a failed start,
+    /// stopped or disabled while not running).
+    #[serde(rename = "server:status")]
+    StatusChanged {
+        name: String,
+        status: crate::model::ServerStatus,
+    },
     #[serde(rename = "secrets:changed")]
     SecretsChanged { name: String },
     /// Filling the package cache of a newly installed server finished.
@@ -70,6 +77,7 @@ impl Event {
             Event::ServerDeactivated { .. } => "server:deactivated",
             Event::ServerError { .. } => "server:error",
             Event::ToolsChanged { .. } => "server:tools_changed",
+            Event::StatusChanged { .. } => "server:status",
             Event::SecretsChanged { .. } => "secrets:changed",
             Event::Warmup { .. } => "server:warmup",
             Event::CallLogged { .. } => "call:logged",

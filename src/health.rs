@@ -27,6 +27,16 @@ impl App {
     /// Checks `name` now. A failing server is a report with `unhealthy`, not an error; unknown names are.
     pub async fn check_health(&self, name: &str) -> Result<HealthReport> {
         let server = self.registry.get(name)?;
+        if server.status == crate::model::ServerStatus::Disabled {
+            // Paused by the operator: not started, nothing recorded.
+            return Ok(HealthReport {
+                name: server.name,
+                status: Health::Unknown,
+                latency_ms: 0,
+                tool_count: None,
+                error: Some("disabled: not checked (enable it first)".into()),
+            });
+        }
         let started = Instant::now();
         let outcome = self
             .proxy

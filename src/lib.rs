@@ -16,6 +16,7 @@ pub mod guard;
 pub mod health;
 pub mod http;
 pub mod install;
+pub mod lifecycle;
 pub mod introspect;
 pub mod marketplace;
 pub mod mcp;

@@ -294,6 +294,42 @@ impl ServerSpec {
     }
 }
 
+/// What a child is started with. Two specs with equal identities run the same child, so re-applying one leaves a
+/// running server alone, and a difference restarts it. The one place that decides "changed" for `add_server` and
+/// `apply_config`; fields that affect how a server is launched or authenticated belong here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchIdentity<'a> {
+    pub name: &'a str,
+    pub transport: Transport,
+    pub url: Option<&'a str>,
+    pub command: Option<&'a str>,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub headers: &'a BTreeMap<String, String>,
+}
+
+impl ServerSpec {
+    pub fn launch_identity(&self) -> LaunchIdentity<'_> {
+        LaunchIdentity {
+            name: &self.name,
+            transport: self.transport,
+            url: self.url.as_deref(),
+            command: self.command.as_deref(),
+            args: &self.args,
+            env: &self.env,
+            headers: &self.headers,
+        }
+    }
+
+    /// Whether storing `self` over `other` would change the stored row (launch identity, description or tags).
+    /// Package metadata and the source are kept from the registered entry, so they are not compared.
+    pub fn same_stored(&self, other: &ServerSpec) -> bool {
+        self.launch_identity() == other.launch_identity()
+            && self.description == other.description
+            && self.tags == other.tags
+    }
+}
+
 fn check_len(what: &'static str, s: &str, max: usize) -> Result<()> {
     if s.len() > max {
         return Err(Error::invalid(
@@ -427,6 +463,62 @@ pub fn validate_url(url: &str) -> Result<()> {
     Ok(())
 }
 
+/// Where a server's lifecycle stands; stored, so every process and surface shows the same one.
+///
+/// `stopped`: registered, not running (started on demand). `connecting`: being started. `authenticating`: waiting for
+/// the user to authorize (OAuth). `ready`: running, tools listed. `error`: the last start or the running child failed.
+/// `disabled`: paused by the operator; nothing starts it until it is enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerStatus {
+    #[default]
+    Stopped,
+    Connecting,
+    Authenticating,
+    Ready,
+    Error,
+    Disabled,
+}
+
+impl ServerStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerStatus::Stopped => "stopped",
+            ServerStatus::Connecting => "connecting",
+            ServerStatus::Authenticating => "authenticating",
+            ServerStatus::Ready => "ready",
+            ServerStatus::Error => "error",
+            ServerStatus::Disabled => "disabled",
+        }
+    }
+
+    pub fn parse_lenient(s: &str) -> ServerStatus {
+        match s {
+            "connecting" => ServerStatus::Connecting,
+            "authenticating" => ServerStatus::Authenticating,
+            "ready" => ServerStatus::Ready,
+            "error" => ServerStatus::Error,
+            "disabled" => ServerStatus::Disabled,
+            _ => ServerStatus::Stopped,
+        }
+    }
+}
+
+/// Which configuration a server came from: `manual` (registered one at a time) or a client config file's path.
+/// Applying a config replaces only the servers of its own origin.
+pub const MANUAL_ORIGIN: &str = "manual";
+
+pub fn validate_origin(origin: &str) -> Result<()> {
+    check_len("origin", origin, limits::URL)?;
+    if origin.trim().is_empty() || origin.chars().any(|c| c.is_control()) {
+        return Err(Error::invalid(
+            "origin",
+            "must be non-empty text without control characters (`manual` or a config file's path)",
+        ));
+    }
+    Ok(())
+}
+
 /// A stored server: the spec plus the state the registry keeps about it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Server {
@@ -456,6 +548,20 @@ pub struct Server {
     pub call_timeout_ms: Option<u64>,
     pub created_at: String,
     pub updated_at: String,
+    /// `manual` or the config file it was applied from.
+    pub origin: String,
+    pub status: ServerStatus,
+    /// Where to authorize, while `status` is `authenticating`.
+    pub auth_url: Option<String>,
+    /// The kind of `last_error`, while `status` is `error`.
+    pub error_kind: Option<crate::error::ToolErrorKind>,
+}
+
+impl Server {
+    /// The registered configuration, as a spec (what `add_server` compares a new one against).
+    pub fn to_spec(&self) -> ServerSpec {
+        ServerPatch::default().apply(self)
+    }
 }
 
 /// A partial update; `None` leaves a field as it is.

@@ -163,11 +163,21 @@ function applySnapshot(msg) {
 
 // ---------- servers ----------
 
+// The badge: the server's stored lifecycle status (stopped, connecting, authenticating, ready, error, disabled),
+// `running` when it is ready in this process.
 function statusOf(s) {
   const child = state.children.get(s.name);
   if (s.authUrl) return ['authenticating', 'elsewhere'];
   if (child && child.status === 'error') return ['error', 'error'];
-  if (s.running) return ['running', 'running'];
+  if (s.running && (s.status === 'ready' || !s.status)) return ['running', 'running'];
+  switch (s.status) {
+    case 'ready': return ['ready in another process', 'elsewhere'];
+    case 'connecting': return ['connecting', 'elsewhere'];
+    case 'authenticating': return ['authenticating', 'elsewhere'];
+    case 'error': return ['error', 'error'];
+    case 'disabled': return ['disabled', ''];
+    default: break;
+  }
   if (s.active) return ['active in another process', 'elsewhere'];
   if (s.last_error) return ['failed', 'error'];
   return ['stopped', ''];
@@ -203,6 +213,8 @@ function fill(card, s) {
   const pill = role('status');
   pill.textContent = label;
   pill.className = `pill ${cls}`;
+  pill.dataset.status = s.status || '';
+  pill.title = s.status === 'authenticating' && s.auth_url ? `authorize at ${s.auth_url}` : '';
   const health = role('health');
   health.className = `dot ${s.health_status}`;
   health.textContent = s.health_status === 'unknown' ? 'health unknown' : s.health_status;
@@ -218,9 +230,12 @@ function fill(card, s) {
 
   const actions = role('actions');
   actions.replaceChildren(
-    s.running
-      ? h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => deactivate(s)) }, 'Deactivate')
-      : h('button', { type: 'button', class: 'primary', onclick: (e) => act(e.currentTarget, () => activate(s)) }, 'Activate'),
+    s.status === 'disabled'
+      ? h('button', { type: 'button', class: 'primary', onclick: (e) => act(e.currentTarget, () => enable(s)) }, 'Enable')
+      : s.running
+        ? h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => deactivate(s)) }, 'Deactivate')
+        : h('button', { type: 'button', class: 'primary', onclick: (e) => act(e.currentTarget, () => activate(s)) }, 'Activate'),
+    ...(s.status === 'disabled' ? [] : [h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => disable(s)) }, 'Disable')]),
     // A remote server waiting for OAuth: the person authorizes in a new tab; the callback comes back here.
     ...(s.authUrl ? [h('a', { class: 'button primary', href: s.authUrl, target: '_blank', rel: 'noopener' }, 'Authorize')] : []),
     h('button', { type: 'button', onclick: (e) => act(e.currentTarget, () => checkHealth(s)) }, 'Check health'),
@@ -274,6 +289,17 @@ async function activate(s) {
 }
 async function deactivate(s) {
   const r = await api('POST', `/api/servers/${s.id}/deactivate`);
+  toast(`${s.name}: ${r.status.replace('_', ' ')}`);
+}
+async function enable(s) {
+  const r = await api('POST', `/api/servers/${s.id}/enable`);
+  const what = r.state === 'ready' ? `ready, ${r.toolCount} tools`
+    : r.state === 'authenticating' ? `authorize at ${r.authUrl}`
+      : r.state === 'error' ? `${r.error.kind}: ${r.error.message}` : r.state;
+  toast(`${s.name}: enabled, ${what}`, r.state === 'error');
+}
+async function disable(s) {
+  const r = await api('POST', `/api/servers/${s.id}/disable`);
   toast(`${s.name}: ${r.status.replace('_', ' ')}`);
 }
 async function checkHealth(s) {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::clientconfig::{self, Env, ExportServer, Format, Imported};
+use crate::configimport::Origin;
 use crate::model::{ListFilter, ServerSpec};
 
 #[derive(Debug, clap::Args)]
@@ -246,10 +247,12 @@ pub fn clients(args: ClientsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Applies through the domain layer; one `{name, action}` per server.
-pub fn apply(app: &App, imported: &Imported) -> anyhow::Result<Vec<Value>> {
+/// Applies through the domain layer under the file's origin (its canonical path); one `{name, action, state, ...}`
+/// per server.
+pub async fn apply(app: &App, imported: &Imported) -> anyhow::Result<Vec<Value>> {
     Ok(app
-        .import_client_config(imported)?
+        .import_client_config(imported, Origin::File(&imported.file))
+        .await?
         .into_iter()
         .map(|r| json!(r))
         .collect())
@@ -260,7 +263,7 @@ pub async fn import(app: &App, args: ImportArgs) -> anyhow::Result<()> {
         return import_dry_run(&args);
     }
     let (origin, imported) = load(&args.file, args.format.as_deref())?;
-    let results = apply(app, &imported)?;
+    let results = apply(app, &imported).await?;
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(
@@ -273,11 +276,23 @@ pub async fn import(app: &App, args: ImportArgs) -> anyhow::Result<()> {
         print_import(&imported, false)?;
         let added = results.iter().filter(|r| r["action"] == "added").count();
         let updated = results.iter().filter(|r| r["action"] == "updated").count();
+        let refused: Vec<&Value> = results
+            .iter()
+            .filter(|r| r["action"] == "refused")
+            .collect();
         eprintln!(
-            "imported {} servers from {origin}: {added} added, {updated} updated, {} unchanged",
+            "imported {} servers from {origin}: {added} added, {updated} updated, {} unchanged, {} refused",
             results.len(),
-            results.len() - added - updated
+            results.len() - added - updated - refused.len(),
+            refused.len()
         );
+        for r in refused {
+            eprintln!(
+                "refused {}: {}",
+                r["name"].as_str().unwrap_or(""),
+                r["error"]["message"].as_str().unwrap_or("")
+            );
+        }
     }
     if !args.json {
         let stored = prompt_missing(app, &imported)?;
@@ -366,10 +381,11 @@ async fn watch(app: &App, file: &Path, format: Format) -> anyhow::Result<()> {
             clientconfig::parse(format, &shown, &text, &Env::process(file))
         };
         last_text = Some(text);
-        match parsed
-            .map_err(anyhow::Error::from)
-            .and_then(|i| apply(app, &i).map(|r| (i, r)))
-        {
+        let applied = match parsed {
+            Ok(i) => apply(app, &i).await.map(|r| (i, r)),
+            Err(e) => Err(e.into()),
+        };
+        match applied {
             Ok((imported, results)) => {
                 let names: Vec<&str> = imported
                     .servers
@@ -462,7 +478,7 @@ pub async fn connect(app: &App, args: ConnectArgs) -> anyhow::Result<()> {
             args.client
         );
     }
-    let results = apply(app, &imported)?;
+    let results = apply(app, &imported).await?;
     print_import(&imported, false)?;
     prompt_missing(app, &imported)?;
     let original = std::fs::read(&path)?;

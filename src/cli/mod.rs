@@ -158,6 +158,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Start a disabled server again with its last configuration (and check that it comes up).
+    Enable {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a server and keep it from being started (by agents, restore or health checks) until enabled; its
+    /// entry, secrets and tokens stay.
+    Disable {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Per-server secrets, encrypted at rest and shown masked.
     #[command(subcommand)]
     Secrets(SecretsCommand),
@@ -309,17 +322,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             writeln!(
                 out,
-                "{:<24} {:<16} {:<7} {:>5}  {:<9} DESCRIPTION",
-                "NAME", "TRANSPORT", "ACTIVE", "TOOLS", "SOURCE"
+                "{:<24} {:<16} {:<7} {:<14} {:>5}  {:<9} DESCRIPTION",
+                "NAME", "TRANSPORT", "ACTIVE", "STATUS", "TOOLS", "SOURCE"
             )?;
             for r in rows {
                 let s = r.server;
                 writeln!(
                     out,
-                    "{:<24} {:<16} {:<7} {:>5}  {:<9} {}",
+                    "{:<24} {:<16} {:<7} {:<14} {:>5}  {:<9} {}",
                     s.name,
                     s.transport.as_str(),
                     if s.active { "yes" } else { "no" },
+                    s.status.as_str(),
                     r.tool_count,
                     s.source.as_str(),
                     one_line(&s.description, 60)
@@ -640,6 +654,44 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
         },
+        Command::Enable { name, json } => {
+            let r = app.enable(&name).await;
+            // Like `activate`: the flag stays set for the agent-discover processes; this one stops its copy now.
+            app.proxy.shutdown().await;
+            let r = r?;
+            if json {
+                return print_json(&serde_json::to_value(&r)?);
+            }
+            match &r.state {
+                crate::lifecycle::ServerState::Ready { tool_count } => {
+                    eprintln!("enabled `{name}` ({tool_count} tools)");
+                    Ok(())
+                }
+                crate::lifecycle::ServerState::Authenticating { auth_url } => {
+                    eprintln!("enabled `{name}`; it needs authorization: open {auth_url}");
+                    Ok(())
+                }
+                crate::lifecycle::ServerState::Error { error } => Err(anyhow::anyhow!(
+                    "enabled `{name}`, but it failed to start ({}): {}",
+                    error.kind.as_str(),
+                    error.message
+                )),
+                _ => Ok(()),
+            }
+        }
+        Command::Disable { name, json } => {
+            let changed = app.disable(&name).await?;
+            let status = if changed {
+                "disabled"
+            } else {
+                "already_disabled"
+            };
+            if json {
+                return print_json(&json!({"status": status, "name": name}));
+            }
+            eprintln!("{status}: `{name}`");
+            Ok(())
+        }
         Command::Import(args) => configs::import(&app, args).await,
         Command::Export(args) => configs::export(&app, args).await,
         Command::Clients(args) => configs::clients(args),
@@ -652,7 +704,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 return print_json(&json!({
                     "version": env!("CARGO_PKG_VERSION"),
                     "db_path": app.config.db_path,
-                    "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "tool_count": r.tool_count,
+                    "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "status": r.server.status, "origin": r.server.origin, "tool_count": r.tool_count,
                         "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url})).collect::<Vec<_>>(),
                     "metrics": metrics,
                     "search": app.search.status(),
@@ -681,15 +733,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     r.server.name
                 )?;
             }
-            for r in rows
-                .iter()
-                .filter(|r| r.server.active || r.server.last_error.is_some())
-            {
+            for r in rows.iter().filter(|r| {
+                r.server.active
+                    || r.server.last_error.is_some()
+                    || r.server.status != crate::model::ServerStatus::Stopped
+            }) {
                 writeln!(
                     out,
-                    "  {:<24} {:<8} {:>4} tools  {}",
+                    "  {:<24} {:<14} {:>4} tools  {}",
                     r.server.name,
-                    if r.server.active { "active" } else { "stopped" },
+                    r.server.status.as_str(),
                     r.tool_count,
                     r.server
                         .last_error

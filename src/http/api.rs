@@ -172,6 +172,9 @@ pub async fn activate(
     let server = server(&s.app, &key)?;
     let act = s.app.proxy.activate(&server.name).await?;
     Ok(Json(json!({
+        "state": "ready",
+        "id": act.name,
+        "toolCount": act.tools.len(),
         "status": act.status,
         "name": act.name,
         "tool_count": act.tools.len(),
@@ -192,6 +195,28 @@ pub async fn deactivate(
     let was = s.app.proxy.deactivate(&server.name).await? || server.active;
     Ok(Json(json!({
         "status": if was { "deactivated" } else { "not_active" },
+        "name": server.name,
+    })))
+}
+
+/// An `AddServerResult` (200 whatever its state: the state is the answer).
+pub async fn enable_server(
+    State(s): State<AppState>,
+    Path(key): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let server = server(&s.app, &key)?;
+    let r = s.app.enable(&server.name).await?;
+    Ok(Json(serde_json::to_value(r).unwrap_or_default()))
+}
+
+pub async fn disable_server(
+    State(s): State<AppState>,
+    Path(key): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let server = server(&s.app, &key)?;
+    let changed = s.app.disable(&server.name).await?;
+    Ok(Json(json!({
+        "status": if changed { "disabled" } else { "already_disabled" },
         "name": server.name,
     })))
 }
@@ -475,6 +500,6 @@ pub async fn apply_config(
     State(s): State<AppState>,
     Body(body): Body<crate::configimport::ApplyConfigRequest>,
 ) -> ApiResult<Json<Value>> {
-    let report = s.app.apply_client_config(&body)?;
+    let report = s.app.apply_client_config(&body).await?;
     Ok(Json(serde_json::to_value(report).unwrap_or_default()))
 }

@@ -124,6 +124,8 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::DELETE, S, "Stop and remove a server with its tools, secrets and metrics", delete_server).returns(200, "Status"),
         op(M::POST, "/api/servers/{id}/activate", "Start a server; its tools appear to MCP clients", activate).returns(200, "Activation"),
         op(M::POST, "/api/servers/{id}/deactivate", "Stop a server and clear its active flag", deactivate).returns(200, "Status"),
+        op(M::POST, "/api/servers/{id}/enable", "Enable a disabled server with its last configuration and start it", enable_server).returns(200, "AddServerResult"),
+        op(M::POST, "/api/servers/{id}/disable", "Stop a server and keep it from starting (entry, secrets and tokens kept)", disable_server).returns(200, "Status"),
         op(M::GET, "/api/servers/{id}/secrets", "A server's secrets, masked", list_secrets).returns(200, "SecretList"),
         op(M::PUT, "/api/servers/{id}/secrets/{key}", "Set a secret (encrypted at rest; used at the next activation)", set_secret).body("SecretValue").returns(200, "SecretSet"),
         op(M::DELETE, "/api/servers/{id}/secrets/{key}", "Delete a secret", delete_secret).returns(200, "Status"),

@@ -105,6 +105,7 @@ fn schemas() -> Value {
     for part in [
         core_schemas(),
         market_schemas_and_service(),
+        lifecycle_schemas(),
         super::pins::schemas(),
         super::introspect::schemas(),
     ] {
@@ -113,6 +114,23 @@ fn schemas() -> Value {
         }
     }
     Value::Object(all)
+}
+
+/// The McpRegistry lifecycle (seed 001): statuses and `AddServerResult`.
+fn lifecycle_schemas() -> Value {
+    let kind = json!({"type": "string", "enum": ["auth_unavailable", "transport_error", "timeout", "server_error", "tool_not_found"]});
+    json!({
+        "ServerStatus": {"type": "string", "enum": ["stopped", "connecting", "authenticating", "ready", "error", "disabled"]},
+        "McpToolError": {"type": "object", "required": ["kind", "message"], "properties": {
+            "kind": kind, "message": {"type": "string"}, "details": {"description": "e.g. {code}: agent-discover's error code"}}},
+        "AddServerResult": {"type": "object", "required": ["state", "id"], "properties": {
+            "state": {"type": "string", "enum": ["ready", "authenticating", "error", "stopped", "disabled"]},
+            "id": {"type": "string", "description": "the server's name"},
+            "toolCount": {"type": "integer", "description": "ready, stopped: tools listed (stopped: as last known)"},
+            "authUrl": {"type": "string", "description": "authenticating: where to send the user"},
+            "error": {"$ref": "#/components/schemas/McpToolError"},
+            "change": {"type": "string", "enum": ["added", "updated", "unchanged"], "description": "add_server / apply_config: what happened to the entry"}}},
+    })
 }
 
 fn core_schemas() -> Value {
@@ -146,7 +164,11 @@ fn core_schemas() -> Value {
             "health_status": {"type": "string", "enum": ["unknown", "healthy", "unhealthy"]}, "last_health_check": {"type": ["string", "null"]},
             "error_count": {"type": "integer"}, "last_error": {"type": ["string", "null"]},
             "activate_timeout_ms": {"type": ["integer", "null"]}, "call_timeout_ms": {"type": ["integer", "null"]},
-            "created_at": {"type": "string"}, "updated_at": {"type": "string"}}},
+            "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+            "origin": {"type": "string", "description": "`manual` or the client config file the server was applied from"},
+            "status": {"$ref": "#/components/schemas/ServerStatus"},
+            "auth_url": {"type": ["string", "null"], "description": "where to authorize, while authenticating"},
+            "error_kind": {"type": ["string", "null"], "description": "the kind of last_error, while in error"}}},
         "ServerList": {"type": "array", "items": {"allOf": [{"$ref": "#/components/schemas/Server"}, {"type": "object", "properties": {
             "tool_count": {"type": "integer"}, "running": {"type": "boolean", "description": "runs in this process"}}}]}},
         "Tool": {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "input_schema": {"type": "object"}}},
@@ -162,7 +184,7 @@ fn core_schemas() -> Value {
             "format": {"type": "string", "enum": ["claude-desktop", "claude-code", "claude-user", "cursor", "vscode", "windsurf", "codex", "gemini"]},
             "path": {"type": "string"}}},
         "ConfigApplied": {"type": "object", "properties": {"file": {"type": "string"}, "format": {"type": "string"},
-            "results": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "action": {"type": "string", "enum": ["added", "updated", "unchanged"]}}}},
+            "results": {"type": "array", "items": {"allOf": [{"$ref": "#/components/schemas/AddServerResult"}, {"type": "object", "properties": {"name": {"type": "string"}, "action": {"type": "string", "enum": ["added", "updated", "unchanged", "refused"], "description": "refused: the name belongs to another origin"}}}]}},
             "renamed": {"type": "array"}, "needs_input": {"type": "array"}, "warnings": {"type": "array", "items": {"type": "string"}}}},
         "SecretValue": {"type": "object", "required": ["value"], "additionalProperties": false, "properties": {"value": {"type": "string", "minLength": 1}}},
         "SecretSet": {"type": "object", "properties": {"status": {"const": "set"}, "name": {"type": "string"}, "key": {"type": "string"}, "masked_value": {"type": "string"}}},

@@ -224,6 +224,18 @@ pub enum Action {
         #[schemars(length(min = 1))]
         name: String,
     },
+    /// Restores a disabled server with its last config and starts it; returns its state (ready, authenticating, error).
+    Enable {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
+    /// Pauses a server: stops it and keeps it from being started until enabled (entry, secrets and tokens kept).
+    Disable {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+    },
 }
 
 /// A problem with the arguments of a `registry` call: what is wrong and which argument (if one is to blame).

@@ -384,14 +384,10 @@ pub(crate) async fn proxy_call(
             if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
                 ask_to_authorize(peer, server, auth_url);
             }
+            // Issue 12's `tool_changed` (a withheld tool) is kept apart; everything else is seed 001's kind.
             let kind = match &e {
-                Error::Timeout { .. } => "timeout",
                 Error::ToolChanged { .. } => "tool_changed",
-                Error::NotFound { .. } => "tool_not_found",
-                Error::Unavailable(_) => "server_unavailable",
-                Error::Child { .. } => "server_error",
-                Error::AuthRequired { .. } => "auth_unavailable",
-                _ => "transport_error",
+                e => e.tool_error_kind().as_str(),
             };
             let mut body = json!({
                 "error": e.to_string(),

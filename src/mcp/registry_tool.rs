@@ -48,7 +48,8 @@ fn base_definition() -> Tool {
          activate/deactivate: start or stop it (its tools appear as server__tool). proxy_call: call any active server's tool \
          (call_as or server+tool, plus arguments). get_schema: a tool's full input schema. set_secret/delete_secret/list_secrets: \
          per-server secrets (masked). status: what is running. apply_config: import an MCP client's config (config+format, \
-         or path). tools_pending/tool_diff/approve_tools: tools withheld \
+         or path; applied per file: servers that left it are removed). enable/disable: resume or pause a server. \
+         tools_pending/tool_diff/approve_tools: tools withheld \
          because their definition changed since approval (rug-pull defence). tool_filter: a server's allow/deny patterns. \
          finish_auth/reauthorize: a remote server's OAuth authorization (a server waiting for one shows authUrl). \
          Pass `action` plus that action's arguments.",
@@ -198,7 +199,7 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 .map(|()| json!({"status": "uninstalled", "name": name}))
                 .map_err(Into::into)
         }
-        Action::Activate { name } => activate(app, server_name(name)?).await,
+        Action::Activate { name } => return activate(app, server_name(name)?).await,
         Action::Deactivate { name } => {
             let name = server_name(name)?;
             app.proxy
@@ -290,6 +291,17 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             .await
             .map(|o| serde_json::to_value(o).unwrap_or_default())
             .map_err(Into::into),
+        Action::Enable { name } => {
+            let r = app.enable(&server_name(name)?).await?;
+            return Ok(lifecycle_reply(&r));
+        }
+        Action::Disable { name } => {
+            let name = server_name(name)?;
+            app.disable(&name)
+                .await
+                .map(|changed| json!({"status": if changed { "disabled" } else { "already_disabled" }, "name": name}))
+                .map_err(Into::into)
+        }
         Action::FindTool {
             query,
             limit,
@@ -344,7 +356,7 @@ fn list(
                 let s = r.server;
                 json!({
                     "id": s.id, "name": s.name, "description": s.description, "source": s.source, "tags": s.tags,
-                    "installed": s.installed, "active": s.active, "transport": s.transport,
+                    "installed": s.installed, "active": s.active, "status": s.status, "origin": s.origin, "transport": s.transport,
                     "health_status": s.health_status, "last_health_check": s.last_health_check,
                     "error_count": s.error_count, "tool_count": r.tool_count,
                 })
@@ -384,13 +396,33 @@ fn server_name(name: String) -> Result<String, ArgError> {
     Ok(name)
 }
 
-async fn activate(app: &App, name: String) -> Outcome {
-    let act = app.proxy.activate(&name).await?;
-    Ok(json!({
-        "status": act.status,
-        "name": act.name,
-        "tools": act.tools.iter().map(|t| json!({"name": crate::proxy::names::expose(&act.name, &t.name), "description": t.description})).collect::<Vec<_>>(),
-    }))
+/// `activate`: an `AddServerResult`, plus (when ready) `status` and the tools as clients call them; `isError` when
+/// the server failed to start.
+async fn activate(app: &App, name: String) -> Result<Reply, Failure> {
+    app.registry.get(&name)?;
+    match app.proxy.activate(&name).await {
+        Ok(act) => Ok(Reply::Json(json!({
+            "state": "ready",
+            "id": act.name,
+            "toolCount": act.tools.len(),
+            "status": act.status,
+            "name": act.name,
+            "tools": act.tools.iter().map(|t| json!({"name": crate::proxy::names::expose(&act.name, &t.name), "description": t.description})).collect::<Vec<_>>(),
+        }))),
+        Err(e) => Ok(lifecycle_reply(
+            &crate::lifecycle::AddServerResult::from_error(&name, &e),
+        )),
+    }
+}
+
+/// An `AddServerResult` (activate, enable), `isError` when its state is `error`.
+fn lifecycle_reply(r: &crate::lifecycle::AddServerResult) -> Reply {
+    let value = serde_json::to_value(r).unwrap_or_default();
+    if matches!(r.state, crate::lifecycle::ServerState::Error { .. }) {
+        Reply::Relayed(Ok(error_result(value)))
+    } else {
+        Reply::Json(value)
+    }
 }
 
 /// The (server, tool) an action names: `call_as` (`server__tool`, `mcp__server__tool`) or `server` + `tool`.
@@ -580,7 +612,7 @@ async fn apply_config(
     req: &crate::configimport::ApplyConfigRequest,
     caller: &Caller,
 ) -> Outcome {
-    let mut report = app.apply_client_config(req)?;
+    let mut report = app.apply_client_config(req).await?;
     if !report.needs_input.is_empty()
         && let Some(peer) = &caller.peer
         && peer

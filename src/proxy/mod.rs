@@ -34,9 +34,10 @@ use crate::calllog::CallLog;
 use crate::config::Timeouts;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
-use crate::model::{ToolInfo, Transport};
+use crate::model::{ServerStatus, ToolInfo, Transport};
 use crate::registry::Registry;
 use crate::secrets::Secrets;
+use crate::store::lifecycle::StatusChange;
 use call::ProgressRoute;
 use client::ChildClient;
 pub use single::ServerError;
@@ -238,6 +239,26 @@ impl Proxy {
                 tools: child.tool_infos(),
             });
         }
+        self.start_locked(name).await
+    }
+
+    /// Restarts `name` if this process runs it (its stored configuration changed): the old child is stopped and a new
+    /// one started, the entry staying in place (`connecting`, then `ready` or `error`). `None` when it does not run here.
+    pub async fn restart(&self, name: &str) -> Result<Option<Activation>> {
+        let guard = self.inner.lock_for(name);
+        let _held = guard.lock().await;
+        let slot = lock(&self.inner.children).remove(name);
+        let Some(slot) = slot else {
+            return Ok(None);
+        };
+        if let Slot::Running(child) = slot {
+            child.stop().await;
+        }
+        self.start_locked(name).await.map(Some)
+    }
+
+    /// Starts `name`; the caller holds its lock and no slot exists.
+    async fn start_locked(&self, name: &str) -> Result<Activation> {
         let server = self.inner.registry.get(name)?;
         if !server.installed {
             return Err(Error::Invalid {
@@ -247,19 +268,31 @@ impl Proxy {
                 ),
             });
         }
+        if server.status == ServerStatus::Disabled {
+            return Err(Error::Unavailable(format!(
+                "server `{name}` is disabled; enable it first (registry action `enable`)"
+            )));
+        }
+        self.inner
+            .set_status(name, server.id, ServerStatus::Connecting, None, None);
         let child = match self.inner.start(&server, 0).await {
             Ok(c) => c,
             Err(e) => {
-                let _ = self
-                    .inner
-                    .registry
-                    .set_active(server.id, false, Some(&e.to_string()));
+                self.inner.record_start_failure(name, server.id, &e);
                 return Err(e);
             }
         };
         let tools = child.tool_infos();
         self.inner.registry.save_tools(server.id, &tools)?;
-        self.inner.registry.set_active(server.id, true, None)?;
+        self.inner.registry.store().set_status(
+            server.id,
+            &StatusChange {
+                status: ServerStatus::Ready,
+                active: Some(true),
+                error: None,
+                auth_url: None,
+            },
+        )?;
         lock(&self.inner.children).insert(name.to_owned(), Slot::Running(child));
         self.inner.events.emit(Event::ServerActivated {
             name: name.to_owned(),
@@ -275,14 +308,31 @@ impl Proxy {
     /// Stops `name`, clears its `active` flag and tells clients. Returns false when it was not running.
     /// Its tools stay stored, so search still finds them.
     pub async fn deactivate(&self, name: &str) -> Result<bool> {
+        self.deactivate_to(name, ServerStatus::Stopped).await
+    }
+
+    /// [`Proxy::deactivate`] ending in `status` (`stopped` or `disabled`): one status change, no `stopped` in between.
+    pub async fn deactivate_to(&self, name: &str, status: ServerStatus) -> Result<bool> {
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         let slot = lock(&self.inner.children).remove(name);
         let Some(slot) = slot else {
             if let Ok(server) = self.inner.registry.get(name)
-                && server.active
+                && (server.active || server.status != status)
             {
-                self.inner.registry.set_active(server.id, false, None)?;
+                self.inner.registry.store().set_status(
+                    server.id,
+                    &StatusChange {
+                        status,
+                        active: Some(false),
+                        error: None,
+                        auth_url: None,
+                    },
+                )?;
+                self.inner.events.emit(Event::StatusChanged {
+                    name: name.to_owned(),
+                    status,
+                });
             }
             return Ok(false);
         };
@@ -294,7 +344,15 @@ impl Proxy {
             child.stop().await;
         }
         // The server may have been removed meanwhile; its flag went with it.
-        let _ = self.inner.registry.set_active(server_id, false, None);
+        let _ = self.inner.registry.store().set_status(
+            server_id,
+            &StatusChange {
+                status,
+                active: Some(false),
+                error: None,
+                auth_url: None,
+            },
+        );
         self.inner.events.emit(Event::ServerDeactivated {
             name: name.to_owned(),
         });
@@ -305,6 +363,22 @@ impl Proxy {
     pub async fn shutdown(&self) {
         self.flush_metrics().await;
         let slots: Vec<Slot> = lock(&self.inner.children).drain().map(|(_, s)| s).collect();
+        // Nothing runs them any more; the active flags stay, so the next start restores them.
+        for slot in &slots {
+            let id = match slot {
+                Slot::Running(c) => c.server_id,
+                Slot::Crashed { server_id, .. } => *server_id,
+            };
+            let _ = self.inner.registry.store().set_status(
+                id,
+                &StatusChange {
+                    status: ServerStatus::Stopped,
+                    active: None,
+                    error: None,
+                    auth_url: None,
+                },
+            );
+        }
         let stops = slots.into_iter().filter_map(|s| {
             if let Slot::Running(c) = s {
                 Some(async move { c.stop().await })
@@ -524,56 +598,68 @@ impl Proxy {
         }
     }
 
+    /// The child of `name` as [`Proxy::children`] shows it, when this process has one.
+    pub fn child_status(&self, name: &str) -> Option<ChildStatus> {
+        let children = lock(&self.inner.children);
+        children.get(name).map(|slot| slot_status(name, slot))
+    }
+
     pub fn children(&self) -> Vec<ChildStatus> {
         let children = lock(&self.inner.children);
         let mut out: Vec<ChildStatus> = children
             .iter()
-            .map(|(name, slot)| match slot {
-                Slot::Running(c) => {
-                    let tools = lock(&c.tools);
-                    ChildStatus {
-                        name: name.clone(),
-                        status: if c.exited.borrow().is_some() {
-                            "error"
-                        } else {
-                            "ready"
-                        },
-                        transport: c.transport,
-                        pid: c.pid,
-                        tool_count: tools.len(),
-                        tools: tools.iter().map(|t| t.name.to_string()).collect(),
-                        stderr_tail: c.stderr.tail(20),
-                        last_error: c.exited.borrow().clone(),
-                        started_at: c.started_at.clone(),
-                        restarts: c.failures,
-                    }
-                }
-                Slot::Crashed {
-                    failures,
-                    error,
-                    tools,
-                    stderr,
-                    transport,
-                    started_at,
-                    ..
-                } => ChildStatus {
-                    name: name.clone(),
-                    status: "error",
-                    transport: *transport,
-                    pid: None,
-                    tool_count: tools.len(),
-                    tools: tools.iter().map(|t| t.name.to_string()).collect(),
-                    stderr_tail: stderr.tail(20),
-                    last_error: Some(error.clone()),
-                    started_at: started_at.clone(),
-                    restarts: *failures,
-                },
-            })
+            .map(|(name, slot)| slot_status(name, slot))
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
     }
+}
 
+fn slot_status(name: &str, slot: &Slot) -> ChildStatus {
+    match slot {
+        Slot::Running(c) => {
+            let tools = lock(&c.tools);
+            ChildStatus {
+                name: name.to_owned(),
+                status: if c.exited.borrow().is_some() {
+                    "error"
+                } else {
+                    "ready"
+                },
+                transport: c.transport,
+                pid: c.pid,
+                tool_count: tools.len(),
+                tools: tools.iter().map(|t| t.name.to_string()).collect(),
+                stderr_tail: c.stderr.tail(20),
+                last_error: c.exited.borrow().clone(),
+                started_at: c.started_at.clone(),
+                restarts: c.failures,
+            }
+        }
+        Slot::Crashed {
+            failures,
+            error,
+            tools,
+            stderr,
+            transport,
+            started_at,
+            ..
+        } => ChildStatus {
+            name: name.to_owned(),
+            status: "error",
+            transport: *transport,
+            pid: None,
+            tool_count: tools.len(),
+            tools: tools.iter().map(|t| t.name.to_string()).collect(),
+            stderr_tail: stderr.tail(20),
+            last_error: Some(error.clone()),
+            started_at: started_at.clone(),
+            restarts: *failures,
+        },
+    }
+}
+
+impl Proxy {
     /// A connected client, for forwarding child requests. `id` identifies the connection.
     pub fn register_client(&self, id: u64, peer: Peer<RoleServer>) {
         let mut clients = lock(&self.inner.clients);
@@ -626,6 +712,11 @@ impl Proxy {
             };
         }
         let mut server = self.inner.registry.get(name)?;
+        if server.status == ServerStatus::Disabled {
+            return Err(Error::Unavailable(format!(
+                "server `{name}` is disabled; it is not started until it is enabled"
+            )));
+        }
         server.activate_timeout_ms = Some(ms.max(1));
         let child = self.inner.start(&server, 0).await?;
         let n = lock(&child.tools).len();
@@ -635,6 +726,55 @@ impl Proxy {
 }
 
 impl Inner {
+    /// Records a status (with its error, if any) and announces it: one write, one event.
+    fn set_status(
+        &self,
+        name: &str,
+        id: i64,
+        status: ServerStatus,
+        active: Option<bool>,
+        error: Option<&Error>,
+    ) {
+        let message = error.map(|e| e.to_string());
+        let change = StatusChange {
+            status,
+            active,
+            error: error
+                .zip(message.as_deref())
+                .map(|(e, m)| (m, e.tool_error_kind())),
+            auth_url: None,
+        };
+        if let Err(e) = self.registry.store().set_status(id, &change) {
+            tracing::warn!(server = name, error = %e, "recording the status failed");
+        }
+        self.events.emit(Event::StatusChanged {
+            name: name.to_owned(),
+            status,
+        });
+    }
+
+    /// A start that failed: `authenticating` with its URL when the server needs authorization, `error` otherwise;
+    /// the active flag is cleared either way.
+    fn record_start_failure(&self, name: &str, id: i64, e: &Error) {
+        if let Error::AuthRequired { auth_url, .. } = e {
+            let change = StatusChange {
+                status: ServerStatus::Authenticating,
+                active: Some(false),
+                error: None,
+                auth_url: Some(auth_url),
+            };
+            if let Err(err) = self.registry.store().set_status(id, &change) {
+                tracing::warn!(server = name, error = %err, "recording the status failed");
+            }
+            self.events.emit(Event::StatusChanged {
+                name: name.to_owned(),
+                status: ServerStatus::Authenticating,
+            });
+        } else {
+            self.set_status(name, id, ServerStatus::Error, Some(false), Some(e));
+        }
+    }
+
     fn lock_for(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
         lock(&self.locks)
             .entry(name.to_owned())

@@ -50,7 +50,15 @@ impl Inner {
             Ok(child) => {
                 let tools = child.tool_infos();
                 self.registry.save_tools(srv.id, &tools)?;
-                self.registry.set_active(srv.id, true, None)?;
+                self.registry.store().set_status(
+                    srv.id,
+                    &crate::store::lifecycle::StatusChange {
+                        status: crate::model::ServerStatus::Ready,
+                        active: Some(true),
+                        error: None,
+                        auth_url: None,
+                    },
+                )?;
                 lock(&self.children).insert(server.to_owned(), Slot::Running(child.clone()));
                 self.events.emit(Event::ToolsChanged {
                     name: server.to_owned(),
@@ -95,7 +103,7 @@ impl Inner {
             drop(children);
             let msg =
                 format!("{error} (gave up after {failures} failures; activate it again to retry)");
-            let _ = self.registry.set_active(server_id, false, Some(&msg));
+            self.record_error(server_id, false, &msg);
             self.events.emit(Event::ServerError {
                 name: server.to_owned(),
                 error: msg,
@@ -117,11 +125,25 @@ impl Inner {
             },
         );
         drop(children);
-        let _ = self.registry.set_active(server_id, true, Some(&error));
+        self.record_error(server_id, true, &error);
         self.events.emit(Event::ServerError {
             name: server.to_owned(),
             error,
         });
+    }
+
+    /// A crash recorded as the server's status: `error` with a transport error, the active flag as given (kept while
+    /// it will be restarted on next use).
+    fn record_error(&self, server_id: i64, active: bool, message: &str) {
+        let _ = self.registry.store().set_status(
+            server_id,
+            &crate::store::lifecycle::StatusChange {
+                status: crate::model::ServerStatus::Error,
+                active: Some(active),
+                error: Some((message, crate::error::ToolErrorKind::TransportError)),
+                auth_url: None,
+            },
+        );
     }
 
     /// The child's process ended. An exit we did not ask for is a crash: recorded, announced, restarted on next use.

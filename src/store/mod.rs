@@ -4,6 +4,7 @@
 //! Nothing here knows about MCP, HTTP or child processes.
 
 mod bm25;
+pub mod lifecycle;
 mod introspect;
 pub mod market_cache;
 mod oauth;

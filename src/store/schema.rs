@@ -176,6 +176,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (server_id, kind)
     );
     "#,
+    // issue 10 (lifecycle): which config a server came from (`manual` or a client config file), and its one stored
+    // status (seed 001's lifecycle plus `stopped`), with the authorization URL and error kind that go with it.
+    r#"
+    ALTER TABLE servers ADD COLUMN origin TEXT NOT NULL DEFAULT 'manual';
+    ALTER TABLE servers ADD COLUMN status TEXT NOT NULL DEFAULT 'stopped'
+        CHECK (status IN ('stopped','connecting','authenticating','ready','error','disabled'));
+    ALTER TABLE servers ADD COLUMN auth_url TEXT;
+    ALTER TABLE servers ADD COLUMN error_kind TEXT;
+    CREATE INDEX servers_origin ON servers(origin);
+    UPDATE servers SET status = 'ready' WHERE active = 1;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -3,12 +3,15 @@
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Store, fts_query, json_col, to_json};
+use crate::error::ToolErrorKind;
 use crate::error::{Error, Result};
-use crate::model::{Health, ListFilter, Server, ServerSpec, ServerSummary, Source, Transport};
+use crate::model::{
+    Health, ListFilter, Server, ServerSpec, ServerStatus, ServerSummary, Source, Transport,
+};
 
 const COLUMNS: &str = "id, name, description, source, command, args, env, tags, package_name, package_version, transport, url, headers, \
     repository, homepage, installed, active, latest_version, last_health_check, health_status, error_count, last_error, \
-    activate_timeout_ms, call_timeout_ms, created_at, updated_at";
+    activate_timeout_ms, call_timeout_ms, created_at, updated_at, origin, status, auth_url, error_kind";
 
 fn server_from_row(r: &Row<'_>) -> rusqlite::Result<Server> {
     let source: String = r.get(3)?;
@@ -41,6 +44,13 @@ fn server_from_row(r: &Row<'_>) -> rusqlite::Result<Server> {
         call_timeout_ms: r.get::<_, Option<i64>>(23)?.map(|v| v.max(0) as u64),
         created_at: r.get(24)?,
         updated_at: r.get(25)?,
+        origin: r.get(26)?,
+        status: ServerStatus::parse_lenient(&r.get::<_, String>(27)?),
+        auth_url: r.get(28)?,
+        error_kind: r
+            .get::<_, Option<String>>(29)?
+            .as_deref()
+            .and_then(ToolErrorKind::parse),
     })
 }
 
@@ -48,46 +58,57 @@ fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE)
 }
 
+/// Inserts one server row from `spec` under `origin`; a taken name is [`Error::Conflict`].
+pub(super) fn insert_row(
+    conn: &rusqlite::Connection,
+    spec: &ServerSpec,
+    origin: &str,
+) -> Result<i64> {
+    let res = conn.execute(
+        "INSERT INTO servers (name, description, source, command, args, env, tags, package_name, package_version, transport, url, headers, repository, homepage, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        params![
+            spec.name,
+            spec.description,
+            spec.source.as_str(),
+            spec.command,
+            to_json(&spec.args)?,
+            to_json(&spec.env)?,
+            to_json(&spec.tags)?,
+            spec.package_name,
+            spec.package_version,
+            spec.transport.as_str(),
+            spec.url,
+            to_json(&spec.headers)?,
+            spec.repository,
+            spec.homepage,
+            origin,
+        ],
+    );
+    match res {
+        Ok(_) => Ok(conn.last_insert_rowid()),
+        Err(e) if is_unique_violation(&e) => Err(Error::Conflict {
+            what: "server",
+            name: spec.name.clone(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) fn server_row(conn: &rusqlite::Connection, id: i64) -> Result<Server> {
+    Ok(conn.query_row(
+        &format!("SELECT {COLUMNS} FROM servers WHERE id = ?1"),
+        [id],
+        server_from_row,
+    )?)
+}
+
 impl Store {
-    /// Inserts a validated spec; a taken name is [`Error::Conflict`].
+    /// Inserts a validated spec (origin `manual`); a taken name is [`Error::Conflict`].
     pub fn insert_server(&self, spec: &ServerSpec) -> Result<Server> {
         let conn = self.lock();
-        let res = conn.execute(
-            "INSERT INTO servers (name, description, source, command, args, env, tags, package_name, package_version, transport, url, headers, repository, homepage)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            params![
-                spec.name,
-                spec.description,
-                spec.source.as_str(),
-                spec.command,
-                to_json(&spec.args)?,
-                to_json(&spec.env)?,
-                to_json(&spec.tags)?,
-                spec.package_name,
-                spec.package_version,
-                spec.transport.as_str(),
-                spec.url,
-                to_json(&spec.headers)?,
-                spec.repository,
-                spec.homepage,
-            ],
-        );
-        match res {
-            Ok(_) => {}
-            Err(e) if is_unique_violation(&e) => {
-                return Err(Error::Conflict {
-                    what: "server",
-                    name: spec.name.clone(),
-                });
-            }
-            Err(e) => return Err(e.into()),
-        }
-        let id = conn.last_insert_rowid();
-        Ok(conn.query_row(
-            &format!("SELECT {COLUMNS} FROM servers WHERE id = ?1"),
-            [id],
-            server_from_row,
-        )?)
+        let id = insert_row(&conn, spec, crate::model::MANUAL_ORIGIN)?;
+        server_row(&conn, id)
     }
 
     /// Rewrites the configurable fields of server `id` from `spec` (the name stays).
@@ -201,7 +222,7 @@ impl Store {
             |r| {
                 Ok(ServerSummary {
                     server: server_from_row(r)?,
-                    tool_count: r.get(26)?,
+                    tool_count: r.get(30)?,
                     auth_url: None,
                 })
             },
@@ -218,7 +239,8 @@ impl Store {
     /// Sets the cross-process `active` flag (and clears or records the last error).
     pub fn set_active(&self, id: i64, active: bool, last_error: Option<&str>) -> Result<()> {
         self.lock().execute(
-            "UPDATE servers SET active = ?2, last_error = ?3, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
+            "UPDATE servers SET active = ?2, last_error = ?3,
+                status = CASE WHEN ?2 OR status = 'disabled' THEN status ELSE 'stopped' END, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
             params![id, active, last_error],
         )?;
         Ok(())
@@ -228,7 +250,7 @@ impl Store {
     pub fn servers_to_restore(&self) -> Result<Vec<Server>> {
         let conn = self.lock();
         let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM servers WHERE active = 1 AND installed = 1 ORDER BY id"
+            "SELECT {COLUMNS} FROM servers WHERE active = 1 AND installed = 1 AND status != 'disabled' ORDER BY id"
         ))?;
         let rows = stmt.query_map([], server_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

@@ -349,6 +349,8 @@ async fn watch_applies_each_save_once() {
     // The next outcome is the next save's: nothing was applied twice.
     std::fs::write(&file, cfg(&["e"])).unwrap();
     assert_eq!(next_outcome().await, "applied 1 servers: e");
+    // The file is the origin of its servers: those that left it are gone.
+    assert_eq!(names(dir.path(), home.path()), ["e"]);
     // Saving the same bytes again applies nothing; a broken file is reported; the next good save applies.
     std::fs::write(&file, cfg(&["e"])).unwrap();
     std::fs::write(&file, "{\"mcpServers\": {\"e\": ").unwrap();

@@ -1526,7 +1526,7 @@ async fn rest_config_apply_inline_and_by_path() {
     let body = expect(&a, 200);
     assert_eq!(
         body["results"][0],
-        json!({"name": "my-tools", "action": "added"})
+        json!({"name": "my-tools", "action": "added", "id": "my-tools", "state": "stopped", "toolCount": 0})
     );
     assert_eq!(body["renamed"][0]["from"], "my tools");
     let again = send(
@@ -1551,6 +1551,20 @@ async fn rest_config_apply_inline_and_by_path() {
     )
     .await;
     assert_eq!(expect(&by_path, 200)["results"][0]["name"], "g");
+    // The file is its servers' origin: a server that left it is removed, the inline (manual) one stays.
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"h": {"httpUrl": "http://127.0.0.1:9/mcp"}}}"#,
+    )
+    .unwrap();
+    let replaced = send(&r, "POST", "/api/config/apply", Some(json!({"path": file}))).await;
+    assert_eq!(expect(&replaced, 200)["results"][0]["name"], "h");
+    assert!(app.registry.get("g").is_err());
+    assert_eq!(
+        app.registry.get("h").unwrap().origin,
+        std::fs::canonicalize(&file).unwrap().display().to_string()
+    );
+    assert_eq!(app.registry.get("my-tools").unwrap().origin, "manual");
     let bad = send(&r, "POST", "/api/config/apply", Some(json!({"config": {"mcpServers": {"x": {"command": "x", "bogus": 1}}}, "format": "cursor"}))).await;
     expect_error(&bad, 400, "invalid_input");
     assert!(
@@ -1566,4 +1580,49 @@ async fn rest_config_apply_inline_and_by_path() {
     )
     .await;
     expect_error(&neither, 400, "invalid_input");
+}
+
+/// REST enable/disable: disable stops the child and shows `disabled`; activate is refused; enable answers an
+/// `AddServerResult` (`ready` with the tool count) and the list shows `ready`.
+#[tokio::test]
+async fn rest_enable_and_disable() {
+    let dir = tmp();
+    let app = app_in(dir.path());
+    let r = http::router(app.clone(), Security::loopback());
+    expect(
+        &send(&r, "POST", "/api/servers", Some(fixture("fx", &[]))).await,
+        201,
+    );
+    let act = send(&r, "POST", "/api/servers/fx/activate", None).await;
+    assert_eq!(expect(&act, 200)["state"], "ready");
+    let pid = app.proxy.child_status("fx").unwrap().pid.unwrap();
+    let off = send(&r, "POST", "/api/servers/fx/disable", None).await;
+    assert_eq!(expect(&off, 200)["status"], "disabled");
+    assert!(!harness::pid_alive(pid));
+    let list = send(&r, "GET", "/api/servers", None).await;
+    assert_eq!(expect(&list, 200)[0]["status"], "disabled");
+    let refused = send(&r, "POST", "/api/servers/fx/activate", None).await;
+    expect_error(&refused, 503, "unavailable");
+    let again = send(&r, "POST", "/api/servers/fx/disable", None).await;
+    assert_eq!(expect(&again, 200)["status"], "already_disabled");
+    let on = send(&r, "POST", "/api/servers/fx/enable", None).await;
+    let on = expect(&on, 200);
+    assert_eq!(
+        (&on["state"], &on["id"]),
+        (&json!("ready"), &json!("fx")),
+        "{on}"
+    );
+    assert!(on["toolCount"].as_u64().unwrap() > 0);
+    let list = send(&r, "GET", "/api/servers", None).await;
+    assert_eq!(expect(&list, 200)[0]["status"], "ready");
+    expect_error(
+        &send(&r, "POST", "/api/servers/nope/enable", None).await,
+        404,
+        "not_found",
+    );
+    let doc = send(&r, "GET", "/api/openapi.json", None).await;
+    let doc = expect(&doc, 200);
+    assert!(doc["paths"]["/api/servers/{id}/enable"]["post"].is_object());
+    assert!(doc["paths"]["/api/servers/{id}/disable"]["post"].is_object());
+    app.proxy.shutdown().await;
 }

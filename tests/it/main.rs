@@ -24,6 +24,8 @@ mod fidelity;
 mod conformance;
 // Client config files: clients, import, export, connect.
 mod clientconfig;
+// The McpRegistry lifecycle at the library level: add_server, apply_config per origin, restarts, statuses.
+mod lifecycle;
 // Issue 12 integrity: SEP-1303 argument errors, every request answered (seeded fuzz), tool pinning, allow/deny filters.
 mod integrity;
 // Issue 14: batch introspection against the fixture's failure modes and local packages.

@@ -138,8 +138,12 @@ async fn init_that_never_answers_is_killed_after_the_timeout() {
         .await
         .unwrap();
     assert!(is_error, "{v}");
+    // An AddServerResult: `error` with its kind.
+    assert_eq!(v["state"], "error", "{v}");
+    assert_eq!(v["id"], "hang", "{v}");
+    assert_eq!(v["error"]["kind"], "timeout", "{v}");
     assert!(
-        v["error"]
+        v["error"]["message"]
             .as_str()
             .unwrap()
             .contains("timed out after 800 ms"),
@@ -176,7 +180,8 @@ async fn exit_before_initialize_reports_stderr() {
         .await
         .unwrap();
     assert!(is_error);
-    let msg = v["error"].as_str().unwrap();
+    assert_eq!(v["error"]["kind"], "transport_error", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
     assert!(
         msg.contains("API key required") && msg.contains("exit code 1"),
         "{msg}"

@@ -493,10 +493,21 @@ fn status(app: &App) -> crate::error::Result<Value> {
         })
         .collect();
     let (recent, logged) = app.calllog.entries(10, 0);
+    // Remote servers waiting for a person to authorize them (OAuth), with the URL to open: as REST's status.
+    let authenticating: Vec<Value> = app
+        .registry
+        .list(&ListFilter::default())?
+        .into_iter()
+        .filter_map(|r| {
+            r.auth_url
+                .map(|u| json!({"name": r.server.name, "state": "authenticating", "authUrl": u}))
+        })
+        .collect();
     Ok(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "active_count": servers.len(),
         "servers": servers,
+        "authenticating": authenticating,
         "calls": {"logged": logged, "recent": recent},
         "metrics": store.metrics_overview()?,
         "search": app.search.status(),

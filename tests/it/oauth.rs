@@ -469,6 +469,28 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Hello, CLI"));
 
+    // The registry tool over MCP: reauthorize answers the URL, status lists the server as authenticating, and
+    // finish_auth with the URL the browser was sent back to connects it again.
+    let agent = crate::http::mcp_client(&served.url, None).await;
+    let r = agent
+        .registry(json!({"action": "reauthorize", "name": "sdk"}))
+        .await;
+    assert_eq!(r["state"], "authenticating", "{r}");
+    let url = r["authUrl"].as_str().unwrap().to_owned();
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["authenticating"][0]["authUrl"], json!(url), "{status}");
+    let location = http.get(&url).send().await.unwrap().headers()["location"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let done = agent
+        .registry(json!({"action": "finish_auth", "name": "sdk", "callback": location}))
+        .await;
+    assert_eq!(done["state"], "ready", "{done}");
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["authenticating"], json!([]), "{status}");
+    agent.stop().await;
+
     // CLI `auth` while a dashboard serves the redirect URI: it prints the URL, the dashboard receives the callback,
     // and `auth` exits 0 once the server is ready.
     let out = harness::command(dir.path(), &["auth", "sdk", "--logout"])

@@ -33,6 +33,11 @@ client_id="$(ctx client_id)"
 client_secret="$(ctx client_secret)"
 [ -n "$client_id" ] && printf '%s' "$client_id" | "$bin" secrets set "$name" OAUTH_CLIENT_ID
 [ -n "$client_secret" ] && printf '%s' "$client_secret" | "$bin" secrets set "$name" OAUTH_CLIENT_SECRET
+private_key="$(ctx private_key_pem)"
+signing_alg="$(ctx signing_algorithm)"
+# `secrets set` reads one line: the PEM goes in without its line breaks.
+[ -n "$private_key" ] && printf '%s' "$private_key" | tr -d '\n' | "$bin" secrets set "$name" OAUTH_PRIVATE_KEY
+[ -n "$signing_alg" ] && printf '%s' "$signing_alg" | "$bin" secrets set "$name" OAUTH_SIGNING_ALG
 
 # `auth` prints each authorize URL on stdout and listens for the callback; following the URL completes it.
 authorize() {

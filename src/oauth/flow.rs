@@ -301,18 +301,100 @@ pub async fn refresh(
     Ok(tokens_from(&v, base))
 }
 
-/// The client credentials grant (a machine client with a secret).
+/// A private-key JWT client assertion (RFC 7523 section 2.2; SEP-1046) signed with a PKCS#8 PEM key: ES256 for a
+/// P-256 key, RS256 for an RSA key (`alg` forces one). `iss` and `sub` are the client id, `aud` the authorization
+/// server's issuer; valid for five minutes, with a random `jti`.
+pub fn client_assertion(
+    pem: &str,
+    alg: Option<&str>,
+    client_id: &str,
+    audience: &str,
+) -> Result<String, OAuthError> {
+    use aws_lc_rs::signature::{
+        ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, RSA_PKCS1_SHA256, RsaKeyPair,
+    };
+    let bad = |why: &str| OAuthError::Refused(format!("OAUTH_PRIVATE_KEY: {why}"));
+    // The body between `-----BEGIN ...-----` and `-----END`, line breaks optional (a secret is often one line).
+    let body = match pem.find("-----BEGIN") {
+        Some(at) => {
+            let rest = &pem[at + 10..];
+            let start = rest.find("-----").map_or(rest.len(), |i| i + 5);
+            let rest = &rest[start..];
+            &rest[..rest.find("-----END").unwrap_or(rest.len())]
+        }
+        None => pem,
+    };
+    let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    let der = STANDARD
+        .decode(b64.as_bytes())
+        .map_err(|_| bad("not a PEM-encoded PKCS#8 private key"))?;
+    let ec = || EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der).ok();
+    let rsa = || RsaKeyPair::from_pkcs8(&der).ok();
+    enum Key {
+        Ec(EcdsaKeyPair),
+        Rsa(RsaKeyPair),
+    }
+    let key = match alg.map(str::trim) {
+        Some("ES256") => ec().map(Key::Ec),
+        Some("RS256") => rsa().map(Key::Rsa),
+        Some(other) => {
+            return Err(bad(&format!(
+                "signing algorithm {other} is not supported (ES256 or RS256)"
+            )));
+        }
+        None => ec().map(Key::Ec).or_else(|| rsa().map(Key::Rsa)),
+    }
+    .ok_or_else(|| bad("not a P-256 (ES256) or RSA (RS256) PKCS#8 private key"))?;
+    let name = match key {
+        Key::Ec(_) => "ES256",
+        Key::Rsa(_) => "RS256",
+    };
+    let now = now_secs();
+    let header = URL_SAFE_NO_PAD.encode(json!({"alg": name, "typ": "JWT"}).to_string());
+    let claims = URL_SAFE_NO_PAD.encode(
+        json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": now, "exp": now + 300,
+               "jti": random_string()})
+        .to_string(),
+    );
+    let input = format!("{header}.{claims}");
+    let rng = aws_lc_rs::rand::SystemRandom::new();
+    let signature = match key {
+        Key::Ec(k) => k
+            .sign(&rng, input.as_bytes())
+            .map_err(|_| bad("signing failed"))?
+            .as_ref()
+            .to_vec(),
+        Key::Rsa(k) => {
+            let mut sig = vec![0; k.public_modulus_len()];
+            k.sign(&RSA_PKCS1_SHA256, &rng, input.as_bytes(), &mut sig)
+                .map_err(|_| bad("signing failed"))?;
+            sig
+        }
+    };
+    Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature)))
+}
+
+/// The client credentials grant (a machine client): authenticated with its secret, or with a signed JWT assertion
+/// when `assertion` is given.
 pub async fn client_credentials(
     http: &reqwest::Client,
     meta: &AuthServer,
     client: ClientIdentity,
     resource: &str,
     scope: Option<&str>,
+    assertion: Option<String>,
 ) -> Result<Tokens, OAuthError> {
     let mut form = vec![
         ("grant_type", "client_credentials".to_owned()),
         ("resource", resource.to_owned()),
     ];
+    if let Some(a) = assertion {
+        form.push((
+            "client_assertion_type",
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+        ));
+        form.push(("client_assertion", a));
+    }
     if let Some(s) = scope {
         form.push(("scope", s.to_owned()));
     }
@@ -336,6 +418,53 @@ pub async fn client_credentials(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_assertion_is_an_es256_jwt_that_verifies_with_the_public_key() {
+        use aws_lc_rs::signature::{
+            ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair,
+            UnparsedPublicKey,
+        };
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let public = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
+            .unwrap()
+            .public_key()
+            .as_ref()
+            .to_vec();
+        let body = STANDARD.encode(pkcs8.as_ref());
+        // As a PEM file, and as the one-line form a secret holds.
+        let pem = format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n");
+        let one_line = pem.replace('\n', "");
+        for key in [pem.as_str(), one_line.as_str()] {
+            let jwt = client_assertion(key, None, "cid", "https://as.example").unwrap();
+            let parts: Vec<&str> = jwt.split('.').collect();
+            assert_eq!(parts.len(), 3);
+            let header: Value =
+                serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+            assert_eq!(header["alg"], "ES256");
+            let claims: Value =
+                serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+            assert_eq!(claims["iss"], "cid");
+            assert_eq!(claims["sub"], "cid");
+            assert_eq!(claims["aud"], "https://as.example");
+            assert!(claims["exp"].as_u64().unwrap() > claims["iat"].as_u64().unwrap());
+            let sig = URL_SAFE_NO_PAD.decode(parts[2]).unwrap();
+            UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &public)
+                .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &sig)
+                .expect("the signature verifies");
+        }
+        // Not a key, and an algorithm we do not sign with: refused with the reason.
+        let e = client_assertion(
+            "-----BEGIN PRIVATE KEY-----AAAA-----END PRIVATE KEY-----",
+            None,
+            "c",
+            "a",
+        );
+        assert!(e.unwrap_err().to_string().contains("OAUTH_PRIVATE_KEY"));
+        let e = client_assertion(&pem, Some("PS512"), "c", "a");
+        assert!(e.unwrap_err().to_string().contains("PS512"));
+    }
 
     #[test]
     fn the_authorization_url_carries_pkce_s256_state_and_resource() {

@@ -8,8 +8,9 @@
 //!
 //! A server's OAuth settings are its environment values or secrets (secrets win): `OAUTH_CLIENT_ID` and
 //! `OAUTH_CLIENT_SECRET` (a pre-registered client), `OAUTH_CLIENT_METADATA_URL` (a Client ID Metadata Document URL,
-//! used when the authorization server supports it), `OAUTH_GRANT=client_credentials` (a machine client) and
-//! `OAUTH_SCOPES` (scopes to request instead of the discovered ones).
+//! used when the authorization server supports it), `OAUTH_GRANT=client_credentials` (a machine client, with
+//! `OAUTH_CLIENT_SECRET` or `OAUTH_PRIVATE_KEY`: a PKCS#8 PEM key for private-key JWT client authentication, ES256 or
+//! RS256, `OAUTH_SIGNING_ALG` to force one) and `OAUTH_SCOPES` (scopes to request instead of the discovered ones).
 
 mod client;
 pub mod discovery;
@@ -443,7 +444,24 @@ impl OAuth {
                 "the client credentials grant needs a client id (and OAUTH_CLIENT_SECRET) as secrets of the server",
             )
         })?;
-        let secret = self.setting(server, "OAUTH_CLIENT_SECRET");
+        // A private key (private_key_jwt) takes the place of the secret at the token endpoint.
+        let key = self.setting(server, "OAUTH_PRIVATE_KEY");
+        let secret = match key {
+            Some(_) => None,
+            None => self.setting(server, "OAUTH_CLIENT_SECRET"),
+        };
+        let assertion = match &key {
+            Some(pem) => Some(
+                flow::client_assertion(
+                    pem,
+                    self.setting(server, "OAUTH_SIGNING_ALG").as_deref(),
+                    &client_id,
+                    &discovered.server.issuer,
+                )
+                .map_err(err)?,
+            ),
+            None => None,
+        };
         let client = flow::preregistered(&discovered.server, client_id, secret);
         let scope = scope
             .or_else(|| self.setting(server, "OAUTH_SCOPES"))
@@ -465,6 +483,7 @@ impl OAuth {
             client,
             &resource,
             scope.as_deref(),
+            assertion,
         )
         .await
         .map_err(err)?;

@@ -71,7 +71,7 @@ const AUTH_SUITE: &[&str] = &[
 
 /// Scenarios outside `--suite auth`: the 2025-03-26 fallbacks, the 2026-07-28 rules (resource mismatch,
 /// offline_access, RFC 9207 `iss`, metadata issuer, authorization server migration) and the client credentials
-/// extension.
+/// extension (secret, and private-key JWT).
 const MORE: &[&str] = &[
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
@@ -79,6 +79,7 @@ const MORE: &[&str] = &[
     "auth/offline-access-scope",
     "auth/offline-access-not-supported",
     "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
     "auth/iss-supported",
     "auth/iss-not-advertised",
     "auth/iss-supported-missing",
@@ -117,22 +118,6 @@ async fn conformance_client_auth_scenarios_pass() {
             "{s} did not pass:\n{out}"
         );
     }
-
-    // What agent-discover does not do is listed, with why, in the expected-failures file; the suite fails the run
-    // if such a scenario starts passing (a stale entry), so the list stays true.
-    let expected = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/interop/conformance-client-expected-failures.yaml");
-    let (ok, out) = suite(&[
-        "--scenario",
-        "auth/client-credentials-jwt",
-        "--expected-failures",
-        expected.to_str().unwrap(),
-    ])
-    .await;
-    assert!(
-        ok,
-        "client-credentials-jwt is not failing as expected:\n{out}"
-    );
 }
 
 // ---------- end to end: the TypeScript SDK's example server with its demo authorization server ----------

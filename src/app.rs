@@ -144,7 +144,6 @@ impl App {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(untagged)]
-#[allow(clippy::large_enum_variant)] // one per find_tool answer, returned once
 pub enum FindOutcome {
     Found {
         found: bool,

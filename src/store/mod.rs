@@ -4,8 +4,8 @@
 //! Nothing here knows about MCP, HTTP or child processes.
 
 mod bm25;
-pub mod lifecycle;
 mod introspect;
+pub mod lifecycle;
 pub mod market_cache;
 mod oauth;
 mod pins;

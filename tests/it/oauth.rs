@@ -463,7 +463,11 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     assert_eq!(r["state"], "authenticating", "{r}");
     let url = r["authUrl"].as_str().unwrap().to_owned();
     let status = agent.registry(json!({"action": "status"})).await;
-    assert_eq!(status["authenticating"][0]["authUrl"], json!(url), "{status}");
+    assert_eq!(
+        status["authenticating"][0]["authUrl"],
+        json!(url),
+        "{status}"
+    );
     let location = http.get(&url).send().await.unwrap().headers()["location"]
         .to_str()
         .unwrap()

@@ -31,6 +31,8 @@ pub struct App {
     pub telemetry: Arc<Telemetry>,
     /// Serialises config changes (`add_server`, `apply_config`, `enable`, `disable`) in this process.
     lifecycle: tokio::sync::Mutex<()>,
+    /// Registry snapshots for subscribers (`feed.rs`), started on first use.
+    feed: crate::feed::FeedCell,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -96,11 +98,16 @@ impl App {
             marketplace,
             telemetry,
             lifecycle: tokio::sync::Mutex::new(()),
+            feed: Default::default(),
         }))
     }
 
     pub(crate) fn lifecycle_lock(&self) -> &tokio::sync::Mutex<()> {
         &self.lifecycle
+    }
+
+    pub(crate) fn feed_cell(&self) -> &crate::feed::FeedCell {
+        &self.feed
     }
 
     /// Which install tools (npx, uvx, uv, docker) this machine has, probed once per process.

@@ -33,6 +33,8 @@ pub struct App {
     lifecycle: tokio::sync::Mutex<()>,
     /// OAuth for remote servers: tokens, registrations, pending authorizations (`oauth/`, `authflow.rs`).
     pub oauth: crate::oauth::OAuth,
+    /// Registry snapshots for subscribers (`feed.rs`), started on first use.
+    feed: crate::feed::FeedCell,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -101,11 +103,16 @@ impl App {
             telemetry,
             lifecycle: tokio::sync::Mutex::new(()),
             oauth,
+            feed: Default::default(),
         }))
     }
 
     pub(crate) fn lifecycle_lock(&self) -> &tokio::sync::Mutex<()> {
         &self.lifecycle
+    }
+
+    pub(crate) fn feed_cell(&self) -> &crate::feed::FeedCell {
+        &self.feed
     }
 
     /// Which install tools (npx, uvx, uv, docker) this machine has, probed once per process.

@@ -10,6 +10,7 @@ pub mod configimport;
 pub mod embed;
 pub mod error;
 pub mod events;
+pub mod feed;
 pub mod fixture;
 pub mod fixture_conformance;
 pub mod guard;

@@ -16,10 +16,13 @@ mod introspect;
 mod oauth;
 mod openapi;
 mod pins;
+mod registry_events;
 pub mod security;
 mod servers;
 mod watch;
 mod ws;
+
+pub(crate) use watch::spawn as watch_database;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -147,6 +150,7 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/status", "Running children, call counts, registry figures", status).returns(200, "Object"),
         op(M::GET, "/api/openapi.json", "This document", openapi).returns(200, "Object"),
         op(M::GET, "/metrics", "Prometheus text metrics: calls, errors, latency per server and tool, active servers, children", prometheus).returns(200, "PrometheusText"),
+        op(M::GET, "/api/registry/events", "Server-Sent Events: registry snapshots {seq, servers}, seq 0 first, then one per change", registry_events::stream).returns(200, "RegistryEvents"),
         op(M::POST, "/api/config/apply", "Import an MCP client's config file (inline `config` + `format`, or `path`)", apply_config).body("ConfigApply").returns(200, "ConfigApplied"),
         op(M::GET, "/ws", "WebSocket: state snapshots with a sequence number, and call-log entries as they happen", ws::upgrade).returns(101, "WebSocketStream"),
         op(M::GET, "/api/tools/pending", "Tools withheld until approved (changed since approval, or new while held)", pins::pending)
@@ -184,6 +188,8 @@ fn router_with(
     shutdown: &CancellationToken,
 ) -> Router {
     let ops = ops();
+    // Registry snapshots (`/api/registry/events`, `/ws`) and reconciliation with other processes.
+    app.feed();
     let state = AppState {
         hub: ws::Hub::start(app.clone(), shutdown),
         started: Instant::now(),

@@ -63,6 +63,7 @@ pub fn document(ops: &[Op]) -> Value {
         let content_type = match schema {
             "PrometheusText" => "text/plain",
             "Html" => "text/html",
+            "RegistryEvents" => "text/event-stream",
             _ => "application/json",
         };
         let mut responses = Map::new();
@@ -130,6 +131,17 @@ fn lifecycle_schemas() -> Value {
             "authUrl": {"type": "string", "description": "authenticating: where to send the user"},
             "error": {"$ref": "#/components/schemas/McpToolError"},
             "change": {"type": "string", "enum": ["added", "updated", "unchanged"], "description": "add_server / apply_config: what happened to the entry"}}},
+        "ListedEntry": {"type": "object", "required": ["name", "status", "toolCount", "transport", "authMode", "tools"], "properties": {
+            "name": {"type": "string"}, "status": {"$ref": "#/components/schemas/ServerStatus"}, "toolCount": {"type": "integer"},
+            "transport": {"type": "string", "enum": ["stdio", "http"]},
+            "authMode": {"type": "string", "enum": ["none", "apiKey", "authorizationCode"]},
+            "authUrl": {"type": "string"}, "error": {"$ref": "#/components/schemas/McpToolError"},
+            "tools": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}}}},
+            "capabilities": {"type": ["object", "null"], "description": "declared at initialize, when the server runs in the process answering"}}},
+        "RegistrySnapshot": {"type": "object", "required": ["seq", "servers"], "properties": {
+            "seq": {"type": "integer", "description": "0 on a subscriber's first delivery (bootstrap), then the feed's counter (one per change)"},
+            "servers": {"type": "array", "items": {"$ref": "#/components/schemas/ListedEntry"}}}},
+        "RegistryEvents": {"type": "string", "description": "text/event-stream; each event `snapshot` with id = seq and data = a RegistrySnapshot"},
     })
 }
 
@@ -231,6 +243,6 @@ fn market_schemas_and_service() -> Value {
         "AuthFinish": {"type": "object", "required": ["callback"], "properties": {
             "callback": {"type": "string", "description": "the URL the authorization server redirected to, its query, or the code it showed"}}},
         "WebSocketStream": {"type": "object", "description": "server messages: {type:'state', seq, version, servers, active} on connect and after every change \
-            (seq grows by one per new snapshot); {type:'log_entry', entry}; {type:'logs_cleared'}; {type:'error', error}. Client message: {type:'refresh'}."},
+            (seq grows by one per new snapshot); {type:'registry', seq, servers: [ListedEntry]} (seed 001's snapshot: seq 0 first on each connection, then one per change); {type:'log_entry', entry}; {type:'logs_cleared'}; {type:'error', error}. Client message: {type:'refresh'}."},
     })
 }

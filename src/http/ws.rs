@@ -5,7 +5,8 @@
 //! and from [`super::watch`] (other processes on the same database). Snapshots are coalesced: a burst of events while
 //! one is being built costs one more build, not one per event. A client that falls behind gets the latest snapshot.
 //!
-//! Messages (server to client): `{type:"state", seq, version, servers, active}`, `{type:"log_entry", entry}`,
+//! Messages (server to client): `{type:"state", seq, version, servers, active}`, `{type:"registry", seq, servers}`
+//! (seed 001's snapshot from `crate::feed`: `seq` 0 first on each connection, then one per change), `{type:"log_entry", entry}`,
 //! `{type:"logs_cleared"}`, `{type:"error", error}`. Client to server: `{type:"refresh"}` resends the snapshot.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -242,11 +243,19 @@ pub(crate) async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade)
 async fn connection(mut socket: WebSocket, hub: &Hub) {
     // Subscribe before reading the snapshot, so no change between the two is missed.
     let mut rx = hub.tx.subscribe();
+    let mut registry = hub.app.subscribe_registry();
     if socket.send(Message::Text(hub.latest().1)).await.is_err() {
         return;
     }
     loop {
         tokio::select! {
+            snapshot = registry.next() => {
+                let Some(snapshot) = snapshot else { return };
+                let msg = json!({"type": "registry", "seq": snapshot.seq, "servers": snapshot.servers}).to_string();
+                if socket.send(Message::Text(Utf8Bytes::from(msg))).await.is_err() {
+                    return;
+                }
+            }
             _ = hub.cancel.cancelled() => {
                 let _ = socket.send(Message::Close(None)).await;
                 return;

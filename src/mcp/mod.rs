@@ -5,6 +5,7 @@
 
 mod actions;
 pub mod front;
+mod registry_resource;
 mod registry_tool;
 mod single;
 
@@ -182,9 +183,9 @@ impl ServerHandler for McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         // Boxed like every handler that awaits the proxy: rmcp moves the handler future into a task per request,
         // so the largest branch sets the cost of every call.
-        Ok(ListResourcesResult::with_all_items(
-            Box::pin(self.app.proxy.list_resources()).await,
-        ))
+        let mut all = vec![registry_resource::resource()];
+        all.extend(Box::pin(self.app.proxy.list_resources()).await);
+        Ok(ListResourcesResult::with_all_items(all))
     }
 
     async fn list_resource_templates(
@@ -202,6 +203,9 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri == registry_resource::URI {
+            return Ok(registry_resource::read(&self.app).into());
+        }
         match Box::pin(self.app.proxy.read_resource(&request.uri)).await {
             Ok(r) => Ok(r.into()),
             Err(Error::NotFound { .. }) => Err(McpError::resource_not_found(
@@ -279,6 +283,10 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if request.uri == registry_resource::URI {
+            registry_resource::subscribe(&self.app, self.client_id, context.peer.clone());
+            return Ok(());
+        }
         Box::pin(self.app.proxy.subscribe(
             self.client_id,
             context.peer.clone(),
@@ -295,6 +303,10 @@ impl ServerHandler for McpServer {
         request: UnsubscribeRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if request.uri == registry_resource::URI {
+            registry_resource::unsubscribe(self.client_id);
+            return Ok(());
+        }
         Box::pin(self.app.proxy.unsubscribe(self.client_id, &request.uri))
             .await
             .map_err(forwarded_error)
@@ -507,12 +519,15 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
         .await?;
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
+    // The registry feed: snapshots for subscribers, and children stopped when another process disables them.
+    app.feed();
     app.proxy.restore_in_background();
     let res = tokio::select! {
         r = service.waiting() => r.map(|_| ()).map_err(anyhow::Error::from),
         _ = shutdown_signal() => Ok(()),
     };
     app.proxy.unregister_client(client_id);
+    registry_resource::unsubscribe(client_id);
     app.proxy.shutdown().await;
     res
 }

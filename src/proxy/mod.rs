@@ -604,6 +604,14 @@ impl Proxy {
         children.get(name).map(|slot| slot_status(name, slot))
     }
 
+    /// What a child running here declared at initialize.
+    pub fn capabilities_of(&self, name: &str) -> Option<ServerCapabilities> {
+        match lock(&self.inner.children).get(name) {
+            Some(Slot::Running(c)) => Some(c.capabilities.clone()),
+            _ => None,
+        }
+    }
+
     pub fn children(&self) -> Vec<ChildStatus> {
         let children = lock(&self.inner.children);
         let mut out: Vec<ChildStatus> = children

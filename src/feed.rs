@@ -1,0 +1,302 @@
+//! Registry snapshots for subscribers (seed 001's `subscribe`): `{seq, servers: [ListedEntry]}`, the full registered
+//! set after every change. Transports (WebSocket, SSE, the MCP resource `agent-discover://registry`) only forward.
+//!
+//! One feed per `App`, started on first use. It rebuilds the snapshot when this process's event bus reports a change,
+//! and when another agent-discover process commits to the same database (the `PRAGMA data_version` watch the dashboard
+//! uses, `http::watch`). `seq` grows by one only when the servers actually differ, so an unchanged re-apply or a
+//! foreign commit that touches no server (a call log, metrics) sends nothing.
+//!
+//! Each subscriber holds a `tokio::sync::watch` receiver: one slot, the newest snapshot, so a subscriber that never
+//! reads costs one `Arc` and never stalls the feed or the others (it skips to the latest when it reads again). Its
+//! first delivery is the current set with `seq: 0` (the bootstrap); later ones carry the feed's counter.
+//!
+//! The feed also reconciles this process with the stored intent: a child running here whose server was disabled or
+//! removed by another process is stopped.
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use serde::Serialize;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::error::{Result, ToolError};
+use crate::events::{Event, Received};
+use crate::model::{ListFilter, ServerStatus, Transport};
+
+/// One server as subscribers see it (seed 001's `ListedEntry`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedEntry {
+    pub name: String,
+    pub status: ServerStatus,
+    /// Tools known for the server (stored at its last start), after its allow/deny filter.
+    pub tool_count: usize,
+    /// `stdio` or `http` (Streamable HTTP and SSE).
+    pub transport: &'static str,
+    /// `authorizationCode` while an OAuth flow is pending, `apiKey` when it sends an `Authorization` header, else `none`.
+    pub auth_mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+    pub tools: Vec<ListedTool>,
+    /// What the server declared at initialize, when it runs in this process; `null` otherwise.
+    pub capabilities: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedTool {
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    pub seq: u64,
+    pub servers: Vec<ListedEntry>,
+}
+
+/// A subscriber's end: [`Subscription::next`] yields the bootstrap (`seq: 0`), then each newer snapshot.
+pub struct Subscription {
+    rx: watch::Receiver<Arc<Snapshot>>,
+    bootstrapped: bool,
+}
+
+impl Subscription {
+    /// The next snapshot to deliver; `None` when the feed has stopped (the app is gone).
+    pub async fn next(&mut self) -> Option<Arc<Snapshot>> {
+        if !self.bootstrapped {
+            self.bootstrapped = true;
+            let current = self.rx.borrow_and_update().clone();
+            return Some(Arc::new(Snapshot {
+                seq: 0,
+                servers: current.servers.clone(),
+            }));
+        }
+        self.rx.changed().await.ok()?;
+        Some(self.rx.borrow_and_update().clone())
+    }
+}
+
+pub struct Feed {
+    tx: watch::Sender<Arc<Snapshot>>,
+    dirty: Arc<Notify>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("seq", &self.tx.borrow().seq)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where an `App` keeps its feed (a field of `App`).
+pub type FeedCell = OnceLock<Feed>;
+
+impl App {
+    /// The registry feed, started on first use (inside a Tokio runtime). Building the first snapshot reads the
+    /// database once.
+    pub fn feed(self: &Arc<Self>) -> &Feed {
+        self.feed_cell().get_or_init(|| Feed::start(self))
+    }
+
+    /// Subscribes to registry snapshots: the bootstrap first, then one snapshot per change.
+    pub fn subscribe_registry(self: &Arc<Self>) -> Subscription {
+        let rx = self.feed().tx.subscribe();
+        Subscription {
+            rx,
+            bootstrapped: false,
+        }
+    }
+
+    /// The newest snapshot (its `seq` is the feed's counter).
+    pub fn registry_snapshot(self: &Arc<Self>) -> Arc<Snapshot> {
+        self.feed().tx.borrow().clone()
+    }
+
+    /// Reads the registered set as subscribers see it.
+    pub fn listed_entries(&self) -> Result<Vec<ListedEntry>> {
+        let rows = self.registry.list(&ListFilter::default())?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let s = r.server;
+            let filter = self.registry.tool_filter(s.id)?;
+            let tools: Vec<ListedTool> = if r.tool_count == 0 {
+                vec![]
+            } else {
+                self.registry
+                    .tools(s.id)?
+                    .into_iter()
+                    .filter(|t| filter.allows(&t.name))
+                    .map(|t| ListedTool {
+                        name: t.name,
+                        description: t.description,
+                        input_schema: t.input_schema,
+                    })
+                    .collect()
+            };
+            let authenticating = s.status == ServerStatus::Authenticating;
+            let auth_mode = if authenticating || s.auth_url.is_some() {
+                "authorizationCode"
+            } else if s
+                .headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("authorization"))
+            {
+                "apiKey"
+            } else {
+                "none"
+            };
+            let error = (s.status == ServerStatus::Error).then(|| ToolError {
+                kind: s
+                    .error_kind
+                    .unwrap_or(crate::error::ToolErrorKind::TransportError),
+                message: s.last_error.clone().unwrap_or_default(),
+                details: None,
+            });
+            out.push(ListedEntry {
+                capabilities: self
+                    .proxy
+                    .capabilities_of(&s.name)
+                    .and_then(|c| serde_json::to_value(c).ok()),
+                tool_count: tools.len(),
+                transport: match s.transport {
+                    Transport::Stdio => "stdio",
+                    Transport::StreamableHttp | Transport::Sse => "http",
+                },
+                auth_mode,
+                auth_url: if authenticating { s.auth_url.clone() } else { None },
+                error,
+                tools,
+                status: s.status,
+                name: s.name,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl Feed {
+    fn start(app: &Arc<App>) -> Feed {
+        let servers = app.listed_entries().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "building the first registry snapshot failed");
+            vec![]
+        });
+        let (tx, _) = watch::channel(Arc::new(Snapshot { seq: 0, servers }));
+        let dirty = Arc::new(Notify::new());
+        let cancel = CancellationToken::new();
+        tokio::spawn(listen(
+            Arc::downgrade(app),
+            dirty.clone(),
+            cancel.clone(),
+        ));
+        tokio::spawn(rebuild(
+            Arc::downgrade(app),
+            tx.clone(),
+            dirty.clone(),
+            cancel.clone(),
+        ));
+        let kick = dirty.clone();
+        crate::http::watch_database(
+            app.registry.store().clone(),
+            &app.config.db_path,
+            move || kick.notify_one(),
+            cancel.clone(),
+        );
+        Feed {
+            tx,
+            dirty,
+            _stop: cancel.drop_guard(),
+        }
+    }
+
+    /// Asks for a rebuild now (tests, and changes the event bus does not carry).
+    pub fn refresh(&self) {
+        self.dirty.notify_one();
+    }
+
+    /// How many subscribers hold a receiver.
+    pub fn subscriber_count(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}
+
+/// Event bus to feed: anything about servers marks it dirty (call logs and warm-ups do not change the set).
+async fn listen(app: Weak<App>, dirty: Arc<Notify>, cancel: CancellationToken) {
+    let Some(mut sub) = app.upgrade().map(|a| a.events.subscribe("*")) else {
+        return;
+    };
+    loop {
+        let received = tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = sub.recv() => r,
+        };
+        match received {
+            None => return,
+            Some(Received::Event(Event::CallLogged { .. } | Event::Warmup { .. })) => {}
+            Some(_) => dirty.notify_one(),
+        }
+    }
+}
+
+async fn rebuild(
+    app: Weak<App>,
+    tx: watch::Sender<Arc<Snapshot>>,
+    dirty: Arc<Notify>,
+    cancel: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = dirty.notified() => {}
+        }
+        let Some(app) = app.upgrade() else { return };
+        let reader = app.clone();
+        let built = tokio::task::spawn_blocking(move || reader.listed_entries()).await;
+        let servers = match built {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "building a registry snapshot failed");
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the registry snapshot task failed");
+                continue;
+            }
+        };
+        reconcile(&app).await;
+        // `send_if_modified` never waits for receivers: slow subscribers just see the newest later.
+        tx.send_if_modified(|current| {
+            if current.servers == servers {
+                return false;
+            }
+            *current = Arc::new(Snapshot {
+                seq: current.seq + 1,
+                servers,
+            });
+            true
+        });
+    }
+}
+
+/// Stops children of this process whose server another process disabled or removed (checked against the stored row
+/// itself, not the snapshot, so a server registered and started since the snapshot was read is left alone).
+async fn reconcile(app: &App) {
+    for child in app.proxy.active_names() {
+        let target = match app.registry.store().server_by_name(&child) {
+            Ok(None) => ServerStatus::Stopped,
+            Ok(Some(s)) if s.status == ServerStatus::Disabled => ServerStatus::Disabled,
+            _ => continue,
+        };
+        tracing::info!(server = %child, status = target.as_str(), "stopping a server changed by another process");
+        if let Err(e) = app.proxy.deactivate_to(&child, target).await {
+            tracing::warn!(server = %child, error = %e, "could not stop it");
+        }
+    }
+}

@@ -171,7 +171,11 @@ impl App {
                     Transport::StreamableHttp | Transport::Sse => "http",
                 },
                 auth_mode,
-                auth_url: if authenticating { s.auth_url.clone() } else { None },
+                auth_url: if authenticating {
+                    s.auth_url.clone()
+                } else {
+                    None
+                },
                 error,
                 tools,
                 status: s.status,
@@ -191,11 +195,7 @@ impl Feed {
         let (tx, _) = watch::channel(Arc::new(Snapshot { seq: 0, servers }));
         let dirty = Arc::new(Notify::new());
         let cancel = CancellationToken::new();
-        tokio::spawn(listen(
-            Arc::downgrade(app),
-            dirty.clone(),
-            cancel.clone(),
-        ));
+        tokio::spawn(listen(Arc::downgrade(app), dirty.clone(), cancel.clone()));
         tokio::spawn(rebuild(
             Arc::downgrade(app),
             tx.clone(),

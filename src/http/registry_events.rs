@@ -11,7 +11,9 @@ use futures::Stream;
 use super::AppState;
 
 /// Each event: `event: snapshot`, `id: SEQ`, `data: {"seq":SEQ,"servers":[...]}`.
-pub async fn stream(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+pub async fn stream(
+    State(s): State<AppState>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let sub = s.app.subscribe_registry();
     let events = futures::stream::unfold(sub, |mut sub| async move {
         let snapshot = sub.next().await?;

@@ -554,6 +554,9 @@ async fn openapi_document_matches_the_routes() {
             concrete.push_str("?limit=not-a-number");
         }
         for m in methods {
+            if path == "/api/registry/events" && m == "get" {
+                continue; // an event stream that never ends: http::registry_events_over_sse reads it
+            }
             let a = send(&r, &m.to_uppercase(), &concrete, None).await;
             if ops.get(m).is_some() {
                 assert_ne!(

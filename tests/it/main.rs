@@ -34,3 +34,5 @@ mod introspect;
 mod model;
 // Issue 11 OAuth: the conformance suite's client authorization scenarios, and end to end against the TypeScript SDK.
 mod oauth;
+// Issue 10: registry snapshots (subscribe) from the App, over SSE and as an MCP resource.
+mod subscribe;

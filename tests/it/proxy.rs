@@ -425,6 +425,7 @@ async fn resources_prompts_and_static_mode() {
     assert_eq!(
         uris,
         [
+            "agent-discover://registry",
             "agent-discover://docs/fixture://resource/1",
             "agent-discover://docs/fixture://resource/2"
         ]

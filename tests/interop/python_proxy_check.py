@@ -63,7 +63,9 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
         r = await client.call_tool(f"{name}__echo", {"text": "from python"})
         assert payload(r) == "from python", payload(r)
         resources = (await client.list_resources()).resources
-        uri = str(resources[0].uri)
+        # agent-discover's own registry snapshot comes first, then the children's resources.
+        assert str(resources[0].uri) == "agent-discover://registry", resources
+        uri = str(resources[1].uri)
         assert uri == f"agent-discover://{name}/fixture://resource/1", uri
         read = await client.read_resource(uri)
         assert "contents of fixture://resource/1" in read.contents[0].text, read

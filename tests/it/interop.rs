@@ -99,8 +99,10 @@ async fn server_everything_over_stdio() {
     );
 
     let resources = agent.client.list_all_resources().await.unwrap();
-    assert!(!resources.is_empty());
-    let first = resources[0].uri.clone();
+    // agent-discover's own registry snapshot comes first, then the child's resources.
+    assert_eq!(resources[0].uri, "agent-discover://registry");
+    assert!(resources.len() > 1);
+    let first = resources[1].uri.clone();
     assert!(first.starts_with("agent-discover://everything/"), "{first}");
     let read = agent
         .client

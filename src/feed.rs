@@ -188,6 +188,9 @@ impl App {
 
 impl Feed {
     fn start(app: &Arc<App>) -> Feed {
+        // Subscribed before the first snapshot is built, so no change can fall between the two (a change made by
+        // this process moves no `data_version`: the bus is the only way the feed hears of it).
+        let events = app.events.subscribe("*");
         let servers = app.listed_entries().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "building the first registry snapshot failed");
             vec![]
@@ -195,7 +198,7 @@ impl Feed {
         let (tx, _) = watch::channel(Arc::new(Snapshot { seq: 0, servers }));
         let dirty = Arc::new(Notify::new());
         let cancel = CancellationToken::new();
-        tokio::spawn(listen(Arc::downgrade(app), dirty.clone(), cancel.clone()));
+        tokio::spawn(listen(events, dirty.clone(), cancel.clone()));
         tokio::spawn(rebuild(
             Arc::downgrade(app),
             tx.clone(),
@@ -228,10 +231,11 @@ impl Feed {
 }
 
 /// Event bus to feed: anything about servers marks it dirty (call logs and warm-ups do not change the set).
-async fn listen(app: Weak<App>, dirty: Arc<Notify>, cancel: CancellationToken) {
-    let Some(mut sub) = app.upgrade().map(|a| a.events.subscribe("*")) else {
-        return;
-    };
+async fn listen(
+    mut sub: crate::events::Subscription,
+    dirty: Arc<Notify>,
+    cancel: CancellationToken,
+) {
     loop {
         let received = tokio::select! {
             _ = cancel.cancelled() => return,

@@ -349,11 +349,16 @@ async fn the_wheel_download_resumes_after_an_interruption_and_installs_verified_
     let reqs = stub.requests(WHEEL);
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     assert_eq!(reqs[0].range, None);
-    assert_eq!(
-        reqs[1].range.as_deref(),
-        Some(format!("bytes={half}-").as_str()),
-        "{reqs:?}"
-    );
+    // It resumes where its file ends: at most what the stub sent before the cut (bytes still in flight when the
+    // connection broke never reached the file), and well past the start.
+    let start: usize = reqs[1]
+        .range
+        .as_deref()
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.strip_suffix('-'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the second request is no open-ended Range: {reqs:?}"));
+    assert!(start > half / 2 && start <= half, "{reqs:?}");
     assert_eq!(reqs[0].bytes + reqs[1].bytes, wheel().len(), "{reqs:?}");
     assert_installed(home.path());
 

@@ -261,37 +261,16 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     assert_eq!(got, called_url);
     client.cancel().await.unwrap();
 
-    let r: Value = http
-        .post(format!("{base}/api/servers/sdk/auth"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r = post_json(&http, format!("{base}/api/servers/sdk/auth")).await;
     assert_eq!(r["state"], "authenticating", "{r}");
     let auth_url = r["authUrl"].as_str().unwrap().to_owned();
     assert_eq!(
         auth_url, called_url,
         "the waiting authorization is the one shown"
     );
-    let list: Value = http
-        .get(format!("{base}/api/servers"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = get_json(&http, format!("{base}/api/servers")).await;
     assert_eq!(list[0]["authUrl"], json!(auth_url), "{list}");
-    let status: Value = http
-        .get(format!("{base}/api/status"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let status = get_json(&http, format!("{base}/api/status")).await;
     assert_eq!(status["authenticating"][0]["authUrl"], json!(auth_url));
     crate::http::next_message(&mut ws, Duration::from_secs(10), |m| {
         m["type"] == "state" && m["servers"][0]["authUrl"] == json!(auth_url)
@@ -316,14 +295,7 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     let r = http.get(forged.as_str()).send().await.unwrap();
     assert_eq!(r.status(), 400);
     assert!(r.text().await.unwrap().contains("state"));
-    let a: Value = http
-        .get(format!("{base}/api/servers/sdk/auth"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let a = get_json(&http, format!("{base}/api/servers/sdk/auth")).await;
     assert_eq!(a["state"], "authenticating");
 
     let started = std::time::Instant::now();
@@ -332,14 +304,7 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     assert_eq!(r.status(), 200);
     assert!(r.text().await.unwrap().contains("Authorized"));
     eprintln!("OAuth callback to ready: {callback_to_ready:?}");
-    let a: Value = http
-        .get(format!("{base}/api/servers/sdk/auth"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let a = get_json(&http, format!("{base}/api/servers/sdk/auth")).await;
     assert_eq!(a["state"], "authorized", "{a}");
     assert!(a["access_token"].as_str().unwrap().ends_with("****"), "{a}");
 
@@ -369,35 +334,14 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
 
     // A restart keeps the tokens: ready without a new authorization.
     let served = crate::http::serve_env(dir.path(), &[], &trace).await;
-    let r: Value = http
-        .post(format!("{}/api/servers/sdk/auth", served.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r = post_json(&http, format!("{}/api/servers/sdk/auth", served.url)).await;
     assert_eq!(r["state"], "ready", "{r}");
     assert!(r.get("authUrl").is_none());
 
     // reauthorize: a new authorization while the entry and its tools stay listed.
-    let r: Value = http
-        .post(format!("{}/api/servers/sdk/reauthorize", served.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r = post_json(&http, format!("{}/api/servers/sdk/reauthorize", served.url)).await;
     assert_eq!(r["state"], "authenticating", "{r}");
-    let list: Value = http
-        .get(format!("{}/api/servers", served.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = get_json(&http, format!("{}/api/servers", served.url)).await;
     assert_eq!(list[0]["authUrl"], r["authUrl"]);
     assert!(list[0]["tool_count"].as_i64().unwrap() > 0, "{list}");
 
@@ -407,23 +351,9 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
         .await
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let a: Value = http
-        .get(format!("{}/api/servers/sdk/auth", served.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let a = get_json(&http, format!("{}/api/servers/sdk/auth", served.url)).await;
     assert_eq!(a["state"], "none", "{a}");
-    let r: Value = http
-        .post(format!("{}/api/servers/sdk/auth", served.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r = post_json(&http, format!("{}/api/servers/sdk/auth", served.url)).await;
     let location = http
         .get(r["authUrl"].as_str().unwrap())
         .send()
@@ -518,6 +448,16 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     assert!(status.success(), "{status}");
     deactivate(&http, &served.url).await;
     served.stop_within(STOP).await;
+}
+
+/// GET `url` and read its JSON answer.
+async fn get_json(http: &reqwest::Client, url: impl reqwest::IntoUrl) -> serde_json::Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// POST to `url` (no body) and read its JSON answer.
+async fn post_json(http: &reqwest::Client, url: impl reqwest::IntoUrl) -> serde_json::Value {
+    http.post(url).send().await.unwrap().json().await.unwrap()
 }
 
 /// How long `serve` gets to exit after SIGTERM in these tests (see above).

@@ -127,16 +127,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let progress_token = request
-            .meta
-            .as_ref()
-            .and_then(|m| m.get_progress_token())
-            .or_else(|| context.meta.get_progress_token());
-        let caller = Caller {
-            peer: Some(context.peer.clone()),
-            progress_token,
-            cancel: Some(context.ct.clone()),
-        };
+        let caller = Caller::of_call(&request, &context);
         if request.name == registry_tool::NAME {
             // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
             // future into a task for each request, proxied calls included.

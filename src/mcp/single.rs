@@ -127,16 +127,7 @@ impl ServerHandler for ServerView {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.ready().await?;
-        let progress_token = request
-            .meta
-            .as_ref()
-            .and_then(|m| m.get_progress_token())
-            .or_else(|| context.meta.get_progress_token());
-        let caller = Caller {
-            peer: Some(context.peer.clone()),
-            progress_token,
-            cancel: Some(context.ct.clone()),
-        };
+        let caller = Caller::of_call(&request, &context);
         match Box::pin(self.app.proxy.call_tool(
             &self.server,
             &request.name,

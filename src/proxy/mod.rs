@@ -83,6 +83,26 @@ pub struct Caller {
     pub cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
+impl Caller {
+    /// The client making one `tools/call`: its peer, its progress token (the request's `_meta` first, then the
+    /// context's) and the request's cancellation.
+    pub fn of_call(
+        request: &rmcp::model::CallToolRequestParams,
+        context: &rmcp::service::RequestContext<RoleServer>,
+    ) -> Caller {
+        let progress_token = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        Caller {
+            peer: Some(context.peer.clone()),
+            progress_token,
+            cancel: Some(context.ct.clone()),
+        }
+    }
+}
+
 /// The proxy handle; cheap to clone.
 #[derive(Clone)]
 pub struct Proxy {

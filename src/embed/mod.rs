@@ -119,6 +119,35 @@ impl MiniLm {
         self.tokenizer.encode(text, self.max_tokens)
     }
 
+    /// The largest token id plus one.
+    pub fn vocab_len(&self) -> usize {
+        self.tokenizer.vocab_len()
+    }
+
+    /// The ids of `[CLS]` and `[SEP]`.
+    pub fn cls_sep(&self) -> (u32, u32) {
+        self.tokenizer.cls_sep()
+    }
+
+    /// Mean-pooled, unit-length embeddings of token-id sequences (each with its own `[CLS]`/`[SEP]`); ids past the
+    /// vocabulary and sequences longer than the model's limit are cut.
+    pub fn pooled(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+        let limit = self.tokenizer.vocab_len() as u32;
+        let clean: Vec<Vec<u32>> = seqs
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .take(self.max_tokens)
+                    .map(|&id| if id < limit { id } else { 0 })
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[u32]> = clean.iter().map(Vec::as_slice).collect();
+        let mut out = self.bert.forward(&refs);
+        out.iter_mut().for_each(|v| normalize(v));
+        out
+    }
+
     /// The embedding of `text`: 384 floats of unit length (text past 256 tokens is ignored).
     pub fn embed(&self, text: &str) -> Vec<f32> {
         self.embed_batch(&[text])

@@ -51,6 +51,11 @@ impl Tokenizer {
         })
     }
 
+    /// The ids of `[CLS]` and `[SEP]`.
+    pub fn cls_sep(&self) -> (u32, u32) {
+        (self.cls, self.sep)
+    }
+
     /// The largest id in the vocabulary plus one.
     pub fn vocab_len(&self) -> usize {
         self.vocab

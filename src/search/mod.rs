@@ -57,6 +57,9 @@ struct Inner {
     /// index is stale.
     generation: AtomicU64,
     embedding: tokio::sync::Mutex<()>,
+    /// `(model, generation, data_version)` at which `embed_pending` last found every tool embedded: while both
+    /// counters are unchanged a query skips that scan (it reads every row's embedding, milliseconds at 10k tools).
+    settled: Mutex<Option<(String, u64, i64)>>,
     last_error: Mutex<Option<String>>,
     /// Embeddings of recent queries (agents repeat and retry them); keyed by model id and query text.
     recent: Mutex<RecentQueries>,
@@ -129,6 +132,7 @@ impl Search {
                 index: RwLock::new(None),
                 generation: AtomicU64::new(0),
                 embedding: tokio::sync::Mutex::new(()),
+                settled: Mutex::new(None),
                 last_error: Mutex::new(None),
                 recent: Mutex::new(RecentQueries::default()),
             }),
@@ -263,12 +267,19 @@ impl Search {
         let _one_at_a_time = self.inner.embedding.lock().await;
         let mut done = 0;
         loop {
+            // Read before the scan: a change made during it bumps one of them, so the next query scans again.
+            let seen = (
+                self.inner.generation.load(Ordering::SeqCst),
+                self.inner.store.data_version()?,
+            );
             let store = self.inner.store.clone();
             let m = model.clone();
             let batch = tokio::task::spawn_blocking(move || store.tools_needing_embedding(&m, 256))
                 .await
                 .map_err(|e| Error::Internal(e.to_string()))??;
             if batch.is_empty() {
+                *self.inner.settled.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((model.clone(), seen.0, seen.1));
                 break;
             }
             let texts: Vec<String> = batch
@@ -421,8 +432,11 @@ impl Search {
     async fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
         let provider = self.provider();
         let model = provider.model_id()?;
-        // Embed lazily-missing tools first so the index covers the catalog.
-        if let Err(e) = self.embed_pending().await {
+        // Embed lazily-missing tools first so the index covers the catalog (unless nothing changed since the last
+        // time every tool was found embedded).
+        if !self.settled(&model)
+            && let Err(e) = self.embed_pending().await
+        {
             tracing::warn!(error = %e, "embedding tools failed; searching with BM25 only");
             return None;
         }
@@ -441,6 +455,20 @@ impl Search {
                 None
             }
         }
+    }
+
+    /// Whether every tool was embedded by `model` as of the current generation and data version.
+    fn settled(&self, model: &str) -> bool {
+        let Ok(data_version) = self.inner.store.data_version() else {
+            return false;
+        };
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        self.inner
+            .settled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|(m, g, d)| m == model && *g == generation && *d == data_version)
     }
 
     /// The `k` most similar tools by cosine, rebuilding the in-memory index first if it is stale.

@@ -687,3 +687,82 @@ async fn held_out_quality_gates() {
     assert!(f >= GATE_FOUND, "found {f:.2} < {GATE_FOUND}");
     assert!(rf >= GATE_REFUSED, "refused {rf:.2} < {GATE_REFUSED}");
 }
+
+/// Queries skip the scan for unembedded tools while nothing changed, yet a tool saved afterwards, by another
+/// connection (another process) or in this one, is embedded before the next query and found by its meaning.
+#[tokio::test]
+async fn tools_saved_after_the_index_settled_are_embedded_before_the_next_query() {
+    let dir = tmp();
+    let db = dir.path().join("search.db");
+    let (url, batches) = openai_stub().await;
+    let (provider, status) = Provider::openai(&url, "test-key", "stub");
+    let ours = Store::open(&db).unwrap();
+    let registry = Registry::new(ours.clone(), EventBus::default());
+    let server = registry
+        .register(ServerSpec {
+            name: "files".into(),
+            command: Some("x".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let tool = |name: &str, description: &str| ToolInfo {
+        name: name.into(),
+        description: description.into(),
+        input_schema: serde_json::json!({"type": "object"}),
+    };
+    registry
+        .save_tools(server.id, &[tool("read_file", "Read a file from disk")])
+        .unwrap();
+    let search = Search::new(ours.clone(), provider, status);
+    let first = search.rank("read a file", 5).await.unwrap();
+    assert!(first.hybrid);
+    // One batch for the tool, one for the query.
+    assert_eq!(batches.lock().unwrap().len(), 2);
+    let again = search.rank("read another file", 5).await.unwrap();
+    assert_eq!(again.hits[0].tool.name, "read_file");
+    assert_eq!(
+        batches.lock().unwrap().len(),
+        3,
+        "only the new query is embedded"
+    );
+
+    // Another process adds a server: the next query embeds its tool and ranks it by cosine.
+    let theirs = Store::open(&db).unwrap();
+    let other = Registry::new(theirs.clone(), EventBus::default());
+    let weather = other
+        .register(ServerSpec {
+            name: "weather".into(),
+            command: Some("x".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    other
+        .save_tools(weather.id, &[tool("forecast", "zyxx qwvv plokk")])
+        .unwrap();
+    let r = search.rank("zyxx qwvv plokk", 5).await.unwrap();
+    let hit = r
+        .hits
+        .iter()
+        .find(|h| h.tool.name == "forecast")
+        .expect("new tool found");
+    assert!(hit.cosine.is_some_and(|c| c > 0.99), "{:?}", hit.cosine);
+
+    // In this process: `tools_changed` (what the indexer calls on every tool-list event) makes the next query look.
+    registry
+        .save_tools(
+            server.id,
+            &[
+                tool("read_file", "Read a file from disk"),
+                tool("grep_lines", "mmrrk ttqqz"),
+            ],
+        )
+        .unwrap();
+    search.tools_changed();
+    let r = search.rank("mmrrk ttqqz", 5).await.unwrap();
+    let hit = r
+        .hits
+        .iter()
+        .find(|h| h.tool.name == "grep_lines")
+        .expect("new tool found");
+    assert!(hit.cosine.is_some_and(|c| c > 0.99), "{:?}", hit.cosine);
+}

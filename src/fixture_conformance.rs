@@ -13,6 +13,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use crate::fixture_conformance_2026 as v2026;
+
 /// A 1x1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A WAV header with no samples.
@@ -21,6 +23,17 @@ const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
 #[derive(Clone)]
 pub struct Conformance {
     pub name: String,
+    /// The 2026-07-28 scenarios' state shared by every session (`fixture_conformance_2026`).
+    shared: std::sync::Arc<v2026::Shared>,
+}
+
+impl Conformance {
+    pub fn new(name: impl Into<String>) -> Conformance {
+        Conformance {
+            name: name.into(),
+            shared: v2026::Shared::new(),
+        }
+    }
 }
 
 fn tool(
@@ -140,9 +153,11 @@ impl ServerHandler for Conformance {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_resources()
             .enable_resources_subscribe()
             .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_logging()
             .enable_completions()
             .build();
@@ -157,7 +172,16 @@ impl ServerHandler for Conformance {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        let mut all = tools();
+        all.extend(v2026::tools());
+        if self
+            .shared
+            .extra_tool
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            all.push(v2026::extra_tool());
+        }
+        Ok(ListToolsResult::with_all_items(all))
     }
 
     async fn call_tool(
@@ -165,6 +189,23 @@ impl ServerHandler for Conformance {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Some(res) = v2026::call(
+            &self.shared,
+            &request.name,
+            &request,
+            context.client_capabilities(),
+        ) {
+            // A legacy session has no listen stream: it is told of the change directly.
+            if request.name.starts_with("test_trigger_")
+                && context
+                    .protocol_version()
+                    .is_some_and(|v| v.has_initialize())
+            {
+                let _ = context.peer.notify_tool_list_changed().await;
+                let _ = context.peer.notify_prompt_list_changed().await;
+            }
+            return res;
+        }
         let args = request.arguments.clone().unwrap_or_default();
         let arg = |k: &str| {
             args.get(k)
@@ -381,9 +422,10 @@ impl ServerHandler for Conformance {
                     &uri,
                 )
                 .with_mime_type("application/json"),
+                // SEP-2164: invalid params naming the URI.
                 _ => {
-                    return Err(McpError::resource_not_found(
-                        format!("no resource {uri}"),
+                    return Err(McpError::invalid_params(
+                        format!("Resource not found: {uri}"),
                         Some(json!({"uri": uri})),
                     ));
                 }
@@ -431,6 +473,35 @@ impl ServerHandler for Conformance {
         Ok(CompleteResult::new(info))
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// 2026-07-28 clients hear of the triggers' list changes on `subscriptions/listen` streams.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.shared.changes.subscribe();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = changes.recv() => {
+                    let sink = context.sink();
+                    let sent = match change {
+                        Ok("tools") => sink.notify_tool_list_changed().await,
+                        Ok(_) => sink.notify_prompt_list_changed().await,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(_) => return Ok(()),
+                    };
+                    if sent.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
     async fn list_prompts(
         &self,
         _r: Option<PaginatedRequestParams>,
@@ -441,7 +512,7 @@ impl ServerHandler for Conformance {
                 .with_description(description)
                 .with_required(true)
         };
-        Ok(ListPromptsResult::with_all_items(vec![
+        let mut all = vec![
             Prompt::new(
                 "test_simple_prompt",
                 Some("A simple prompt without arguments"),
@@ -465,7 +536,9 @@ impl ServerHandler for Conformance {
                 Some("A prompt that includes an image"),
                 None,
             ),
-        ]))
+        ];
+        all.extend(v2026::prompts(&self.shared));
+        Ok(ListPromptsResult::with_all_items(all))
     }
 
     async fn get_prompt(
@@ -473,6 +546,9 @@ impl ServerHandler for Conformance {
         request: GetPromptRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if let Some(res) = v2026::get_prompt(&self.shared, &request) {
+            return res;
+        }
         let args = request.arguments.unwrap_or_default();
         let arg = |k: &str| {
             args.get(k)

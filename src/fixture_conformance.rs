@@ -25,13 +25,16 @@ pub struct Conformance {
     pub name: String,
     /// The 2026-07-28 scenarios' state shared by every session (`fixture_conformance_2026`).
     shared: std::sync::Arc<v2026::Shared>,
+    /// Speak only the legacy eras (`server/discover` is -32601).
+    legacy: bool,
 }
 
 impl Conformance {
-    pub fn new(name: impl Into<String>) -> Conformance {
+    pub fn new(name: impl Into<String>, legacy: bool) -> Conformance {
         Conformance {
             name: name.into(),
             shared: v2026::Shared::new(),
+            legacy,
         }
     }
 }
@@ -125,15 +128,52 @@ fn bad(message: impl Into<String>) -> McpError {
     McpError::invalid_params(message.into(), None)
 }
 
+/// Whether the request is of the 2026-07-28 revision, where a server asks the client with an input-required result
+/// instead of a request of its own.
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
+}
+
+/// In 2026-07-28: the client's answer under `key` decoded as `T`, or the input-required result asking for it.
+fn input<T: serde::de::DeserializeOwned>(
+    request: &CallToolRequestParams,
+    key: &str,
+    method: &str,
+    params: Value,
+) -> Result<Result<T, CallToolResponse>, McpError> {
+    match request.input_responses.as_ref().and_then(|r| r.get(key)) {
+        Some(answer) => serde_json::from_value(answer.clone())
+            .map(Ok)
+            .map_err(|e| McpError::invalid_params(format!("inputResponses.{key}: {e}"), None)),
+        None => {
+            let requests: InputRequests =
+                serde_json::from_value(json!({ key: {"method": method, "params": params} }))
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            Ok(Err(InputRequiredResult::new(Some(requests), None).into()))
+        }
+    }
+}
+
 impl Conformance {
     async fn elicit(
         &self,
         context: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
         params: Value,
-    ) -> Result<CallToolResult, McpError> {
-        let params: ElicitRequestParams = serde_json::from_value(params)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        match context.peer.create_elicitation(params).await {
+    ) -> Result<CallToolResponse, McpError> {
+        let answer = if modern(context) {
+            match input::<ElicitResult>(request, "elicitation", "elicitation/create", params)? {
+                Ok(r) => Ok(r),
+                Err(ask) => return Ok(ask),
+            }
+        } else {
+            let params: ElicitRequestParams = serde_json::from_value(params)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            context.peer.create_elicitation(params).await
+        };
+        let done: Result<CallToolResult, McpError> = match answer {
             Ok(r) => Ok(text(format!(
                 "Elicitation completed: action={}, content={}",
                 serde_json::to_value(r.action)
@@ -145,7 +185,8 @@ impl Conformance {
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "elicitation failed: {e}"
             ))])),
-        }
+        };
+        done.map(Into::into)
     }
 }
 
@@ -164,6 +205,16 @@ impl ServerHandler for Conformance {
         ServerConfig::new(caps).with_server_info(Implementation::new(
             self.name.clone(),
             env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn discover(&self, _c: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        if self.legacy {
+            return Err(crate::fixture::discover_unknown());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
         ))
     }
 
@@ -290,7 +341,22 @@ impl ServerHandler for Conformance {
                     vec![SamplingMessage::user_text(arg("prompt"))],
                     100,
                 );
-                match context.peer.create_message(params).await {
+                let answer = if modern(&context) {
+                    let params = serde_json::to_value(&params)
+                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                    match input::<CreateMessageResult>(
+                        &request,
+                        "sampling",
+                        "sampling/createMessage",
+                        params,
+                    )? {
+                        Ok(r) => Ok(r),
+                        Err(ask) => return Ok(ask),
+                    }
+                } else {
+                    context.peer.create_message(params).await
+                };
+                match answer {
                     Ok(r) => {
                         let answer = r
                             .message
@@ -309,18 +375,19 @@ impl ServerHandler for Conformance {
                 return self
                     .elicit(
                         &context,
+                        &request,
                         json!({"message": arg("message"), "requestedSchema": {"type": "object", "properties": {
                             "username": {"type": "string", "description": "User's response"},
                             "email": {"type": "string", "description": "User's email address"}},
                             "required": ["username", "email"]}}),
                     )
-                    .await
-                    .map(Into::into);
+                    .await;
             }
             "test_elicitation_sep1034_defaults" => {
                 return self
                     .elicit(
                         &context,
+                        &request,
                         json!({"message": "Please review and update the form fields with defaults",
                             "requestedSchema": {"type": "object", "properties": {
                             "name": {"type": "string", "description": "User name", "default": "John Doe"},
@@ -330,13 +397,13 @@ impl ServerHandler for Conformance {
                             "verified": {"type": "boolean", "description": "Verification status", "default": true}},
                             "required": []}}),
                     )
-                    .await
-                    .map(Into::into);
+                    .await;
             }
             "test_elicitation_sep1330_enums" => {
                 return self
                     .elicit(
                         &context,
+                        &request,
                         json!({"message": "Please select options from the enum fields",
                             "requestedSchema": {"type": "object", "properties": {
                             "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
@@ -348,8 +415,7 @@ impl ServerHandler for Conformance {
                                 {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}},
                             "required": []}}),
                     )
-                    .await
-                    .map(Into::into);
+                    .await;
             }
             other => return Err(bad(format!("unknown tool `{other}`"))),
         };

@@ -191,7 +191,7 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         if request.uri == registry_resource::URI {
             return Ok(registry_resource::read(&self.app).into());
@@ -212,8 +212,10 @@ impl ServerHandler for McpServer {
                 Some(json!({"uri": request.uri})),
             )),
             // The child's own error (resource not found, ...), its URI under the name clients know.
-            Err(Error::Child { server, error }) => {
-                let mut error = resource_not_found_2164(error, &request.uri);
+            Err(Error::Child { server, mut error }) => {
+                if takes_2026_errors(&context) {
+                    error = resource_not_found_2164(error, &request.uri);
+                }
                 if let Some(serde_json::Value::Object(data)) = &mut error.data
                     && let Some(serde_json::Value::String(uri)) = data.get_mut("uri")
                     && !uri.starts_with("agent-discover://")
@@ -341,8 +343,15 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// SEP-2164: a child's "resource not found" to `resources/read` (the older -32002) is passed on as invalid params
-/// (-32602) with the URI in `data.uri`, as the 2026-07-28 revision asks; any other error is left as it is.
+/// Whether the calling request is of the 2026-07-28 revision (or later).
+pub(crate) fn takes_2026_errors(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
+}
+
+/// SEP-2164, for 2026-07-28 clients: a child's "resource not found" to `resources/read` (the older -32002) is passed
+/// on as invalid params (-32602) with the URI in `data.uri`; any other error is left as it is.
 pub(crate) fn resource_not_found_2164(mut error: McpError, uri: &str) -> McpError {
     if error.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND {
         error.code = rmcp::model::ErrorCode::INVALID_PARAMS;

@@ -194,7 +194,7 @@ impl ServerHandler for ServerView {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.ready().await?;
         Box::pin(
@@ -204,7 +204,15 @@ impl ServerHandler for ServerView {
         )
         .await
         .map(Into::into)
-        .map_err(|e| super::resource_not_found_2164(self.server_error(e), &request.uri))
+        .map_err(|e| {
+            let e = self.server_error(e);
+            // A 2026-07-28 client gets SEP-2164's shape; a legacy one the child's error unchanged.
+            if super::takes_2026_errors(&context) {
+                super::resource_not_found_2164(e, &request.uri)
+            } else {
+                e
+            }
+        })
     }
 
     async fn list_prompts(

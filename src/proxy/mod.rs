@@ -160,6 +160,8 @@ pub(crate) struct Inner {
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
     /// Clients' resource subscriptions, by exposed URI.
     subscriptions: Mutex<Vec<forward::Subscription>>,
+    /// The `subscriptions/listen` streams that stand for `resources/subscribe` with 2026-07-28 children, by exposed URI.
+    resource_listens: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// Clients of a per-server endpoint, by client id: the one server they see.
     scopes: Mutex<HashMap<u64, String>>,
 }
@@ -250,6 +252,7 @@ impl Proxy {
             observer: Mutex::new(None),
             log_level: Mutex::new(None),
             subscriptions: Mutex::default(),
+            resource_listens: Mutex::default(),
             scopes: Mutex::default(),
         });
         Proxy { inner }

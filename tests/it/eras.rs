@@ -346,3 +346,102 @@ async fn a_2026_child_is_spoken_to_in_2026_and_its_input_requests_are_relayed() 
 
     let _ = serve.kill().await;
 }
+
+/// The servers' rows in `/api/status`, by name.
+async fn running(url: &str) -> Value {
+    let status: Value = reqwest::get(format!("{url}/api/status"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut by_name = serde_json::Map::new();
+    for s in status["servers"].as_array().unwrap() {
+        by_name.insert(s["name"].as_str().unwrap().to_owned(), s.clone());
+    }
+    Value::Object(by_name)
+}
+
+#[tokio::test]
+async fn an_http_2026_child_and_a_legacy_child_keep_their_eras() {
+    // A 2026-07-28 child over Streamable HTTP: rmcp's server refuses 2026 requests without `Mcp-Method`/`Mcp-Name`.
+    let mut http_child = tokio::process::Command::new(harness::BIN)
+        .args([
+            "fixture-server",
+            "--conformance",
+            "--name",
+            "fxh",
+            "--http",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(http_child.stdout.take().unwrap()).lines();
+    let child_url = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+        .await
+        .expect("the fixture printed no URL")
+        .unwrap()
+        .expect("the fixture exited");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut serve, url) = serve(
+        dir.path(),
+        &[
+            json!({"action": "install", "name": "fxh", "transport": "streamable-http", "url": child_url}),
+            json!({"action": "install", "name": "old", "command": harness::BIN,
+                "args": ["fixture-server", "--conformance", "--name", "old", "--era", "legacy"]}),
+        ],
+    )
+    .await;
+
+    let modern = client_2026(&format!("{url}/mcp/servers/fxh")).await;
+    let r1 = asked(
+        modern
+            .call_tool_once(call("test_input_required_result_elicitation"))
+            .await
+            .unwrap(),
+    );
+    assert!(r1.input_requests.unwrap().contains_key("user_name"));
+    let mut retry = call("test_input_required_result_elicitation");
+    retry.input_responses = Some([("user_name".to_owned(), accept(json!({"name": "Ann"})))].into());
+    assert_eq!(
+        completed(modern.call_tool_once(retry).await.unwrap()),
+        "Hello, Ann!"
+    );
+
+    // The legacy child: connected with `initialize`; a legacy client's elicitation reaches it as before.
+    let legacy = client_legacy(
+        &format!("{url}/mcp/servers/old"),
+        Some(json!({"username": "u", "email": "e@x"})),
+    )
+    .await;
+    let r = legacy
+        .call_tool(
+            CallToolRequestParams::new("test_elicitation")
+                .with_arguments(json!({"message": "who?"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert!(harness::text(&r).contains("action=accept"), "{r:?}");
+
+    let eras = running(&url).await;
+    assert_eq!(eras["fxh"]["protocol"], "2026-07-28", "{eras}");
+    assert_eq!(eras["old"]["protocol"], "2025-11-25", "{eras}");
+    // Recorded in the registry: `list --json` (another process) shows each server's era.
+    let listed = harness::command(dir.path(), &["list", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let rows: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let era = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .map(|r| r["protocol"].clone())
+    };
+    assert_eq!(era("fxh"), Some(json!("2026-07-28")), "{rows}");
+    assert_eq!(era("old"), Some(json!("2025-11-25")), "{rows}");
+    let _ = serve.kill().await;
+}

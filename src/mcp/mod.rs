@@ -331,9 +331,10 @@ impl ServerHandler for McpServer {
                     if !changes_lists(&received) {
                         continue;
                     }
+                    // The sink refuses what the client did not ask for; the stream ends with `cancelled`.
                     let sink = context.sink();
-                    if self.mode == ToolsMode::Dynamic && sink.notify_tool_list_changed().await.is_err() {
-                        return Ok(());
+                    if self.mode == ToolsMode::Dynamic {
+                        let _ = sink.notify_tool_list_changed().await;
                     }
                     let _ = sink.notify_resource_list_changed().await;
                     let _ = sink.notify_prompt_list_changed().await;

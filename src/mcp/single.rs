@@ -305,10 +305,9 @@ impl ServerHandler for ServerView {
                     if !self.changes_lists(&received) {
                         continue;
                     }
+                    // The sink refuses what the client did not ask for; the stream ends with `cancelled`.
                     let sink = context.sink();
-                    if sink.notify_tool_list_changed().await.is_err() {
-                        return Ok(());
-                    }
+                    let _ = sink.notify_tool_list_changed().await;
                     let _ = sink.notify_resource_list_changed().await;
                     let _ = sink.notify_prompt_list_changed().await;
                 }

@@ -331,13 +331,18 @@ impl ServerHandler for McpServer {
                     if !changes_lists(&received) {
                         continue;
                     }
-                    // The sink refuses what the client did not ask for; the stream ends with `cancelled`.
+                    // The sink refuses what the client did not ask for; a closed stream ends the loop.
                     let sink = context.sink();
+                    let mut sent = vec![
+                        sink.notify_resource_list_changed().await,
+                        sink.notify_prompt_list_changed().await,
+                    ];
                     if self.mode == ToolsMode::Dynamic {
-                        let _ = sink.notify_tool_list_changed().await;
+                        sent.push(sink.notify_tool_list_changed().await);
                     }
-                    let _ = sink.notify_resource_list_changed().await;
-                    let _ = sink.notify_prompt_list_changed().await;
+                    if sent.iter().any(stream_gone) {
+                        return Ok(());
+                    }
                 }
             }
         }
@@ -379,6 +384,15 @@ fn forwarded_error(e: Error) -> McpError {
         }
         e => McpError::internal_error(e.to_string(), None),
     }
+}
+
+/// Whether a listen stream's send failed because the stream is gone (not because the client's filter refused it).
+pub(crate) fn stream_gone(r: &Result<(), rmcp::service::SubscriptionSendError>) -> bool {
+    matches!(
+        r,
+        Err(rmcp::service::SubscriptionSendError::SubscriptionClosed
+            | rmcp::service::SubscriptionSendError::Service(_))
+    )
 }
 
 fn changes_lists(r: &Received) -> bool {

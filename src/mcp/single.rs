@@ -305,11 +305,16 @@ impl ServerHandler for ServerView {
                     if !self.changes_lists(&received) {
                         continue;
                     }
-                    // The sink refuses what the client did not ask for; the stream ends with `cancelled`.
+                    // The sink refuses what the client did not ask for; a closed stream ends the loop.
                     let sink = context.sink();
-                    let _ = sink.notify_tool_list_changed().await;
-                    let _ = sink.notify_resource_list_changed().await;
-                    let _ = sink.notify_prompt_list_changed().await;
+                    let sent = [
+                        sink.notify_tool_list_changed().await,
+                        sink.notify_resource_list_changed().await,
+                        sink.notify_prompt_list_changed().await,
+                    ];
+                    if sent.iter().any(super::stream_gone) {
+                        return Ok(());
+                    }
                 }
             }
         }

@@ -251,7 +251,7 @@ pub fn call(
     request: &CallToolRequestParams,
     caps: Option<ClientCapabilities>,
 ) -> Option<Result<CallToolResponse, McpError>> {
-    Some(call_inner(shared, name, request, caps.unwrap_or_default()).transpose()?)
+    call_inner(shared, name, request, caps.unwrap_or_default()).transpose()
 }
 
 fn call_inner(

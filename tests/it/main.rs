@@ -36,3 +36,5 @@ mod model;
 mod oauth;
 // Issue 10: registry snapshots (subscribe) from the App, over SSE and as an MCP resource.
 mod subscribe;
+// Issue 14: installing a catalog entry with the user's consent (elicitation) or an explicit install.
+mod introspect_install;

@@ -120,17 +120,18 @@ fn catalog_entry(app: &App, record: &Record) -> Result<Option<Server>> {
         .as_ref()
         .map(|l| l.iter().skip(1).cloned().collect())
         .unwrap_or_default();
-    // Arguments that were placeholders are not part of the entry: installing asks for them.
-    let placeholder_args: Vec<&str> = record
-        .placeholders
-        .iter()
-        .filter(|p| p.kind == super::placeholders::Kind::Arg)
-        .map(|p| p.value.as_str())
-        .collect();
-    let fixed_args: Vec<String> = launch_args
-        .into_iter()
-        .filter(|a| !placeholder_args.contains(&a.as_str()))
-        .collect();
+    // Arguments that were placeholders are not part of the entry (installing asks for them), except the literal
+    // switches (`--stdio`, `--transport stdio`) that are kept as they are.
+    let filled: usize = record.placeholders.iter().map(|p| p.argv().len()).sum();
+    let mut fixed_args: Vec<String> =
+        launch_args[..launch_args.len().saturating_sub(filled)].to_vec();
+    fixed_args.extend(
+        record
+            .placeholders
+            .iter()
+            .filter(|p| p.is_literal())
+            .flat_map(|p| p.argv()),
+    );
     let (source, command, args) = match record.ecosystem {
         Ecosystem::Npm => (
             Source::Npm,
@@ -393,8 +394,8 @@ pub fn entry_inputs(app: &App, name: &str) -> Result<Vec<crate::marketplace::Mis
         })
         .collect();
     for a in &record.needs.args {
-        // A bare flag (`--stdio`) was kept in the entry's arguments: nothing to ask.
-        if is_bare_flag(&record, a) {
+        // A literal switch (`--stdio`) was kept in the entry's arguments: nothing to ask.
+        if is_literal(&record, a) {
             continue;
         }
         out.push(MissingInput {
@@ -411,12 +412,12 @@ pub fn entry_inputs(app: &App, name: &str) -> Result<Vec<crate::marketplace::Mis
     Ok(out)
 }
 
-/// Whether required argument `label` was filled by a bare flag (an option without a value) in the second pass.
-fn is_bare_flag(record: &Record, label: &str) -> bool {
+/// Whether required argument `label` was filled by a literal switch in the second pass.
+fn is_literal(record: &Record, label: &str) -> bool {
     record
         .placeholders
         .iter()
-        .any(|p| p.kind == super::placeholders::Kind::Arg && p.name == label && p.value.is_empty())
+        .any(|p| p.name == label && p.is_literal())
 }
 
 /// Installs catalog entry `name` with `inputs` for its required values: the entry (the introspected launch, version

@@ -57,6 +57,7 @@ async fn each_fixture_failure_mode_maps_to_exactly_one_category() {
             Category::NeedsCredentials,
         ),
         (fixture("--fail usage"), Category::NeedsArgs),
+        (fixture("--fail options"), Category::NeedsArgs),
         (fixture("--fail missing-config"), Category::NeedsConfig),
         (fixture("--fail crash"), Category::CrashedOnStart),
         (fixture("--init-hang"), Category::InitTimeout),

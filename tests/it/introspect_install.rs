@@ -1,6 +1,7 @@
 //! Issue 14: installing a catalog entry that find_tool found (introspected, not installed) only with the user's
 //! consent, asked by MCP elicitation through rmcp's client (accept and decline), or by an explicit `install` when the
-//! client cannot be asked; then activating it.
+//! client cannot be asked; then activating it. And option-style arguments (`--stdio`, `--api-key <key>`,
+//! `--root <dir>`) filled by the second pass from a usage text, kept or asked for when installing.
 
 use std::sync::{Arc, Mutex};
 
@@ -240,5 +241,135 @@ async fn without_elicitation_the_agent_is_told_to_install_explicitly_and_auto_ac
         tools.iter().any(|t| t.ends_with("summon_weather_forecast")),
         "{tools:?}"
     );
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_second_pass_fills_required_options_and_installing_asks_only_for_their_values() {
+    use agent_discover::introspect::{self, Category, Limits, Options, Target};
+    let dir = tempfile::tempdir().unwrap();
+    let target =
+        Target::command(&format!("{BIN} fixture-server --name opts --fail options")).unwrap();
+    let mut o = Options::new(dir.path().join("cache"), BIN.into());
+    o.limits = Limits {
+        initialize: std::time::Duration::from_secs(4),
+        list: std::time::Duration::from_secs(4),
+        hard: std::time::Duration::from_secs(30),
+        ..Limits::default()
+    };
+    let r = introspect::introspect(&target, &o).await;
+    assert_eq!(r.category, Category::Ok, "{}", r.evidence);
+    assert_eq!(r.pass, 2);
+    assert_eq!(
+        r.first_pass.as_ref().map(|f| f.category),
+        Some(Category::NeedsArgs)
+    );
+    let by_name = |n: &str| {
+        r.placeholders
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap_or_else(|| panic!("{n}: {:?}", r.placeholders))
+    };
+    assert_eq!(by_name("--stdio").value, "", "a bare switch");
+    assert!(
+        by_name("--api-key").value.starts_with("placeholder"),
+        "{:?}",
+        by_name("--api-key")
+    );
+    assert!(
+        by_name("--root")
+            .value
+            .starts_with(&*dir.path().to_string_lossy()),
+        "a scratch dir"
+    );
+    assert!(by_name("--api-key").source == "usage" && by_name("--stdio").source == "usage");
+    assert!(
+        !r.placeholders
+            .iter()
+            .any(|p| p.name == "verbose" || p.name == "--verbose"),
+        "optional ones are left out"
+    );
+    assert_eq!(
+        r.needs.args,
+        ["--api-key", "--root"],
+        "only options with a value are asked"
+    );
+    let launch = r.launch.clone().unwrap();
+    assert!(
+        launch
+            .windows(2)
+            .any(|w| w[0] == "--api-key" && w[1] == by_name("--api-key").value),
+        "{launch:?}"
+    );
+    assert_eq!(r.left_behind, 0);
+
+    // The catalog entry keeps `--stdio`, asks for the two values, and starts with them.
+    let out = command(
+        dir.path(),
+        &[
+            "introspect",
+            "--command",
+            &format!("{BIN} fixture-server --name opts --fail options"),
+            "--json",
+            "--init-timeout",
+            "5",
+            "--list-timeout",
+            "5",
+        ],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let agent = crate::harness::spawn(dir.path(), &[], None).await;
+    let listed = agent.registry(json!({"action": "list"})).await;
+    let server = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["installed"] == false)
+        .expect("a catalog entry")["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let missing = agent
+        .registry(json!({"action": "install", "name": server}))
+        .await;
+    assert_eq!(missing["status"], "needs_input", "{missing}");
+    let names: Vec<&str> = missing["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(names, ["--api-key", "--root"]);
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let done = agent
+        .registry(json!({"action": "install", "name": server, "inputs": {"--api-key": "k", "--root": root.display().to_string()}}))
+        .await;
+    assert_eq!(done["status"], "installed", "{done}");
+    let args: Vec<&str> = done["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        args.contains(&"--stdio") && args.windows(2).any(|w| w == ["--api-key", "k"]),
+        "{args:?}"
+    );
+    assert!(
+        !args.iter().any(|a| a.starts_with("placeholder")),
+        "no placeholder survives: {args:?}"
+    );
+    let act = agent
+        .registry(json!({"action": "activate", "name": server}))
+        .await;
+    assert_eq!(act["state"], "ready", "{act}");
     agent.stop().await;
 }

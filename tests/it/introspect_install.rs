@@ -13,12 +13,15 @@ use serde_json::{Value, json};
 
 use crate::harness::{BIN, command, parse};
 
+/// The messages and requested field names of the elicitations a client received.
+type Asked = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
 /// A client that declares elicitation and answers every request with `answer` (`None`: decline).
 #[derive(Clone)]
 struct Consent {
     answer: Option<serde_json::Map<String, Value>>,
     /// The messages and requested field names of the elicitations received.
-    asked: Arc<Mutex<Vec<(String, Vec<String>)>>>,
+    asked: Asked,
 }
 
 impl ClientHandler for Consent {

@@ -38,3 +38,5 @@ mod oauth;
 mod subscribe;
 // Issue 14: installing a catalog entry with the user's consent (elicitation) or an explicit install.
 mod introspect_install;
+// Issue 18: MCP 2026-07-28 end to end (children in their newest era, input-required results relayed, the 2026 front).
+mod eras;

@@ -79,6 +79,15 @@ pub struct FixtureArgs {
     pub era: Option<Era>,
     /// Positional arguments (`--fail usage` wants at least one).
     pub positional: Vec<String>,
+    /// `--fail options` wants it (with `--root` and `--stdio`).
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// `--fail options` wants an existing directory here.
+    #[arg(long)]
+    pub root: Option<std::path::PathBuf>,
+    /// `--fail options` wants this switch.
+    #[arg(long)]
+    pub stdio: bool,
 }
 
 /// The protocol eras a fixture speaks.
@@ -100,6 +109,9 @@ pub fn discover_unknown() -> McpError {
 pub enum FailMode {
     /// Print a usage text and exit 1 unless a positional argument is given (`needs_args`).
     Usage,
+    /// Print a usage text naming required options and exit 1 unless `--stdio`, `--api-key <key>` and `--root <dir>`
+    /// (an existing directory) are given (`needs_args`).
+    Options,
     /// Exit 1 because a configuration file is missing (`needs_config`).
     MissingConfig,
     /// Exit 1 with a JavaScript-style TypeError (`crashed_on_start`).
@@ -188,6 +200,17 @@ fn fail_at_start(mode: FailMode, args: &FixtureArgs) -> anyhow::Result<Option<i3
         FailMode::Usage if args.positional.is_empty() => {
             eprintln!("Usage: fixture-server --fail usage <allowed-directory>");
             eprintln!("Error: at least one allowed directory is required");
+            Ok(Some(1))
+        }
+        FailMode::Options
+            if !args.stdio
+                || args.api_key.is_none()
+                || !args.root.as_ref().is_some_and(|r| r.is_dir()) =>
+        {
+            eprintln!(
+                "Usage: fixture-server --fail options --stdio --api-key <key> --root <dir> [--verbose]"
+            );
+            eprintln!("error: required option '--api-key <key>' not specified");
             Ok(Some(1))
         }
         FailMode::MissingConfig => {

@@ -120,17 +120,18 @@ fn catalog_entry(app: &App, record: &Record) -> Result<Option<Server>> {
         .as_ref()
         .map(|l| l.iter().skip(1).cloned().collect())
         .unwrap_or_default();
-    // Arguments that were placeholders are not part of the entry: installing asks for them.
-    let placeholder_args: Vec<&str> = record
-        .placeholders
-        .iter()
-        .filter(|p| p.kind == super::placeholders::Kind::Arg)
-        .map(|p| p.value.as_str())
-        .collect();
-    let fixed_args: Vec<String> = launch_args
-        .into_iter()
-        .filter(|a| !placeholder_args.contains(&a.as_str()))
-        .collect();
+    // Arguments that were placeholders are not part of the entry (installing asks for them), except the literal
+    // switches (`--stdio`, `--transport stdio`) that are kept as they are.
+    let filled: usize = record.placeholders.iter().map(|p| p.argv().len()).sum();
+    let mut fixed_args: Vec<String> =
+        launch_args[..launch_args.len().saturating_sub(filled)].to_vec();
+    fixed_args.extend(
+        record
+            .placeholders
+            .iter()
+            .filter(|p| p.is_literal())
+            .flat_map(|p| p.argv()),
+    );
     let (source, command, args) = match record.ecosystem {
         Ecosystem::Npm => (
             Source::Npm,
@@ -245,18 +246,28 @@ pub fn install_info(app: &App, server: &Server) -> Result<Option<Value>> {
     let Ok(record) = serde_json::from_str::<Record>(&row.record) else {
         return Ok(None);
     };
-    let how = match (record.ecosystem, &record.registry_name) {
-        (Ecosystem::Command, _) => json!({
-            "cli": format!("agent-discover add {} -- {} {}", server.name, record.package,
-                server.args.join(" ")).trim_end().to_owned(),
-        }),
-        (_, Some(registry)) => json!({"action": "install", "name": registry}),
-        (eco, None) => {
-            json!({"action": "install", "name": format!("{}:{}", eco.as_str(), record.package)})
+    // Installing the entry itself keeps the launch (and version) whose tools were listed; the marketplace install
+    // resolves the package again (maybe a newer version).
+    let inputs: Vec<String> = entry_inputs(app, &server.name)?
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
+    let mut how = json!({"action": "install", "name": server.name});
+    if !inputs.is_empty() {
+        how["inputs"] = json!(inputs);
+    }
+    let marketplace = match (record.ecosystem, &record.registry_name) {
+        (Ecosystem::Command, _) => None,
+        (_, Some(registry)) => {
+            Some(json!({"action": "install", "name": registry, "source": "registry"}))
         }
+        (eco, None) => Some(
+            json!({"action": "install", "name": format!("{}:{}", eco.as_str(), record.package), "source": eco.as_str()}),
+        ),
     };
     Ok(Some(json!({
         "install": how,
+        "marketplace_install": marketplace,
         "required_secrets": record.needs.env,
         "required_args": record.needs.args,
         "listed_under_placeholders": record.pass == 2,
@@ -320,4 +331,160 @@ pub async fn changed_targets(app: &App) -> Result<(Vec<Target>, Vec<(String, Str
         targets.push(target);
     }
     Ok((targets, unchanged))
+}
+
+/// What installing a catalog entry did.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum EntryInstall {
+    /// The entry is now an installed server of the same name, launched as it was introspected.
+    Installed {
+        server: String,
+        command: Option<String>,
+        args: Vec<String>,
+        /// Secret values stored encrypted (names only).
+        secrets: Vec<String>,
+    },
+    /// Nothing was changed: these values are required. Pass them as `inputs` and install again.
+    NeedsInput {
+        name: String,
+        missing: Vec<crate::marketplace::MissingInput>,
+    },
+}
+
+/// The record behind catalog entry `name`; `None` when `name` is not a catalog entry (unknown, or installed).
+fn entry_record(app: &App, name: &str) -> Result<Option<(Server, Record)>> {
+    let Some(server) = app.registry.store().server_by_name(name)? else {
+        return Ok(None);
+    };
+    if server.installed {
+        return Ok(None);
+    }
+    let Some(row) = app.registry.store().introspection_of_server(server.id)? else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_str::<Record>(&row.record)
+        .ok()
+        .map(|r| (server, r)))
+}
+
+/// Whether `name` is a catalog entry (introspected, not installed).
+pub fn is_entry(app: &App, name: &str) -> Result<bool> {
+    Ok(entry_record(app, name)?.is_some())
+}
+
+/// The values installing entry `name` needs: its required secrets (environment variables) and its required
+/// arguments (labels of positional arguments, or option names such as `--api-key`). Empty for an unknown name.
+pub fn entry_inputs(app: &App, name: &str) -> Result<Vec<crate::marketplace::MissingInput>> {
+    use crate::marketplace::{InputKind, MissingInput};
+    let Some((_, record)) = entry_record(app, name)? else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<MissingInput> = record
+        .needs
+        .env
+        .iter()
+        .map(|n| MissingInput {
+            name: n.clone(),
+            description: format!(
+                "environment variable {n} (the server asked for it; stored encrypted)"
+            ),
+            is_secret: true,
+            kind: InputKind::Env,
+        })
+        .collect();
+    for a in &record.needs.args {
+        // A literal switch (`--stdio`) was kept in the entry's arguments: nothing to ask.
+        if is_literal(&record, a) {
+            continue;
+        }
+        out.push(MissingInput {
+            name: a.clone(),
+            description: if a.starts_with('-') {
+                format!("value of the option {a} the server requires")
+            } else {
+                format!("the <{a}> argument the server requires")
+            },
+            is_secret: false,
+            kind: InputKind::Argument,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether required argument `label` was filled by a literal switch in the second pass.
+fn is_literal(record: &Record, label: &str) -> bool {
+    record
+        .placeholders
+        .iter()
+        .any(|p| p.name == label && p.is_literal())
+}
+
+/// Installs catalog entry `name` with `inputs` for its required values: the entry (the introspected launch, version
+/// pinned) becomes an installed server of the same name, the required arguments are appended (`--opt value` for an
+/// option, the value for a positional one) and the required secrets are stored encrypted. Nothing is started.
+pub fn install_entry(
+    app: &App,
+    name: &str,
+    inputs: &BTreeMap<String, String>,
+) -> Result<EntryInstall> {
+    let Some((server, _record)) = entry_record(app, name)? else {
+        return Err(Error::not_found(
+            "catalog entry",
+            format!("{name} (find_tool names catalog entries as servers with `installed: false`)"),
+        ));
+    };
+    let needed = entry_inputs(app, name)?;
+    let missing: Vec<_> = needed
+        .iter()
+        .filter(|m| inputs.get(&m.name).is_none_or(|v| v.trim().is_empty()))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        return Ok(EntryInstall::NeedsInput {
+            name: server.name,
+            missing,
+        });
+    }
+    let mut args = server.args.clone();
+    for m in needed
+        .iter()
+        .filter(|m| m.kind == crate::marketplace::InputKind::Argument)
+    {
+        if m.name.starts_with('-') {
+            args.push(m.name.clone());
+        }
+        args.push(inputs[&m.name].clone());
+    }
+    let patch = crate::model::ServerPatch {
+        args: Some(args),
+        tags: Some(
+            server
+                .tags
+                .iter()
+                .filter(|t| t.as_str() != "catalog")
+                .cloned()
+                .collect(),
+        ),
+        ..Default::default()
+    };
+    let updated = app.registry.update(&server.name, &patch)?;
+    let mut secrets = Vec::new();
+    for m in needed
+        .iter()
+        .filter(|m| m.kind == crate::marketplace::InputKind::Env)
+    {
+        app.secrets.set(&server.name, &m.name, &inputs[&m.name])?;
+        secrets.push(m.name.clone());
+    }
+    app.registry.store().set_installed(server.id, true)?;
+    app.events.emit(Event::ServerUpdated {
+        name: server.name.clone(),
+    });
+    Ok(EntryInstall::Installed {
+        server: updated.name,
+        command: updated.command,
+        args: updated.args,
+        secrets,
+    })
 }

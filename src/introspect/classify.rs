@@ -291,7 +291,13 @@ fn non_json(a: &Attempt) -> Diagnosis {
 fn from_messages(a: &Attempt, stderr: &[&str]) -> Option<Diagnosis> {
     let mut lines: Vec<&str> = stderr.to_vec();
     lines.extend(a.stdout_noise.iter().map(String::as_str));
-    if let Some(line) = lines.iter().find(|l| asks_for_credentials(l)) {
+    // A key asked for as a command-line option (`required option '--api-key <key>'`) next to a usage text is an
+    // argument, not a variable: filed under needs_args below.
+    let has_usage = lines.iter().any(|l| is_usage(l));
+    if let Some(line) = lines
+        .iter()
+        .find(|l| asks_for_credentials(l) && !(has_usage && l.contains("--")))
+    {
         let names = credential_names(&lines);
         let mut d = Diagnosis::new(Category::NeedsCredentials, *line, &credentials_hint(&names));
         d.needs.env = names;
@@ -306,6 +312,12 @@ fn from_messages(a: &Attempt, stderr: &[&str]) -> Option<Diagnosis> {
             "the server wants command-line arguments (see its usage text); pass them as install arguments",
         );
         d.needs.args = usage_args(&text);
+        // Options whose value must be supplied (a bare flag or `stdio` choice is passed as is, never asked).
+        for o in usage_options(&text) {
+            if o.metavar.is_some() && o.literal().is_none() && !d.needs.args.contains(&o.name) {
+                d.needs.args.push(o.name);
+            }
+        }
         return Some(d);
     }
     if let Some(line) = lines.iter().find(|l| is_config(l)) {
@@ -461,8 +473,113 @@ fn is_usage(line: &str) -> bool {
         || l.contains("unknown command")
 }
 
-/// Positional argument labels of a usage text: `<name>` first, else `[name]`; the program name is skipped.
+/// An option a usage text requires (outside `[...]`): `--stdio` (no value), `--transport <stdio|sse>` (the literal
+/// `stdio` when a choice names it), `--api-key <key>` (a value to fill).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OptionNeed {
+    pub name: String,
+    /// `None`: a bare flag.
+    pub metavar: Option<String>,
+}
+
+impl OptionNeed {
+    /// The value to pass when it is not a placeholder: `stdio` for a transport-like choice that names it.
+    pub fn literal(&self) -> Option<&'static str> {
+        let m = lower(self.metavar.as_deref()?);
+        (m.contains("stdio") && (m.contains('|') || m.contains(',') || m == "stdio"))
+            .then_some("stdio")
+    }
+}
+
+/// Options that never make a server start (help, version, verbosity).
+const IDLE_OPTIONS: &[&str] = &[
+    "--help",
+    "--version",
+    "--verbose",
+    "--debug",
+    "--quiet",
+    "--log-level",
+];
+
+/// The required options of a usage text (see [`OptionNeed`]); options inside `[...]` are optional and skipped.
+pub(crate) fn usage_options(text: &str) -> Vec<OptionNeed> {
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    let mut out: Vec<OptionNeed> = Vec::new();
+    let mut depth = 0i32;
+    let mut i = 0;
+    while i < tokens.len() {
+        let raw = tokens[i];
+        let opening = raw.chars().take_while(|c| *c == '[').count() as i32;
+        depth += opening;
+        let t = raw.trim_matches(|c: char| {
+            matches!(
+                c,
+                '[' | ']' | '\'' | '"' | '`' | ',' | ';' | ':' | '(' | ')'
+            )
+        });
+        let closing = raw
+            .chars()
+            .rev()
+            .take_while(|c| matches!(c, ']' | ',' | '\'' | '"' | '`' | ')'))
+            .filter(|c| *c == ']')
+            .count() as i32;
+        i += 1;
+        if t.starts_with("--") && t.len() > 2 && depth == 0 {
+            let (name, inline) = match t.split_once('=') {
+                Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+                None => (t.to_owned(), None),
+            };
+            let valid = name[2..]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            let metavar = inline.or_else(|| {
+                let next = tokens.get(i)?;
+                let n = next.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | ',' | ';'));
+                let is_meta = (n.starts_with('<') && n.ends_with('>'))
+                    || (n.starts_with('{') && n.ends_with('}'))
+                    || (n.len() > 1 && n.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
+                is_meta.then(|| {
+                    i += 1;
+                    n.trim_matches(|c| matches!(c, '<' | '>' | '{' | '}'))
+                        .to_owned()
+                })
+            });
+            if valid
+                && !IDLE_OPTIONS.contains(&name.as_str())
+                && !out.iter().any(|o| o.name == name)
+            {
+                out.push(OptionNeed { name, metavar });
+            }
+        }
+        depth = (depth - closing).max(0);
+    }
+    out
+}
+
+/// Positional argument labels of a usage text: `<name>` first, else `[name]`; the program name and the values of
+/// options (`--api-key <key>`) are skipped.
 pub(crate) fn usage_args(text: &str) -> Vec<String> {
+    // Drop every `--option <value>` pair first, so an option's value is not taken for a positional argument.
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    let mut kept: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = tokens[i].trim_start_matches(['[', '\'', '"', '`']);
+        if t.starts_with('-') {
+            if !t.ends_with(']')
+                && tokens
+                    .get(i + 1)
+                    .is_some_and(|n| n.starts_with('<') || n.starts_with('{'))
+            {
+                i += 1;
+            }
+        } else {
+            kept.push(tokens[i]);
+        }
+        i += 1;
+    }
+    let cleaned = kept.join(" ");
+    let text = cleaned.as_str();
     let grab = |open: char, close: char| -> Vec<String> {
         let mut out = Vec::new();
         let mut rest = text;
@@ -682,6 +799,34 @@ mod tests {
         assert!(is_usage(
             "server.py: error: the following arguments are required: --db"
         ));
+    }
+
+    #[test]
+    fn usage_options_of_real_shapes() {
+        let text = "Usage: srv --stdio --api-key <key> --transport <stdio|sse> --root DIR [--port <n>] [--verbose] <db>";
+        let opts = usage_options(text);
+        let names: Vec<&str> = opts.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["--stdio", "--api-key", "--transport", "--root"]);
+        assert_eq!(opts[0].metavar, None);
+        assert_eq!(opts[1].metavar.as_deref(), Some("key"));
+        assert_eq!(opts[1].literal(), None);
+        assert_eq!(opts[2].literal(), Some("stdio"));
+        assert_eq!(opts[3].metavar.as_deref(), Some("DIR"));
+        assert_eq!(
+            usage_args(text),
+            vec!["db"],
+            "option values are not positional arguments"
+        );
+        // commander's message
+        let c = usage_options("error: required option '--api-key <key>' not specified");
+        assert_eq!(
+            c,
+            [OptionNeed {
+                name: "--api-key".into(),
+                metavar: Some("key".into())
+            }]
+        );
+        assert!(usage_options("Usage: x [options] [--help]").is_empty());
     }
 
     #[test]

@@ -325,12 +325,7 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
                 env.insert(p.name.clone(), p.value.clone());
             }
             let mut args = target.args.clone();
-            args.extend(
-                plan.placeholders
-                    .iter()
-                    .filter(|p| p.kind == placeholders::Kind::Arg)
-                    .map(|p| p.value.clone()),
-            );
+            args.extend(plan.placeholders.iter().flat_map(Placeholder::argv));
             let second =
                 probe::run(&installed.launch, &args, &env, &scratch.path, options, "2").await;
             stages.extend(second.stages.iter().map(|s| StageTime {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::{Diagnosis, credential_names};
+use super::classify::{Category, Diagnosis, OptionNeed, credential_names, usage_options};
 use super::probe::Attempt;
 use super::{Installed, Needs, Target};
 
@@ -27,6 +27,27 @@ pub struct Placeholder {
     pub value: String,
     /// Where the need was found: `server.json`, `stderr`, `readme`, `usage`.
     pub source: String,
+}
+
+impl Placeholder {
+    /// Its command-line words: `--opt value`, a bare `--flag`, or a positional value; none for a variable.
+    pub fn argv(&self) -> Vec<String> {
+        match self.kind {
+            Kind::Env => Vec::new(),
+            Kind::Arg if self.name.starts_with("--") => std::iter::once(self.name.clone())
+                .chain((!self.value.is_empty()).then(|| self.value.clone()))
+                .collect(),
+            Kind::Arg => vec![self.value.clone()],
+        }
+    }
+
+    /// An option passed as is, never asked of the user: a bare flag (`--stdio`) or the `stdio` choice of a
+    /// transport-like option.
+    pub fn is_literal(&self) -> bool {
+        self.kind == Kind::Arg
+            && self.name.starts_with("--")
+            && (self.value.is_empty() || self.value == "stdio")
+    }
 }
 
 pub(crate) struct Plan {
@@ -71,13 +92,33 @@ pub(crate) fn plan(
         args.push((a.clone(), "server.json"));
     }
     if args.is_empty() {
-        for a in &diagnosis.needs.args {
+        for a in diagnosis.needs.args.iter().filter(|a| !a.starts_with('-')) {
             args.push((a.clone(), "usage"));
         }
     }
     let dir = scratch.join("placeholders");
     let _ = std::fs::create_dir_all(&dir);
     let port = unused_port();
+    // Options: the required ones of the usage text, else the `--stdio`-style words of the README's client configs
+    // when the server failed the way a server missing its stdio switch does.
+    let mut options: Vec<(OptionNeed, &'static str)> = Vec::new();
+    if diagnosis.category == Category::NeedsArgs {
+        options.extend(
+            usage_options(&diagnosis.evidence)
+                .into_iter()
+                .map(|o| (o, "usage")),
+        );
+    }
+    if options.is_empty()
+        && matches!(
+            diagnosis.category,
+            Category::NeedsArgs | Category::NonJsonStdout | Category::InitTimeout
+        )
+        && let Some(readme) = &installed.readme
+    {
+        options.extend(readme_options(readme).into_iter().map(|o| (o, "readme")));
+    }
+    options.retain(|(o, _)| !target.args.contains(&o.name));
     let mut placeholders = Vec::new();
     for (name, source) in &env {
         placeholders.push(Placeholder {
@@ -95,10 +136,38 @@ pub(crate) fn plan(
             source: (*source).to_owned(),
         });
     }
+    for (o, source) in &options {
+        let value = match (&o.metavar, o.literal()) {
+            (None, _) => String::new(),
+            (Some(_), Some(lit)) => lit.to_owned(),
+            (Some(m), None) => {
+                let label = format!("{}_{m}", o.name.trim_start_matches('-'))
+                    .replace(['-', ' ', '|'], "_")
+                    .to_ascii_uppercase();
+                env_value(&label, &dir, port)
+            }
+        };
+        placeholders.push(Placeholder {
+            kind: Kind::Arg,
+            name: o.name.clone(),
+            value,
+            source: (*source).to_owned(),
+        });
+    }
+    let mut needed_args: Vec<String> = args.iter().map(|(n, _)| n.clone()).collect();
+    for p in &placeholders {
+        if p.kind == Kind::Arg
+            && p.name.starts_with("--")
+            && !p.is_literal()
+            && !needed_args.contains(&p.name)
+        {
+            needed_args.push(p.name.clone());
+        }
+    }
     Plan {
         needs: Needs {
             env: env.iter().map(|(n, _)| n.clone()).collect(),
-            args: args.iter().map(|(n, _)| n.clone()).collect(),
+            args: needed_args,
         },
         placeholders,
     }
@@ -192,6 +261,57 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// The stdio switches in the `"args": [ ... ]` arrays of a README's client-config examples: a bare `--stdio`, or a
+/// transport-like option followed by `stdio` (`--transport stdio`).
+pub(crate) fn readme_options(readme: &str) -> Vec<OptionNeed> {
+    let mut out: Vec<OptionNeed> = Vec::new();
+    let mut rest = readme;
+    while let Some(i) = rest.find("\"args\"") {
+        rest = &rest[i + 6..];
+        let Some(body) = rest.trim_start().strip_prefix(':').map(str::trim_start) else {
+            continue;
+        };
+        let Some(body) = body.strip_prefix('[') else {
+            continue;
+        };
+        let Some(end) = body.find(']') else { break };
+        let items: Vec<&str> = body[..end]
+            .split(',')
+            .map(|x| x.trim().trim_matches('"'))
+            .collect();
+        for (k, item) in items.iter().enumerate() {
+            let next = items.get(k + 1).copied().unwrap_or_default();
+            let need = if *item == "--stdio" {
+                Some(OptionNeed {
+                    name: (*item).to_owned(),
+                    metavar: None,
+                })
+            } else if item.starts_with("--") && next == "stdio" {
+                Some(OptionNeed {
+                    name: (*item).to_owned(),
+                    metavar: Some("stdio".into()),
+                })
+            } else if let Some((n, "stdio")) =
+                item.split_once('=').filter(|(n, _)| n.starts_with("--"))
+            {
+                Some(OptionNeed {
+                    name: n.to_owned(),
+                    metavar: Some("stdio".into()),
+                })
+            } else {
+                None
+            };
+            if let Some(n) = need
+                && !out.iter().any(|o| o.name == n.name)
+            {
+                out.push(n);
+            }
+        }
+        rest = &body[end..];
+    }
+    out
+}
+
 /// Variable names in the `"env": { ... }` objects of a README's client-config examples.
 pub(crate) fn readme_env(readme: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -256,6 +376,17 @@ Or "env": {"OTHER_TOKEN": "<token>"} and "env":{} and "envelope": 1
             readme_env(readme),
             vec!["BRAVE_API_KEY", "BRAVE_REGION", "OTHER_TOKEN"]
         );
+    }
+
+    #[test]
+    fn readme_stdio_switches() {
+        let readme = r#"{"command": "npx", "args": ["-y", "pkg", "--transport", "stdio"]}
+        and "args": ["pkg", "--stdio", "--port", "3000"] and "args": ["x", "--mode=stdio"]"#;
+        let o = readme_options(readme);
+        let names: Vec<&str> = o.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["--transport", "--stdio", "--mode"]);
+        assert_eq!(o[0].literal(), Some("stdio"));
+        assert_eq!(o[1].metavar, None);
     }
 
     #[test]

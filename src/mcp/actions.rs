@@ -62,7 +62,8 @@ pub enum Action {
         /// Only installed servers
         installed_only: Option<bool>,
     },
-    /// Registers a server (manual), or installs one from the marketplace (`source` registry, npm or pypi).
+    /// Registers a server (manual), or installs one from the marketplace (`source` registry, npm or pypi); `name` alone
+    /// of a catalog entry (find_tool's `installed: false`) installs that entry as it was introspected, with `inputs`.
     Install {
         /// Server name: 1-64 letters, digits, '.', '_' or '-' (with a marketplace `source`: the package or registry name)
         #[schemars(length(min = 1))]

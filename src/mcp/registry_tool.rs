@@ -155,6 +155,16 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             inputs,
             ..
         } if source != "manual" => market_install(app, name, inputs, &caller).await,
+        // A catalog entry (introspected, not installed) named alone: install it as it was introspected.
+        Action::Install {
+            name,
+            command: None,
+            url: None,
+            inputs,
+            ..
+        } if crate::introspect::catalog::is_entry(app, &name)? => {
+            catalog_install(app, name, inputs, &caller).await
+        }
         Action::Install {
             name,
             command,
@@ -306,15 +316,17 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             query,
             limit,
             auto_activate,
-        } => app
-            .find_tool(
-                &query,
-                limit.unwrap_or(5) as usize,
-                auto_activate.unwrap_or(true),
-            )
-            .await
-            .map(|o| serde_json::to_value(o).unwrap_or_default())
-            .map_err(Into::into),
+        } => {
+            let auto = auto_activate.unwrap_or(true);
+            let found = app
+                .find_tool(&query, limit.unwrap_or(5) as usize, auto)
+                .await?;
+            let mut v = serde_json::to_value(found).unwrap_or_default();
+            if auto {
+                offer_install(app, &mut v, &caller).await;
+            }
+            Ok(v)
+        }
         Action::FindTools {
             intents,
             limit,
@@ -324,7 +336,13 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             let mut results = Vec::new();
             for intent in &intents {
                 let mut v = match app.find_tool(intent, limit, auto).await {
-                    Ok(o) => serde_json::to_value(o).unwrap_or_default(),
+                    Ok(o) => {
+                        let mut v = serde_json::to_value(o).unwrap_or_default();
+                        if auto {
+                            offer_install(app, &mut v, &caller).await;
+                        }
+                        v
+                    }
                     Err(e) => {
                         json!({"found": false, "error": e.to_string(), "code": e.code().as_str()})
                     }
@@ -576,6 +594,173 @@ async fn market_install(
         outcome = crate::install::install(app, &name, &inputs).await;
     }
     Ok(serde_json::to_value(outcome?).unwrap_or_default())
+}
+
+/// find_tool's best match is a catalog entry (introspected, not installed) and the agent asked for activation: ask the
+/// user's consent by elicitation (with the values installing needs in the same form), then install and activate it.
+/// Catalog entries are never installed without that consent; a client without elicitation is told to call
+/// `install` explicitly. The outcome is `install_consent`: `accepted`, `declined`, `cancelled`, `failed` (the
+/// request failed) or `not_asked` (the client did not declare elicitation).
+async fn offer_install(app: &App, v: &mut Value, caller: &Caller) {
+    use crate::introspect::catalog::{EntryInstall, entry_inputs, install_entry};
+    if v["found"] != true || v["installed"] != false {
+        return;
+    }
+    let (Some(server), Some(call_as)) = (
+        v["server"].as_str().map(str::to_owned),
+        v["call_as"].as_str().map(str::to_owned),
+    ) else {
+        return;
+    };
+    let explicit = v["install"]["install"].clone();
+    let Some(peer) = caller.peer.as_ref().filter(|p| declares_elicitation(p)) else {
+        v["install_consent"] = json!("not_asked");
+        v["next_step"] = json!(format!(
+            "`{server}` is not installed and this client cannot be asked for consent (it did not declare \
+             elicitation): ask the user, and if they agree call the registry tool with {explicit} (filling `inputs` \
+             with real values), then activate `{server}` and call `{call_as}`"
+        ));
+        return;
+    };
+    let missing = match entry_inputs(app, &server) {
+        Ok(m) => m,
+        Err(e) => {
+            v["install_consent"] = json!("failed");
+            v["install_error"] = json!(e.to_string());
+            return;
+        }
+    };
+    let mut props = serde_json::Map::new();
+    for m in &missing {
+        props.insert(
+            m.name.clone(),
+            json!({"type": "string", "title": m.name, "description": m.description}),
+        );
+    }
+    let required: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
+    let placeholders = if v["install"]["listed_under_placeholders"] == true {
+        " Its tools were listed with placeholder values, so it may need real ones to work."
+    } else {
+        ""
+    };
+    let version = v["install"]["version"]
+        .as_str()
+        .map(|s| format!(" {s}"))
+        .unwrap_or_default();
+    let message = format!(
+        "The tool `{}` ({}) belongs to `{server}`{version}, which is not installed. Install and start it?{placeholders}",
+        v["tool"].as_str().unwrap_or_default(),
+        crate::model::truncate_for_message(v["description"].as_str().unwrap_or_default()),
+    );
+    let schema = serde_json::from_value(
+        json!({"type": "object", "properties": props, "required": required}),
+    );
+    let answer = match schema {
+        Ok(requested_schema) => peer
+            .create_elicitation(rmcp::model::ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema,
+            })
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            v["install_consent"] = json!("failed");
+            v["install_error"] = json!(e);
+            v["next_step"] = json!(format!(
+                "asking the user failed; if they agree, call the registry tool with {explicit}, then activate `{server}`"
+            ));
+            return;
+        }
+    };
+    match answer.action {
+        rmcp::model::ElicitationAction::Accept => {}
+        other => {
+            let word = if other == rmcp::model::ElicitationAction::Decline {
+                "declined"
+            } else {
+                "cancelled"
+            };
+            v["install_consent"] = json!(word);
+            v["next_step"] = json!(format!(
+                "the user {word} installing `{server}`: do not install it unless they ask; `other_matches` may hold an \
+                 installed alternative"
+            ));
+            return;
+        }
+    }
+    v["install_consent"] = json!("accepted");
+    let inputs: std::collections::BTreeMap<String, String> = answer
+        .content
+        .as_ref()
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    match install_entry(app, &server, &inputs) {
+        Ok(EntryInstall::Installed { .. }) => {}
+        Ok(EntryInstall::NeedsInput { missing, .. }) => {
+            v["missing"] = serde_json::to_value(&missing).unwrap_or_default();
+            v["next_step"] = json!(format!(
+                "the user agreed but left required values empty: call the registry tool with {explicit} and `inputs`"
+            ));
+            return;
+        }
+        Err(e) => {
+            v["install_error"] = json!(e.to_string());
+            return;
+        }
+    }
+    v["installed"] = json!(true);
+    match app.proxy.activate(&server).await {
+        Ok(_) => {
+            v["next_step"] = json!(format!(
+                "installed with the user's consent and active: call the tool `{call_as}` directly, or use registry \
+                 proxy_call with call_as `{call_as}`"
+            ));
+        }
+        Err(e) => {
+            v["activation_error"] = json!(e.to_string());
+            v["next_step"] = json!(format!(
+                "installed with the user's consent, but `{server}` failed to start; fix that (see activation_error), \
+                 then activate it"
+            ));
+        }
+    }
+    v["server_status"] = json!(app.proxy.state_of(&server));
+}
+
+/// Installs a catalog entry; missing required values are asked through elicitation when the client supports it,
+/// else returned as `needs_input` for a second call with `inputs`.
+async fn catalog_install(
+    app: &App,
+    name: String,
+    inputs: Option<std::collections::BTreeMap<String, String>>,
+    caller: &Caller,
+) -> Outcome {
+    use crate::introspect::catalog::{EntryInstall, install_entry};
+    let mut inputs = inputs.unwrap_or_default();
+    let mut outcome = install_entry(app, &name, &inputs)?;
+    if let (EntryInstall::NeedsInput { missing, .. }, Some(peer)) = (&outcome, &caller.peer)
+        && declares_elicitation(peer)
+        && let Some(answers) = elicit_inputs(peer, &name, missing).await
+    {
+        inputs.extend(answers);
+        outcome = install_entry(app, &name, &inputs)?;
+    }
+    Ok(serde_json::to_value(outcome).unwrap_or_default())
+}
+
+fn declares_elicitation(peer: &rmcp::Peer<rmcp::RoleServer>) -> bool {
+    peer.peer_info()
+        .is_some_and(|i| i.capabilities.elicitation.is_some())
 }
 
 /// Asks the connected user for the missing values in one form; `None` if they decline or the request fails.

@@ -57,6 +57,7 @@ async fn each_fixture_failure_mode_maps_to_exactly_one_category() {
             Category::NeedsCredentials,
         ),
         (fixture("--fail usage"), Category::NeedsArgs),
+        (fixture("--fail options"), Category::NeedsArgs),
         (fixture("--fail missing-config"), Category::NeedsConfig),
         (fixture("--fail crash"), Category::CrashedOnStart),
         (fixture("--init-hang"), Category::InitTimeout),
@@ -346,8 +347,10 @@ async fn real_npm_and_pypi_servers_are_enumerated_and_their_tools_found_but_not_
     assert_eq!(found["tool"], "get_current_time", "{found}");
     assert_eq!(found["installed"], false, "{found}");
     assert_eq!(found["install"]["install"]["action"], "install", "{found}");
+    // The harness's client declares no elicitation: it is told to install explicitly, nothing is installed.
+    assert_eq!(found["install_consent"], "not_asked", "{found}");
     assert_eq!(
-        found["install"]["install"]["name"], "pypi:mcp-server-time",
+        found["install"]["marketplace_install"]["name"], "pypi:mcp-server-time",
         "{found}"
     );
     assert_eq!(

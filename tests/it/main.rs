@@ -36,3 +36,5 @@ mod model;
 mod oauth;
 // Issue 10: registry snapshots (subscribe) from the App, over SSE and as an MCP resource.
 mod subscribe;
+// Issue 10: the dashboard port taken over when its leader exits (SIGKILL and clean exit).
+mod leadership;

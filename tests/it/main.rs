@@ -38,3 +38,5 @@ mod oauth;
 mod subscribe;
 // Issue 10: the dashboard port taken over when its leader exits (SIGKILL and clean exit).
 mod leadership;
+// Issue 10: lifecycle transitions are atomic for subscribers (no half-updated entry, no vanished row).
+mod transitions;

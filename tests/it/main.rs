@@ -40,3 +40,5 @@ mod subscribe;
 mod leadership;
 // Issue 10: lifecycle transitions are atomic for subscribers (no half-updated entry, no vanished row).
 mod transitions;
+// Issue 18: MCP 2026-07-28 end to end (children in their newest era, input-required results relayed, the 2026 front).
+mod eras;

@@ -120,8 +120,27 @@ impl App {
         self.feed().tx.borrow().clone()
     }
 
-    /// Reads the registered set as subscribers see it.
+    /// Reads the registered set as subscribers see it: one state of the database, never a mix of two. The rows, their
+    /// tools and filters come from several statements, so the read is repeated when a commit (this process's or
+    /// another's) fell between its first and last statement.
     pub fn listed_entries(&self) -> Result<Vec<ListedEntry>> {
+        const ATTEMPTS: usize = 50;
+        let store = self.registry.store();
+        let mut before = store.change_marker()?;
+        for _ in 0..ATTEMPTS {
+            let entries = self.read_entries()?;
+            let after = store.change_marker()?;
+            if after == before {
+                return Ok(entries);
+            }
+            before = after;
+        }
+        Err(crate::error::Error::Unavailable(format!(
+            "the registry changed during each of {ATTEMPTS} reads of it; try again"
+        )))
+    }
+
+    fn read_entries(&self) -> Result<Vec<ListedEntry>> {
         let rows = self.registry.list(&ListFilter::default())?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
@@ -191,12 +210,13 @@ impl Feed {
         // Subscribed before the first snapshot is built, so no change can fall between the two (a change made by
         // this process moves no `data_version`: the bus is the only way the feed hears of it).
         let events = app.events.subscribe("*");
+        let dirty = Arc::new(Notify::new());
         let servers = app.listed_entries().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "building the first registry snapshot failed");
+            tracing::warn!(error = %e, "building the first registry snapshot failed; building it again");
+            dirty.notify_one();
             vec![]
         });
         let (tx, _) = watch::channel(Arc::new(Snapshot { seq: 0, servers }));
-        let dirty = Arc::new(Notify::new());
         let cancel = CancellationToken::new();
         tokio::spawn(listen(events, dirty.clone(), cancel.clone()));
         tokio::spawn(rebuild(

@@ -284,9 +284,13 @@ impl App {
                 },
                 Step::Add => self.current_state(name, 0).with_change(Change::Added),
                 Step::Unchanged => {
-                    let known = by_name.get(name).map_or(0, |s| s.tool_count as usize);
-                    self.current_state(name, known)
-                        .with_change(Change::Unchanged)
+                    // The row read at the start is current (nothing wrote it since, under the lifecycle lock): no
+                    // second read per server.
+                    match by_name.get(name) {
+                        Some(s) => self.state_of(&s.server, s.tool_count as usize),
+                        None => self.current_state(name, 0),
+                    }
+                    .with_change(Change::Unchanged)
                 }
                 Step::Update { id, restart } => {
                     let known = self.registry.store().count_tools_of(*id).unwrap_or(0) as usize;
@@ -314,25 +318,8 @@ impl App {
 
     /// A server's state as this process sees it: a running child's, else the stored status.
     fn current_state(&self, name: &str, stored_tools: usize) -> AddServerResult {
-        if let Some(c) = self.proxy.child_status(name) {
-            let state = if c.status == "ready" {
-                ServerState::Ready {
-                    tool_count: c.tool_count,
-                }
-            } else {
-                ServerState::Error {
-                    error: ToolError {
-                        kind: crate::error::ToolErrorKind::TransportError,
-                        message: c.last_error.unwrap_or_default(),
-                        details: None,
-                    },
-                }
-            };
-            return AddServerResult {
-                id: name.to_owned(),
-                state,
-                change: None,
-            };
+        if let Some(r) = self.child_state(name) {
+            return r;
         }
         let state = match self.registry.store().server_by_name(name) {
             Ok(Some(s)) => stored_state(&s, stored_tools),
@@ -348,6 +335,41 @@ impl App {
             state,
             change: None,
         }
+    }
+
+    /// [`App::current_state`] for a row the caller has just read.
+    fn state_of(&self, server: &crate::model::Server, stored_tools: usize) -> AddServerResult {
+        self.child_state(&server.name)
+            .unwrap_or_else(|| AddServerResult {
+                id: server.name.clone(),
+                state: stored_state(server, stored_tools),
+                change: None,
+            })
+    }
+
+    /// The state of `name`'s child when it runs in this process.
+    fn child_state(&self, name: &str) -> Option<AddServerResult> {
+        if let Some(c) = self.proxy.child_status(name) {
+            let state = if c.status == "ready" {
+                ServerState::Ready {
+                    tool_count: c.tool_count,
+                }
+            } else {
+                ServerState::Error {
+                    error: ToolError {
+                        kind: crate::error::ToolErrorKind::TransportError,
+                        message: c.last_error.unwrap_or_default(),
+                        details: None,
+                    },
+                }
+            };
+            return Some(AddServerResult {
+                id: name.to_owned(),
+                state,
+                change: None,
+            });
+        }
+        None
     }
 }
 

@@ -68,46 +68,231 @@ pub(super) fn dashboard_security(
         .map_err(anyhow::Error::msg)
 }
 
-/// Tries to become the dashboard leader for an `mcp` process: serves in the background when the port is free, and
-/// quietly stays stdio-only when another process has it.
+/// Leads the dashboard for an `mcp` process, now or later.
+///
+/// The processes sharing a data dir elect their dashboard leader with an exclusive `flock` on
+/// `<data dir>/dashboard-<port>.lock`: the leader holds it for its lifetime and the kernel releases it when the leader
+/// exits, however it exits (kill -9 included). The others each wait for it on a thread of their own, blocked in
+/// `flock`, so they use no CPU while they wait; the one the kernel wakes binds the port and serves. The first attempt
+/// is synchronous: a process that leads at start serves before it answers `initialize`. Port 0 (a free port each) has
+/// nothing to take over: every process serves its own.
 pub(super) async fn lead_dashboard(
     app: &std::sync::Arc<App>,
     args: &DashboardArgs,
     mode: crate::mcp::ToolsMode,
 ) {
-    let listener = match crate::http::bind(args.host, args.port).await {
-        Ok(Some(l)) => l,
+    if args.port == 0 {
+        if let Some(listener) = bind_now(args).await {
+            serve_dashboard(app.clone(), args.clone(), mode, listener, None);
+        }
+        return;
+    }
+    let path = app
+        .config
+        .data_dir
+        .join(format!("dashboard-{}.lock", args.port));
+    let lock = match leader_lock::LeaderLock::open(&path) {
+        Ok(l) => l,
+        Err(e) => {
+            // Without the lock this process still tries the port once, as before leadership could move.
+            tracing::warn!(error = %e, path = %path.display(), "cannot open the dashboard lock; no takeover");
+            if let Some(listener) = bind_now(args).await {
+                serve_dashboard(app.clone(), args.clone(), mode, listener, None);
+            }
+            return;
+        }
+    };
+    match lock.try_acquire() {
+        Ok(true) => {
+            let app = app.clone();
+            let args = args.clone();
+            // Normally the port is free and this binds at once, before `initialize` is answered.
+            match bind_now(&args).await {
+                Some(listener) => serve_dashboard(app, args, mode, listener, Some(lock)),
+                None => {
+                    tokio::spawn(async move {
+                        if let Some(listener) = bind_when_free(&args).await {
+                            serve_dashboard(app, args, mode, listener, Some(lock));
+                        }
+                    });
+                }
+            }
+        }
+        Ok(false) => {
+            tracing::info!(
+                port = args.port,
+                "another agent-discover serves the dashboard; stdio only, ready to take the port over when it exits"
+            );
+            let app = app.clone();
+            let args = args.clone();
+            tokio::spawn(async move {
+                let lock = match lock.acquire().await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        return tracing::warn!(error = %e, "waiting for the dashboard lock failed; no takeover");
+                    }
+                };
+                tracing::info!(
+                    port = args.port,
+                    "the dashboard leader exited; taking the port over"
+                );
+                if let Some(listener) = bind_when_free(&args).await {
+                    serve_dashboard(app, args, mode, listener, Some(lock));
+                }
+            });
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(), "cannot lock the dashboard lock; no takeover");
+            if let Some(listener) = bind_now(args).await {
+                serve_dashboard(app.clone(), args.clone(), mode, listener, None);
+            }
+        }
+    }
+}
+
+/// One attempt at the port: `None` (logged) when it is taken or cannot be bound.
+async fn bind_now(args: &DashboardArgs) -> Option<tokio::net::TcpListener> {
+    match crate::http::bind(args.host, args.port).await {
+        Ok(Some(l)) => Some(l),
         Ok(None) => {
             tracing::info!(
                 port = args.port,
                 "the dashboard port is taken (another agent-discover serves it); stdio only"
             );
-            return;
+            None
         }
         Err(e) => {
             tracing::warn!(error = %e, host = %args.host, port = args.port, "cannot listen for the dashboard; stdio only");
-            return;
+            None
         }
-    };
+    }
+}
+
+/// Binds the port once it is free, for the lock holder. A leader that just died may hold its socket for a few more
+/// milliseconds while the kernel closes its files (tokio sets SO_REUSEADDR, so TIME_WAIT connections do not matter):
+/// quick retries first. A port still taken after that belongs to a process outside this election (`serve`, another
+/// data dir, another program): retried once a second until it is released.
+async fn bind_when_free(args: &DashboardArgs) -> Option<tokio::net::TcpListener> {
+    let started = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        match crate::http::bind(args.host, args.port).await {
+            Ok(Some(l)) => return Some(l),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, host = %args.host, port = args.port, "cannot listen for the dashboard; stdio only");
+                return None;
+            }
+        }
+        let pause = if started.elapsed() < std::time::Duration::from_secs(2) {
+            std::time::Duration::from_millis(25)
+        } else {
+            if !said {
+                said = true;
+                tracing::info!(
+                    port = args.port,
+                    "the dashboard port is held by a process outside this data dir's election; serving once it is free"
+                );
+            }
+            std::time::Duration::from_secs(1)
+        };
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// Serves the dashboard in the background; `lock` (the leadership) is held as long as the server runs.
+fn serve_dashboard(
+    app: std::sync::Arc<App>,
+    args: DashboardArgs,
+    mode: crate::mcp::ToolsMode,
+    listener: tokio::net::TcpListener,
+    lock: Option<leader_lock::LeaderLock>,
+) {
     let addr = match listener.local_addr() {
         Ok(a) => a,
         Err(e) => {
             return tracing::warn!(error = %e, "dashboard listener has no address; stdio only");
         }
     };
-    let security = match dashboard_security(args, addr, &app.config) {
+    let security = match dashboard_security(&args, addr, &app.config) {
         Ok(s) => s,
         Err(e) => return tracing::warn!(error = %e, "dashboard not started"),
     };
     tracing::info!("dashboard at http://{addr}/ (MCP over HTTP at /mcp)");
-    let app = app.clone();
     tokio::spawn(async move {
+        let _leadership = lock;
         if let Err(e) =
             crate::http::serve(listener, app, security, mode, std::future::pending()).await
         {
             tracing::warn!(error = %e, "the dashboard server stopped");
         }
     });
+}
+
+/// The dashboard leader's lock: an exclusive `flock` on a file in the data dir.
+mod leader_lock {
+    use std::fs::File;
+    use std::path::Path;
+
+    pub struct LeaderLock(File);
+
+    impl LeaderLock {
+        pub fn open(path: &Path) -> std::io::Result<LeaderLock> {
+            // Rust opens files close-on-exec: child servers never inherit (and so never keep) the lock.
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)?;
+            Ok(LeaderLock(f))
+        }
+
+        /// Takes the lock if it is free; `Ok(false)` when another process holds it.
+        pub fn try_acquire(&self) -> std::io::Result<bool> {
+            flock(&self.0, true)
+        }
+
+        /// Waits for the lock on a thread of its own, blocked in the kernel (a detached thread: the process may exit
+        /// while it waits, which a `spawn_blocking` task would prevent).
+        pub async fn acquire(self) -> std::io::Result<LeaderLock> {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("dashboard-lock".into())
+                .spawn(move || {
+                    let r = flock(&self.0, false).map(|_| self);
+                    let _ = tx.send(r);
+                })?;
+            rx.await
+                .map_err(|_| std::io::Error::other("the lock thread ended without an answer"))?
+        }
+    }
+
+    #[cfg(unix)]
+    fn flock(f: &File, nonblocking: bool) -> std::io::Result<bool> {
+        use std::os::fd::AsRawFd;
+        let op = libc::LOCK_EX | if nonblocking { libc::LOCK_NB } else { 0 };
+        loop {
+            // SAFETY: flock on a descriptor this File owns for the duration of the call.
+            if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+                return Ok(true);
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EWOULDBLOCK) if nonblocking => return Ok(false),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// Elsewhere the election is not available: the process tries the port once at start, as before.
+    #[cfg(not(unix))]
+    fn flock(_: &File, _: bool) -> std::io::Result<bool> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "dashboard takeover needs flock (Unix)",
+        ))
+    }
 }
 
 /// The call log of the agent-discover serving the dashboard on 127.0.0.1:`port`, if it uses this database: call logs

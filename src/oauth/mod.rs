@@ -165,7 +165,7 @@ impl std::fmt::Debug for OAuth {
 }
 
 struct Inner {
-    http: reqwest::Client,
+    http: std::sync::OnceLock<reqwest::Client>,
     registry: Registry,
     secrets: Secrets,
     events: EventBus,
@@ -191,11 +191,6 @@ fn aad(server_id: i64, kind: &str) -> String {
 
 impl OAuth {
     pub fn new(registry: Registry, secrets: Secrets, events: EventBus) -> OAuth {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(20))
-            .build()
-            .unwrap_or_default();
         let public_url = std::env::var(ENV_PUBLIC_URL)
             .ok()
             .map(|v| v.trim().trim_end_matches('/').to_owned())
@@ -206,7 +201,7 @@ impl OAuth {
             .unwrap_or(crate::http::DEFAULT_PORT);
         OAuth {
             inner: Arc::new(Inner {
-                http,
+                http: std::sync::OnceLock::new(),
                 registry,
                 secrets,
                 events,
@@ -247,8 +242,16 @@ impl OAuth {
         Some(self.inner.default_port)
     }
 
+    /// The HTTP client, built on first use: building one loads the system's root certificates, which most processes
+    /// (every CLI command, every `mcp` without remote servers) never need.
     pub(crate) fn http(&self) -> &reqwest::Client {
-        &self.inner.http
+        self.inner.http.get_or_init(|| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(Duration::from_secs(20))
+                .build()
+                .unwrap_or_default()
+        })
     }
 
     fn load<T: for<'de> Deserialize<'de>>(&self, server_id: i64, kind: &str) -> Result<Option<T>> {

@@ -330,9 +330,10 @@ impl Proxy {
             }
         };
         let tools = child.tool_infos();
-        self.inner.registry.save_tools(server.id, &tools)?;
-        self.inner.registry.store().set_status(
+        // The tools and `ready` in one commit: no snapshot shows one without the other.
+        self.inner.registry.store().set_tools_and_status(
             server.id,
+            &tools,
             &StatusChange {
                 status: ServerStatus::Ready,
                 active: Some(true),

@@ -79,24 +79,22 @@ impl Store {
 
     /// Records a status change as one UPDATE: subscribers never see the status without its error or URL.
     pub fn set_status(&self, id: i64, change: &StatusChange<'_>) -> Result<()> {
-        let (error, kind) = match change.error {
-            Some((m, k)) => (Some(m), Some(k.as_str())),
-            None => (None, None),
-        };
-        self.lock().execute(
-            "UPDATE servers SET status = ?2, active = COALESCE(?3, active),
-                last_error = ?4,
-                error_kind = ?5, auth_url = ?6, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-             WHERE id = ?1",
-            params![
-                id,
-                change.status.as_str(),
-                change.active,
-                error,
-                kind,
-                change.auth_url
-            ],
-        )?;
+        set_status_in(&self.lock(), id, change)
+    }
+
+    /// A server's new tool list and its status in one transaction: a server becomes `ready` together with the tools
+    /// it listed, never before or after them.
+    pub fn set_tools_and_status(
+        &self,
+        id: i64,
+        tools: &[crate::model::ToolInfo],
+        change: &StatusChange<'_>,
+    ) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        super::tools::replace_tools_in(&tx, id, tools)?;
+        set_status_in(&tx, id, change)?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -120,5 +118,80 @@ impl Store {
     /// Row changes this process's connection has made since it opened (a test and benchmark probe for "no write").
     pub fn total_changes(&self) -> u64 {
         self.lock().total_changes()
+    }
+}
+
+impl Store {
+    /// A marker that moves with every commit to the file: another connection's (`PRAGMA data_version`) or this one's
+    /// (rows it changed). Reads bracketed by two equal markers saw one state of the database.
+    pub fn change_marker(&self) -> Result<(i64, u64)> {
+        let conn = self.lock();
+        let version = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        Ok((version, conn.total_changes()))
+    }
+}
+
+/// [`Store::set_status`]'s UPDATE, on the caller's connection or transaction.
+fn set_status_in(conn: &rusqlite::Connection, id: i64, change: &StatusChange<'_>) -> Result<()> {
+    let (error, kind) = match change.error {
+        Some((m, k)) => (Some(m), Some(k.as_str())),
+        None => (None, None),
+    };
+    conn.execute(
+        "UPDATE servers SET status = ?2, active = COALESCE(?3, active),
+                last_error = ?4,
+                error_kind = ?5, auth_url = ?6, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+             WHERE id = ?1",
+        params![
+            id,
+            change.status.as_str(),
+            change.active,
+            error,
+            kind,
+            change.auth_url
+        ],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The marker moves with this connection's writes and with another connection's commits, and stays put for reads.
+    #[test]
+    fn change_marker_moves_with_every_commit_and_only_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let (a, b) = (Store::open(&path).unwrap(), Store::open(&path).unwrap());
+        let m0 = a.change_marker().unwrap();
+        assert_eq!(a.change_marker().unwrap(), m0);
+        let spec = ServerSpec {
+            name: "s".into(),
+            command: Some("x".into()),
+            ..Default::default()
+        };
+        let s = a.insert_server(&spec).unwrap();
+        let m1 = a.change_marker().unwrap();
+        assert_ne!(m1, m0, "this connection's write");
+        a.list_servers(&Default::default()).unwrap();
+        a.tools_of(s.id).unwrap();
+        assert_eq!(a.change_marker().unwrap(), m1, "reads move nothing");
+        let ready = StatusChange {
+            status: ServerStatus::Ready,
+            active: Some(true),
+            error: None,
+            auth_url: None,
+        };
+        b.set_tools_and_status(s.id, &[], &ready).unwrap();
+        assert_ne!(
+            a.change_marker().unwrap(),
+            m1,
+            "another connection's commit"
+        );
+        assert_eq!(
+            a.server_by_id(s.id).unwrap().unwrap().status,
+            ServerStatus::Ready
+        );
     }
 }

@@ -27,31 +27,7 @@ impl Store {
     pub fn replace_tools(&self, server_id: i64, tools: &[ToolInfo]) -> Result<()> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        {
-            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            let keep = to_json(&names)?;
-            tx.execute(
-                "DELETE FROM server_tools WHERE server_id = ?1 AND name NOT IN (SELECT value FROM json_each(?2))",
-                params![server_id, keep],
-            )?;
-            let mut upsert = tx.prepare(
-                "INSERT INTO server_tools (server_id, name, description, input_schema) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (server_id, name) DO UPDATE SET
-                    description = excluded.description,
-                    input_schema = excluded.input_schema,
-                    embedding = CASE WHEN server_tools.description = excluded.description THEN server_tools.embedding ELSE NULL END,
-                    embedding_model = CASE WHEN server_tools.description = excluded.description THEN server_tools.embedding_model ELSE NULL END
-                 WHERE server_tools.description IS NOT excluded.description OR server_tools.input_schema IS NOT excluded.input_schema",
-            )?;
-            for t in tools {
-                upsert.execute(params![
-                    server_id,
-                    t.name,
-                    t.description,
-                    to_json(&t.input_schema)?
-                ])?;
-            }
-        }
+        replace_tools_in(&tx, server_id, tools)?;
         tx.commit()?;
         Ok(())
     }
@@ -97,4 +73,36 @@ impl Store {
             .lock()
             .query_row("SELECT COUNT(*) FROM server_tools", [], |r| r.get(0))?)
     }
+}
+
+/// [`Store::replace_tools`]'s statements, inside the caller's transaction.
+pub(super) fn replace_tools_in(
+    tx: &rusqlite::Transaction<'_>,
+    server_id: i64,
+    tools: &[ToolInfo],
+) -> Result<()> {
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let keep = to_json(&names)?;
+    tx.execute(
+            "DELETE FROM server_tools WHERE server_id = ?1 AND name NOT IN (SELECT value FROM json_each(?2))",
+            params![server_id, keep],
+        )?;
+    let mut upsert = tx.prepare(
+            "INSERT INTO server_tools (server_id, name, description, input_schema) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (server_id, name) DO UPDATE SET
+                description = excluded.description,
+                input_schema = excluded.input_schema,
+                embedding = CASE WHEN server_tools.description = excluded.description THEN server_tools.embedding ELSE NULL END,
+                embedding_model = CASE WHEN server_tools.description = excluded.description THEN server_tools.embedding_model ELSE NULL END
+             WHERE server_tools.description IS NOT excluded.description OR server_tools.input_schema IS NOT excluded.input_schema",
+        )?;
+    for t in tools {
+        upsert.execute(params![
+            server_id,
+            t.name,
+            t.description,
+            to_json(&t.input_schema)?
+        ])?;
+    }
+    Ok(())
 }

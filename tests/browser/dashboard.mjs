@@ -1,6 +1,7 @@
 // Drives the dashboard in headless Chromium: register the fixture server, activate it, see its tools, call one from
 // the Test section, watch the call arrive live in Logs, install a server from the marketplace (a stub registry the
-// Rust test starts), review and approve a tool whose description changed (Approvals), and save screenshots.
+// Rust test starts), review and approve a tool whose description changed (Approvals), disable the running server
+// (its child exits) and enable it again, and save screenshots.
 //
 // Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
 // Environment: FIXTURE_COMMAND (the agent-discover binary), PLAYWRIGHT_CORE (path of the playwright-core package),
@@ -119,6 +120,33 @@ try {
   await pin.getByRole('button', { name: 'Approve' }).click();
   await pin.waitFor({ state: 'detached' });
   await page.locator('#pin-empty').waitFor({ state: 'visible' });
+
+  step('disable a running server from its card, then enable it again');
+  await page.keyboard.press('1');
+  await page.locator('#panel-servers').waitFor({ state: 'visible' });
+  const childOf = async (name) => {
+    const st = await page.evaluate(async () => (await fetch('/api/status')).json());
+    return (st.servers || []).find((c) => c.name === name);
+  };
+  const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+  const before = await childOf('fx');
+  if (!before || !before.pid || !alive(before.pid)) throw new Error(`fx has no live child before Disable: ${JSON.stringify(before)}`);
+  await card.getByRole('button', { name: 'Disable fx', exact: true }).click();
+  await card.locator('[data-role="status"][data-status="disabled"]', { hasText: 'disabled' }).waitFor();
+  await card.getByRole('button', { name: 'Enable fx', exact: true }).waitFor();
+  if (await card.getByRole('button', { name: 'Disable fx', exact: true }).count()) throw new Error('Disable still offered for a disabled server');
+  if (await childOf('fx')) throw new Error('fx still listed as running after Disable');
+  for (const until = Date.now() + 10000; alive(before.pid);) {
+    if (Date.now() > until) throw new Error(`fx's child ${before.pid} still alive 10 s after Disable`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await card.getByRole('button', { name: 'Enable fx', exact: true }).click();
+  await card.locator('[data-role="status"][data-status="ready"]', { hasText: 'running' }).waitFor();
+  await card.getByRole('button', { name: 'Disable fx', exact: true }).waitFor();
+  const after = await childOf('fx');
+  if (!after || !after.pid || !alive(after.pid) || after.pid === before.pid) {
+    throw new Error(`fx has no new live child after Enable: ${JSON.stringify(after)}`);
+  }
 
   step('screenshots');
   await page.keyboard.press('1');

@@ -38,5 +38,10 @@ mod oauth;
 mod subscribe;
 // Issue 14: installing a catalog entry with the user's consent (elicitation) or an explicit install.
 mod introspect_install;
+
+// Issue 10: the dashboard port taken over when its leader exits (SIGKILL and clean exit).
+mod leadership;
+// Issue 10: lifecycle transitions are atomic for subscribers (no half-updated entry, no vanished row).
+mod transitions;
 // Issue 18: MCP 2026-07-28 end to end (children in their newest era, input-required results relayed, the 2026 front).
 mod eras;

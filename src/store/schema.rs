@@ -187,6 +187,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX servers_origin ON servers(origin);
     UPDATE servers SET status = 'ready' WHERE active = 1;
     "#,
+    // issue 18 (protocol eras): the protocol revision the server's child last connected with (`2026-07-28` after
+    // `server/discover`, else what `initialize` negotiated).
+    r#"
+    ALTER TABLE servers ADD COLUMN protocol TEXT;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

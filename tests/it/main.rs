@@ -36,3 +36,5 @@ mod model;
 mod oauth;
 // Issue 10: registry snapshots (subscribe) from the App, over SSE and as an MCP resource.
 mod subscribe;
+// Issue 18: MCP 2026-07-28 end to end (children in their newest era, input-required results relayed, the 2026 front).
+mod eras;

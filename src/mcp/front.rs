@@ -234,7 +234,7 @@ where
                 return Some(message);
             }
             if let Some(reply) = initialize_under_2026(raw.get().as_bytes()) {
-                tokio::spawn(send_on(self.write.clone(), reply));
+                tokio::spawn(self.write.send(reply));
                 continue;
             }
             match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw.get()) {

@@ -16,7 +16,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "agent-discover")
+# AGENT_DISCOVER_BIN: another build to measure (say a copy of an earlier one, for a before/after comparison).
+BIN = os.environ.get("AGENT_DISCOVER_BIN") or os.path.join(ROOT, "target", "release", "agent-discover")
 
 
 async def run(calls: int, null: str | None) -> int:

@@ -117,6 +117,8 @@ pub struct EventBus {
 #[derive(Debug)]
 struct Subscriber {
     pattern: String,
+    /// Kinds starting with this are never sent, even when the pattern matches (empty: none excluded).
+    except: &'static str,
     tx: mpsc::Sender<Event>,
     /// Events dropped because the subscriber's queue was full; reported once as `Received::Lagged`.
     lagged: Arc<AtomicU64>,
@@ -132,7 +134,9 @@ impl EventBus {
         let kind = event.kind();
         let mut subs = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
         subs.retain(|s| {
-            if !pattern_matches(&s.pattern, kind) {
+            if !pattern_matches(&s.pattern, kind)
+                || (!s.except.is_empty() && kind.starts_with(s.except))
+            {
                 return !s.tx.is_closed();
             }
             match s.tx.try_send(event.clone()) {
@@ -147,6 +151,16 @@ impl EventBus {
     }
 
     pub fn subscribe(&self, pattern: impl Into<String>) -> Subscription {
+        self.subscribe_except(pattern, "")
+    }
+
+    /// Like [`EventBus::subscribe`], without the kinds that start with `except` (say `call:`, so a listener that
+    /// ignores proxied calls is not woken by each of them).
+    pub fn subscribe_except(
+        &self,
+        pattern: impl Into<String>,
+        except: &'static str,
+    ) -> Subscription {
         let (tx, rx) = mpsc::channel(QUEUE);
         let lagged = Arc::new(AtomicU64::new(0));
         self.subscribers
@@ -154,6 +168,7 @@ impl EventBus {
             .unwrap_or_else(|p| p.into_inner())
             .push(Subscriber {
                 pattern: pattern.into(),
+                except,
                 tx,
                 lagged: lagged.clone(),
             });
@@ -214,6 +229,27 @@ mod tests {
             all.recv().await,
             Some(Received::Event(Event::CallLogged { id: 1 }))
         );
+    }
+
+    /// The feed's subscription: everything but proxied calls, so a call wakes no task of the feed.
+    #[tokio::test]
+    async fn an_excepted_kind_is_never_queued() {
+        let bus = EventBus::default();
+        let mut feed = bus.subscribe_except("*", "call:");
+        bus.emit(Event::CallLogged { id: 1 });
+        bus.emit(Event::SecretsChanged { name: "k".into() });
+        bus.emit(Event::ServerRegistered { name: "a".into() });
+        assert_eq!(
+            feed.recv().await,
+            Some(Received::Event(Event::SecretsChanged { name: "k".into() }))
+        );
+        assert_eq!(
+            feed.recv().await,
+            Some(Received::Event(Event::ServerRegistered {
+                name: "a".into()
+            }))
+        );
+        assert!(feed.rx.try_recv().is_err(), "nothing else was queued");
     }
 
     #[tokio::test]

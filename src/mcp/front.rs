@@ -4,9 +4,7 @@
 //! decoded message stream: [`StdioFront`] is our stdio transport (rmcp's line codec, a typed parse per message, and
 //! for a message rmcp cannot type [`reply_to_untyped`]); the HTTP layer calls [`reply_to_untyped`] before `/mcp`.
 
-use std::sync::Arc;
-
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{RequestId, ServerJsonRpcMessage};
@@ -16,8 +14,9 @@ use rmcp::transport::async_rw::{DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Mutex;
-use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
+use tokio_util::codec::{Decoder, FramedRead};
+
+use crate::proxy::coalesce::CoalescingWriter;
 
 /// The answer to a well-formed JSON message rmcp could not type, or `None` when it deserves none (it is not JSON,
 /// it is a notification, or it is a response). A request with a usable id gets an error with that id: invalid
@@ -185,16 +184,14 @@ pub fn typed_request(raw: &str) -> Option<RxJsonRpcMessage<RoleServer>> {
     })
 }
 
-type Writer<W> =
-    Arc<Mutex<Option<FramedWrite<W, JsonRpcMessageCodec<TxJsonRpcMessage<RoleServer>>>>>>;
-
-/// Our MCP server's stdio transport: rmcp's codec both ways; every request with an id is answered.
+/// Our MCP server's stdio transport: rmcp's codec both ways (writes coalesced, see
+/// [`crate::proxy::coalesce`]); every request with an id is answered.
 pub struct StdioFront<R, W> {
     read: FramedRead<R, RawLines>,
-    write: Writer<W>,
+    write: CoalescingWriter<W>,
 }
 
-impl<R: AsyncRead, W: AsyncWrite> StdioFront<R, W> {
+impl<R: AsyncRead, W: AsyncWrite + Send + Unpin + 'static> StdioFront<R, W> {
     pub fn new((read, write): (R, W)) -> Self {
         StdioFront {
             read: FramedRead::new(
@@ -203,24 +200,8 @@ impl<R: AsyncRead, W: AsyncWrite> StdioFront<R, W> {
                     DEFAULT_MAX_LINE_LENGTH,
                 )),
             ),
-            write: Arc::new(Mutex::new(Some(FramedWrite::new(
-                write,
-                JsonRpcMessageCodec::default(),
-            )))),
+            write: CoalescingWriter::new(write),
         }
-    }
-}
-
-async fn send_on<W: AsyncWrite + Send + Unpin + 'static>(
-    lock: Writer<W>,
-    item: TxJsonRpcMessage<RoleServer>,
-) -> Result<(), std::io::Error> {
-    match lock.lock().await.as_mut() {
-        Some(write) => write.send(item).await.map_err(Into::into),
-        None => Err(std::io::Error::new(
-            std::io::ErrorKind::NotConnected,
-            "transport is closed",
-        )),
     }
 }
 
@@ -235,7 +216,7 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        send_on(self.write.clone(), item)
+        self.write.send(item)
     }
 
     /// Cancel-safe (rmcp polls it in a `select!`): the line codec keeps partial input, and a reply to an untyped
@@ -253,7 +234,7 @@ where
                 return Some(message);
             }
             if let Some(reply) = initialize_under_2026(raw.get().as_bytes()) {
-                tokio::spawn(send_on(self.write.clone(), reply));
+                tokio::spawn(self.write.send(reply));
                 continue;
             }
             match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw.get()) {
@@ -261,7 +242,7 @@ where
                 Err(e) => {
                     tracing::debug!("incoming message rmcp cannot type: {e}");
                     if let Some(reply) = reply_to_untyped(raw.get().as_bytes()) {
-                        tokio::spawn(send_on(self.write.clone(), reply));
+                        tokio::spawn(self.write.send(reply));
                     }
                 }
             }
@@ -269,8 +250,7 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        drop(self.write.lock().await.take());
-        Ok(())
+        self.write.close().await
     }
 }
 

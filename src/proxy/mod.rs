@@ -7,6 +7,7 @@
 mod aggregate;
 mod call;
 mod client;
+pub(crate) mod coalesce;
 mod forward;
 mod metrics;
 pub mod names;

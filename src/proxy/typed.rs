@@ -15,13 +15,15 @@ use rmcp::model::{
     ListToolsResult, ReadResourceResult, RequestId, ResultType, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::{AsyncRwTransport, JsonRpcMessageCodec};
+use rmcp::transport::async_rw::JsonRpcMessageCodec;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::Decoder;
+
+use super::coalesce::CoalescingWriter;
 
 /// Requests awaiting an answer are forgotten past this many (a child that never answers must not grow the map).
 const MAX_PENDING: usize = 4096;
@@ -128,9 +130,9 @@ fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<RequestId, Expect>> {
 }
 
 /// rmcp `Transport<RoleClient>` over a child's stdout (read) and stdin (write).
-pub struct TypedChildTransport<R, W: AsyncWrite> {
-    /// rmcp's line writer (its read side is never used: a reader that is always at its end).
-    writer: AsyncRwTransport<RoleClient, tokio::io::Empty, W>,
+pub struct TypedChildTransport<R, W> {
+    /// rmcp's line codec into a coalescing writer.
+    writer: CoalescingWriter<W>,
     read: R,
     buf: BytesMut,
     codec: JsonRpcMessageCodec<Box<RawValue>>,
@@ -145,7 +147,7 @@ where
 {
     pub fn new(read: R, write: W, max_line_length: usize) -> Self {
         Self {
-            writer: AsyncRwTransport::new_client(tokio::io::empty(), write),
+            writer: CoalescingWriter::new(write),
             read,
             buf: BytesMut::with_capacity(READ_CHUNK),
             codec: JsonRpcMessageCodec::new_with_max_length(max_line_length),

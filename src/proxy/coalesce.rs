@@ -1,0 +1,147 @@
+//! The write half of our stdio transports (to the client and to each child), coalescing: each message is framed by
+//! rmcp's `JsonRpcMessageCodec` into one shared buffer at once, in the order the service loop sends them, and the
+//! send that gets the writer first writes everything buffered so far in one `write`. Under concurrent calls that is
+//! one system call (and one wake-up of the reader) for a whole batch instead of one per message; a lone message costs
+//! the same as before. A send completes once its bytes are written (by itself or by the send before it).
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::transport::async_rw::JsonRpcMessageCodec;
+use serde::Serialize;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::Encoder;
+
+pub(crate) struct CoalescingWriter<W> {
+    shared: Arc<Shared<W>>,
+}
+
+impl<W> Clone for CoalescingWriter<W> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+struct Shared<W> {
+    /// Framed messages not yet written; `None` once closed.
+    pending: Mutex<Option<BytesMut>>,
+    out: tokio::sync::Mutex<Option<W>>,
+}
+
+fn closed() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::NotConnected, "transport is closed")
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
+    pub(crate) fn new(write: W) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                pending: Mutex::new(Some(BytesMut::with_capacity(8 * 1024))),
+                out: tokio::sync::Mutex::new(Some(write)),
+            }),
+        }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Option<BytesMut>> {
+        self.shared
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Frames `item` now (so messages go out in the order of the calls) and returns the future that writes it.
+    pub(crate) fn send<T: Serialize>(
+        &self,
+        item: T,
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
+        let framed = match self.pending().as_mut() {
+            None => Err(closed()),
+            Some(buf) => {
+                let before = buf.len();
+                JsonRpcMessageCodec::<T>::default()
+                    .encode(item, buf)
+                    .map_err(|e| {
+                        // Never leave half a message for the next send to write.
+                        buf.truncate(before);
+                        std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+                    })
+            }
+        };
+        let shared = self.shared.clone();
+        async move {
+            framed?;
+            let mut out = shared.out.lock().await;
+            let batch = match shared
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+            {
+                Some(buf) => buf.split(),
+                None => return Err(closed()),
+            };
+            // Empty: an earlier send, which held the writer, wrote this message with its own.
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let write = out.as_mut().ok_or_else(closed)?;
+            write.write_all(&batch).await?;
+            write.flush().await
+        }
+    }
+
+    /// Writes what is still buffered, then closes the write half; later sends fail.
+    pub(crate) async fn close(&self) -> std::io::Result<()> {
+        let mut out = self.shared.out.lock().await;
+        let rest = self.pending().take();
+        let Some(mut write) = out.take() else {
+            return Ok(());
+        };
+        if let Some(rest) = rest.filter(|r| !r.is_empty()) {
+            write.write_all(&rest).await?;
+        }
+        write.shutdown().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio::io::AsyncReadExt;
+
+    /// Messages sent together arrive whole, in order, newline-framed; the later sends find their bytes written.
+    #[tokio::test]
+    async fn sends_in_one_tick_are_written_together_in_order() {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 16);
+        let w = CoalescingWriter::new(ours);
+        let sends: Vec<_> = (0..5).map(|i| w.send(json!({"n": i}))).collect();
+        for s in sends {
+            s.await.unwrap();
+        }
+        w.close().await.unwrap();
+        let mut got = String::new();
+        theirs.read_to_string(&mut got).await.unwrap();
+        assert_eq!(
+            got,
+            "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n"
+        );
+        assert!(w.send(json!(1)).await.is_err(), "closed");
+    }
+
+    /// A send dropped before it ran still goes out, with the next write or at close.
+    #[tokio::test]
+    async fn a_dropped_send_is_written_by_the_next_or_at_close() {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 16);
+        let w = CoalescingWriter::new(ours);
+        drop(w.send(json!("a")));
+        w.send(json!("b")).await.unwrap();
+        drop(w.send(json!("c")));
+        w.close().await.unwrap();
+        let mut got = String::new();
+        theirs.read_to_string(&mut got).await.unwrap();
+        assert_eq!(got, "\"a\"\n\"b\"\n\"c\"\n");
+    }
+}

@@ -35,6 +35,8 @@ pub struct App {
     pub oauth: crate::oauth::OAuth,
     /// Registry snapshots for subscribers (`feed.rs`), started on first use.
     feed: crate::feed::FeedCell,
+    /// Agents (#15): in-process and A2A worker executors, sessions (`agents/`).
+    pub agents: crate::agents::Agents,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -71,6 +73,11 @@ impl App {
             None => std::env::current_exe()?,
         };
         let oauth = crate::oauth::OAuth::new(registry.clone(), secrets.clone(), events.clone());
+        let agents = crate::agents::Agents::new(
+            registry.store().clone(),
+            secrets.clone(),
+            guard_exe.clone(),
+        );
         let proxy = Proxy::new(
             registry.clone(),
             secrets.clone(),
@@ -104,6 +111,7 @@ impl App {
             lifecycle: tokio::sync::Mutex::new(()),
             oauth,
             feed: Default::default(),
+            agents,
         }))
     }
 

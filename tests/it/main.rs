@@ -36,3 +36,5 @@ mod model;
 mod oauth;
 // Issue 10: registry snapshots (subscribe) from the App, over SSE and as an MCP resource.
 mod subscribe;
+// Issue 15: agents over A2A (the official Python SDK as the agents), executors, sessions and their typed errors.
+mod agents;

@@ -172,6 +172,16 @@ pub fn capabilities_of<'a>(skills: impl IntoIterator<Item = (&'a str, &'a [Strin
     out
 }
 
+/// An agent skill found by `find_tool`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillMatch {
+    pub agent: String,
+    pub skill: String,
+    pub description: String,
+    pub score: f64,
+    pub status: &'static str,
+}
+
 /// Where a session's progress goes (the MCP front turns each text into a progress notification).
 pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -432,9 +442,38 @@ impl Agents {
         })
     }
 
-    /// Skills matching `fts` (an FTS5 expression), for `find_tool`.
-    pub fn search_skills(&self, fts: &str, limit: usize) -> crate::error::Result<Vec<crate::store::agents::SkillHit>> {
-        self.inner.worker.store().search_skills(fts, limit)
+    /// The stored agent skill that best fits `query`, scored like `find_tool` scores its best tool (the share of
+    /// the query's terms the skill's name, description and tags cover), or `None`.
+    pub fn best_skill(&self, query: &str) -> Option<SkillMatch> {
+        let terms = crate::search::query::terms(query);
+        let fts = crate::search::query::fts(&terms)?;
+        let hits = self.inner.worker.store().search_skills(&fts, 10).ok()?;
+        let best = hits
+            .into_iter()
+            .map(|h| {
+                let cov = crate::search::query::coverage(
+                    &terms,
+                    &format!("{} {} {} {}", h.skill_id, h.name, h.description, h.tags),
+                );
+                (h, cov)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let status = self
+            .inner
+            .worker
+            .store()
+            .agent(&best.0.agent_id)
+            .ok()
+            .flatten()
+            .map(|r| AgentStatus::parse(&r.status).as_str())
+            .unwrap_or("ready");
+        Some(SkillMatch {
+            agent: best.0.agent_id,
+            skill: best.0.skill_id,
+            description: best.0.description,
+            score: best.1,
+            status,
+        })
     }
 
     /// Stops every worker process this process started.

@@ -221,6 +221,12 @@ impl WorkerExecutor {
                 return Err(Error::invalid("header", format!("`{k}` is not a valid HTTP header")));
             }
         }
+        if let Some(url) = &spec.url {
+            let ok = reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            if !ok {
+                return Err(Error::invalid("url", format!("`{}` is not an http(s) URL", crate::model::truncate_for_message(url))));
+            }
+        }
         let max_concurrent = spec.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT);
         if !(1..=1024).contains(&max_concurrent) {
             return Err(Error::invalid("max_concurrent", "must be between 1 and 1024"));

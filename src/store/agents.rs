@@ -30,6 +30,7 @@ pub struct SkillHit {
     pub skill_id: String,
     pub name: String,
     pub description: String,
+    pub tags: String,
     pub bm25: f64,
 }
 
@@ -132,7 +133,7 @@ impl Store {
     pub fn search_skills(&self, fts: &str, limit: usize) -> Result<Vec<SkillHit>> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT agent_id, skill_id, name, description, bm25(agent_skills_fts, 0, 0, 4.0, 1.0, 2.0) AS s
+            "SELECT agent_id, skill_id, name, description, tags, bm25(agent_skills_fts, 0, 0, 4.0, 1.0, 2.0) AS s
              FROM agent_skills_fts WHERE agent_skills_fts MATCH ?1 ORDER BY s LIMIT ?2",
         )?;
         let rows = stmt.query_map(params![fts, limit as i64], |r| {
@@ -141,7 +142,8 @@ impl Store {
                 skill_id: r.get(1)?,
                 name: r.get(2)?,
                 description: r.get(3)?,
-                bm25: r.get(4)?,
+                tags: r.get(4)?,
+                bm25: r.get(5)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

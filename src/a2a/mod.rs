@@ -76,7 +76,10 @@ pub struct Card {
 }
 
 fn str_of(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn is_jsonrpc(binding: Option<&str>) -> bool {
@@ -95,7 +98,12 @@ pub fn parse_card(card: &Value, base: &reqwest::Url) -> Result<Card> {
     let mut chosen: Option<(String, Version)> = None;
     if let Some(ifaces) = card.get("supportedInterfaces").and_then(Value::as_array) {
         let jsonrpc = |v: &Value| is_jsonrpc(v.get("protocolBinding").and_then(Value::as_str));
-        let version_of = |v: &Value| v.get("protocolVersion").and_then(Value::as_str).unwrap_or("1.0").to_owned();
+        let version_of = |v: &Value| {
+            v.get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("1.0")
+                .to_owned()
+        };
         chosen = ifaces
             .iter()
             .filter(|i| jsonrpc(i) && version_of(i).starts_with("1."))
@@ -116,7 +124,10 @@ pub fn parse_card(card: &Value, base: &reqwest::Url) -> Result<Card> {
         } else if let Some(extra) = card.get("additionalInterfaces").and_then(Value::as_array) {
             chosen = extra
                 .iter()
-                .find(|i| is_jsonrpc(i.get("transport").and_then(Value::as_str)) && !str_of(i, "url").is_empty())
+                .find(|i| {
+                    is_jsonrpc(i.get("transport").and_then(Value::as_str))
+                        && !str_of(i, "url").is_empty()
+                })
                 .map(|i| (str_of(i, "url"), Version::V03));
         }
     }
@@ -125,11 +136,15 @@ pub fn parse_card(card: &Value, base: &reqwest::Url) -> Result<Card> {
             "agent card `{name}` offers no JSON-RPC interface (only JSON-RPC is supported)"
         )));
     };
-    let endpoint = base
-        .join(&url)
-        .map_err(|e| err(format!("agent card `{name}`: bad interface URL `{url}`: {e}")))?;
+    let endpoint = base.join(&url).map_err(|e| {
+        err(format!(
+            "agent card `{name}`: bad interface URL `{url}`: {e}"
+        ))
+    })?;
     if !matches!(endpoint.scheme(), "http" | "https") {
-        return Err(err(format!("agent card `{name}`: interface URL `{endpoint}` is not http(s)")));
+        return Err(err(format!(
+            "agent card `{name}`: interface URL `{endpoint}` is not http(s)"
+        )));
     }
     let caps = card.get("capabilities").cloned().unwrap_or(Value::Null);
     let skills = card
@@ -145,7 +160,12 @@ pub fn parse_card(card: &Value, base: &reqwest::Url) -> Result<Card> {
                     tags: s
                         .get("tags")
                         .and_then(Value::as_array)
-                        .map(|t| t.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .map(|t| {
+                            t.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect()
+                        })
                         .unwrap_or_default(),
                 })
                 .collect()
@@ -154,14 +174,20 @@ pub fn parse_card(card: &Value, base: &reqwest::Url) -> Result<Card> {
     let ext = caps
         .get("extensions")
         .and_then(Value::as_array)
-        .and_then(|a| a.iter().find(|e| e.get("uri").and_then(Value::as_str) == Some(PROVIDERS_EXTENSION)))
+        .and_then(|a| {
+            a.iter()
+                .find(|e| e.get("uri").and_then(Value::as_str) == Some(PROVIDERS_EXTENSION))
+        })
         .and_then(|e| e.get("params"));
-    let providers = ext.and_then(|p| p.get("providers")).and_then(Value::as_array).map(|a| {
-        a.iter()
-            .filter(|p| !str_of(p, "id").is_empty())
-            .map(normalise_provider)
-            .collect::<Vec<_>>()
-    });
+    let providers = ext
+        .and_then(|p| p.get("providers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter(|p| !str_of(p, "id").is_empty())
+                .map(normalise_provider)
+                .collect::<Vec<_>>()
+        });
     let default_provider = ext
         .and_then(|p| p.get("defaultProviderId"))
         .and_then(Value::as_str)
@@ -171,7 +197,10 @@ pub fn parse_card(card: &Value, base: &reqwest::Url) -> Result<Card> {
         description: str_of(card, "description"),
         endpoint: endpoint.to_string(),
         version,
-        streaming: caps.get("streaming").and_then(Value::as_bool).unwrap_or(false),
+        streaming: caps
+            .get("streaming")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         skills,
         providers: providers.filter(|p| !p.is_empty()),
         default_provider,
@@ -217,7 +246,10 @@ pub enum TaskState {
 
 impl TaskState {
     pub fn parse(s: &str) -> TaskState {
-        let s = s.trim_start_matches("TASK_STATE_").to_ascii_lowercase().replace('_', "-");
+        let s = s
+            .trim_start_matches("TASK_STATE_")
+            .to_ascii_lowercase()
+            .replace('_', "-");
         match s.as_str() {
             "submitted" => TaskState::Submitted,
             "working" => TaskState::Working,
@@ -272,16 +304,25 @@ fn task_update(task: &Value) -> Update {
     let status = task.get("status");
     Update {
         task_id: task.get("id").and_then(Value::as_str).map(str::to_owned),
-        context_id: task.get("contextId").and_then(Value::as_str).map(str::to_owned),
+        context_id: task
+            .get("contextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         state: status
             .and_then(|s| s.get("state"))
             .and_then(Value::as_str)
             .map(TaskState::parse),
-        status_text: status.and_then(|s| s.get("message")).and_then(|m| parts_text(m.get("parts"))),
+        status_text: status
+            .and_then(|s| s.get("message"))
+            .and_then(|m| parts_text(m.get("parts"))),
         artifact_text: task
             .get("artifacts")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| parts_text(x.get("parts"))).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| parts_text(x.get("parts")))
+                    .collect()
+            })
             .unwrap_or_default(),
         is_message: false,
     }
@@ -290,7 +331,10 @@ fn task_update(task: &Value) -> Update {
 fn message_update(m: &Value) -> Update {
     Update {
         task_id: m.get("taskId").and_then(Value::as_str).map(str::to_owned),
-        context_id: m.get("contextId").and_then(Value::as_str).map(str::to_owned),
+        context_id: m
+            .get("contextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         state: None,
         status_text: None,
         artifact_text: parts_text(m.get("parts")).into_iter().collect(),
@@ -302,12 +346,17 @@ fn status_update(e: &Value) -> Update {
     let status = e.get("status");
     Update {
         task_id: e.get("taskId").and_then(Value::as_str).map(str::to_owned),
-        context_id: e.get("contextId").and_then(Value::as_str).map(str::to_owned),
+        context_id: e
+            .get("contextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         state: status
             .and_then(|s| s.get("state"))
             .and_then(Value::as_str)
             .map(TaskState::parse),
-        status_text: status.and_then(|s| s.get("message")).and_then(|m| parts_text(m.get("parts"))),
+        status_text: status
+            .and_then(|s| s.get("message"))
+            .and_then(|m| parts_text(m.get("parts"))),
         ..Update::default()
     }
 }
@@ -315,7 +364,10 @@ fn status_update(e: &Value) -> Update {
 fn artifact_update(e: &Value) -> Update {
     Update {
         task_id: e.get("taskId").and_then(Value::as_str).map(str::to_owned),
-        context_id: e.get("contextId").and_then(Value::as_str).map(str::to_owned),
+        context_id: e
+            .get("contextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         artifact_text: parts_text(e.get("artifact").and_then(|a| a.get("parts")))
             .into_iter()
             .collect(),
@@ -384,7 +436,10 @@ pub fn http_client(timeout: Duration) -> reqwest::Client {
         .unwrap_or_default()
 }
 
-fn apply(mut rb: reqwest::RequestBuilder, headers: &BTreeMap<String, String>) -> reqwest::RequestBuilder {
+fn apply(
+    mut rb: reqwest::RequestBuilder,
+    headers: &BTreeMap<String, String>,
+) -> reqwest::RequestBuilder {
     for (k, v) in headers {
         rb = rb.header(k, v);
     }
@@ -400,7 +455,8 @@ pub async fn fetch_card(
     headers: &BTreeMap<String, String>,
     timeout: Duration,
 ) -> Result<(Card, Value, String)> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| err(format!("bad agent URL `{url}`: {e}")))?;
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| err(format!("bad agent URL `{url}`: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(err(format!("agent URL `{url}` is not http(s)")));
     }
@@ -424,14 +480,19 @@ pub async fn fetch_card(
             continue;
         }
         if !resp.status().is_success() {
-            return Err(err(format!("agent card at {candidate}: HTTP {}", resp.status())));
+            return Err(err(format!(
+                "agent card at {candidate}: HTTP {}",
+                resp.status()
+            )));
         }
         let bytes = resp
             .bytes()
             .await
             .map_err(|e| err(format!("agent card at {candidate}: {e}")))?;
         if bytes.len() > MAX_CARD_BYTES {
-            return Err(err(format!("agent card at {candidate} is over {MAX_CARD_BYTES} bytes")));
+            return Err(err(format!(
+                "agent card at {candidate} is over {MAX_CARD_BYTES} bytes"
+            )));
         }
         let raw: Value = serde_json::from_slice(&bytes)
             .map_err(|e| err(format!("agent card at {candidate} is not JSON: {e}")))?;
@@ -470,7 +531,9 @@ impl Client {
 
     fn message_params(&self, m: &Outgoing) -> Value {
         let mut msg = match self.version {
-            Version::V1 => json!({"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": m.text}]}),
+            Version::V1 => {
+                json!({"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": m.text}]})
+            }
             Version::V03 => json!({
                 "kind": "message", "messageId": new_id(), "role": "user", "parts": [{"kind": "text", "text": m.text}],
             }),
@@ -505,7 +568,11 @@ impl Client {
     /// Sends one message and waits for the answer (non-streaming).
     pub async fn send(&self, m: &Outgoing, timeout: Duration) -> Result<Update> {
         let v = self
-            .call(self.method("SendMessage", "message/send"), self.message_params(m), timeout)
+            .call(
+                self.method("SendMessage", "message/send"),
+                self.message_params(m),
+                timeout,
+            )
             .await?;
         parse_result(&v)
     }
@@ -560,7 +627,10 @@ impl Client {
                             .map_err(|e| err(format!("{method}: bad event: {e}")))?;
                         data.clear();
                         let update = parse_result(&rpc_result(method, event)?)?;
-                        let done = update.is_message || update.state.is_some_and(|s| s.is_terminal() || s.is_interrupted());
+                        let done = update.is_message
+                            || update
+                                .state
+                                .is_some_and(|s| s.is_terminal() || s.is_interrupted());
                         on_update(update);
                         if done {
                             return Ok(());
@@ -578,14 +648,22 @@ impl Client {
 
     pub async fn get_task(&self, id: &str, timeout: Duration) -> Result<Update> {
         let v = self
-            .call(self.method("GetTask", "tasks/get"), json!({"id": id}), timeout)
+            .call(
+                self.method("GetTask", "tasks/get"),
+                json!({"id": id}),
+                timeout,
+            )
             .await?;
         parse_result(&v)
     }
 
     pub async fn cancel_task(&self, id: &str, timeout: Duration) -> Result<Update> {
         let v = self
-            .call(self.method("CancelTask", "tasks/cancel"), json!({"id": id}), timeout)
+            .call(
+                self.method("CancelTask", "tasks/cancel"),
+                json!({"id": id}),
+                timeout,
+            )
             .await?;
         parse_result(&v)
     }
@@ -595,7 +673,9 @@ fn rpc_result(method: &str, body: Value) -> Result<Value> {
     if let Some(e) = body.get("error") {
         let code = e.get("code").and_then(Value::as_i64).unwrap_or(0);
         let msg = e.get("message").and_then(Value::as_str).unwrap_or("error");
-        return Err(err(format!("{method}: the agent answered error {code}: {msg}")));
+        return Err(err(format!(
+            "{method}: the agent answered error {code}: {msg}"
+        )));
     }
     body.get("result")
         .cloned()
@@ -618,25 +698,42 @@ mod tests {
             {"url": "http://127.0.0.1:9/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
             "url": "http://127.0.0.1:9/legacy"});
         let c = parse_card(&card, &base()).unwrap();
-        assert_eq!((c.endpoint.as_str(), c.version), ("http://127.0.0.1:9/v1", Version::V1));
+        assert_eq!(
+            (c.endpoint.as_str(), c.version),
+            ("http://127.0.0.1:9/v1", Version::V1)
+        );
         let legacy = json!({"name": "a", "url": "/rpc", "preferredTransport": "JSONRPC", "protocolVersion": "0.3",
             "skills": [{"id": "s", "name": "S", "description": "d", "tags": ["t"]}]});
         let c = parse_card(&legacy, &base()).unwrap();
-        assert_eq!((c.endpoint.as_str(), c.version), ("http://127.0.0.1:9/rpc", Version::V03));
+        assert_eq!(
+            (c.endpoint.as_str(), c.version),
+            ("http://127.0.0.1:9/rpc", Version::V03)
+        );
         assert_eq!(c.skills[0].tags, vec!["t"]);
         let grpc_only = json!({"name": "a", "url": "http://x", "preferredTransport": "GRPC"});
-        assert!(parse_card(&grpc_only, &base()).unwrap_err().0.contains("no JSON-RPC"));
+        assert!(
+            parse_card(&grpc_only, &base())
+                .unwrap_err()
+                .0
+                .contains("no JSON-RPC")
+        );
     }
 
     #[test]
     fn states_and_results_of_both_versions_are_normalised() {
-        assert_eq!(TaskState::parse("TASK_STATE_INPUT_REQUIRED"), TaskState::InputRequired);
+        assert_eq!(
+            TaskState::parse("TASK_STATE_INPUT_REQUIRED"),
+            TaskState::InputRequired
+        );
         assert_eq!(TaskState::parse("input-required"), TaskState::InputRequired);
         assert_eq!(TaskState::parse("cancelled"), TaskState::Canceled);
         let v1 = json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_WORKING",
             "message": {"parts": [{"text": "hi"}]}}}});
         let u = parse_result(&v1).unwrap();
-        assert_eq!((u.state, u.status_text.as_deref()), (Some(TaskState::Working), Some("hi")));
+        assert_eq!(
+            (u.state, u.status_text.as_deref()),
+            (Some(TaskState::Working), Some("hi"))
+        );
         let v03 = json!({"kind": "artifact-update", "taskId": "t", "artifact": {"parts": [{"kind": "text", "text": "a"}]}});
         assert_eq!(parse_result(&v03).unwrap().artifact_text, vec!["a"]);
         assert!(parse_result(&json!({"x": 1})).is_err());

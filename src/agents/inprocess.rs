@@ -8,7 +8,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::session::{PromptOutcome, SessionStatus, SessionView, Sessions};
-use super::{AgentInfo, AgentStatus, BridgeError, BridgeResult, ExecutorKind, Progress, unknown_provider};
+use super::{
+    AgentInfo, AgentStatus, BridgeError, BridgeResult, ExecutorKind, Progress, unknown_provider,
+};
 use crate::a2a::TaskState;
 
 /// What an in-process agent says about itself.
@@ -35,7 +37,10 @@ pub struct PromptRequest {
 pub trait LocalAgent: Send + Sync + 'static {
     fn info(&self) -> LocalAgentInfo;
     /// Answers one prompt: the final state and text. Dropping the future cancels it.
-    fn prompt(&self, request: PromptRequest) -> BoxFuture<'static, BridgeResult<(TaskState, String)>>;
+    fn prompt(
+        &self,
+        request: PromptRequest,
+    ) -> BoxFuture<'static, BridgeResult<(TaskState, String)>>;
 }
 
 struct Registered {
@@ -144,7 +149,12 @@ impl InProcessExecutor {
         Ok(self.sessions.open(id, ExecutorKind::InProcess, provider))
     }
 
-    pub async fn prompt(&self, session_id: &str, text: &str, progress: Progress) -> BridgeResult<PromptOutcome> {
+    pub async fn prompt(
+        &self,
+        session_id: &str,
+        text: &str,
+        progress: Progress,
+    ) -> BridgeResult<PromptOutcome> {
         let view = self.sessions.view(session_id)?;
         // The session stays with this executor: its agent is looked up here only.
         let (agent, info, running) = self

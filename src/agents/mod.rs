@@ -160,7 +160,9 @@ pub struct AgentInfo {
 }
 
 /// Capabilities from skills: each skill's id, then its tags, without repeats.
-pub fn capabilities_of<'a>(skills: impl IntoIterator<Item = (&'a str, &'a [String])>) -> Vec<String> {
+pub fn capabilities_of<'a>(
+    skills: impl IntoIterator<Item = (&'a str, &'a [String])>,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (id, tags) in skills {
         for c in std::iter::once(id).chain(tags.iter().map(String::as_str)) {
@@ -221,7 +223,11 @@ impl Agents {
 
     /// Seed 003's `McpAgenticServerConfig.defaultAgentId`: the agent used when a call names none.
     pub fn set_default_agent_id(&self, id: Option<String>) {
-        *self.inner.default_agent_id.write().unwrap_or_else(|p| p.into_inner()) = id;
+        *self
+            .inner
+            .default_agent_id
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = id;
     }
 
     /// Starts both executors and fills the executor cache. Idempotent.

@@ -94,7 +94,12 @@ impl Sessions {
         self.lock().len()
     }
 
-    pub fn open(&self, agent_id: &str, executor: ExecutorKind, provider: Option<&str>) -> SessionView {
+    pub fn open(
+        &self,
+        agent_id: &str,
+        executor: ExecutorKind,
+        provider: Option<&str>,
+    ) -> SessionView {
         let view = SessionView {
             session_id: new_session_id(),
             agent_id: agent_id.to_owned(),
@@ -172,7 +177,10 @@ impl Sessions {
     }
 
     pub fn close(&self, id: &str) -> BridgeResult<SessionView> {
-        let mut s = self.lock().remove(id).ok_or_else(|| session_not_found(id))?;
+        let mut s = self
+            .lock()
+            .remove(id)
+            .ok_or_else(|| session_not_found(id))?;
         if let Some(h) = s.running.take() {
             h.abort();
         }
@@ -199,11 +207,16 @@ impl Sessions {
                 status: SessionStatus::Active,
                 text: String::new(),
             }),
-            Err(e) => Err(BridgeError::internal(format!("the prompt task failed: {e}"))),
+            Err(e) => Err(BridgeError::internal(format!(
+                "the prompt task failed: {e}"
+            ))),
         };
         self.finish(id, result.as_ref().ok().map(|o| o.state));
         result.map(|mut o| {
-            o.status = self.view(id).map(|v| v.status).unwrap_or(SessionStatus::Closed);
+            o.status = self
+                .view(id)
+                .map(|v| v.status)
+                .unwrap_or(SessionStatus::Closed);
             o
         })
     }

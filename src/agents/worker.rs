@@ -81,22 +81,34 @@ fn id_from_name(name: &str) -> String {
     let s: String = name
         .trim()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     let s = s.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    s.chars().take(64).collect::<String>().trim_end_matches(['-', '.']).to_owned()
+    s.chars()
+        .take(64)
+        .collect::<String>()
+        .trim_end_matches(['-', '.'])
+        .to_owned()
 }
 
 fn check_id(id: &str) -> Result<()> {
-    id.parse::<crate::model::ServerName>().map(|_| ()).map_err(|_| {
-        Error::invalid(
-            "agent id",
-            format!(
-                "{:?}: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-                crate::model::truncate_for_message(id)
-            ),
-        )
-    })
+    id.parse::<crate::model::ServerName>()
+        .map(|_| ())
+        .map_err(|_| {
+            Error::invalid(
+                "agent id",
+                format!(
+                    "{:?}: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                    crate::model::truncate_for_message(id)
+                ),
+            )
+        })
 }
 
 fn headers_aad(id: &str) -> String {
@@ -189,7 +201,12 @@ impl WorkerExecutor {
         let card = card.cloned().or_else(|| card_of(row));
         let skills: Vec<(&str, &[String])> = card
             .as_ref()
-            .map(|c| c.skills.iter().map(|s| (s.id.as_str(), s.tags.as_slice())).collect())
+            .map(|c| {
+                c.skills
+                    .iter()
+                    .map(|s| (s.id.as_str(), s.tags.as_slice()))
+                    .collect()
+            })
             .unwrap_or_default();
         AgentInfo {
             id: row.id.clone(),
@@ -197,11 +214,17 @@ impl WorkerExecutor {
             status,
             providers: card.as_ref().and_then(|c| c.providers.clone()),
             executor: ExecutorKind::Worker,
-            description: card.as_ref().map(|c| c.description.clone()).unwrap_or_default(),
+            description: card
+                .as_ref()
+                .map(|c| c.description.clone())
+                .unwrap_or_default(),
             source: row.url.clone().or_else(|| {
-                row.command
-                    .as_ref()
-                    .map(|c| std::iter::once(c.clone()).chain(row.args.iter().cloned()).collect::<Vec<_>>().join(" "))
+                row.command.as_ref().map(|c| {
+                    std::iter::once(c.clone())
+                        .chain(row.args.iter().cloned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
             }),
             protocol_version: card.as_ref().map(|c| c.version.as_str()),
             max_concurrent: row.max_concurrent,
@@ -218,27 +241,40 @@ impl WorkerExecutor {
             if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
                 || reqwest::header::HeaderValue::from_str(v).is_err()
             {
-                return Err(Error::invalid("header", format!("`{k}` is not a valid HTTP header")));
+                return Err(Error::invalid(
+                    "header",
+                    format!("`{k}` is not a valid HTTP header"),
+                ));
             }
         }
         if let Some(url) = &spec.url {
             let ok = reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
             if !ok {
-                return Err(Error::invalid("url", format!("`{}` is not an http(s) URL", crate::model::truncate_for_message(url))));
+                return Err(Error::invalid(
+                    "url",
+                    format!(
+                        "`{}` is not an http(s) URL",
+                        crate::model::truncate_for_message(url)
+                    ),
+                ));
             }
         }
         let max_concurrent = spec.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT);
         if !(1..=1024).contains(&max_concurrent) {
-            return Err(Error::invalid("max_concurrent", "must be between 1 and 1024"));
+            return Err(Error::invalid(
+                "max_concurrent",
+                "must be between 1 and 1024",
+            ));
         }
         let (card, raw, card_url, proc) = match (&spec.url, &spec.command) {
             (Some(url), None) => {
-                let (card, raw, card_url) = a2a::fetch_card(&self.http, url, &spec.headers, CARD_TIMEOUT)
-                    .await
-                    .map_err(|e| Error::Upstream {
-                        server: url.clone(),
-                        message: e.0,
-                    })?;
+                let (card, raw, card_url) =
+                    a2a::fetch_card(&self.http, url, &spec.headers, CARD_TIMEOUT)
+                        .await
+                        .map_err(|e| Error::Upstream {
+                            server: url.clone(),
+                            message: e.0,
+                        })?;
                 (card, raw, card_url, None)
             }
             (None, Some((command, args))) => {
@@ -246,7 +282,12 @@ impl WorkerExecutor {
                     return Err(Error::invalid("command", "is empty"));
                 }
                 let (proc, raw, card_url) = self
-                    .spawn_worker(spec.id.as_deref().unwrap_or(command), command, args, &spec.headers)
+                    .spawn_worker(
+                        spec.id.as_deref().unwrap_or(command),
+                        command,
+                        args,
+                        &spec.headers,
+                    )
                     .await
                     .map_err(|message| Error::Upstream {
                         server: command.clone(),
@@ -254,21 +295,31 @@ impl WorkerExecutor {
                     })?;
                 (proc.card.clone(), raw, card_url, Some(proc))
             }
-            _ => return Err(Error::invalid("agent", "give either a card URL or a worker command")),
+            _ => {
+                return Err(Error::invalid(
+                    "agent",
+                    "give either a card URL or a worker command",
+                ));
+            }
         };
         let id = spec.id.clone().unwrap_or_else(|| id_from_name(&card.name));
         check_id(&id)?;
         let headers = if spec.headers.is_empty() {
             None
         } else {
-            let json = serde_json::to_vec(&spec.headers).map_err(|e| Error::Internal(e.to_string()))?;
+            let json =
+                serde_json::to_vec(&spec.headers).map_err(|e| Error::Internal(e.to_string()))?;
             Some(self.secrets.seal_bytes(&headers_aad(&id), &json)?)
         };
         let row = AgentRow {
             id: id.clone(),
             url: spec.url.clone(),
             command: spec.command.as_ref().map(|c| c.0.clone()),
-            args: spec.command.as_ref().map(|c| c.1.clone()).unwrap_or_default(),
+            args: spec
+                .command
+                .as_ref()
+                .map(|c| c.1.clone())
+                .unwrap_or_default(),
             card: Some(raw),
             card_url: Some(card_url),
             headers,
@@ -288,7 +339,14 @@ impl WorkerExecutor {
         let skills: Vec<(&str, &str, &str, String)> = card
             .skills
             .iter()
-            .map(|s| (s.id.as_str(), s.name.as_str(), s.description.as_str(), s.tags.join(" ")))
+            .map(|s| {
+                (
+                    s.id.as_str(),
+                    s.name.as_str(),
+                    s.description.as_str(),
+                    s.tags.join(" "),
+                )
+            })
             .collect();
         self.store.upsert_agent(row, &skills)
     }
@@ -337,7 +395,8 @@ impl WorkerExecutor {
             .port();
         let env = BTreeMap::from([(WORKER_PORT_ENV.to_owned(), port.to_string())]);
         let ring = Arc::new(StderrRing::default());
-        let spawned = spawn::spawn(&self.guard_exe, command, args, &env, ring.clone()).map_err(|e| e.to_string())?;
+        let spawned = spawn::spawn(&self.guard_exe, command, args, &env, ring.clone())
+            .map_err(|e| e.to_string())?;
         let mut proc_parts = (spawned.child, spawned.lifeline, spawned.pgid);
         // A worker's stdout is not a protocol channel: its lines join the stderr ring.
         let out_ring = ring.clone();
@@ -392,11 +451,17 @@ impl WorkerExecutor {
             if let Some(p) = procs.get_mut(&row.id)
                 && matches!(p.child.try_wait(), Ok(None))
             {
-                return Ok((Client::new(self.http.clone(), &p.card, headers), p.card.clone()));
+                return Ok((
+                    Client::new(self.http.clone(), &p.card, headers),
+                    p.card.clone(),
+                ));
             }
             procs.remove(&row.id);
             drop(procs);
-            match self.spawn_worker(&row.id, command, &row.args, &headers).await {
+            match self
+                .spawn_worker(&row.id, command, &row.args, &headers)
+                .await
+            {
                 Ok((proc, _, _)) => {
                     let card = proc.card.clone();
                     self.put_proc(row.id.clone(), proc).await;
@@ -404,13 +469,21 @@ impl WorkerExecutor {
                     Ok((Client::new(self.http.clone(), &card, headers), card))
                 }
                 Err(e) => {
-                    let _ = self.store.set_agent_status(&row.id, "unavailable", Some(&e));
-                    Err(BridgeError::upstream(format!("Agent {} is unavailable: {e}", row.id)))
+                    let _ = self
+                        .store
+                        .set_agent_status(&row.id, "unavailable", Some(&e));
+                    Err(BridgeError::upstream(format!(
+                        "Agent {} is unavailable: {e}",
+                        row.id
+                    )))
                 }
             }
         } else {
             let card = card_of(row).ok_or_else(|| {
-                BridgeError::internal(format!("the stored card of agent {} cannot be read", row.id))
+                BridgeError::internal(format!(
+                    "the stored card of agent {} cannot be read",
+                    row.id
+                ))
             })?;
             Ok((Client::new(self.http.clone(), &card, headers), card))
         }
@@ -439,11 +512,17 @@ impl WorkerExecutor {
                         Err(format!("the worker exited: {tail}"))
                     }
                 },
-                None if row.status == "unavailable" => Err(row.last_error.clone().unwrap_or_default()),
+                None if row.status == "unavailable" => {
+                    Err(row.last_error.clone().unwrap_or_default())
+                }
                 None => Ok(None),
             }
         } else {
-            let url = row.card_url.clone().or_else(|| row.url.clone()).unwrap_or_default();
+            let url = row
+                .card_url
+                .clone()
+                .or_else(|| row.url.clone())
+                .unwrap_or_default();
             a2a::fetch_card(&self.http, &url, &headers, PROBE_TIMEOUT)
                 .await
                 .map(|(c, raw, _)| Some((c, raw)))
@@ -471,7 +550,9 @@ impl WorkerExecutor {
                 self.info(&row, status, fresh.as_ref().map(|f| &f.0))
             }
             Err(e) => {
-                let _ = self.store.set_agent_status(&row.id, "unavailable", Some(&e));
+                let _ = self
+                    .store
+                    .set_agent_status(&row.id, "unavailable", Some(&e));
                 let mut row = row.clone();
                 row.last_error = Some(e);
                 self.info(&row, AgentStatus::Unavailable, None)
@@ -484,7 +565,11 @@ impl WorkerExecutor {
         Ok(futures::future::join_all(rows.iter().map(|r| self.probe(r))).await)
     }
 
-    pub async fn create_session(&self, id: &str, provider: Option<&str>) -> BridgeResult<SessionView> {
+    pub async fn create_session(
+        &self,
+        id: &str,
+        provider: Option<&str>,
+    ) -> BridgeResult<SessionView> {
         if !self.started.load(Ordering::SeqCst) {
             return Err(BridgeError::internal("Executor not started"));
         }
@@ -515,7 +600,12 @@ impl WorkerExecutor {
         Ok(self.sessions.open(id, ExecutorKind::Worker, provider))
     }
 
-    pub async fn prompt(&self, session_id: &str, text: &str, progress: Progress) -> BridgeResult<PromptOutcome> {
+    pub async fn prompt(
+        &self,
+        session_id: &str,
+        text: &str,
+        progress: Progress,
+    ) -> BridgeResult<PromptOutcome> {
         let view = self.sessions.view(session_id)?;
         // Affinity: the session's agent is looked up among workers only, never rerouted in-process.
         let row = self
@@ -550,7 +640,11 @@ impl WorkerExecutor {
         let out = Outgoing {
             text: text.to_owned(),
             context_id: view.context_id.clone(),
-            task_id: if continues { view.task_id.clone() } else { None },
+            task_id: if continues {
+                view.task_id.clone()
+            } else {
+                None
+            },
             metadata,
         };
         let sessions = self.sessions.clone();
@@ -587,12 +681,19 @@ impl WorkerExecutor {
                     acc.answer.extend(u.artifact_text);
                 };
                 let sent = if card.streaming {
-                    client.stream(&out, STREAM_IDLE, |u| apply(&mut acc, u)).await
+                    client
+                        .stream(&out, STREAM_IDLE, |u| apply(&mut acc, u))
+                        .await
                 } else {
-                    client.send(&out, CALL_TIMEOUT).await.map(|u| apply(&mut acc, u))
+                    client
+                        .send(&out, CALL_TIMEOUT)
+                        .await
+                        .map(|u| apply(&mut acc, u))
                 };
                 sent.map_err(|e| BridgeError::upstream(format!("Agent {aid}: {e}")))?;
-                if !acc.state.is_some_and(|s| s.is_terminal() || s.is_interrupted())
+                if !acc
+                    .state
+                    .is_some_and(|s| s.is_terminal() || s.is_interrupted())
                     && let Some(t) = acc.task_id.clone()
                 {
                     // The stream ended before a final state: ask for the task.
@@ -652,7 +753,9 @@ impl WorkerExecutor {
     pub async fn status(&self, session_id: &str) -> BridgeResult<SessionView> {
         let view = self.sessions.view(session_id)?;
         let stale = view.status != SessionStatus::Working
-            && view.task_state.is_some_and(|s| !s.is_terminal() && !s.is_interrupted());
+            && view
+                .task_state
+                .is_some_and(|s| !s.is_terminal() && !s.is_interrupted());
         if let (true, Some(task)) = (stale, view.task_id.clone())
             && let Some(row) = self.store.agent(&view.agent_id)?
         {

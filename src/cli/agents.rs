@@ -72,7 +72,9 @@ pub async fn run(app: &App, cmd: AgentsCommand) -> anyhow::Result<()> {
                 out,
                 "added agent {} ({}; capabilities: {})",
                 info.id,
-                info.protocol_version.map(|v| format!("A2A {v}")).unwrap_or_default(),
+                info.protocol_version
+                    .map(|v| format!("A2A {v}"))
+                    .unwrap_or_default(),
                 info.capabilities.join(", ")
             )?;
         }
@@ -82,7 +84,10 @@ pub async fn run(app: &App, cmd: AgentsCommand) -> anyhow::Result<()> {
                 return print_json(&json!({ "agents": agents }));
             }
             if agents.is_empty() {
-                writeln!(out, "no agents registered (agent-discover agents add URL | -- COMMAND)")?;
+                writeln!(
+                    out,
+                    "no agents registered (agent-discover agents add URL | -- COMMAND)"
+                )?;
             }
             for a in agents {
                 writeln!(

@@ -33,7 +33,10 @@ pub struct AddBody {
 }
 
 /// `POST /api/agents`: adds an agent from its card URL, or a worker command started to read its card.
-pub async fn add(State(s): State<AppState>, Body(b): Body<AddBody>) -> ApiResult<(StatusCode, Json<Value>)> {
+pub async fn add(
+    State(s): State<AppState>,
+    Body(b): Body<AddBody>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     let spec = AddAgent {
         id: b.id,
         url: b.url,
@@ -42,7 +45,8 @@ pub async fn add(State(s): State<AppState>, Body(b): Body<AddBody>) -> ApiResult
         max_concurrent: b.max_concurrent,
     };
     let info = s.app.agents.add(spec).await?;
-    let body = serde_json::to_value(info).map_err(|e| ApiError::from(crate::error::Error::Internal(e.to_string())))?;
+    let body = serde_json::to_value(info)
+        .map_err(|e| ApiError::from(crate::error::Error::Internal(e.to_string())))?;
     Ok((StatusCode::CREATED, Json(body)))
 }
 

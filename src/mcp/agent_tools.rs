@@ -56,8 +56,10 @@ pub fn definitions() -> Vec<Tool> {
             "Lists the agents you can delegate to: id, capabilities (skill ids and tags), status (ready, busy, \
              unavailable) and providers when the agent has several. Discover before delegating when the agent is not \
              known; filter with `capability`.",
-            schema(json!({"type": "object", "properties": {"capability": {"type": "string",
-                "description": "Only agents whose capabilities include this one"}}})),
+            schema(
+                json!({"type": "object", "properties": {"capability": {"type": "string",
+                "description": "Only agents whose capabilities include this one"}}}),
+            ),
         ),
         Tool::new(
             "sessions_create",
@@ -121,26 +123,47 @@ fn bridge_error(e: BridgeError) -> CallToolResult {
 }
 
 /// An optional non-empty string argument.
-fn opt_str<'a>(args: &'a Map<String, Value>, field: &str) -> Result<Option<&'a str>, CallToolResult> {
+fn opt_str<'a>(
+    args: &'a Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'a str>, CallToolResult> {
     match args.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
         Some(Value::String(_)) => Err(arg_error(field, format!("argument `{field}` is empty"))),
-        Some(_) => Err(arg_error(field, format!("argument `{field}` must be a string"))),
+        Some(_) => Err(arg_error(
+            field,
+            format!("argument `{field}` must be a string"),
+        )),
     }
 }
 
-fn req_str<'a>(args: &'a Map<String, Value>, tool: &str, field: &str) -> Result<&'a str, CallToolResult> {
-    opt_str(args, field)?.ok_or_else(|| arg_error(field, format!("`{tool}` needs the argument `{field}` (a non-empty string)")))
+fn req_str<'a>(
+    args: &'a Map<String, Value>,
+    tool: &str,
+    field: &str,
+) -> Result<&'a str, CallToolResult> {
+    opt_str(args, field)?.ok_or_else(|| {
+        arg_error(
+            field,
+            format!("`{tool}` needs the argument `{field}` (a non-empty string)"),
+        )
+    })
 }
 
 fn provider_of(args: &Map<String, Value>) -> Result<Option<&str>, CallToolResult> {
     match args.get("metadata") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(m)) => opt_str(m, "provider").map_err(|_| {
-            arg_error("metadata", "argument `metadata.provider` must be a non-empty string".into())
+            arg_error(
+                "metadata",
+                "argument `metadata.provider` must be a non-empty string".into(),
+            )
         }),
-        Some(_) => Err(arg_error("metadata", "argument `metadata` must be an object".into())),
+        Some(_) => Err(arg_error(
+            "metadata",
+            "argument `metadata` must be an object".into(),
+        )),
     }
 }
 
@@ -164,7 +187,9 @@ impl Relay {
             while let Some(text) = rx.recv().await {
                 n += 1.0;
                 let _ = peer
-                    .notify_progress(ProgressNotificationParam::new(token.clone(), n).with_message(text))
+                    .notify_progress(
+                        ProgressNotificationParam::new(token.clone(), n).with_message(text),
+                    )
                     .await;
             }
         });
@@ -217,11 +242,20 @@ async fn run(
         "bridge_health" => json_result(&agents.health()),
         "agents_discover" => {
             let capability = opt_str(args, "capability")?;
-            render(agents.discover(capability).await.map(|a| json!({"agents": a})))
+            render(
+                agents
+                    .discover(capability)
+                    .await
+                    .map(|a| json!({"agents": a})),
+            )
         }
         "sessions_create" => {
             let provider = provider_of(args)?;
-            render(agents.create_session(opt_str(args, "agentId")?, provider).await)
+            render(
+                agents
+                    .create_session(opt_str(args, "agentId")?, provider)
+                    .await,
+            )
         }
         "sessions_prompt" => {
             let sid = req_str(args, name, "sessionId")?;
@@ -231,7 +265,11 @@ async fn run(
             relay.finish().await;
             render(r)
         }
-        "sessions_status" => render(agents.session_status(req_str(args, name, "sessionId")?).await),
+        "sessions_status" => render(
+            agents
+                .session_status(req_str(args, name, "sessionId")?)
+                .await,
+        ),
         "sessions_close" => render(agents.close(req_str(args, name, "sessionId")?).await),
         "sessions_cancel" => render(agents.cancel(req_str(args, name, "sessionId")?).await),
         "tasks_delegate" => {
@@ -239,7 +277,12 @@ async fn run(
             let provider = provider_of(args)?;
             let relay = Relay::new(&caller);
             let r = agents
-                .delegate(opt_str(args, "agentId")?, provider, prompt, relay.progress.clone())
+                .delegate(
+                    opt_str(args, "agentId")?,
+                    provider,
+                    prompt,
+                    relay.progress.clone(),
+                )
                 .await;
             relay.finish().await;
             render(r)

@@ -8,6 +8,8 @@ one. Once the server listens, one line `READY <base url>` goes to stdout.
 What it answers (by the text of the user's message):
 - `slow ...`: a task that reports `working` with the text `started`, then waits until it is canceled.
 - `fail ...`: a task that fails.
+- `ask ...`: a task that asks for input (`input-required`, "which language?"); the reply in the same task completes
+  it with `answer: <reply>`.
 - anything else: a streamed answer: three `working` updates (`chunk 1/3` ... `chunk 3/3`), then `completed` with the
   artifact `echo: <text> [provider=<id>]` (the provider is the message metadata's `provider`, or `default`).
 
@@ -67,6 +69,13 @@ class TestExecutor(AgentExecutor):
         if text.startswith("slow"):
             await updater.start_work(say("started"))
             await asyncio.Event().wait()  # until canceled
+            return
+        if text.startswith("ask"):
+            await updater.requires_input(say("which language?"))
+            return
+        if context.current_task is not None and context.current_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await updater.add_artifact(new_text_artifact(name="answer", text=f"answer: {text}").parts, name="answer")
+            await updater.complete()
             return
         if text.startswith("fail"):
             await updater.failed(say("failed on purpose"))

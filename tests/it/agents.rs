@@ -287,6 +287,39 @@ async fn a2a_agents_are_discovered_and_delegated_to_over_mcp() {
         (st["status"].as_str(), st["taskState"].as_str()),
         (Some("active"), Some("completed"))
     );
+    // A task that asks for input: the session waits, and the next prompt continues the same task.
+    let (_, asked) = call(
+        &agent,
+        "sessions_prompt",
+        json!({"sessionId": sid, "prompt": "ask me"}),
+    )
+    .await;
+    assert_eq!(
+        (
+            asked["state"].as_str(),
+            asked["status"].as_str(),
+            asked["text"].as_str()
+        ),
+        (
+            Some("input-required"),
+            Some("input-required"),
+            Some("which language?")
+        )
+    );
+    let (_, replied) = call(
+        &agent,
+        "sessions_prompt",
+        json!({"sessionId": sid, "prompt": "french"}),
+    )
+    .await;
+    assert_eq!(
+        (replied["state"].as_str(), replied["text"].as_str()),
+        (Some("completed"), Some("answer: french"))
+    );
+    assert_eq!(
+        replied["taskId"], asked["taskId"],
+        "the reply continued the task"
+    );
     let (_, closed) = call(&agent, "sessions_close", json!({"sessionId": sid})).await;
     assert_eq!(closed["status"], "closed");
     let (err, gone) = call(&agent, "sessions_status", json!({"sessionId": sid})).await;

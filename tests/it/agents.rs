@@ -554,6 +554,11 @@ async fn resolution_order_session_affinity_and_typed_errors() {
         (ExecutorKind::Worker, "echo")
     );
 
+    // Resolved (and cached) as a worker; registering clears the cache.
+    assert_eq!(
+        agents.resolve(Some("echo")).unwrap().0,
+        ExecutorKind::Worker
+    );
     // An in-process agent with the same id: it takes new sessions, the open one stays with its executor.
     agents
         .register(Arc::new(Local {

@@ -893,6 +893,15 @@ impl Child {
             let mut exited = self.exited.clone();
             let _ = tokio::time::timeout(STOP_GRACE, exited.wait_for(|c| c.is_some())).await;
             spawn::kill_group(self.pgid);
+            // SIGKILL is delivered at once but a process takes a moment to go: return only when the group is gone
+            // (bounded), so a caller that stopped a server never sees its processes afterwards.
+            let pgid = self.pgid;
+            let gone = async {
+                while spawn::live_group_members(pgid) > 0 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            let _ = tokio::time::timeout(STOP_GRACE, gone).await;
         }
         lock(&self.lifeline).take();
     }

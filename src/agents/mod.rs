@@ -390,6 +390,31 @@ impl Agents {
         }
     }
 
+    /// [`Agents::prompt`] that also cancels the session's task when `cancel` fires (the caller gave up: an MCP
+    /// client cancelled its `tools/call`); the answer is then the task's `canceled` end.
+    pub async fn prompt_or_cancel(
+        &self,
+        session_id: &str,
+        text: &str,
+        progress: Progress,
+        cancel: Option<tokio_util::sync::CancellationToken>,
+    ) -> BridgeResult<PromptOutcome> {
+        let Some(ct) = cancel else {
+            return self.prompt(session_id, text, progress).await;
+        };
+        let fut = self.prompt(session_id, text, progress);
+        tokio::pin!(fut);
+        tokio::select! {
+            r = &mut fut => r,
+            _ = ct.cancelled() => {
+                if let Err(e) = self.cancel(session_id).await {
+                    tracing::warn!(session = session_id, error = %e, "cancelling the agent's task failed");
+                }
+                fut.await
+            }
+        }
+    }
+
     pub async fn session_status(&self, session_id: &str) -> BridgeResult<SessionView> {
         match self.owner(session_id)? {
             ExecutorKind::InProcess => self.inner.inproc.sessions.view(session_id),
@@ -424,9 +449,12 @@ impl Agents {
         provider: Option<&str>,
         text: &str,
         progress: Progress,
+        cancel: Option<tokio_util::sync::CancellationToken>,
     ) -> BridgeResult<PromptOutcome> {
         let session = self.create_session(agent_id, provider).await?;
-        let outcome = self.prompt(&session.session_id, text, progress).await;
+        let outcome = self
+            .prompt_or_cancel(&session.session_id, text, progress, cancel)
+            .await;
         let _ = self.close(&session.session_id).await;
         outcome
     }

@@ -261,7 +261,9 @@ async fn run(
             let sid = req_str(args, name, "sessionId")?;
             let prompt = req_str(args, name, "prompt")?;
             let relay = Relay::new(&caller);
-            let r = agents.prompt(sid, prompt, relay.progress.clone()).await;
+            let r = agents
+                .prompt_or_cancel(sid, prompt, relay.progress.clone(), caller.cancel.clone())
+                .await;
             relay.finish().await;
             render(r)
         }
@@ -282,6 +284,7 @@ async fn run(
                     provider,
                     prompt,
                     relay.progress.clone(),
+                    caller.cancel.clone(),
                 )
                 .await;
             relay.finish().await;

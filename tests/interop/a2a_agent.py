@@ -104,6 +104,8 @@ def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
+    # Listening before READY is printed: a client that connects while uvicorn still starts waits in the backlog.
+    sock.listen(128)
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
 

@@ -415,6 +415,51 @@ async fn a2a_agents_are_discovered_and_delegated_to_over_mcp() {
     );
     let (_, ready) = call(&agent, "agents_discover", json!({"capability": "language"})).await;
     assert_eq!(find(&ready, "legacy")["status"], "ready");
+    // A client that gives up on its call (notifications/cancelled) cancels the agent's task as well.
+    agent.seen.progress_messages.lock().unwrap().clear();
+    let dropped = tokio::spawn({
+        let peer = peer.clone();
+        let sid = sid.clone();
+        async move {
+            let _ = peer
+                .call_tool_once(with_progress(
+                    "sessions_prompt",
+                    json!({"sessionId": sid, "prompt": "slow again"}),
+                    "p-3",
+                ))
+                .await;
+        }
+    });
+    harness::wait_for(Duration::from_secs(30), || {
+        seen.progress_messages
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m == "started")
+    })
+    .await;
+    let (_, st) = call(&agent, "sessions_status", json!({"sessionId": sid})).await;
+    assert_eq!(st["status"], "working", "{st}");
+    let task = st["taskId"].clone();
+    dropped.abort();
+    let mut last = Value::Null;
+    for _ in 0..1500 {
+        let (_, st) = call(&agent, "sessions_status", json!({"sessionId": sid})).await;
+        last = st;
+        if last["taskId"] == task && last["taskState"] == "canceled" && last["status"] == "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        (
+            last["taskId"].clone(),
+            last["taskState"].as_str(),
+            last["status"].as_str()
+        ),
+        (task, Some("canceled"), Some("active")),
+        "the agent's task was not canceled with the call"
+    );
 
     // Typed errors and argument errors (SEP-1303: isError results naming the field).
     let (err, e) = call(&agent, "sessions_create", json!({"agentId": "ghost"})).await;

@@ -72,8 +72,27 @@ pub struct FixtureArgs {
     /// Misbehave the way one kind of real server does (introspection's failure taxonomy, issue 14).
     #[arg(long, value_enum)]
     pub fail: Option<FailMode>,
+    /// Which protocol eras to speak: `legacy` answers `server/discover` (2026-07-28) with -32601, as servers of the
+    /// older revisions do, so clients fall back to `initialize`; `both` speaks 2026-07-28 too. Default: `legacy`,
+    /// `both` with `--conformance`.
+    #[arg(long, value_enum)]
+    pub era: Option<Era>,
     /// Positional arguments (`--fail usage` wants at least one).
     pub positional: Vec<String>,
+}
+
+/// The protocol eras a fixture speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Era {
+    /// 2025-11-25 and older only (`initialize`).
+    Legacy,
+    /// 2026-07-28 (`server/discover`, per-request `_meta`) as well.
+    Both,
+}
+
+/// The answer of a legacy-only server to `server/discover`.
+pub fn discover_unknown() -> McpError {
+    McpError::method_not_found::<DiscoverRequestMethod>()
 }
 
 /// How the fixture imitates a failing server; each maps to one introspection category.
@@ -150,9 +169,10 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
         (false, None) => serve_stdio(make()).await,
         (false, Some(port)) => serve_http(port, make).await,
         (true, port) => {
-            let conformance = crate::fixture_conformance::Conformance {
-                name: args.name.clone(),
-            };
+            let conformance = crate::fixture_conformance::Conformance::new(
+                args.name.clone(),
+                args.era == Some(Era::Legacy),
+            );
             match port {
                 None => serve_stdio(conformance).await,
                 Some(port) => serve_http(port, move || conformance.clone()).await,
@@ -391,6 +411,16 @@ impl ServerHandler for Fixture {
             return std::borrow::Cow::Owned(vec![v]);
         }
         std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn discover(&self, _c: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        if self.args.era != Some(Era::Both) {
+            return Err(discover_unknown());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn initialize(

@@ -13,6 +13,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use crate::fixture_conformance_2026 as v2026;
+
 /// A 1x1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A WAV header with no samples.
@@ -21,6 +23,20 @@ const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
 #[derive(Clone)]
 pub struct Conformance {
     pub name: String,
+    /// The 2026-07-28 scenarios' state shared by every session (`fixture_conformance_2026`).
+    shared: std::sync::Arc<v2026::Shared>,
+    /// Speak only the legacy eras (`server/discover` is -32601).
+    legacy: bool,
+}
+
+impl Conformance {
+    pub fn new(name: impl Into<String>, legacy: bool) -> Conformance {
+        Conformance {
+            name: name.into(),
+            shared: v2026::Shared::new(),
+            legacy,
+        }
+    }
 }
 
 fn tool(
@@ -112,15 +128,52 @@ fn bad(message: impl Into<String>) -> McpError {
     McpError::invalid_params(message.into(), None)
 }
 
+/// Whether the request is of the 2026-07-28 revision, where a server asks the client with an input-required result
+/// instead of a request of its own.
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
+}
+
+/// In 2026-07-28: the client's answer under `key` decoded as `T`, or the input-required result asking for it.
+fn input<T: serde::de::DeserializeOwned>(
+    request: &CallToolRequestParams,
+    key: &str,
+    method: &str,
+    params: Value,
+) -> Result<Result<T, CallToolResponse>, McpError> {
+    match request.input_responses.as_ref().and_then(|r| r.get(key)) {
+        Some(answer) => serde_json::from_value(answer.clone())
+            .map(Ok)
+            .map_err(|e| McpError::invalid_params(format!("inputResponses.{key}: {e}"), None)),
+        None => {
+            let requests: InputRequests =
+                serde_json::from_value(json!({ key: {"method": method, "params": params} }))
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            Ok(Err(InputRequiredResult::new(Some(requests), None).into()))
+        }
+    }
+}
+
 impl Conformance {
     async fn elicit(
         &self,
         context: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
         params: Value,
-    ) -> Result<CallToolResult, McpError> {
-        let params: ElicitRequestParams = serde_json::from_value(params)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        match context.peer.create_elicitation(params).await {
+    ) -> Result<CallToolResponse, McpError> {
+        let answer = if modern(context) {
+            match input::<ElicitResult>(request, "elicitation", "elicitation/create", params)? {
+                Ok(r) => Ok(r),
+                Err(ask) => return Ok(ask),
+            }
+        } else {
+            let params: ElicitRequestParams = serde_json::from_value(params)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            context.peer.create_elicitation(params).await
+        };
+        let done: Result<CallToolResult, McpError> = match answer {
             Ok(r) => Ok(text(format!(
                 "Elicitation completed: action={}, content={}",
                 serde_json::to_value(r.action)
@@ -132,7 +185,8 @@ impl Conformance {
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "elicitation failed: {e}"
             ))])),
-        }
+        };
+        done.map(Into::into)
     }
 }
 
@@ -140,9 +194,11 @@ impl ServerHandler for Conformance {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_resources()
             .enable_resources_subscribe()
             .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_logging()
             .enable_completions()
             .build();
@@ -152,12 +208,31 @@ impl ServerHandler for Conformance {
         ))
     }
 
+    async fn discover(&self, _c: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        if self.legacy {
+            return Err(crate::fixture::discover_unknown());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     async fn list_tools(
         &self,
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        let mut all = tools();
+        all.extend(v2026::tools());
+        if self
+            .shared
+            .extra_tool
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            all.push(v2026::extra_tool());
+        }
+        Ok(ListToolsResult::with_all_items(all))
     }
 
     async fn call_tool(
@@ -165,6 +240,23 @@ impl ServerHandler for Conformance {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Some(res) = v2026::call(
+            &self.shared,
+            &request.name,
+            &request,
+            context.client_capabilities(),
+        ) {
+            // A legacy session has no listen stream: it is told of the change directly.
+            if request.name.starts_with("test_trigger_")
+                && context
+                    .protocol_version()
+                    .is_some_and(|v| v.has_initialize())
+            {
+                let _ = context.peer.notify_tool_list_changed().await;
+                let _ = context.peer.notify_prompt_list_changed().await;
+            }
+            return res;
+        }
         let args = request.arguments.clone().unwrap_or_default();
         let arg = |k: &str| {
             args.get(k)
@@ -249,7 +341,22 @@ impl ServerHandler for Conformance {
                     vec![SamplingMessage::user_text(arg("prompt"))],
                     100,
                 );
-                match context.peer.create_message(params).await {
+                let answer = if modern(&context) {
+                    let params = serde_json::to_value(&params)
+                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                    match input::<CreateMessageResult>(
+                        &request,
+                        "sampling",
+                        "sampling/createMessage",
+                        params,
+                    )? {
+                        Ok(r) => Ok(r),
+                        Err(ask) => return Ok(ask),
+                    }
+                } else {
+                    context.peer.create_message(params).await
+                };
+                match answer {
                     Ok(r) => {
                         let answer = r
                             .message
@@ -268,18 +375,19 @@ impl ServerHandler for Conformance {
                 return self
                     .elicit(
                         &context,
+                        &request,
                         json!({"message": arg("message"), "requestedSchema": {"type": "object", "properties": {
                             "username": {"type": "string", "description": "User's response"},
                             "email": {"type": "string", "description": "User's email address"}},
                             "required": ["username", "email"]}}),
                     )
-                    .await
-                    .map(Into::into);
+                    .await;
             }
             "test_elicitation_sep1034_defaults" => {
                 return self
                     .elicit(
                         &context,
+                        &request,
                         json!({"message": "Please review and update the form fields with defaults",
                             "requestedSchema": {"type": "object", "properties": {
                             "name": {"type": "string", "description": "User name", "default": "John Doe"},
@@ -289,13 +397,13 @@ impl ServerHandler for Conformance {
                             "verified": {"type": "boolean", "description": "Verification status", "default": true}},
                             "required": []}}),
                     )
-                    .await
-                    .map(Into::into);
+                    .await;
             }
             "test_elicitation_sep1330_enums" => {
                 return self
                     .elicit(
                         &context,
+                        &request,
                         json!({"message": "Please select options from the enum fields",
                             "requestedSchema": {"type": "object", "properties": {
                             "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
@@ -307,8 +415,7 @@ impl ServerHandler for Conformance {
                                 {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}},
                             "required": []}}),
                     )
-                    .await
-                    .map(Into::into);
+                    .await;
             }
             other => return Err(bad(format!("unknown tool `{other}`"))),
         };
@@ -381,9 +488,10 @@ impl ServerHandler for Conformance {
                     &uri,
                 )
                 .with_mime_type("application/json"),
+                // SEP-2164: invalid params naming the URI.
                 _ => {
-                    return Err(McpError::resource_not_found(
-                        format!("no resource {uri}"),
+                    return Err(McpError::invalid_params(
+                        format!("Resource not found: {uri}"),
                         Some(json!({"uri": uri})),
                     ));
                 }
@@ -431,6 +539,33 @@ impl ServerHandler for Conformance {
         Ok(CompleteResult::new(info))
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// 2026-07-28 clients hear of the triggers' list changes on `subscriptions/listen` streams.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.shared.changes.subscribe();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = changes.recv() => {
+                    let sink = context.sink();
+                    // The sink refuses what the client did not ask for; the stream ends with `cancelled`.
+                    let _ = match change {
+                        Ok("tools") => sink.notify_tool_list_changed().await,
+                        Ok(_) => sink.notify_prompt_list_changed().await,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(_) => return Ok(()),
+                    };
+                }
+            }
+        }
+    }
+
     async fn list_prompts(
         &self,
         _r: Option<PaginatedRequestParams>,
@@ -441,7 +576,7 @@ impl ServerHandler for Conformance {
                 .with_description(description)
                 .with_required(true)
         };
-        Ok(ListPromptsResult::with_all_items(vec![
+        let mut all = vec![
             Prompt::new(
                 "test_simple_prompt",
                 Some("A simple prompt without arguments"),
@@ -465,7 +600,9 @@ impl ServerHandler for Conformance {
                 Some("A prompt that includes an image"),
                 None,
             ),
-        ]))
+        ];
+        all.extend(v2026::prompts(&self.shared));
+        Ok(ListPromptsResult::with_all_items(all))
     }
 
     async fn get_prompt(
@@ -473,6 +610,9 @@ impl ServerHandler for Conformance {
         request: GetPromptRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if let Some(res) = v2026::get_prompt(&self.shared, &request) {
+            return res;
+        }
         let args = request.arguments.unwrap_or_default();
         let arg = |k: &str| {
             args.get(k)

@@ -15,6 +15,7 @@ pub mod events;
 pub mod feed;
 pub mod fixture;
 pub mod fixture_conformance;
+pub mod fixture_conformance_2026;
 pub mod guard;
 pub mod health;
 pub mod http;

@@ -555,6 +555,8 @@ pub struct Server {
     pub auth_url: Option<String>,
     /// The kind of `last_error`, while `status` is `error`.
     pub error_kind: Option<crate::error::ToolErrorKind>,
+    /// The protocol revision its child last connected with (`2026-07-28`, `2025-11-25`, ...); issue 18.
+    pub protocol: Option<String>,
 }
 
 impl Server {

@@ -252,7 +252,7 @@ function fill(card, s) {
   role('child-section').hidden = !child;
   if (child) {
     role('child').replaceChildren(
-      h('p', { class: 'meta' }, `pid ${child.pid ?? '—'} · started ${child.started_at || '—'} · restarts ${child.restarts}`),
+      h('p', { class: 'meta' }, `pid ${child.pid ?? '—'} · protocol ${child.protocol || '—'} · started ${child.started_at || '—'} · restarts ${child.restarts}`),
       child.stderr_tail && child.stderr_tail.length ? h('pre', {}, child.stderr_tail.join('\n')) : h('p', { class: 'note' }, 'No stderr output.'),
     );
   }

@@ -39,6 +39,16 @@ pub async fn every_id_answered(request: Request, next: Next) -> Response {
                 .into_response();
         }
     };
+    // `initialize` under 2026-07-28 metadata: 404 with -32601, as for the other methods that revision removed.
+    if let Some(reply) = crate::mcp::front::initialize_under_2026(&bytes) {
+        let body = serde_json::to_vec(&reply).unwrap_or_default();
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+    }
     if serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_err()
         && let Some(reply) = crate::mcp::front::reply_to_untyped(&bytes)
     {

@@ -56,6 +56,44 @@ pub fn reply_to_untyped(message: &[u8]) -> Option<ServerJsonRpcMessage> {
     Some(ServerJsonRpcMessage::error(error, id))
 }
 
+/// The answer to `initialize` sent under 2026-07-28 request metadata (`_meta` naming a protocol version without the
+/// handshake): -32601, as for every method the 2026-07-28 revision removed (rmcp would run the legacy handshake).
+/// `None` for anything else, `initialize` of the legacy eras included.
+pub fn initialize_under_2026(message: &[u8]) -> Option<ServerJsonRpcMessage> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        id: RequestId,
+        method: String,
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<serde_json::Map<String, Value>>,
+    }
+    let peek: Peek = serde_json::from_slice(message).ok()?;
+    if peek.method != "initialize" {
+        return None;
+    }
+    let version = peek
+        .params?
+        .meta?
+        .get("io.modelcontextprotocol/protocolVersion")?
+        .clone();
+    let version: rmcp::model::ProtocolVersion = serde_json::from_value(version).ok()?;
+    if version.has_initialize() {
+        return None;
+    }
+    Some(ServerJsonRpcMessage::error(
+        ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            "Method not found: `initialize` does not exist in protocol 2026-07-28 (use `server/discover`)",
+            None,
+        ),
+        Some(peek.id),
+    ))
+}
+
 /// rmcp's line codec over raw JSON values, skipping lines that are not JSON (as rmcp does: answering garbage can
 /// start an error storm with a peer that echoes it) instead of ending the stream.
 struct RawLines(JsonRpcMessageCodec<Box<RawValue>>);
@@ -214,6 +252,10 @@ where
             if let Some(message) = typed_request(raw.get()) {
                 return Some(message);
             }
+            if let Some(reply) = initialize_under_2026(raw.get().as_bytes()) {
+                tokio::spawn(send_on(self.write.clone(), reply));
+                continue;
+            }
             match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw.get()) {
                 Ok(message) => return Some(message),
                 Err(e) => {
@@ -292,6 +334,24 @@ mod tests {
         ];
         for line in untyped {
             assert!(typed_request(line).is_none(), "{line}");
+        }
+    }
+
+    /// `initialize` under 2026-07-28 request metadata is a removed method (-32601 with its id); the legacy handshake
+    /// and other methods are left to rmcp.
+    #[test]
+    fn initialize_under_2026_metadata_is_method_not_found() {
+        let modern = r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"c","version":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let r = serde_json::to_value(initialize_under_2026(modern.as_bytes()).unwrap()).unwrap();
+        assert_eq!(r["id"], 3);
+        assert_eq!(r["error"]["code"], -32601);
+        let legacy = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        ];
+        for line in legacy {
+            assert!(initialize_under_2026(line.as_bytes()).is_none(), "{line}");
         }
     }
 

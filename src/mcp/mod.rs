@@ -157,7 +157,7 @@ impl ServerHandler for McpServer {
         let Some((server, tool)) = self.app.proxy.resolve(&request.name) else {
             return Ok(unknown_tool(&self.app, &request.name).into());
         };
-        Box::pin(proxy_call(
+        Box::pin(proxy_call_response(
             &self.app,
             &server,
             &tool,
@@ -165,7 +165,6 @@ impl ServerHandler for McpServer {
             caller,
         ))
         .await
-        .map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -207,24 +206,34 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         if request.uri == registry_resource::URI {
             return Ok(registry_resource::read(&self.app).into());
         }
         match Box::pin(self.app.proxy.read_resource(&request.uri)).await {
             Ok(r) => Ok(r.into()),
-            Err(Error::NotFound { .. }) => Err(McpError::resource_not_found(
+            // SEP-2164: an unknown resource (or one of a server that is not running) is invalid params naming the
+            // URI.
+            Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
                 format!(
-                    "no resource {}; resource URIs look like agent-discover://SERVER/URI",
+                    "Resource not found: {}; resource URIs look like agent-discover://SERVER/URI",
                     crate::model::truncate_for_message(&request.uri)
                 ),
-                None,
+                Some(json!({"uri": request.uri})),
+            )),
+            Err(e @ Error::Unavailable(_)) => Err(McpError::invalid_params(
+                format!("Resource not found: {e}"),
+                Some(json!({"uri": request.uri})),
             )),
             // The child's own error (resource not found, ...), its URI under the name clients know.
             Err(Error::Child { server, mut error }) => {
+                if takes_2026_errors(&context) {
+                    error = resource_not_found_2164(error, &request.uri);
+                }
                 if let Some(serde_json::Value::Object(data)) = &mut error.data
                     && let Some(serde_json::Value::String(uri)) = data.get_mut("uri")
+                    && !uri.starts_with("agent-discover://")
                 {
                     *uri = crate::proxy::names::expose_uri(&server, uri);
                 }
@@ -249,12 +258,13 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        match Box::pin(self.app.proxy.get_prompt(&request.name, request.arguments)).await {
-            Ok(r) => Ok(r.into()),
+        let name = request.name.clone();
+        match Box::pin(self.app.proxy.get_prompt(request)).await {
+            Ok(r) => Ok(r),
             Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
                 format!(
                     "no prompt {}; prompts are named SERVER__PROMPT",
-                    crate::model::truncate_for_message(&request.name)
+                    crate::model::truncate_for_message(&name)
                 ),
                 None,
             )),
@@ -336,16 +346,47 @@ impl ServerHandler for McpServer {
                     if !changes_lists(&received) {
                         continue;
                     }
+                    // The sink refuses what the client did not ask for; a closed stream ends the loop.
                     let sink = context.sink();
-                    if self.mode == ToolsMode::Dynamic && sink.notify_tool_list_changed().await.is_err() {
+                    let mut sent = vec![
+                        sink.notify_resource_list_changed().await,
+                        sink.notify_prompt_list_changed().await,
+                    ];
+                    if self.mode == ToolsMode::Dynamic {
+                        sent.push(sink.notify_tool_list_changed().await);
+                    }
+                    if sent.iter().any(stream_gone) {
                         return Ok(());
                     }
-                    let _ = sink.notify_resource_list_changed().await;
-                    let _ = sink.notify_prompt_list_changed().await;
                 }
             }
         }
     }
+}
+
+/// Whether the calling request is of the 2026-07-28 revision (or later).
+pub(crate) fn takes_2026_errors(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
+}
+
+/// SEP-2164, for 2026-07-28 clients: a child's "resource not found" to `resources/read` (the older -32002) is passed
+/// on as invalid params (-32602) with the URI in `data.uri`; any other error is left as it is.
+pub(crate) fn resource_not_found_2164(mut error: McpError, uri: &str) -> McpError {
+    if error.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND {
+        error.code = rmcp::model::ErrorCode::INVALID_PARAMS;
+    }
+    if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
+        match &mut error.data {
+            Some(serde_json::Value::Object(data)) => {
+                data.entry("uri").or_insert_with(|| json!(uri));
+            }
+            None => error.data = Some(json!({ "uri": uri })),
+            Some(_) => {}
+        }
+    }
+    error
 }
 
 /// A forwarded request's failure: unknown names and unsupported features are invalid params, the rest internal.
@@ -358,6 +399,15 @@ fn forwarded_error(e: Error) -> McpError {
         }
         e => McpError::internal_error(e.to_string(), None),
     }
+}
+
+/// Whether a listen stream's send failed because the stream is gone (not because the client's filter refused it).
+pub(crate) fn stream_gone(r: &Result<(), rmcp::service::SubscriptionSendError>) -> bool {
+    matches!(
+        r,
+        Err(rmcp::service::SubscriptionSendError::SubscriptionClosed
+            | rmcp::service::SubscriptionSendError::Service(_))
+    )
 }
 
 fn changes_lists(r: &Received) -> bool {
@@ -387,7 +437,8 @@ pub fn spawn_list_changed_forwarder(app: Arc<App>, peer: Peer<RoleServer>, mode:
     });
 }
 
-/// Calls a proxied tool and shapes failures for agents: a typed error with a kind and similar tools to try.
+/// Calls a proxied tool for the registry's `proxy_call`: as [`proxy_call_response`], but a tool that asks the client
+/// for input is a tool error there (the retry of SEP-2322 names the tool itself: `server__tool`).
 pub(crate) async fn proxy_call(
     app: &App,
     server: &str,
@@ -395,9 +446,45 @@ pub(crate) async fn proxy_call(
     args: Option<serde_json::Map<String, serde_json::Value>>,
     caller: Caller,
 ) -> Result<CallToolResult, McpError> {
+    match proxy_call_response(app, server, tool, args, caller).await? {
+        CallToolResponse::Complete(r) => Ok(r),
+        _ => Ok(CallToolResult::error(vec![ContentBlock::text(
+            json!({
+                "error": format!("`{server}__{tool}` asks the client for input (input_required); call it by that name"),
+                "code": "invalid_input",
+                "kind": "input_required",
+                "server": server,
+                "tool": tool,
+            })
+            .to_string(),
+        )])),
+    }
+}
+
+/// Calls a proxied tool and shapes failures for agents: a typed error with a kind and similar tools to try. A
+/// child's refusal for a capability the client did not declare (-32021), and any child error on the retry of an
+/// input-required result (a tampered or stale `requestState`), stay JSON-RPC errors as the child sent them.
+pub(crate) async fn proxy_call_response(
+    app: &App,
+    server: &str,
+    tool: &str,
+    args: Option<serde_json::Map<String, serde_json::Value>>,
+    caller: Caller,
+) -> Result<CallToolResponse, McpError> {
     let peer = caller.peer.clone();
-    match app.proxy.call_tool(server, tool, args, caller).await {
+    let retry = caller.input_responses.is_some() || caller.request_state.is_some();
+    match app
+        .proxy
+        .call_tool_response(server, tool, args, caller)
+        .await
+    {
         Ok(r) => Ok(r),
+        Err(Error::Child { error, .. })
+            if retry
+                || error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+        {
+            Err(error)
+        }
         Err(e) => {
             if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
                 ask_to_authorize(peer, server, auth_url);
@@ -418,9 +505,7 @@ pub(crate) async fn proxy_call(
             if let Error::AuthRequired { auth_url, .. } = &e {
                 body["authUrl"] = json!(auth_url);
             }
-            Ok(CallToolResult::error(vec![ContentBlock::text(
-                body.to_string(),
-            )]))
+            Ok(CallToolResult::error(vec![ContentBlock::text(body.to_string())]).into())
         }
     }
 }

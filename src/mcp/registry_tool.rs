@@ -489,7 +489,7 @@ fn status(app: &App) -> crate::error::Result<Value> {
             let description = app.registry.get(&c.name).map(|s| s.description).unwrap_or_default();
             json!({"name": c.name, "description": description, "status": c.status, "transport": c.transport, "pid": c.pid,
                    "tool_count": c.tool_count, "tools": c.tools, "stderr_tail": c.stderr_tail, "last_error": c.last_error,
-                   "started_at": c.started_at, "restarts": c.restarts})
+                   "started_at": c.started_at, "restarts": c.restarts, "protocol": c.protocol})
         })
         .collect();
     let (recent, logged) = app.calllog.entries(10, 0);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rmcp::model::*;
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 
 use super::NEXT_CLIENT;
@@ -105,6 +105,15 @@ impl ServerHandler for ServerView {
         self.negotiate_initialize(&request)
     }
 
+    /// `server/discover` (2026-07-28) activates the server first too, so the client sees the child's capabilities.
+    async fn discover(&self, _c: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        self.ready().await?;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         spawn_list_changed_forwarder(self.app.clone(), context.peer.clone(), self.server.clone());
     }
@@ -128,7 +137,7 @@ impl ServerHandler for ServerView {
     ) -> Result<CallToolResponse, McpError> {
         self.ready().await?;
         let caller = Caller::of_call(&request, &context);
-        match Box::pin(self.app.proxy.call_tool(
+        match Box::pin(self.app.proxy.call_tool_response(
             &self.server,
             &request.name,
             request.arguments,
@@ -136,7 +145,7 @@ impl ServerHandler for ServerView {
         ))
         .await
         {
-            Ok(r) => Ok(r.into()),
+            Ok(r) => Ok(r),
             // Like the aggregated front (and the TypeScript SDK): an unknown tool is a tool error the model sees.
             Err(Error::NotFound { .. }) => {
                 Ok(CallToolResult::error(vec![ContentBlock::text(format!(
@@ -185,7 +194,7 @@ impl ServerHandler for ServerView {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.ready().await?;
         Box::pin(
@@ -195,7 +204,15 @@ impl ServerHandler for ServerView {
         )
         .await
         .map(Into::into)
-        .map_err(|e| self.server_error(e))
+        .map_err(|e| {
+            let e = self.server_error(e);
+            // A 2026-07-28 client gets SEP-2164's shape; a legacy one the child's error unchanged.
+            if super::takes_2026_errors(&context) {
+                super::resource_not_found_2164(e, &request.uri)
+            } else {
+                e
+            }
+        })
     }
 
     async fn list_prompts(
@@ -216,14 +233,9 @@ impl ServerHandler for ServerView {
         _c: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         self.ready().await?;
-        Box::pin(
-            self.app
-                .proxy
-                .server_get_prompt(&self.server, &request.name, request.arguments),
-        )
-        .await
-        .map(Into::into)
-        .map_err(|e| self.server_error(e))
+        Box::pin(self.app.proxy.server_get_prompt(&self.server, request))
+            .await
+            .map_err(|e| self.server_error(e))
     }
 
     async fn complete(
@@ -273,6 +285,51 @@ impl ServerHandler for ServerView {
         Box::pin(self.app.proxy.unsubscribe(self.client_id, &uri))
             .await
             .map_err(|e| self.error(e))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// 2026-07-28 clients get this server's list_changed through `subscriptions/listen` (no session to push to).
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut sub = self.app.events.subscribe("server:*");
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                next = sub.recv() => {
+                    let Some(received) = next else { return Ok(()) };
+                    if !self.changes_lists(&received) {
+                        continue;
+                    }
+                    // The sink refuses what the client did not ask for; a closed stream ends the loop.
+                    let sink = context.sink();
+                    let sent = [
+                        sink.notify_tool_list_changed().await,
+                        sink.notify_resource_list_changed().await,
+                        sink.notify_prompt_list_changed().await,
+                    ];
+                    if sent.iter().any(super::stream_gone) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ServerView {
+    /// Whether an event changes the lists this endpoint shows.
+    fn changes_lists(&self, received: &crate::events::Received) -> bool {
+        match received {
+            crate::events::Received::Event(ev) => {
+                ev.changes_tool_list() && names_server(ev, &self.server)
+            }
+            crate::events::Received::Lagged(_) => true,
+        }
     }
 }
 

@@ -2,10 +2,9 @@
 //! `agent-discover://server/uri` and prompts `server__prompt`, so reads and gets route back to their owner.
 
 use rmcp::model::{
-    GetPromptRequestParams, GetPromptResult, Prompt, ReadResourceRequestParams, ReadResourceResult,
-    Resource, ResourceContents, ResourceTemplate, ResultType,
+    GetPromptRequestParams, GetPromptResponse, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ResultType,
 };
-use serde_json::{Map, Value};
 
 use std::sync::Arc;
 
@@ -76,21 +75,21 @@ impl Proxy {
         out
     }
 
+    /// `prompts/get` of an exposed prompt `request.name`; on the retry of an input-required result the client's
+    /// answers and the echoed state go to the same child untouched.
     pub async fn get_prompt(
         &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-    ) -> Result<GetPromptResult> {
-        let (child, prompt) = self.find_prompt(name).await?;
-        let mut params = GetPromptRequestParams::new(prompt);
-        params.arguments = arguments;
-        let mut res = child
+        mut request: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse> {
+        let (child, prompt) = self.find_prompt(&request.name).await?;
+        request.name = prompt;
+        request.meta = None;
+        let res = child
             .peer
-            .get_prompt(params)
+            .get_prompt_once(request)
             .await
             .map_err(|e| super::child_error(&child.name, e))?;
-        res.result_type.get_or_insert(ResultType::COMPLETE);
-        Ok(res)
+        Ok(super::single::complete_prompt(res))
     }
 
     /// The running child offering the exposed prompt `name`, and the prompt's own name.

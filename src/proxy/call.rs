@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientCapabilities, ClientRequest, ProgressNotificationParam, ProgressToken, ResultType,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    ClientCapabilities, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, InputRequest, InputRequests,
+    InputResponses, ProgressNotificationParam, ProgressToken, RequestMetaObject, ResultType,
     ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
@@ -27,26 +28,63 @@ pub(super) struct ProgressRoute {
 }
 
 impl Inner {
+    /// One tool call. A 2026-07-28 child's input-required result goes back to a caller that takes it (a 2026-07-28
+    /// client, or a caller without a client); for a legacy client its input requests become elicitation, sampling and
+    /// roots requests to that client, and the child is called again with the answers, round after round.
     pub(super) async fn call(
         &self,
         child: &Arc<Child>,
         tool: &str,
         args: Option<Map<String, Value>>,
         caller: &Caller,
-    ) -> Result<CallToolResult> {
+    ) -> Result<CallToolResponse> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = args;
+        params.input_responses = caller.input_responses.clone();
+        params.request_state = caller.request_state.clone();
+        let mut rounds = 0;
+        loop {
+            let response = self.call_round(child, params.clone(), caller).await?;
+            let CallToolResponse::InputRequired(asked) = response else {
+                return Ok(response);
+            };
+            let peer = match &caller.peer {
+                Some(peer) if !caller.takes_input_required() => peer,
+                _ => return Ok(CallToolResponse::InputRequired(asked)),
+            };
+            rounds += 1;
+            if rounds > DEFAULT_MRTR_MAX_ROUNDS {
+                return Err(Error::Upstream {
+                    server: child.name.clone(),
+                    message: format!("still asks for input after {DEFAULT_MRTR_MAX_ROUNDS} rounds"),
+                });
+            }
+            let requests = asked.input_requests.unwrap_or_default();
+            params.input_responses = Some(fulfil(peer, &child.name, requests).await?);
+            params.request_state = asked.request_state;
+        }
+    }
+
+    async fn call_round(
+        &self,
+        child: &Arc<Child>,
+        params: CallToolRequestParams,
+        caller: &Caller,
+    ) -> Result<CallToolResponse> {
         let upstream = |message: String| Error::Upstream {
             server: child.name.clone(),
             message,
         };
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        params.arguments = args;
+        // A 2026-07-28 child learns from each request what the calling client can do (nothing, without a client).
+        let mut options = PeerRequestOptions::no_options();
+        if !child.protocol.has_initialize() {
+            let mut meta = RequestMetaObject::default();
+            meta.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
+            options.meta = Some(meta);
+        }
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match child
-            .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-        {
+        let handle = match child.peer.send_request_with_option(request, options).await {
             Ok(h) => h,
             Err(e) => return Err(child.explain_failure(e.to_string()).await),
         };
@@ -131,9 +169,12 @@ impl Inner {
             // A legacy child's result has no resultType; a 2026-07-28 client requires one.
             Ok(ServerResult::CallToolResult(mut r)) => {
                 r.result_type.get_or_insert(ResultType::COMPLETE);
-                Ok(r)
+                Ok(r.into())
             }
-            Ok(_) => Err(upstream("the server answered with input requests or a task, which agent-discover does not relay yet".into())),
+            Ok(ServerResult::InputRequiredResult(r)) => Ok(r.into()),
+            Ok(_) => Err(upstream(
+                "the server answered with a task, which agent-discover does not relay yet".into(),
+            )),
             // The child's own JSON-RPC error, kept so the fronts can pass its code and message on.
             Err(rmcp::ServiceError::McpError(error)) => Err(Error::Child {
                 server: child.name.clone(),
@@ -182,6 +223,64 @@ impl Inner {
             .map(|(_, p)| p.clone())
             .find(|p| !p.is_transport_closed() && declared(p))
     }
+}
+
+/// Asks a legacy client what a 2026-07-28 child's input requests need, each only if the client declared the
+/// capability; the answers keyed as the requests were.
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but are how legacy clients answer.
+async fn fulfil(
+    peer: &Peer<RoleServer>,
+    server: &str,
+    requests: InputRequests,
+) -> Result<InputResponses> {
+    let caps = peer
+        .peer_info()
+        .map(|i| i.capabilities.clone())
+        .unwrap_or_default();
+    let refused = |what: &str, why: String| Error::Upstream {
+        server: server.to_owned(),
+        message: format!("the tool asks the client for {what}, but {why}"),
+    };
+    let missing = |what: &str| refused(what, "the client did not declare that capability".into());
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        let answer = match request {
+            InputRequest::Elicitation(r) => {
+                caps.elicitation
+                    .as_ref()
+                    .ok_or_else(|| missing("elicitation"))?;
+                let r = peer
+                    .create_elicitation(r.params)
+                    .await
+                    .map_err(|e| refused("elicitation", e.to_string()))?;
+                serde_json::to_value(r)
+            }
+            InputRequest::CreateMessage(r) => {
+                caps.sampling.as_ref().ok_or_else(|| missing("sampling"))?;
+                let r = peer
+                    .create_message(r.params)
+                    .await
+                    .map_err(|e| refused("sampling", e.to_string()))?;
+                serde_json::to_value(r)
+            }
+            InputRequest::ListRoots(_) => {
+                caps.roots.as_ref().ok_or_else(|| missing("roots"))?;
+                let r = peer
+                    .list_roots()
+                    .await
+                    .map_err(|e| refused("roots", e.to_string()))?;
+                serde_json::to_value(r)
+            }
+            _ => {
+                return Err(refused(
+                    "input",
+                    "agent-discover does not know that request".into(),
+                ));
+            }
+        };
+        answers.insert(key, answer.map_err(|e| refused("input", e.to_string()))?);
+    }
+    Ok(answers)
 }
 
 struct ScopeGuard<F: FnMut()>(F);

@@ -1,13 +1,71 @@
 //! `ChildClient`: our rmcp client handler for one child. Follows the child's list changes, routes its progress
 //! notifications to the caller, its log messages and resource updates to clients, and forwards its sampling, elicitation and roots requests to a connected client.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 
-use super::Inner;
+use super::{Child, Inner};
+
+impl Inner {
+    /// Opens a `subscriptions/listen` stream to a 2026-07-28 child for the list changes it declares, and follows
+    /// them as a legacy child's notifications are followed; ends with the child's connection.
+    pub(super) fn follow_list_changes(self: &Arc<Self>, child: &Arc<Child>) {
+        let caps = &child.capabilities;
+        let mut filter = SubscriptionFilter::default();
+        if caps
+            .tools
+            .as_ref()
+            .is_some_and(|t| t.list_changed == Some(true))
+        {
+            filter.tools_list_changed = Some(true);
+        }
+        if caps
+            .prompts
+            .as_ref()
+            .is_some_and(|p| p.list_changed == Some(true))
+        {
+            filter.prompts_list_changed = Some(true);
+        }
+        if caps
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.list_changed == Some(true))
+        {
+            filter.resources_list_changed = Some(true);
+        }
+        if filter == SubscriptionFilter::default() {
+            return;
+        }
+        let (peer, server, inner) = (child.peer.clone(), child.name.clone(), Arc::downgrade(self));
+        tokio::spawn(async move {
+            let mut sub = match peer.listen(filter).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(%server, error = %e, "subscriptions/listen refused");
+                    return;
+                }
+            };
+            while let Ok(Some(notification)) = sub.next().await {
+                let Some(inner) = inner.upgrade() else { return };
+                match notification {
+                    ServerNotification::ToolListChangedNotification(_) => {
+                        inner.refresh_tools(&server).await
+                    }
+                    ServerNotification::PromptListChangedNotification(_)
+                    | ServerNotification::ResourceListChangedNotification(_) => {
+                        inner.events.emit(crate::events::Event::ToolsChanged {
+                            name: server.clone(),
+                        })
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+}
 
 #[derive(Clone)]
 pub struct ChildClient {

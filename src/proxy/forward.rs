@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, LoggingLevel, LoggingMessageNotificationParam,
-    Reference, ResourceUpdatedNotificationParam, ResultType, SetLevelRequestParams,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    Reference, ResourceUpdatedNotificationParam, ResultType, ServerNotification,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::{Peer, RoleServer};
 
@@ -119,12 +119,7 @@ impl Proxy {
             }
             first
         };
-        if first
-            && let Err(e) = child
-                .peer
-                .subscribe(SubscribeRequestParams::new(original))
-                .await
-        {
+        if first && let Err(e) = self.subscribe_child(&child, uri, original).await {
             lock(&self.inner.subscriptions).retain(|s| !(s.uri == uri && s.client == client));
             return Err(Error::Upstream {
                 server: server.to_owned(),
@@ -143,6 +138,10 @@ impl Proxy {
             subs.retain(|s| !(s.peer.is_transport_closed() || s.uri == uri && s.client == client));
             !subs.iter().any(|s| s.uri == uri)
         };
+        if last && let Some(listen) = lock(&self.inner.resource_listens).remove(uri) {
+            listen.abort();
+            return Ok(());
+        }
         if last && let Some(child) = self.inner.running(server) {
             child
                 .peer
@@ -152,6 +151,41 @@ impl Proxy {
                     server: server.to_owned(),
                     message: e.to_string(),
                 })?;
+        }
+        Ok(())
+    }
+
+    /// Subscribes the child to one of its resources: `resources/subscribe` for a legacy child; for a 2026-07-28
+    /// child, which has no such method, a `subscriptions/listen` stream for that URI whose updates are forwarded.
+    async fn subscribe_child(
+        &self,
+        child: &Arc<Child>,
+        exposed: &str,
+        original: &str,
+    ) -> std::result::Result<(), rmcp::ServiceError> {
+        if child.protocol.has_initialize() {
+            return child
+                .peer
+                .subscribe(SubscribeRequestParams::new(original))
+                .await;
+        }
+        let filter = SubscriptionFilter::builder()
+            .resource_subscription(original)
+            .build();
+        let mut sub = child.peer.listen(filter).await?;
+        let (inner, server) = (Arc::downgrade(&self.inner), child.name.clone());
+        let task = tokio::spawn(async move {
+            while let Ok(Some(n)) = sub.next().await {
+                let Some(inner) = inner.upgrade() else { return };
+                if let ServerNotification::ResourceUpdatedNotification(u) = n {
+                    inner.forward_resource_updated(&server, u.params).await;
+                }
+            }
+        });
+        if let Some(old) =
+            lock(&self.inner.resource_listens).insert(exposed.to_owned(), task.abort_handle())
+        {
+            old.abort();
         }
         Ok(())
     }

@@ -23,7 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResult, ContentBlock, ProgressToken, ServerCapabilities, Tool};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, ProgressToken, ServerCapabilities, Tool,
+};
 use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient, RoleServer};
 use serde::Serialize;
@@ -70,6 +72,10 @@ pub struct ChildStatus {
     pub last_error: Option<String>,
     pub started_at: String,
     pub restarts: u32,
+    /// The protocol revision the running child speaks (`2026-07-28` when it answered `server/discover`, else the
+    /// version `initialize` negotiated); absent while it is not running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// Told about every finished proxied call: server, tool, latency, success.
@@ -81,6 +87,13 @@ pub struct Caller {
     pub peer: Option<Peer<RoleServer>>,
     pub progress_token: Option<ProgressToken>,
     pub cancel: Option<tokio_util::sync::CancellationToken>,
+    /// The protocol revision of the calling request (2026-07-28 clients take input-required results themselves).
+    pub protocol: Option<rmcp::model::ProtocolVersion>,
+    /// What the calling client declared it can do (passed on to 2026-07-28 children in the request's `_meta`).
+    pub capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// A retry after an input-required result (SEP-2322): the client's answers and the echoed state, for the child.
+    pub input_responses: Option<rmcp::model::InputResponses>,
+    pub request_state: Option<String>,
 }
 
 impl Caller {
@@ -99,7 +112,16 @@ impl Caller {
             peer: Some(context.peer.clone()),
             progress_token,
             cancel: Some(context.ct.clone()),
+            protocol: context.protocol_version(),
+            capabilities: context.client_capabilities(),
+            input_responses: request.input_responses.clone(),
+            request_state: request.request_state.clone(),
         }
+    }
+
+    /// Whether the caller speaks 2026-07-28 or later, and so takes input-required results itself.
+    pub fn takes_input_required(&self) -> bool {
+        self.protocol.as_ref().is_some_and(|v| !v.has_initialize())
     }
 }
 
@@ -138,6 +160,8 @@ pub(crate) struct Inner {
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
     /// Clients' resource subscriptions, by exposed URI.
     subscriptions: Mutex<Vec<forward::Subscription>>,
+    /// The `subscriptions/listen` streams that stand for `resources/subscribe` with 2026-07-28 children, by exposed URI.
+    resource_listens: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// Clients of a per-server endpoint, by client id: the one server they see.
     scopes: Mutex<HashMap<u64, String>>,
 }
@@ -195,6 +219,8 @@ struct Child {
     started_at: String,
     failures: u32,
     call_timeout: Duration,
+    /// The protocol revision negotiated with the child (its era).
+    protocol: rmcp::model::ProtocolVersion,
     /// The server's OAuth session (Streamable HTTP servers without a configured Authorization header).
     auth: Option<Arc<crate::oauth::Session>>,
 }
@@ -226,6 +252,7 @@ impl Proxy {
             observer: Mutex::new(None),
             log_level: Mutex::new(None),
             subscriptions: Mutex::default(),
+            resource_listens: Mutex::default(),
             scopes: Mutex::default(),
         });
         Proxy { inner }
@@ -486,6 +513,26 @@ impl Proxy {
         args: Option<Map<String, Value>>,
         caller: Caller,
     ) -> Result<CallToolResult> {
+        match self.call_tool_response(server, tool, args, caller).await? {
+            CallToolResponse::Complete(r) => Ok(r),
+            _ => Err(Error::Upstream {
+                server: server.to_owned(),
+                message: "the tool asks the client for input (SEP-2322 input_required), which only an MCP \
+                          client of protocol 2026-07-28 can give"
+                    .into(),
+            }),
+        }
+    }
+
+    /// Calls a tool of a running (or restartable) server, for an MCP client: an input-required result of a
+    /// 2026-07-28 child is passed on to a 2026-07-28 caller as it is (its `requestState` untouched).
+    pub async fn call_tool_response(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Option<Map<String, Value>>,
+        caller: Caller,
+    ) -> Result<CallToolResponse> {
         let started = Instant::now();
         let child = match self.inner.ready_child(server).await {
             Ok(c) => c,
@@ -519,7 +566,7 @@ impl Proxy {
         }
         let latency = started.elapsed();
         let (ok, text) = match &res {
-            Ok(r) => (
+            Ok(CallToolResponse::Complete(r)) => (
                 r.is_error != Some(true),
                 crate::calllog::excerpt(
                     r.content
@@ -527,6 +574,7 @@ impl Proxy {
                         .filter_map(|c| c.as_text().map(|t| t.text.as_str())),
                 ),
             ),
+            Ok(_) => (true, "input required".to_owned()),
             Err(e) => (false, crate::calllog::excerpt([e.to_string().as_str()])),
         };
         self.inner
@@ -662,6 +710,7 @@ fn slot_status(name: &str, slot: &Slot) -> ChildStatus {
                 last_error: c.exited.borrow().clone(),
                 started_at: c.started_at.clone(),
                 restarts: c.failures,
+                protocol: Some(c.protocol.to_string()),
             }
         }
         Slot::Crashed {
@@ -683,6 +732,7 @@ fn slot_status(name: &str, slot: &Slot) -> ChildStatus {
             last_error: Some(error.clone()),
             started_at: started_at.clone(),
             restarts: *failures,
+            protocol: None,
         },
     }
 }

@@ -2,11 +2,10 @@
 //! unchanged, its capabilities and instructions; the server is activated on first use.
 
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse, Prompt,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ResultType,
     ServerPeerInfo, Tool,
 };
-use serde_json::{Map, Value};
 
 use super::{Proxy, lock, names};
 use rmcp::{ErrorData, ServiceError};
@@ -90,22 +89,21 @@ impl Proxy {
             .map_err(|e| upstream(name, e))
     }
 
+    /// `prompts/get` of the child's own prompt; `request` carries the client's arguments and, on the retry of an
+    /// input-required result, its answers and the echoed state (passed on untouched).
     pub async fn server_get_prompt(
         &self,
         name: &str,
-        prompt: &str,
-        arguments: Option<Map<String, Value>>,
-    ) -> ServerResult<GetPromptResult> {
+        mut request: GetPromptRequestParams,
+    ) -> ServerResult<GetPromptResponse> {
         let child = self.inner.ready_child(name).await?;
-        let mut params = GetPromptRequestParams::new(prompt);
-        params.arguments = arguments;
-        let mut res = child
+        request.meta = None;
+        let res = child
             .peer
-            .get_prompt(params)
+            .get_prompt_once(request)
             .await
             .map_err(|e| upstream(name, e))?;
-        res.result_type.get_or_insert(ResultType::COMPLETE);
-        Ok(res)
+        Ok(complete_prompt(res))
     }
 
     pub async fn server_complete(
@@ -128,6 +126,17 @@ impl Proxy {
     /// The exposed URI under which a per-server client's subscription is kept (shared with aggregated clients).
     pub fn exposed_uri(name: &str, uri: &str) -> String {
         names::expose_uri(name, uri)
+    }
+}
+
+/// A legacy child's prompt has no `resultType`; a 2026-07-28 client requires one.
+pub(super) fn complete_prompt(res: GetPromptResponse) -> GetPromptResponse {
+    match res {
+        GetPromptResponse::Complete(mut r) => {
+            r.result_type.get_or_insert(ResultType::COMPLETE);
+            GetPromptResponse::Complete(r)
+        }
+        other => other,
     }
 }
 

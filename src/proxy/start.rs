@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use tokio::sync::watch;
 
 use super::client::ChildClient;
@@ -92,7 +92,7 @@ impl Inner {
                 let mut exit_watch = exit_rx.clone();
                 let connect = async {
                     tokio::select! {
-                        r = handler.serve(transport) => r.map_err(|e| upstream(format!("initialize failed: {e}"))),
+                        r = handler.serve_with_lifecycle(transport, newest_era()) => r.map_err(|e| upstream(format!("initialize failed: {e}"))),
                         _ = exit_watch.wait_for(|c| c.is_some()) => Err(upstream(String::new())),
                     }
                 };
@@ -186,16 +186,14 @@ impl Inner {
                         tokio::time::timeout_at(deadline, run).await
                     }
                 };
-                let mut service = connect(handler.clone(), None).await;
-                // A server of the 2026-07-28 revision only (no `initialize`): connect again with `server/discover`.
-                if let Ok(Err(ClientInitializeError::JsonRpcError(e))) = &service
-                    && [-32601, -32602, -32020].contains(&e.code.0)
-                {
-                    tracing::debug!(server = %server.name, error = %e.message, "initialize refused; trying server/discover");
-                    let mode = ClientLifecycleMode::Discover {
-                        preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST],
-                    };
-                    service = connect(handler.clone(), Some(mode)).await;
+                // The newest era first (`server/discover`, falling back to `initialize` when the server says it
+                // does not know the method).
+                let mut service = connect(handler.clone(), Some(newest_era())).await;
+                // Some legacy servers refuse a request before `initialize` without naming it (HTTP 400, no id):
+                // connect again with the legacy handshake alone.
+                if let Ok(Err(e)) = &service {
+                    tracing::debug!(server = %server.name, error = %e, "server/discover failed; trying initialize");
+                    service = connect(handler.clone(), None).await;
                 }
                 let service = match service {
                     Err(_) => return Err(timed_out("activation (initialize)")),
@@ -237,6 +235,19 @@ impl Inner {
             .peer_info()
             .map(|i| i.capabilities.clone())
             .unwrap_or_default();
+        let protocol = peer
+            .peer_info()
+            .map(|i| i.protocol_version.clone())
+            .unwrap_or_default();
+        tracing::debug!(server = %server.name, protocol = %protocol, "connected");
+        // Recorded for `list --json`, REST and the dashboard, which read the registry.
+        if let Err(e) = self
+            .registry
+            .store()
+            .set_protocol(server.id, protocol.as_str())
+        {
+            tracing::warn!(server = %server.name, error = %e, "could not record the protocol revision");
+        }
         let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
             // Only tools that pass the server's filters and pins are kept (`pinning.rs`).
             Ok(Ok(t)) => self.registry.gate_tools(server.id, &server.name, t),
@@ -270,8 +281,13 @@ impl Inner {
             started_at,
             failures,
             call_timeout,
+            protocol,
             auth,
         });
+        // A 2026-07-28 child tells of list changes only on a `subscriptions/listen` stream.
+        if !child.protocol.has_initialize() {
+            self.follow_list_changes(&child);
+        }
         // A log level a client set before this child started applies to it too.
         self.apply_log_level(&child).await;
         Ok(child)
@@ -301,6 +317,15 @@ impl Inner {
             },
             Err(e) => e,
         }
+    }
+}
+
+/// How children are connected: `server/discover` of 2026-07-28 first, the legacy `initialize` handshake (2025-11-25)
+/// when the server does not know it.
+fn newest_era() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST],
+        legacy_version: Some(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
 

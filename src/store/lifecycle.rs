@@ -100,6 +100,15 @@ impl Store {
         Ok(())
     }
 
+    /// Records the protocol revision a server's child connected with (its era); no write when it is unchanged.
+    pub fn set_protocol(&self, id: i64, protocol: &str) -> Result<()> {
+        self.lock().execute(
+            "UPDATE servers SET protocol = ?2 WHERE id = ?1 AND protocol IS NOT ?2",
+            params![id, protocol],
+        )?;
+        Ok(())
+    }
+
     pub fn count_tools_of(&self, server_id: i64) -> Result<i64> {
         Ok(self.lock().query_row(
             "SELECT COUNT(*) FROM server_tools WHERE server_id = ?1",

@@ -187,6 +187,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX servers_origin ON servers(origin);
     UPDATE servers SET status = 'ready' WHERE active = 1;
     "#,
+    // issue 18 (protocol eras): the protocol revision the server's child last connected with (`2026-07-28` after
+    // `server/discover`, else what `initialize` negotiated).
+    r#"
+    ALTER TABLE servers ADD COLUMN protocol TEXT;
+    "#,
     // #15 (agents): A2A agents beside servers: added from a card URL or as a worker command agent-discover starts;
     // the card last read, auth headers sealed like secrets, a concurrency limit and the last probed status. Their
     // skills are indexed for find_tool (one row per skill, Porter-stemmed like the tool index).

@@ -11,7 +11,7 @@ use crate::model::{
 
 const COLUMNS: &str = "id, name, description, source, command, args, env, tags, package_name, package_version, transport, url, headers, \
     repository, homepage, installed, active, latest_version, last_health_check, health_status, error_count, last_error, \
-    activate_timeout_ms, call_timeout_ms, created_at, updated_at, origin, status, auth_url, error_kind";
+    activate_timeout_ms, call_timeout_ms, created_at, updated_at, origin, status, auth_url, error_kind, protocol";
 
 fn server_from_row(r: &Row<'_>) -> rusqlite::Result<Server> {
     let source: String = r.get(3)?;
@@ -51,6 +51,7 @@ fn server_from_row(r: &Row<'_>) -> rusqlite::Result<Server> {
             .get::<_, Option<String>>(29)?
             .as_deref()
             .and_then(ToolErrorKind::parse),
+        protocol: r.get(30)?,
     })
 }
 
@@ -222,7 +223,7 @@ impl Store {
             |r| {
                 Ok(ServerSummary {
                     server: server_from_row(r)?,
-                    tool_count: r.get(30)?,
+                    tool_count: r.get(31)?,
                     auth_url: None,
                 })
             },

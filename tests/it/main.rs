@@ -36,5 +36,7 @@ mod model;
 mod oauth;
 // Issue 10: registry snapshots (subscribe) from the App, over SSE and as an MCP resource.
 mod subscribe;
+// Issue 18: MCP 2026-07-28 end to end (children in their newest era, input-required results relayed, the 2026 front).
+mod eras;
 // Issue 15: agents over A2A (the official Python SDK as the agents), executors, sessions and their typed errors.
 mod agents;

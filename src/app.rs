@@ -35,6 +35,8 @@ pub struct App {
     pub oauth: crate::oauth::OAuth,
     /// Registry snapshots for subscribers (`feed.rs`), started on first use.
     feed: crate::feed::FeedCell,
+    /// Agents (#15): in-process and A2A worker executors, sessions (`agents/`).
+    pub agents: crate::agents::Agents,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -71,6 +73,11 @@ impl App {
             None => std::env::current_exe()?,
         };
         let oauth = crate::oauth::OAuth::new(registry.clone(), secrets.clone(), events.clone());
+        let agents = crate::agents::Agents::new(
+            registry.store().clone(),
+            secrets.clone(),
+            guard_exe.clone(),
+        );
         let proxy = Proxy::new(
             registry.clone(),
             secrets.clone(),
@@ -104,6 +111,7 @@ impl App {
             lifecycle: tokio::sync::Mutex::new(()),
             oauth,
             feed: Default::default(),
+            agents,
         }))
     }
 
@@ -182,6 +190,24 @@ pub enum FindOutcome {
         top_score: f64,
         hint: String,
     },
+    /// An agent whose skill fits the query better than any tool (#15): open a session with it.
+    Agent {
+        found: bool,
+        /// Always `agent`.
+        kind: &'static str,
+        score: f64,
+        /// The tool to call next (`sessions_create`), with `call.arguments`.
+        call_as: &'static str,
+        call: serde_json::Value,
+        agent: String,
+        skill: String,
+        description: String,
+        /// The agent's last known status.
+        agent_status: &'static str,
+        next_step: String,
+        /// The best tools, as `find_tool` would have listed them.
+        other_matches: Vec<serde_json::Value>,
+    },
 }
 
 fn round2(x: f64) -> f64 {
@@ -253,6 +279,40 @@ impl App {
                 .is_some_and(|f| f.allows(&h.tool.name))
         });
         let top_score = ranking.hits.first().map(|h| h.score).unwrap_or(0.0);
+        // One index: an agent's skill that covers the query better than the best tool answers instead (#15).
+        if let Some(m) = self.agents.best_skill(query)
+            && m.score >= crate::search::NO_MATCH
+            && m.score > top_score
+        {
+            let other_matches = ranking
+                .hits
+                .iter()
+                .take(3)
+                .map(|h| {
+                    serde_json::json!({
+                        "call_as": crate::proxy::names::expose(&h.tool.server, &h.tool.name),
+                        "server": h.tool.server, "tool": h.tool.name, "score": round2(h.score),
+                    })
+                })
+                .collect();
+            return Ok(FindOutcome::Agent {
+                found: true,
+                kind: "agent",
+                score: round2(m.score),
+                call_as: "sessions_create",
+                call: serde_json::json!({"tool": "sessions_create", "arguments": {"agentId": m.agent}}),
+                next_step: format!(
+                    "this is an agent, not a tool: call `sessions_create` with agentId `{}`, then `sessions_prompt` \
+                     (or `tasks_delegate` in one call)",
+                    m.agent
+                ),
+                agent: m.agent,
+                skill: m.skill,
+                description: m.description,
+                agent_status: m.status,
+                other_matches,
+            });
+        }
         let Some(best) = ranking
             .hits
             .first()

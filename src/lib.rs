@@ -1,5 +1,7 @@
 //! agent-discover: an MCP server registry, marketplace and proxy. Modules in reading order, from the bottom layer up.
 
+pub mod a2a;
+pub mod agents;
 pub mod app;
 pub mod authflow;
 pub mod calllog;

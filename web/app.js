@@ -698,6 +698,19 @@ async function loadIntrospections() {
   } catch (e) { toast(`cannot read introspection results: ${e.message}`, true); }
 }
 
+// ---------- agents (#15): A2A agents with their last probed status ----------
+
+async function loadAgents() {
+  if (!routes['/api/agents']) return;
+  try {
+    const r = await api('GET', '/api/agents');
+    $('#agents').hidden = r.agents.length === 0;
+    $('#agent-rows').replaceChildren(...r.agents.map((a) => h('tr', { 'data-status': a.status },
+      h('td', { title: a.description || '' }, a.id), h('td', { title: a.lastError || '' }, h('span', { class: 'pill' }, a.status)),
+      h('td', {}, (a.capabilities || []).join(', ')), h('td', {}, a.protocolVersion || '–'), h('td', {}, a.source || ''))));
+  } catch (e) { toast(`cannot read agents: ${e.message}`, true); }
+}
+
 // ---------- start ----------
 
 // Which optional routes this build serves (the marketplace may be absent).
@@ -712,6 +725,7 @@ api('GET', '/api/openapi.json').then((doc) => {
   if (routes['/api/prereqs']) loadPrereqs();
   loadPending();
   loadIntrospections();
+  loadAgents();
   if (!routes['/api/browse']) {
     $('#browse-search').disabled = true;
     $('#browse-list').replaceChildren(h('p', { class: 'empty' }, 'Marketplace search is not available in this build of agent-discover.'));

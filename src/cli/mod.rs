@@ -14,6 +14,7 @@ use crate::app::App;
 use crate::config::Config;
 use crate::model::{ListFilter, ServerSpec, Source, Transport};
 
+mod agents;
 mod auth;
 mod configs;
 mod dashboard;
@@ -213,6 +214,9 @@ pub enum Command {
     Auth(auth::AuthArgs),
     /// Call any tool through the proxy (`SERVER__TOOL`) and print the result.
     Call(auth::CallArgs),
+    /// A2A agents to discover and delegate to: add (a card URL, or `-- COMMAND` for a local worker), list, remove.
+    #[command(subcommand)]
+    Agents(agents::AgentsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -806,6 +810,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Model(cmd) => model::run(cmd).await,
         Command::Auth(args) => auth::auth(&app, args).await,
         Command::Call(args) => auth::call(&app, args).await,
+        Command::Agents(cmd) => agents::run(&app, cmd).await,
     }
 }
 

@@ -8,6 +8,7 @@
 //! Leader election: every `agent-discover mcp` process tries to bind the dashboard port; the first one serves it, the
 //! others see the port taken ([`bind`] answers `None`) and stay stdio-only.
 
+mod agents;
 mod answer;
 mod api;
 mod assets;
@@ -172,6 +173,9 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::POST, "/api/servers/{id}/auth/finish", "Complete a waiting authorization with the callback URL or code", oauth::finish).body("AuthFinish").returns(200, "Object"),
         op(M::POST, "/api/servers/{id}/reauthorize", "Start a new authorization; the old tokens serve until it completes", oauth::reauthorize).returns(200, "Object"),
         op(M::GET, "/oauth/callback/{server}", "OAuth redirect target: completes the authorization and shows a page", oauth::callback).returns(200, "Html"),
+        op(M::GET, "/api/agents", "A2A agents with capabilities and last known status", agents::list).returns(200, "AgentList"),
+        op(M::POST, "/api/agents", "Add an A2A agent from its card URL, or a worker command", agents::add).body("AgentCreate").returns(201, "Agent"),
+        op(M::DELETE, "/api/agents/{id}", "Remove an agent (its worker is stopped)", agents::remove).returns(200, "Status"),
     ]
 }
 

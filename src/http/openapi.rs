@@ -109,6 +109,7 @@ fn schemas() -> Value {
         lifecycle_schemas(),
         super::pins::schemas(),
         super::introspect::schemas(),
+        super::agents::schemas(),
     ] {
         if let Value::Object(m) = part {
             all.extend(m);

@@ -4,6 +4,7 @@
 //! A thin adapter: arguments are typed and checked in `actions`, the work is done by the domain layer.
 
 mod actions;
+mod agent_tools;
 pub mod front;
 mod registry_resource;
 mod registry_tool;
@@ -116,6 +117,10 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let mut tools = vec![registry_tool::definition_with(&self.app.catalog_summary())];
+        // Seed 003's agent tools, once there is an agent to delegate to.
+        if self.app.agents.has_agents() {
+            tools.extend(agent_tools::definitions());
+        }
         if self.mode == ToolsMode::Dynamic {
             tools.extend(self.app.proxy.tools());
         }
@@ -133,6 +138,16 @@ impl ServerHandler for McpServer {
             // future into a task for each request, proxied calls included.
             return Box::pin(registry_tool::call(
                 &self.app,
+                request.arguments.unwrap_or_default(),
+                caller,
+            ))
+            .await
+            .map(Into::into);
+        }
+        if agent_tools::is_agent_tool(&request.name) {
+            return Box::pin(agent_tools::call(
+                &self.app,
+                &request.name,
                 request.arguments.unwrap_or_default(),
                 caller,
             ))

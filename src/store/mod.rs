@@ -3,6 +3,7 @@
 //! `Store` is a cheap handle; each call locks the connection for one short synchronous statement or transaction.
 //! Nothing here knows about MCP, HTTP or child processes.
 
+pub mod agents;
 mod bm25;
 mod introspect;
 pub mod lifecycle;

@@ -192,6 +192,30 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE servers ADD COLUMN protocol TEXT;
     "#,
+    // #15 (agents): A2A agents beside servers: added from a card URL or as a worker command agent-discover starts;
+    // the card last read, auth headers sealed like secrets, a concurrency limit and the last probed status. Their
+    // skills are indexed for find_tool (one row per skill, Porter-stemmed like the tool index).
+    r#"
+    CREATE TABLE agents (
+        id TEXT PRIMARY KEY,
+        url TEXT,
+        command TEXT,
+        args TEXT NOT NULL DEFAULT '[]',
+        card TEXT,
+        card_url TEXT,
+        headers BLOB,
+        max_concurrent INTEGER NOT NULL DEFAULT 4,
+        status TEXT NOT NULL DEFAULT 'ready' CHECK (status IN ('ready','busy','unavailable')),
+        last_error TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        CHECK ((url IS NULL) <> (command IS NULL))
+    );
+    CREATE VIRTUAL TABLE agent_skills_fts USING fts5(
+        agent_id UNINDEXED, skill_id UNINDEXED, name, description, tags,
+        tokenize='porter unicode61 remove_diacritics 1'
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -24,6 +24,8 @@ pub struct Seen {
     pub elicited: Mutex<Vec<String>>,
     pub tool_list_changed: Mutex<usize>,
     pub progress: Mutex<Vec<f64>>,
+    /// The `message` of each progress notification that had one.
+    pub progress_messages: Mutex<Vec<String>>,
     /// When set before initialize: declare roots and list these URIs.
     pub roots: Mutex<Option<Vec<String>>>,
     /// Log messages (`notifications/message`) as (logger, data).
@@ -88,6 +90,9 @@ impl ClientHandler for TestClient {
 
     async fn on_progress(&self, p: ProgressNotificationParam, _c: NotificationContext<RoleClient>) {
         self.seen.progress.lock().unwrap().push(p.progress);
+        if let Some(m) = p.message {
+            self.seen.progress_messages.lock().unwrap().push(m);
+        }
         self.seen.notify.notify_waiters();
     }
 

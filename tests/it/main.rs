@@ -45,3 +45,5 @@ mod leadership;
 mod transitions;
 // Issue 18: MCP 2026-07-28 end to end (children in their newest era, input-required results relayed, the 2026 front).
 mod eras;
+// Issue 15: agents over A2A (the official Python SDK as the agents), executors, sessions and their typed errors.
+mod agents;

@@ -77,6 +77,7 @@ impl App {
             registry.store().clone(),
             secrets.clone(),
             guard_exe.clone(),
+            events.clone(),
         );
         let proxy = Proxy::new(
             registry.clone(),

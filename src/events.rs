@@ -57,6 +57,10 @@ pub enum Event {
         change: &'static str,
         withheld: bool,
     },
+    /// An agent (#15) was registered in-process, added or removed: the agent tools appear in `tools/list` once there
+    /// is an agent, and `find_tool` may answer with its skills.
+    #[serde(rename = "server:agents_changed")]
+    AgentsChanged { id: String },
     /// A tool's current definition was approved, by the pinning `policy` or by a `user`.
     #[serde(rename = "server:tool_approved")]
     ToolApproved {
@@ -83,6 +87,7 @@ impl Event {
             Event::CallLogged { .. } => "call:logged",
             Event::ToolPinChanged { .. } => "server:tool_changed",
             Event::ToolApproved { .. } => "server:tool_approved",
+            Event::AgentsChanged { .. } => "server:agents_changed",
         }
     }
 
@@ -95,6 +100,7 @@ impl Event {
                 | Event::ServerError { .. }
                 | Event::ToolsChanged { .. }
                 | Event::ServerRemoved { .. }
+                | Event::AgentsChanged { .. }
         )
     }
 }

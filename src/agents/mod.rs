@@ -206,12 +206,19 @@ struct Inner {
     cache: Mutex<HashMap<String, ExecutorKind>>,
     default_agent_id: RwLock<Option<String>>,
     started: AtomicBool,
+    events: crate::events::EventBus,
 }
 
 impl Agents {
-    pub fn new(store: Store, secrets: Secrets, guard_exe: PathBuf) -> Agents {
+    pub fn new(
+        store: Store,
+        secrets: Secrets,
+        guard_exe: PathBuf,
+        events: crate::events::EventBus,
+    ) -> Agents {
         Agents {
             inner: Arc::new(Inner {
+                events,
                 inproc: inprocess::InProcessExecutor::default(),
                 worker: worker::WorkerExecutor::new(store, secrets, guard_exe),
                 cache: Mutex::new(HashMap::new()),
@@ -258,14 +265,20 @@ impl Agents {
         self.inner.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn invalidate(&self) {
+    /// Clears the executor cache after agent `id` was registered, added or removed, and says so on the event bus
+    /// (connected MCP clients get `tools/list_changed`: the agent tools depend on there being an agent).
+    fn invalidate(&self, id: &str) {
         self.cache().clear();
+        self.inner
+            .events
+            .emit(crate::events::Event::AgentsChanged { id: id.to_owned() });
     }
 
     /// Registers an agent in-process (seed 003's `register()`); clears the executor cache.
     pub fn register(&self, agent: Arc<dyn LocalAgent>) -> crate::error::Result<()> {
+        let id = agent.info().id;
         self.inner.inproc.register(agent)?;
-        self.invalidate();
+        self.invalidate(&id);
         Ok(())
     }
 
@@ -273,14 +286,14 @@ impl Agents {
     /// executor cache.
     pub async fn add(&self, spec: AddAgent) -> crate::error::Result<AgentInfo> {
         let info = self.inner.worker.add(spec).await?;
-        self.invalidate();
+        self.invalidate(&info.id);
         Ok(info)
     }
 
     /// Removes a stored agent, stopping its worker process if it runs here. Open sessions with it fail on next use.
     pub async fn remove(&self, id: &str) -> crate::error::Result<()> {
         self.inner.worker.remove(id).await?;
-        self.invalidate();
+        self.invalidate(id);
         Ok(())
     }
 

@@ -749,6 +749,9 @@ async fn rest_adds_lists_and_removes_agents() {
     let router =
         agent_discover::http::router(app.clone(), agent_discover::http::Security::loopback());
     let remote = PyAgent::start(&["--name", "Old Agent", "--v03-only"]).await;
+    // Adding and removing an agent is an event that makes connected MCP clients re-list their tools (the agent tools
+    // are listed once there is an agent).
+    let mut changes = app.events.subscribe("server:agents_changed");
     // The older /.well-known/agent.json is found from the base URL; the id comes from the card's name.
     let (status, added) = rest(
         &router,
@@ -763,6 +766,7 @@ async fn rest_adds_lists_and_removes_agents() {
         (Some("Old-Agent"), Some("0.3"))
     );
     assert_eq!(added["maxConcurrent"], 2);
+    assert_agents_changed(&mut changes, "Old-Agent").await;
     let (status, listed) = rest(&router, "GET", "/api/agents", None).await;
     assert_eq!(status, 200);
     assert_eq!(ids(&listed), ["Old-Agent"]);
@@ -792,7 +796,23 @@ async fn rest_adds_lists_and_removes_agents() {
     );
     let (status, _) = rest(&router, "DELETE", "/api/agents/Old-Agent", None).await;
     assert_eq!(status, 200);
+    assert_agents_changed(&mut changes, "Old-Agent").await;
     let (status, gone) = rest(&router, "DELETE", "/api/agents/Old-Agent", None).await;
     assert_eq!((status, gone["code"].as_str()), (404, Some("not_found")));
     remote.kill().await;
+}
+
+/// The next event is `server:agents_changed` for `id`, and it is one that changes what clients list.
+async fn assert_agents_changed(sub: &mut agent_discover::events::Subscription, id: &str) {
+    use agent_discover::events::{Event, Received};
+    let got = tokio::time::timeout(Duration::from_secs(10), sub.recv())
+        .await
+        .expect("no server:agents_changed event within 10 s");
+    match got {
+        Some(Received::Event(e @ Event::AgentsChanged { .. })) => {
+            assert!(e.changes_tool_list());
+            assert_eq!(e, Event::AgentsChanged { id: id.to_owned() });
+        }
+        other => panic!("expected server:agents_changed for {id}, got {other:?}"),
+    }
 }

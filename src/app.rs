@@ -79,6 +79,7 @@ impl App {
             guard_exe.clone(),
             events.clone(),
         );
+        agents.set_default_agent_id(config.default_agent_id.clone());
         let proxy = Proxy::new(
             registry.clone(),
             secrets.clone(),

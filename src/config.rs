@@ -19,6 +19,9 @@ pub struct Config {
     pub guard_exe: Option<PathBuf>,
     /// Whether unseen tools are approved on sight (`AGENT_DISCOVER_PIN_NEW_SERVERS`, `AGENT_DISCOVER_PIN_NEW_TOOLS`).
     pub pinning: crate::pinning::Policy,
+    /// Seed 003's `defaultAgentId`: the agent a session goes to when the call names none
+    /// (`AGENT_DISCOVER_DEFAULT_AGENT`; unset means the first in-process agent, else the first stored one).
+    pub default_agent_id: Option<String>,
 }
 
 /// Default time limits (seed 000); a server may override activation and call limits.
@@ -44,6 +47,7 @@ impl Default for Timeouts {
 pub const ENV_DATA_DIR: &str = "AGENT_DISCOVER_DATA_DIR";
 pub const ENV_DB: &str = "AGENT_DISCOVER_DB";
 pub const ENV_LOG_RETENTION_DAYS: &str = "AGENT_DISCOVER_LOG_RETENTION_DAYS";
+pub const ENV_DEFAULT_AGENT: &str = "AGENT_DISCOVER_DEFAULT_AGENT";
 pub const DB_FILE: &str = "agent-discover.db";
 
 impl Config {
@@ -77,6 +81,7 @@ impl Config {
             log_retention_days,
             guard_exe: None,
             pinning: crate::pinning::Policy::from_env()?,
+            default_agent_id: non_empty_env(ENV_DEFAULT_AGENT).map(|v| v.trim().to_owned()),
         })
     }
 
@@ -89,6 +94,7 @@ impl Config {
             log_retention_days: 30,
             guard_exe: None,
             pinning: Default::default(),
+            default_agent_id: None,
         }
     }
 }

@@ -185,7 +185,36 @@ async fn a2a_agents_are_discovered_and_delegated_to_over_mcp() {
     let listed = cli(dir.path(), &["agents", "list", "--json"]).await;
     assert_eq!(ids(&listed), ["coder", "legacy", "worker"]);
 
+    // defaultAgentId from the environment: a session opened without agentId goes to it, not to the first agent.
+    let agent = harness::spawn_env(
+        dir.path(),
+        &[],
+        None,
+        &[("AGENT_DISCOVER_DEFAULT_AGENT", "legacy".to_owned())],
+    )
+    .await;
+    let (err, s) = call(&agent, "sessions_create", json!({})).await;
+    assert!(!err, "{s}");
+    assert_eq!(s["agentId"], "legacy", "{s}");
+    let (err, _) = call(
+        &agent,
+        "sessions_close",
+        json!({"sessionId": s["sessionId"]}),
+    )
+    .await;
+    assert!(!err);
+    agent.stop().await;
     let agent = harness::spawn(dir.path(), &[], None).await;
+    let (err, s) = call(&agent, "sessions_create", json!({})).await;
+    assert!(!err, "{s}");
+    assert_eq!(s["agentId"], "coder", "{s}");
+    let (err, _) = call(
+        &agent,
+        "sessions_close",
+        json!({"sessionId": s["sessionId"]}),
+    )
+    .await;
+    assert!(!err);
     let names = agent.tool_names().await;
     for t in [
         "bridge_health",

@@ -300,21 +300,30 @@ fn parts_text(parts: Option<&Value>) -> Option<String> {
     (!text.is_empty()).then(|| text.join("\n"))
 }
 
+/// A string field of `v`, owned.
+fn string(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The state and the status message's text of a `TaskStatus`.
+fn status_of(status: Option<&Value>) -> (Option<TaskState>, Option<String>) {
+    let state = status
+        .and_then(|s| s.get("state"))
+        .and_then(Value::as_str)
+        .map(TaskState::parse);
+    let text = status
+        .and_then(|s| s.get("message"))
+        .and_then(|m| parts_text(m.get("parts")));
+    (state, text)
+}
+
 fn task_update(task: &Value) -> Update {
-    let status = task.get("status");
+    let (state, status_text) = status_of(task.get("status"));
     Update {
-        task_id: task.get("id").and_then(Value::as_str).map(str::to_owned),
-        context_id: task
-            .get("contextId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        state: status
-            .and_then(|s| s.get("state"))
-            .and_then(Value::as_str)
-            .map(TaskState::parse),
-        status_text: status
-            .and_then(|s| s.get("message"))
-            .and_then(|m| parts_text(m.get("parts"))),
+        task_id: string(task, "id"),
+        context_id: string(task, "contextId"),
+        state,
+        status_text,
         artifact_text: task
             .get("artifacts")
             .and_then(Value::as_array)
@@ -330,11 +339,8 @@ fn task_update(task: &Value) -> Update {
 
 fn message_update(m: &Value) -> Update {
     Update {
-        task_id: m.get("taskId").and_then(Value::as_str).map(str::to_owned),
-        context_id: m
-            .get("contextId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        task_id: string(m, "taskId"),
+        context_id: string(m, "contextId"),
         state: None,
         status_text: None,
         artifact_text: parts_text(m.get("parts")).into_iter().collect(),
@@ -343,31 +349,20 @@ fn message_update(m: &Value) -> Update {
 }
 
 fn status_update(e: &Value) -> Update {
-    let status = e.get("status");
+    let (state, status_text) = status_of(e.get("status"));
     Update {
-        task_id: e.get("taskId").and_then(Value::as_str).map(str::to_owned),
-        context_id: e
-            .get("contextId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        state: status
-            .and_then(|s| s.get("state"))
-            .and_then(Value::as_str)
-            .map(TaskState::parse),
-        status_text: status
-            .and_then(|s| s.get("message"))
-            .and_then(|m| parts_text(m.get("parts"))),
+        task_id: string(e, "taskId"),
+        context_id: string(e, "contextId"),
+        state,
+        status_text,
         ..Update::default()
     }
 }
 
 fn artifact_update(e: &Value) -> Update {
     Update {
-        task_id: e.get("taskId").and_then(Value::as_str).map(str::to_owned),
-        context_id: e
-            .get("contextId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        task_id: string(e, "taskId"),
+        context_id: string(e, "contextId"),
         artifact_text: parts_text(e.get("artifact").and_then(|a| a.get("parts")))
             .into_iter()
             .collect(),

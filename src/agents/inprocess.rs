@@ -8,9 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::session::{PromptOutcome, SessionStatus, SessionView, Sessions};
-use super::{
-    AgentInfo, AgentStatus, BridgeError, BridgeResult, ExecutorKind, Progress, unknown_provider,
-};
+use super::{AgentInfo, AgentStatus, BridgeError, BridgeResult, ExecutorKind, Progress};
 use crate::a2a::TaskState;
 
 /// What an in-process agent says about itself.
@@ -136,16 +134,7 @@ impl InProcessExecutor {
             return Err(BridgeError::internal("Executor not started"));
         }
         let (_, info, _) = self.get(id).ok_or_else(|| super::agent_not_found(id))?;
-        if let Some(p) = provider {
-            let known = info
-                .providers
-                .iter()
-                .flatten()
-                .any(|x| x.get("id").and_then(Value::as_str) == Some(p));
-            if !known {
-                return Err(unknown_provider(p));
-            }
-        }
+        super::check_provider(info.providers.as_deref(), provider)?;
         Ok(self.sessions.open(id, ExecutorKind::InProcess, provider))
     }
 

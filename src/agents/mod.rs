@@ -103,6 +103,21 @@ pub fn unknown_provider(id: &str) -> BridgeError {
     ))
 }
 
+/// A session may ask for `provider` only if the agent reports a provider with that id.
+pub fn check_provider(providers: Option<&[Value]>, provider: Option<&str>) -> BridgeResult<()> {
+    match provider {
+        Some(p)
+            if !providers
+                .unwrap_or_default()
+                .iter()
+                .any(|x| x.get("id").and_then(Value::as_str) == Some(p)) =>
+        {
+            Err(unknown_provider(p))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Which executor serves an agent or owns a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

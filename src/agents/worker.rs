@@ -18,7 +18,7 @@ use tokio::io::AsyncBufReadExt;
 use super::session::{PromptOutcome, SessionStatus, SessionView, Sessions};
 use super::{
     AgentInfo, AgentStatus, BridgeError, BridgeResult, ExecutorKind, Progress, agent_not_found,
-    capabilities_of, unknown_provider,
+    capabilities_of,
 };
 use crate::a2a::{self, Card, Client, Outgoing, TaskState, Update};
 use crate::error::{Error, Result};
@@ -587,16 +587,7 @@ impl WorkerExecutor {
             }
             card_of(&self.store.agent(id)?.unwrap_or(row)).ok_or_else(|| agent_not_found(id))?
         };
-        if let Some(p) = provider {
-            let known = card
-                .providers
-                .iter()
-                .flatten()
-                .any(|x| x.get("id").and_then(Value::as_str) == Some(p));
-            if !known {
-                return Err(unknown_provider(p));
-            }
-        }
+        super::check_provider(card.providers.as_deref(), provider)?;
         Ok(self.sessions.open(id, ExecutorKind::Worker, provider))
     }
 

@@ -25,6 +25,8 @@ pub(super) struct ProgressRoute {
     last_progress: Arc<Mutex<Instant>>,
     /// Held while a progress notification of this call is being forwarded, so the result waits for it.
     forwarding: Arc<tokio::sync::Mutex<()>>,
+    /// How many of this call's progress notifications have been forwarded (or dropped for want of a caller).
+    forwarded: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Inner {
@@ -92,10 +94,12 @@ impl Inner {
         let request_id = handle.id.clone();
         let last_progress = Arc::new(Mutex::new(Instant::now()));
         let forwarding = Arc::new(tokio::sync::Mutex::new(()));
+        let forwarded = Arc::new(tokio::sync::watch::Sender::new(0u64));
         let route = ProgressRoute {
             caller: caller.peer.clone().zip(caller.progress_token.clone()),
             last_progress: last_progress.clone(),
             forwarding: forwarding.clone(),
+            forwarded: forwarded.clone(),
         };
         lock(&self.progress).insert(token.clone(), route);
         if let Some(peer) = &caller.peer {
@@ -109,6 +113,7 @@ impl Inner {
         }
         let _cleanup = scopeguard(|| {
             lock(&self.progress).remove(&token);
+            lock(&child.progress_seen).remove(&token);
             if caller.peer.is_some()
                 && let Some(v) = lock(&self.callers).get_mut(&child.name)
             {
@@ -159,7 +164,17 @@ impl Inner {
         // rmcp hands each child notification to its own task, so progress sent just before the result may still be
         // on its way to the caller: let those tasks run, then wait for a forward in flight, so the caller gets the
         // progress before the result (as it would from the child directly).
-        if caller.progress_token.is_some() {
+        // A stdio child's transport counted the progress it read before this result (`typed.rs`): wait until as
+        // many are forwarded (bounded, should a forward be stuck on a dead client). Other transports count nothing.
+        let seen = lock(&child.progress_seen).remove(&token).unwrap_or(0);
+        if seen > 0 {
+            let mut done = forwarded.subscribe();
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                done.wait_for(|n| *n >= seen),
+            )
+            .await;
+        } else if caller.progress_token.is_some() {
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
@@ -191,15 +206,20 @@ impl Inner {
                 return;
             };
             *lock(&route.last_progress) = Instant::now();
-            (route.caller.clone(), route.forwarding.clone())
+            (
+                route.caller.clone(),
+                route.forwarding.clone(),
+                route.forwarded.clone(),
+            )
         };
-        let (target, forwarding) = target;
+        let (target, forwarding, count) = target;
         let _forwarding = forwarding.lock_owned().await;
         if let Some((peer, token)) = target {
             let mut forwarded = params;
             forwarded.progress_token = token;
             let _ = peer.notify_progress(forwarded).await;
         }
+        count.send_modify(|n| *n += 1);
     }
 
     /// The client to forward a child's request to: the one calling that child now, else the newest connected one,

@@ -224,6 +224,8 @@ struct Child {
     protocol: rmcp::model::ProtocolVersion,
     /// The server's OAuth session (Streamable HTTP servers without a configured Authorization header).
     auth: Option<Arc<crate::oauth::Session>>,
+    /// Progress notifications read from a stdio child, per token (`typed.rs`); empty for other transports.
+    progress_seen: typed::ProgressSeen,
 }
 
 impl Proxy {

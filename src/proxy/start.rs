@@ -54,6 +54,7 @@ impl Inner {
         };
 
         let mut auth = None;
+        let progress_seen = super::typed::ProgressSeen::default();
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
                 let command = server.command.as_deref().ok_or_else(|| {
@@ -88,7 +89,8 @@ impl Inner {
                     spawned.stdout,
                     spawned.stdin,
                     64 * 1024 * 1024,
-                );
+                )
+                .with_progress_seen(progress_seen.clone());
                 let mut exit_watch = exit_rx.clone();
                 let connect = async {
                     tokio::select! {
@@ -283,6 +285,7 @@ impl Inner {
             call_timeout,
             protocol,
             auth,
+            progress_seen,
         });
         // A 2026-07-28 child tells of list changes only on a `subscriptions/listen` stream.
         if !child.protocol.has_initialize() {

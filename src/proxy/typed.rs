@@ -12,7 +12,8 @@ use rmcp::model::{
     CallToolResult, ClientJsonRpcMessage, ClientNotification, ClientRequest, CompleteResult,
     EmptyResult, ErrorData, GetPromptResult, InitializeResult, JsonRpcError, JsonRpcMessage,
     JsonRpcVersion2_0, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, ReadResourceResult, RequestId, ResultType, ServerJsonRpcMessage, ServerResult,
+    ListToolsResult, ProgressToken, ReadResourceResult, RequestId, ResultType,
+    ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::JsonRpcMessageCodec;
@@ -130,6 +131,11 @@ fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<RequestId, Expect>> {
 }
 
 /// rmcp `Transport<RoleClient>` over a child's stdout (read) and stdin (write).
+/// Progress notifications read from a child, per progress token, counted in the order the child wrote them: when a
+/// call's result has been read, every progress notification the child sent before it has been counted, so the call
+/// can wait until as many have been forwarded (`call.rs`) and the caller gets them before the result.
+pub type ProgressSeen = Arc<Mutex<HashMap<ProgressToken, u64>>>;
+
 pub struct TypedChildTransport<R, W> {
     /// rmcp's line codec into a coalescing writer.
     writer: CoalescingWriter<W>,
@@ -138,6 +144,7 @@ pub struct TypedChildTransport<R, W> {
     codec: JsonRpcMessageCodec<Box<RawValue>>,
     pending: Pending,
     eof: bool,
+    progress_seen: ProgressSeen,
 }
 
 impl<R, W> TypedChildTransport<R, W>
@@ -153,7 +160,14 @@ where
             codec: JsonRpcMessageCodec::new_with_max_length(max_line_length),
             pending: Arc::default(),
             eof: false,
+            progress_seen: Arc::default(),
         }
+    }
+
+    /// Counts the child's progress notifications into `seen`.
+    pub fn with_progress_seen(mut self, seen: ProgressSeen) -> Self {
+        self.progress_seen = seen;
+        self
     }
 
     /// Records what an outgoing message expects back; a cancelled request's answer is no longer expected.
@@ -291,7 +305,18 @@ where
     }
 
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
-        self.receive_decoded().await.map(|(m, _)| m)
+        let (m, _) = self.receive_decoded().await?;
+        if let JsonRpcMessage::Notification(n) = &m
+            && let ServerNotification::ProgressNotification(p) = &n.notification
+        {
+            *self
+                .progress_seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(p.params.progress_token.clone())
+                .or_default() += 1;
+        }
+        Some(m)
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

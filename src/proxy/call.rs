@@ -27,6 +27,8 @@ pub(super) struct ProgressRoute {
     forwarding: Arc<tokio::sync::Mutex<()>>,
     /// How many of this call's progress notifications have been forwarded (or dropped for want of a caller).
     forwarded: Arc<tokio::sync::watch::Sender<u64>>,
+    /// The child's progress as its transport read it (stdio children), which sets the forwarding order.
+    seen: super::typed::ProgressSeen,
 }
 
 impl Inner {
@@ -100,6 +102,7 @@ impl Inner {
             last_progress: last_progress.clone(),
             forwarding: forwarding.clone(),
             forwarded: forwarded.clone(),
+            seen: child.progress_seen.clone(),
         };
         lock(&self.progress).insert(token.clone(), route);
         if let Some(peer) = &caller.peer {
@@ -166,7 +169,10 @@ impl Inner {
         // progress before the result (as it would from the child directly).
         // A stdio child's transport counted the progress it read before this result (`typed.rs`): wait until as
         // many are forwarded (bounded, should a forward be stuck on a dead client). Other transports count nothing.
-        let seen = lock(&child.progress_seen).remove(&token).unwrap_or(0);
+        let seen = lock(&child.progress_seen)
+            .get(&token)
+            .map(|s| s.count)
+            .unwrap_or(0);
         if seen > 0 {
             let mut done = forwarded.subscribe();
             let _ = tokio::time::timeout(
@@ -210,16 +216,37 @@ impl Inner {
                 route.caller.clone(),
                 route.forwarding.clone(),
                 route.forwarded.clone(),
+                route.seen.clone(),
             )
         };
-        let (target, forwarding, count) = target;
+        let (target, forwarding, count, seen) = target;
         let _forwarding = forwarding.lock_owned().await;
-        if let Some((peer, token)) = target {
-            let mut forwarded = params;
-            forwarded.progress_token = token;
-            let _ = peer.notify_progress(forwarded).await;
+        // In the child's order: this notification, and any held ones, once the values before them went out.
+        let ready = {
+            let mut seen = lock(&seen);
+            match seen.get_mut(&params.progress_token) {
+                Some(s) if !s.order.is_empty() => {
+                    s.held.push(params);
+                    let mut ready = Vec::new();
+                    while let Some(next) = s.order.front()
+                        && let Some(i) = s.held.iter().position(|p| p.progress == *next)
+                    {
+                        ready.push(s.held.swap_remove(i));
+                        s.order.pop_front();
+                    }
+                    ready
+                }
+                _ => vec![params],
+            }
+        };
+        for params in ready {
+            if let Some((peer, token)) = &target {
+                let mut forwarded = params;
+                forwarded.progress_token = token.clone();
+                let _ = peer.notify_progress(forwarded).await;
+            }
+            count.send_modify(|n| *n += 1);
         }
-        count.send_modify(|n| *n += 1);
     }
 
     /// The client to forward a child's request to: the one calling that child now, else the newest connected one,

@@ -134,7 +134,19 @@ fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<RequestId, Expect>> {
 /// Progress notifications read from a child, per progress token, counted in the order the child wrote them: when a
 /// call's result has been read, every progress notification the child sent before it has been counted, so the call
 /// can wait until as many have been forwarded (`call.rs`) and the caller gets them before the result.
-pub type ProgressSeen = Arc<Mutex<HashMap<ProgressToken, u64>>>;
+pub type ProgressSeen = Arc<Mutex<HashMap<ProgressToken, SeenProgress>>>;
+
+/// One call's progress as read from the child.
+#[derive(Debug, Default)]
+pub struct SeenProgress {
+    /// How many progress notifications were read.
+    pub count: u64,
+    /// Their progress values not yet forwarded, in the order the child sent them: rmcp hands each notification to its
+    /// own task, which may run out of order on a multi-threaded runtime, so forwarding follows this order.
+    pub order: std::collections::VecDeque<f64>,
+    /// Notifications whose turn has not come yet.
+    pub held: Vec<rmcp::model::ProgressNotificationParam>,
+}
 
 pub struct TypedChildTransport<R, W> {
     /// rmcp's line codec into a coalescing writer.
@@ -309,12 +321,10 @@ where
         if let JsonRpcMessage::Notification(n) = &m
             && let ServerNotification::ProgressNotification(p) = &n.notification
         {
-            *self
-                .progress_seen
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .entry(p.params.progress_token.clone())
-                .or_default() += 1;
+            let mut seen = self.progress_seen.lock().unwrap_or_else(|p| p.into_inner());
+            let s = seen.entry(p.params.progress_token.clone()).or_default();
+            s.count += 1;
+            s.order.push_back(p.params.progress);
         }
         Some(m)
     }

@@ -333,6 +333,8 @@ async fn watch(app: &App, file: &Path, format: Format) -> anyhow::Result<()> {
         .with_context(|| format!("cannot watch {}", dir.display()))?;
     let mut last_text = std::fs::read_to_string(file).ok();
     let shown = file.display().to_string();
+    // Signal handlers before the announcement: once it is out, a SIGTERM must stop the watch cleanly.
+    let shutdown = crate::mcp::shutdown_signal();
     say(&format!("watching {shown}"));
     let concerns = |res: &notify::Result<notify::Event>| match res {
         Ok(ev) => ev
@@ -341,7 +343,6 @@ async fn watch(app: &App, file: &Path, format: Format) -> anyhow::Result<()> {
             .any(|p| p.file_name() == Some(name.as_os_str())),
         Err(_) => true,
     };
-    let shutdown = crate::mcp::shutdown_signal();
     tokio::pin!(shutdown);
     loop {
         let first = tokio::select! {

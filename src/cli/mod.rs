@@ -280,6 +280,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 })?;
             let addr = listener.local_addr()?;
             let security = dashboard_security(&dashboard, addr, &config)?;
+            // Signal handlers first: once the URL is out, a SIGTERM must stop the server cleanly.
+            let shutdown = crate::mcp::shutdown_signal();
             // The URL is this command's output (tests and scripts read it; --port 0 picks the port).
             {
                 let mut out = std::io::stdout().lock();
@@ -291,14 +293,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             app.proxy.restore_in_background();
             app.search.start_model_download();
-            let served = crate::http::serve(
-                listener,
-                app.clone(),
-                security,
-                tools_mode,
-                crate::mcp::shutdown_signal(),
-            )
-            .await;
+            let served =
+                crate::http::serve(listener, app.clone(), security, tools_mode, shutdown).await;
             app.proxy.shutdown().await;
             served.context("the dashboard server failed")
         }

@@ -623,21 +623,27 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     res
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when the future is first
+/// polled, so a signal that arrives right after a caller announced readiness is not fatal.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
+        let signals = (
             signal(SignalKind::terminate()),
             signal(SignalKind::interrupt()),
-        ) else {
-            return std::future::pending().await;
-        };
-        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        );
+        async move {
+            let (Ok(mut term), Ok(mut int)) = signals else {
+                return std::future::pending().await;
+            };
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -165,10 +165,10 @@ impl Inner {
             }
         };
         // rmcp hands each child notification to its own task, so progress sent just before the result may still be
-        // on its way to the caller: let those tasks run, then wait for a forward in flight, so the caller gets the
-        // progress before the result (as it would from the child directly).
-        // A stdio child's transport counted the progress it read before this result (`typed.rs`): wait until as
-        // many are forwarded (bounded, should a forward be stuck on a dead client). Other transports count nothing.
+        // on its way to the caller, who must get it before the result (as it would from the child directly). A stdio
+        // child's transport counted the progress it read before this result (`typed.rs`): wait until as many are
+        // forwarded (bounded, should a forward be stuck on a dead client). Other transports count nothing: there,
+        // let those tasks run and wait for a forward in flight.
         let seen = lock(&child.progress_seen)
             .get(&token)
             .map(|s| s.count)

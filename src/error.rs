@@ -58,7 +58,7 @@ pub enum Error {
     #[error("{0}")]
     Unavailable(String),
     #[error("database error: {0}")]
-    Store(#[from] rusqlite::Error),
+    Store(crate::store::db::StoreError),
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
     #[error("internal error: {0}")]

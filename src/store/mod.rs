@@ -5,6 +5,7 @@
 
 pub mod agents;
 mod bm25;
+pub mod db;
 mod introspect;
 pub mod lifecycle;
 pub mod market_cache;
@@ -14,6 +15,7 @@ mod schema;
 mod search;
 mod secrets;
 mod servers;
+mod sqlite;
 mod tools;
 
 use std::path::Path;

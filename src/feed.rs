@@ -212,6 +212,8 @@ impl Feed {
         // Not woken by every proxied call's `call:logged` (ignored below anyway): one task wake-up less per call.
         let events = app.events.subscribe_except("*", "call:");
         let dirty = Arc::new(Notify::new());
+        // Records the agents present now, so the first change another process makes is announced.
+        app.agents.notice_changes_elsewhere();
         let servers = app.listed_entries().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "building the first registry snapshot failed; building it again");
             dirty.notify_one();
@@ -283,7 +285,12 @@ async fn rebuild(
         }
         let Some(app) = app.upgrade() else { return };
         let reader = app.clone();
-        let built = tokio::task::spawn_blocking(move || reader.listed_entries()).await;
+        let built = tokio::task::spawn_blocking(move || {
+            // Agents added or removed by another process change what this process's MCP clients list.
+            reader.agents.notice_changes_elsewhere();
+            reader.listed_entries()
+        })
+        .await;
         let servers = match built {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {

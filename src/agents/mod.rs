@@ -222,6 +222,9 @@ struct Inner {
     default_agent_id: RwLock<Option<String>>,
     started: AtomicBool,
     events: crate::events::EventBus,
+    /// The agent ids as of the last `server:agents_changed` this process sent (`None` until first read), so a change
+    /// another process made is announced once, and one made here is not announced twice.
+    announced: Mutex<Option<Vec<String>>>,
 }
 
 impl Agents {
@@ -239,6 +242,7 @@ impl Agents {
                 cache: Mutex::new(HashMap::new()),
                 default_agent_id: RwLock::new(None),
                 started: AtomicBool::new(false),
+                announced: Mutex::new(None),
             }),
         }
     }
@@ -284,9 +288,51 @@ impl Agents {
     /// (connected MCP clients get `tools/list_changed`: the agent tools depend on there being an agent).
     fn invalidate(&self, id: &str) {
         self.cache().clear();
+        *self.announced() = self.all_ids();
         self.inner
             .events
             .emit(crate::events::Event::AgentsChanged { id: id.to_owned() });
+    }
+
+    fn announced(&self) -> std::sync::MutexGuard<'_, Option<Vec<String>>> {
+        self.inner
+            .announced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every agent id, in-process and stored, sorted; `None` if the store cannot be read.
+    fn all_ids(&self) -> Option<Vec<String>> {
+        let mut ids = self.inner.worker.ids().ok()?;
+        ids.extend(self.inner.inproc.ids());
+        ids.sort();
+        ids.dedup();
+        Some(ids)
+    }
+
+    /// Called when another process may have committed (the registry feed's rebuild): if the agents differ from the
+    /// ones last announced, clears the executor cache and sends `server:agents_changed` for the first id that came or
+    /// went, so this process's MCP clients re-list their tools. The first call only records the current set.
+    pub fn notice_changes_elsewhere(&self) {
+        let Some(now) = self.all_ids() else { return };
+        let mut announced = self.announced();
+        let Some(before) = announced.replace(now.clone()) else {
+            return;
+        };
+        if before == now {
+            return;
+        }
+        let changed = now
+            .iter()
+            .find(|id| !before.contains(id))
+            .or_else(|| before.iter().find(|id| !now.contains(id)))
+            .cloned()
+            .unwrap_or_default();
+        drop(announced);
+        self.cache().clear();
+        self.inner
+            .events
+            .emit(crate::events::Event::AgentsChanged { id: changed });
     }
 
     /// Registers an agent in-process (seed 003's `register()`); clears the executor cache.

@@ -845,3 +845,27 @@ async fn assert_agents_changed(sub: &mut agent_discover::events::Subscription, i
         other => panic!("expected server:agents_changed for {id}, got {other:?}"),
     }
 }
+
+/// An agent added or removed by another process (here the CLI, on the same data directory) makes a connected MCP
+/// client re-list its tools: the agent tools appear once there is an agent and go with the last one.
+#[tokio::test]
+async fn agents_changed_by_another_process_reach_connected_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = PyAgent::start(&["--name", "elsewhere"]).await;
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    let before = agent.tool_names().await;
+    assert!(!before.iter().any(|n| n == "sessions_create"), "{before:?}");
+
+    let added = cli(dir.path(), &["agents", "add", &remote.url, "--json"]).await;
+    assert_eq!(added["id"], "elsewhere", "{added}");
+    agent.wait_list_changed(1).await;
+    let after = agent.tool_names().await;
+    assert!(after.iter().any(|n| n == "sessions_create"), "{after:?}");
+
+    cli(dir.path(), &["agents", "remove", "elsewhere"]).await;
+    agent.wait_list_changed(2).await;
+    let gone = agent.tool_names().await;
+    assert!(!gone.iter().any(|n| n == "sessions_create"), "{gone:?}");
+    agent.stop().await;
+    remote.kill().await;
+}

@@ -1,0 +1,177 @@
+//! Issue 16, replicas: several `serve` processes on one registry. Handshake-era sessions live in the replica that
+//! created them (another replica answers 404, and the client starts a new session there); 2026-07-28 stateless
+//! requests are served by any replica.
+
+use std::time::Duration;
+
+use rmcp::model::*;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use crate::harness;
+
+/// One `agent-discover serve --port 0`; killed (its process group with it) when dropped.
+pub struct Replica {
+    pub child: tokio::process::Child,
+    pub url: String,
+}
+
+/// Starts a replica on `dir` with `env`, waiting for the URL it prints once it listens.
+pub async fn replica(dir: &std::path::Path, env: &[(&str, String)]) -> Replica {
+    let mut cmd = harness::command(dir, &["serve", "--port", "0"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), out.next_line())
+        .await
+        .expect("serve printed no URL")
+        .unwrap()
+        .expect("serve exited");
+    Replica {
+        child,
+        url: url.trim_end_matches('/').to_owned(),
+    }
+}
+
+/// Registers the fixture server as `name` through `r`'s REST API and activates it there.
+pub async fn register_fixture(http: &reqwest::Client, r: &Replica, name: &str) {
+    let created = http
+        .post(format!("{}/api/servers", r.url))
+        .json(&json!({"name": name, "command": harness::BIN, "args": ["fixture-server", "--name", name]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    let activated = http
+        .post(format!("{}/api/servers/{name}/activate", r.url))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        activated.status().is_success(),
+        "{}",
+        activated.text().await.unwrap()
+    );
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    body: &str,
+    session: Option<&str>,
+) -> reqwest::Response {
+    let mut req = http
+        .post(format!("{url}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_owned());
+    if let Some(s) = session {
+        req = req
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    req.send().await.unwrap()
+}
+
+/// Checks what `docs`'s "for teams" section promises about sessions, on the replicas `a` and `b` of one registry
+/// that has the fixture active as `fx`.
+pub async fn sessions_across(a: &Replica, b: &Replica) {
+    let http = reqwest::Client::new();
+    // A handshake-era session created on A ...
+    let init = post(&http, &a.url, INIT, None).await;
+    assert!(init.status().is_success(), "{}", init.status());
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    drop(init.text().await);
+    let initialized = post(
+        &http,
+        &a.url,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        Some(&session),
+    )
+    .await;
+    assert!(initialized.status().is_success());
+    let on_a = post(&http, &a.url, LIST, Some(&session)).await;
+    assert_eq!(on_a.status(), 200);
+    assert!(on_a.text().await.unwrap().contains("fx__echo"));
+    // ... is unknown to B: 404, which tells a conforming client to start a new session (the load balancer needs
+    // affinity on `Mcp-Session-Id` to spare it that).
+    let on_b = post(&http, &b.url, LIST, Some(&session)).await;
+    assert_eq!(on_b.status(), 404, "{}", on_b.text().await.unwrap());
+    // A new session on B works.
+    let again = post(&http, &b.url, INIT, None).await;
+    assert!(again.status().is_success());
+    assert!(again.headers().get("mcp-session-id").is_some());
+
+    // 2026-07-28 stateless requests: one client whose requests go to A, then B, then A (what a load balancer without
+    // affinity does): each is answered, because no request depends on an earlier one.
+    for url in [&a.url, &b.url, &a.url] {
+        let transport = StreamableHttpClientTransport::with_client(
+            reqwest::Client::new(),
+            StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp")),
+        );
+        let client = harness::TestClient {
+            seen: Default::default(),
+            sampling_reply: None,
+        }
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover");
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), json!(format!("via {url}")));
+        let r = client
+            .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(args))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+        assert!(
+            harness::text(&r).contains(&format!("via {url}")),
+            "{r:?}"
+        );
+        let _ = client.cancel().await;
+    }
+}
+
+/// Two replicas on one SQLite data directory (one machine): sessions as documented.
+#[tokio::test]
+async fn handshake_sessions_stay_on_their_replica_stateless_requests_go_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let a = replica(dir.path(), &[]).await;
+    let b = replica(dir.path(), &[]).await;
+    register_fixture(&http, &a, "fx").await;
+    // B starts the fixture on first use (an active server is started where it is called).
+    let r: Value = http
+        .post(format!("{}/api/servers/fx/activate", b.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(r.to_string().contains("echo"), "{r}");
+    sessions_across(&a, &b).await;
+}

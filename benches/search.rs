@@ -238,7 +238,7 @@ async fn end_to_end() {
         let dir = std::env::temp_dir().join(format!("ad-search-bench-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let cfg = agent_discover::config::Config::resolve(Some(&dir)).unwrap();
+        let cfg = agent_discover::config::Config::resolve(Some(&dir), None).unwrap();
         drop(build_in(
             Store::open(&cfg.db_path).unwrap(),
             n,

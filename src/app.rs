@@ -63,6 +63,11 @@ fn spawn_search_indexer(events: &EventBus, search: Search) {
 impl App {
     /// Opens the database and builds the services. Must run inside a Tokio runtime (the proxy starts a metrics writer).
     pub fn open(config: Config) -> Result<Arc<App>> {
+        if config.database_url.is_some() {
+            return Err(crate::error::Error::Unavailable(
+                "the PostgreSQL registry is not wired into this build yet; unset AGENT_DISCOVER_DATABASE_URL".into(),
+            ));
+        }
         let store = Store::open(&config.db_path)?;
         let events = EventBus::default();
         let registry = Registry::new(store, events.clone()).with_pin_policy(config.pinning);
@@ -94,7 +99,7 @@ impl App {
         spawn_search_indexer(&events, search.clone());
         let marketplace = std::sync::OnceLock::new();
         let prereqs = tokio::sync::OnceCell::new();
-        let telemetry = Arc::new(Telemetry::default());
+        let telemetry = Arc::new(Telemetry::new(config.replica.clone()));
         let observer = telemetry.clone();
         proxy.set_call_observer(Arc::new(move |server, tool, latency, ok| {
             observer.observe_call(server, tool, latency, ok)

@@ -22,6 +22,12 @@ pub struct Config {
     /// Seed 003's `defaultAgentId`: the agent a session goes to when the call names none
     /// (`AGENT_DISCOVER_DEFAULT_AGENT`; unset means the first in-process agent, else the first stored one).
     pub default_agent_id: Option<String>,
+    /// A shared PostgreSQL registry (`--database-url` or `AGENT_DISCOVER_DATABASE_URL`, `postgres://…`); `None` is the
+    /// embedded SQLite file at `db_path`.
+    pub database_url: Option<String>,
+    /// This process's name among replicas of one registry, the `replica` label of its Prometheus series
+    /// (`AGENT_DISCOVER_REPLICA`; with a shared database it defaults to the host name, else there is none).
+    pub replica: Option<String>,
 }
 
 /// Default time limits (seed 000); a server may override activation and call limits.
@@ -48,12 +54,17 @@ pub const ENV_DATA_DIR: &str = "AGENT_DISCOVER_DATA_DIR";
 pub const ENV_DB: &str = "AGENT_DISCOVER_DB";
 pub const ENV_LOG_RETENTION_DAYS: &str = "AGENT_DISCOVER_LOG_RETENTION_DAYS";
 pub const ENV_DEFAULT_AGENT: &str = "AGENT_DISCOVER_DEFAULT_AGENT";
+pub const ENV_DATABASE_URL: &str = "AGENT_DISCOVER_DATABASE_URL";
+pub const ENV_REPLICA: &str = "AGENT_DISCOVER_REPLICA";
 pub const DB_FILE: &str = "agent-discover.db";
 
 impl Config {
     /// Resolves paths: `--data-dir` flag, then `AGENT_DISCOVER_DATA_DIR`, then the platform data dir
     /// (`~/.local/share/agent-discover` on Linux). `AGENT_DISCOVER_DB` names the database file directly.
-    pub fn resolve(data_dir_flag: Option<&Path>) -> Result<Config> {
+    pub fn resolve(
+        data_dir_flag: Option<&Path>,
+        database_url_flag: Option<&str>,
+    ) -> Result<Config> {
         let data_dir = match data_dir_flag {
             Some(d) => d.to_path_buf(),
             None => match non_empty_env(ENV_DATA_DIR) {
@@ -74,6 +85,21 @@ impl Config {
             })?,
             None => 30,
         };
+        let database_url = database_url_flag
+            .map(str::to_owned)
+            .or_else(|| non_empty_env(ENV_DATABASE_URL))
+            .map(|u| u.trim().to_owned());
+        if let Some(u) = &database_url
+            && !(u.starts_with("postgres://") || u.starts_with("postgresql://"))
+        {
+            return Err(Error::invalid(
+                ENV_DATABASE_URL,
+                "expected a postgres:// or postgresql:// URL (the embedded SQLite registry needs none)",
+            ));
+        }
+        let replica = non_empty_env(ENV_REPLICA)
+            .map(|r| r.trim().to_owned())
+            .or_else(|| database_url.as_ref().map(|_| host_name()));
         Ok(Config {
             data_dir,
             db_path,
@@ -82,6 +108,8 @@ impl Config {
             guard_exe: None,
             pinning: crate::pinning::Policy::from_env()?,
             default_agent_id: non_empty_env(ENV_DEFAULT_AGENT).map(|v| v.trim().to_owned()),
+            database_url,
+            replica,
         })
     }
 
@@ -95,12 +123,24 @@ impl Config {
             guard_exe: None,
             pinning: Default::default(),
             default_agent_id: None,
+            database_url: None,
+            replica: None,
         }
     }
 }
 
 fn non_empty_env(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The machine's host name (the pod name under Kubernetes), or `localhost` when it cannot be read.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 fn default_data_dir() -> Result<PathBuf> {

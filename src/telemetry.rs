@@ -29,9 +29,19 @@ type Table = HashMap<String, HashMap<String, Series>>;
 #[derive(Debug, Default)]
 pub struct Telemetry {
     table: Mutex<Table>,
+    /// `replica="…"` on every series, when this process is one of several replicas (see `Config::replica`).
+    replica: Option<String>,
 }
 
 impl Telemetry {
+    /// Telemetry whose series carry `replica="NAME"` when `replica` is given.
+    pub fn new(replica: Option<String>) -> Telemetry {
+        Telemetry {
+            table: Mutex::default(),
+            replica,
+        }
+    }
+
     /// Records one finished proxied call.
     pub fn observe_call(&self, server: &str, tool: &str, latency: Duration, ok: bool) {
         let secs = latency.as_secs_f64();
@@ -72,23 +82,33 @@ impl Telemetry {
         };
         rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         let mut out = String::with_capacity(256 + rows.len() * 1200);
+        let replica = self
+            .replica
+            .as_deref()
+            .map(|r| format!(",replica=\"{}\"", escape_label(r)))
+            .unwrap_or_default();
         let labels = |server: &str, tool: &str| {
             format!(
-                "server=\"{}\",tool=\"{}\"",
+                "server=\"{}\",tool=\"{}\"{replica}",
                 escape_label(server),
                 escape_label(tool)
             )
         };
+        // The gauges' label set: only the replica, when there is one.
+        let only = match replica.strip_prefix(',') {
+            Some(r) => format!("{{{r}}}"),
+            None => String::new(),
+        };
         out.push_str("# HELP agent_discover_build_info The running agent-discover version.\n# TYPE agent_discover_build_info gauge\n");
         let _ = writeln!(
             out,
-            "agent_discover_build_info{{version=\"{}\"}} 1",
+            "agent_discover_build_info{{version=\"{}\"{replica}}} 1",
             env!("CARGO_PKG_VERSION")
         );
         out.push_str("# HELP agent_discover_active_servers Servers active in this process.\n# TYPE agent_discover_active_servers gauge\n");
-        let _ = writeln!(out, "agent_discover_active_servers {active_servers}");
+        let _ = writeln!(out, "agent_discover_active_servers{only} {active_servers}");
         out.push_str("# HELP agent_discover_children Child server processes running under this process.\n# TYPE agent_discover_children gauge\n");
-        let _ = writeln!(out, "agent_discover_children {children}");
+        let _ = writeln!(out, "agent_discover_children{only} {children}");
         out.push_str("# HELP agent_discover_tool_calls_total Proxied tool calls since start.\n# TYPE agent_discover_tool_calls_total counter\n");
         for (server, tool, s) in &rows {
             let _ = writeln!(
@@ -178,5 +198,33 @@ mod tests {
         assert!(text.contains("_bucket{server=\"fs\",tool=\"read\",le=\"+Inf\"} 3\n"));
         assert!(text.contains("_count{server=\"fs\",tool=\"read\"} 3\n"));
         assert!(text.contains("server=\"we\\\"ird\""));
+        assert!(
+            !text.contains("replica="),
+            "no replica label unless one is configured"
+        );
+    }
+
+    #[test]
+    fn a_replica_labels_every_series() {
+        let t = Telemetry::new(Some("r\"1".into()));
+        t.observe_call("fs", "read", Duration::from_millis(3), true);
+        let text = t.render_prometheus(2, 1);
+        assert!(
+            text.contains("agent_discover_active_servers{replica=\"r\\\"1\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("agent_discover_children{replica=\"r\\\"1\"} 1\n"));
+        assert!(text.contains(
+            "agent_discover_tool_calls_total{server=\"fs\",tool=\"read\",replica=\"r\\\"1\"} 1\n"
+        ));
+        assert!(text.contains("le=\"+Inf\"} 1\n"));
+        assert!(
+            text.contains(
+                "_bucket{server=\"fs\",tool=\"read\",replica=\"r\\\"1\",le=\"0.005\"} 1\n"
+            )
+        );
+        let series = text.lines().filter(|l| !l.starts_with('#')).count();
+        let labelled = text.lines().filter(|l| l.contains("replica=")).count();
+        assert_eq!(series, labelled, "{text}");
     }
 }

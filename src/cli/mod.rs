@@ -35,6 +35,10 @@ pub struct Cli {
     /// Directory for the database and other state (default: the platform data dir; env AGENT_DISCOVER_DATA_DIR).
     #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// A shared PostgreSQL registry for a team's replicas, `postgres://…` (env AGENT_DISCOVER_DATABASE_URL; default:
+    /// the embedded SQLite file in the data dir).
+    #[arg(long, global = true, value_name = "URL")]
+    pub database_url: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -247,7 +251,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::FixtureServer(args) = cli.command {
         return crate::fixture::run(args).await;
     }
-    let config = Config::resolve(cli.data_dir.as_deref())?;
+    let config = Config::resolve(cli.data_dir.as_deref(), cli.database_url.as_deref())?;
     let app = App::open(config.clone())
         .with_context(|| format!("cannot open the registry at {}", config.db_path.display()))?;
     match cli.command {

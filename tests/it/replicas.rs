@@ -147,10 +147,7 @@ pub async fn sessions_across(a: &Replica, b: &Replica) {
             .await
             .unwrap();
         assert_eq!(r.is_error, Some(false), "{r:?}");
-        assert!(
-            harness::text(&r).contains(&format!("via {url}")),
-            "{r:?}"
-        );
+        assert!(harness::text(&r).contains(&format!("via {url}")), "{r:?}");
         let _ = client.cancel().await;
     }
 }

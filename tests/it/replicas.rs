@@ -172,3 +172,167 @@ async fn handshake_sessions_stay_on_their_replica_stateless_requests_go_anywhere
     assert!(r.to_string().contains("echo"), "{r}");
     sessions_across(&a, &b).await;
 }
+
+/// A 2026-07-28 client of `url`'s aggregated endpoint.
+pub async fn client_2026(
+    url: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, harness::TestClient> {
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp")),
+    );
+    harness::TestClient {
+        seen: Default::default(),
+        sampling_reply: None,
+    }
+    .serve_with_lifecycle(
+        transport,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .expect("server/discover")
+}
+
+/// Eight MCP clients spread over `replicas` (which all run the fixture as `fx`) call `fx__echo` while a writer
+/// registers servers through each replica in turn; then `replicas[0]` is killed with SIGKILL. The other replicas'
+/// clients keep getting answers, and every registration a replica acknowledged is in the registry afterwards.
+pub async fn load_then_kill_one(mut replicas: Vec<Replica>) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const CLIENTS: usize = 8;
+    let urls: Vec<String> = replicas.iter().map(|r| r.url.clone()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let killed = Arc::new(AtomicBool::new(false));
+    // Answers per client after the kill, and before it.
+    let after: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..CLIENTS).map(|_| AtomicUsize::new(0)).collect());
+    let before = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..CLIENTS {
+        let replicas_n = urls.len();
+        let url = urls[i % replicas_n].clone();
+        let (stop, killed, after, before) =
+            (stop.clone(), killed.clone(), after.clone(), before.clone());
+        tasks.push(tokio::spawn(async move {
+            let client = client_2026(&url).await;
+            let mut n = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                n += 1;
+                let text = format!("client {i} call {n}");
+                let mut args = serde_json::Map::new();
+                args.insert("text".into(), json!(text));
+                let was_killed = killed.load(Ordering::SeqCst);
+                match client
+                    .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(args))
+                    .await
+                {
+                    Ok(r) => {
+                        assert_eq!(
+                            harness::text(&r),
+                            text,
+                            "client {i} got another call's answer"
+                        );
+                        if was_killed {
+                            after[i].fetch_add(1, Ordering::SeqCst);
+                        } else {
+                            before.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    // Only the killed replica's clients may fail, and only once it was killed.
+                    Err(_) if i % replicas_n == 0 && killed.load(Ordering::SeqCst) => break,
+                    Err(e) => panic!("client {i} of {url}: {e}"),
+                }
+            }
+        }));
+    }
+    // The writer: registrations acknowledged (201) by some replica, by name.
+    let acknowledged = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let writer = {
+        let (stop, acknowledged, urls, killed) = (
+            stop.clone(),
+            acknowledged.clone(),
+            urls.clone(),
+            killed.clone(),
+        );
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                n += 1;
+                let name = format!("w{n}");
+                let url = &urls[n % urls.len()];
+                let r = http
+                    .post(format!("{url}/api/servers"))
+                    .json(&json!({"name": name, "command": "true"}))
+                    .send()
+                    .await;
+                match r {
+                    Ok(r) if r.status() == 201 => acknowledged.lock().unwrap().push(name),
+                    Ok(r) => panic!("registering {name} at {url}: {}", r.status()),
+                    Err(_) if n % urls.len() == 0 && killed.load(Ordering::SeqCst) => {}
+                    Err(e) => panic!("registering {name} at {url}: {e}"),
+                }
+            }
+        })
+    };
+    // Mid-load: once 200 calls were answered, SIGKILL the first replica.
+    harness::wait_for(Duration::from_secs(120), || {
+        before.load(Ordering::SeqCst) >= 200
+    })
+    .await;
+    killed.store(true, Ordering::SeqCst);
+    replicas[0].child.start_kill().unwrap();
+    replicas[0].child.wait().await.unwrap();
+    // Every surviving replica's clients get 20 more answers each.
+    harness::wait_for(Duration::from_secs(120), || {
+        (0..CLIENTS)
+            .filter(|i| i % urls.len() != 0)
+            .all(|i| after[i].load(Ordering::SeqCst) >= 20)
+    })
+    .await;
+    stop.store(true, Ordering::SeqCst);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    writer.await.unwrap();
+    // No acknowledged registration is lost.
+    let listed: Vec<Value> = reqwest::get(format!("{}/api/servers", urls[1]))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|s| s["name"].as_str()).collect();
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(acknowledged.len() > 3, "{acknowledged:?}");
+    for a in &acknowledged {
+        assert!(
+            names.contains(&a.as_str()),
+            "{a} was acknowledged but is not stored"
+        );
+    }
+    drop(replicas);
+}
+
+/// Three replicas on one SQLite data directory under load, one killed with SIGKILL.
+#[tokio::test]
+async fn replicas_keep_answering_when_one_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(replica(dir.path(), &[]).await);
+    }
+    register_fixture(&http, &replicas[0], "fx").await;
+    for r in &replicas[1..] {
+        let a = http
+            .post(format!("{}/api/servers/fx/activate", r.url))
+            .send()
+            .await
+            .unwrap();
+        assert!(a.status().is_success());
+    }
+    load_then_kill_one(replicas).await;
+}

@@ -318,17 +318,46 @@ async fn rebuild(
 }
 
 /// Stops children of this process whose server another process disabled or removed (checked against the stored row
-/// itself, not the snapshot, so a server registered and started since the snapshot was read is left alone).
-async fn reconcile(app: &App) {
-    for child in app.proxy.active_names() {
-        let target = match app.registry.store().server_by_name(&child) {
+/// itself, not the snapshot, so a server registered and started since the snapshot was read is left alone). A replica
+/// that follows the shared active flags (`Config::follow_active`) also stops those another replica deactivated, and
+/// starts, in the background, those another replica activated.
+async fn reconcile(app: &Arc<App>) {
+    let follow = app.config.follow_active;
+    let running = app.proxy.active_names();
+    for child in &running {
+        let target = match app.registry.store().server_by_name(child) {
             Ok(None) => ServerStatus::Stopped,
             Ok(Some(s)) if s.status == ServerStatus::Disabled => ServerStatus::Disabled,
+            Ok(Some(s)) if follow && !s.active => ServerStatus::Stopped,
             _ => continue,
         };
         tracing::info!(server = %child, status = target.as_str(), "stopping a server changed by another process");
-        if let Err(e) = app.proxy.deactivate_to(&child, target).await {
+        if let Err(e) = app.proxy.deactivate_to(child, target).await {
             tracing::warn!(server = %child, error = %e, "could not stop it");
         }
+    }
+    if !follow {
+        return;
+    }
+    let wanted = match app.registry.store().servers_to_restore() {
+        Ok(w) => w,
+        Err(e) => return tracing::warn!(error = %e, "cannot read the active servers to follow"),
+    };
+    for server in wanted {
+        if running.contains(&server.name) {
+            continue;
+        }
+        let proxy = app.proxy.clone();
+        tokio::spawn(async move {
+            match proxy.follow(&server.name).await {
+                Some(Ok(_)) => {
+                    tracing::info!(server = %server.name, "started a server another replica activated")
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(server = %server.name, error = %e, "could not start a server another replica activated; trying again later")
+                }
+                None => {}
+            }
+        });
     }
 }

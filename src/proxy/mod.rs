@@ -49,6 +49,8 @@ pub use spawn::StderrRing;
 /// Consecutive crashes after which a server stays down until activated again.
 pub const MAX_FAILURES: u32 = 5;
 const STOP_GRACE: Duration = Duration::from_millis(1500);
+/// How long a replica waits before trying again to start a server it follows (see [`Proxy::follow`]) that failed.
+pub const FOLLOW_BACKOFF: Duration = Duration::from_secs(60);
 
 /// Outcome of `activate`.
 #[derive(Debug, Clone, Serialize)]
@@ -149,6 +151,8 @@ pub(crate) struct Inner {
     children: Mutex<HashMap<String, Slot>>,
     /// Serialises activate/deactivate/restart of one server.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// When following an active flag last failed here, by server (see [`Proxy::follow`]).
+    follow_failures: Mutex<HashMap<String, Instant>>,
     progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
     /// Connected MCP clients (legacy sessions), newest last, for forwarding child requests.
     clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
@@ -248,6 +252,7 @@ impl Proxy {
             guard_exe,
             children: Mutex::default(),
             locks: Mutex::default(),
+            follow_failures: Mutex::default(),
             progress: Mutex::default(),
             clients: Mutex::default(),
             callers: Mutex::default(),
@@ -289,7 +294,32 @@ impl Proxy {
                 tools: child.tool_infos(),
             });
         }
-        self.start_locked(name).await
+        self.start_locked(name, false).await
+    }
+
+    /// Starts `name` here because the registry flags it active (replicas that follow the shared active flags, see
+    /// `Config::follow_active`): like [`Proxy::activate`], except that a failure here is recorded without clearing the
+    /// flag, which says what the team wants running, not whether this replica managed it. After a failure the server
+    /// is not tried again here for [`FOLLOW_BACKOFF`]. `None` when it already runs here or is backing off.
+    pub async fn follow(&self, name: &str) -> Option<Result<Activation>> {
+        if lock(&self.inner.follow_failures)
+            .get(name)
+            .is_some_and(|at| at.elapsed() < FOLLOW_BACKOFF)
+        {
+            return None;
+        }
+        let guard = self.inner.lock_for(name);
+        let _held = guard.lock().await;
+        if lock(&self.inner.children).contains_key(name) {
+            return None;
+        }
+        let r = self.start_locked(name, true).await;
+        let mut failures = lock(&self.inner.follow_failures);
+        match &r {
+            Ok(_) => failures.remove(name),
+            Err(_) => failures.insert(name.to_owned(), Instant::now()),
+        };
+        Some(r)
     }
 
     /// Restarts `name` if this process runs it (its stored configuration changed): the old child is stopped and a new
@@ -304,11 +334,11 @@ impl Proxy {
         if let Slot::Running(child) = slot {
             child.stop().await;
         }
-        self.start_locked(name).await.map(Some)
+        self.start_locked(name, false).await.map(Some)
     }
 
-    /// Starts `name`; the caller holds its lock and no slot exists.
-    async fn start_locked(&self, name: &str) -> Result<Activation> {
+    /// Starts `name`; the caller holds its lock and no slot exists. `keep_flag`: a failure leaves the active flag.
+    async fn start_locked(&self, name: &str, keep_flag: bool) -> Result<Activation> {
         let server = self.inner.registry.get(name)?;
         if !server.installed {
             return Err(Error::Invalid {
@@ -328,7 +358,8 @@ impl Proxy {
         let child = match self.inner.start(&server, 0).await {
             Ok(c) => c,
             Err(e) => {
-                self.inner.record_start_failure(name, server.id, &e);
+                self.inner
+                    .record_start_failure(name, server.id, &e, keep_flag);
                 return Err(e);
             }
         };
@@ -836,12 +867,13 @@ impl Inner {
     }
 
     /// A start that failed: `authenticating` with its URL when the server needs authorization, `error` otherwise;
-    /// the active flag is cleared either way.
-    fn record_start_failure(&self, name: &str, id: i64, e: &Error) {
+    /// the active flag is cleared either way, unless `keep_flag`.
+    fn record_start_failure(&self, name: &str, id: i64, e: &Error, keep_flag: bool) {
+        let active = if keep_flag { None } else { Some(false) };
         if let Error::AuthRequired { auth_url, .. } = e {
             let change = StatusChange {
                 status: ServerStatus::Authenticating,
-                active: Some(false),
+                active,
                 error: None,
                 auth_url: Some(auth_url),
             };
@@ -853,7 +885,7 @@ impl Inner {
                 status: ServerStatus::Authenticating,
             });
         } else {
-            self.set_status(name, id, ServerStatus::Error, Some(false), Some(e));
+            self.set_status(name, id, ServerStatus::Error, active, Some(e));
         }
     }
 

@@ -336,3 +336,120 @@ async fn replicas_keep_answering_when_one_is_killed() {
     }
     load_then_kill_one(replicas).await;
 }
+
+/// A legacy (handshake-era) MCP client of `url`'s aggregated endpoint, counting `tools/list_changed`.
+pub async fn client_legacy(
+    url: &str,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, harness::TestClient>,
+    std::sync::Arc<harness::Seen>,
+) {
+    use rmcp::ServiceExt;
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp")),
+    );
+    let seen = std::sync::Arc::new(harness::Seen::default());
+    let client = harness::TestClient {
+        seen: seen.clone(),
+        sampling_reply: None,
+    }
+    .serve(transport)
+    .await
+    .expect("initialize");
+    (client, seen)
+}
+
+/// Waits (bounded, woken by `tools/list_changed`) until the client's tool list satisfies `pred`.
+pub async fn wait_tools(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, harness::TestClient>,
+    seen: &harness::Seen,
+    what: &str,
+    pred: impl Fn(&[String]) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let notified = seen.notify.notified();
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        if pred(&names) {
+            return;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            panic!("{what}: not within 20 s; tools {names:?}");
+        }
+    }
+}
+
+/// Replicas that follow the shared active flags: a server activated through the first replica runs on every
+/// replica (each connected MCP client gets `list_changed` and lists its tools), and deactivated through the last it
+/// stops on every replica.
+pub async fn follow_active_flags(replicas: &[Replica]) {
+    let http = reqwest::Client::new();
+    let mut clients = Vec::new();
+    for r in replicas {
+        clients.push(client_legacy(&r.url).await);
+    }
+    register_fixture(&http, &replicas[0], "fx").await;
+    for (i, (client, seen)) in clients.iter().enumerate() {
+        wait_tools(client, seen, &format!("fx__echo on replica {i}"), |t| {
+            t.iter().any(|n| n == "fx__echo")
+        })
+        .await;
+        let r = client
+            .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(
+                serde_json::from_value(json!({"text": format!("on {i}")})).unwrap(),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(harness::text(&r), format!("on {i}"));
+    }
+    for r in replicas {
+        let listed: Vec<Value> = http
+            .get(format!("{}/api/servers", r.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let fx = listed.iter().find(|s| s["name"] == "fx").unwrap();
+        assert_eq!(fx["running"], true, "{} runs fx: {fx}", r.url);
+    }
+    let last = replicas.last().unwrap();
+    let stopped = http
+        .post(format!("{}/api/servers/fx/deactivate", last.url))
+        .send()
+        .await
+        .unwrap();
+    assert!(stopped.status().is_success());
+    for (i, (client, seen)) in clients.iter().enumerate() {
+        wait_tools(
+            client,
+            seen,
+            &format!("fx__echo gone on replica {i}"),
+            |t| !t.iter().any(|n| n == "fx__echo"),
+        )
+        .await;
+    }
+    for (client, _) in clients {
+        let _ = client.cancel().await;
+    }
+}
+
+/// Three replicas over one SQLite file with `AGENT_DISCOVER_FOLLOW_ACTIVE=1`.
+#[tokio::test]
+async fn replicas_over_one_sqlite_file_can_follow_the_active_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("AGENT_DISCOVER_FOLLOW_ACTIVE", "1".to_owned())];
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(replica(dir.path(), &env).await);
+    }
+    follow_active_flags(&replicas).await;
+}

@@ -72,7 +72,16 @@ impl App {
         let events = EventBus::default();
         let registry = Registry::new(store, events.clone()).with_pin_policy(config.pinning);
         let secrets = Secrets::open(&config.data_dir, registry.clone(), events.clone())?;
-        let calllog = Arc::new(CallLog::new(config.log_retention_days, events.clone()));
+        let calllog = Arc::new(match (config.team, &config.replica) {
+            (true, Some(replica)) => CallLog::shared(
+                config.log_retention_days,
+                events.clone(),
+                registry.store().clone(),
+                replica.clone(),
+            ),
+            _ => CallLog::new(config.log_retention_days, events.clone()),
+        });
+        calllog.spawn_flusher();
         let guard_exe = match &config.guard_exe {
             Some(p) => p.clone(),
             None => std::env::current_exe()?,

@@ -1,7 +1,8 @@
-//! The call log: an in-memory ring of the last 500 proxied calls, pruned by age, announced on the event bus.
+//! The call log: an in-memory ring of the last 500 proxied calls, pruned by age, announced on the event bus; in team
+//! mode also appended, in batches, to the call log the replicas share (`store::calls`), which reads then come from.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -24,6 +25,9 @@ pub struct LogEntry {
     pub response: String,
     pub latency_ms: u64,
     pub success: bool,
+    /// The replica that proxied the call, for entries read from the shared call log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 #[derive(Debug)]
@@ -31,7 +35,24 @@ pub struct CallLog {
     inner: Mutex<Inner>,
     retention: Duration,
     events: EventBus,
+    shared: Option<Shared>,
 }
+
+/// The team's call log: calls recorded here wait in `pending` until the flusher (or a read) appends them.
+#[derive(Debug)]
+struct Shared {
+    store: crate::store::Store,
+    replica: String,
+    pending: Mutex<Vec<crate::store::StoredCall>>,
+    kick: Arc<tokio::sync::Notify>,
+    /// Signalled after each batch appended.
+    flushed: tokio::sync::Notify,
+}
+
+/// Calls waiting for the shared call log are appended at most this often (one transaction per batch).
+pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// How often calls older than the retention are deleted from the shared call log.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -48,6 +69,94 @@ impl CallLog {
             }),
             retention: Duration::from_secs(u64::from(retention_days) * 86_400),
             events,
+            shared: None,
+        }
+    }
+
+    /// A call log that also appends to the call log shared by a team's replicas in `store`, as `replica`; start its
+    /// flusher with [`CallLog::spawn_flusher`].
+    pub fn shared(
+        retention_days: u32,
+        events: EventBus,
+        store: crate::store::Store,
+        replica: String,
+    ) -> CallLog {
+        CallLog {
+            shared: Some(Shared {
+                store,
+                replica,
+                pending: Mutex::default(),
+                kick: Arc::default(),
+                flushed: tokio::sync::Notify::new(),
+            }),
+            ..CallLog::new(retention_days, events)
+        }
+    }
+
+    /// Appends waiting calls to the shared call log every [`FLUSH_EVERY`] while there are any, and prunes it by age;
+    /// ends when the call log is dropped. Does nothing for a call log that is not shared.
+    pub fn spawn_flusher(self: &Arc<Self>) {
+        let Some(shared) = &self.shared else { return };
+        let kick = shared.kick.clone();
+        let log = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut pruned = tokio::time::Instant::now() - PRUNE_EVERY;
+            loop {
+                // A pruning pass is due at start and then every PRUNE_EVERY, whether or not calls come.
+                let _ = tokio::time::timeout_at(pruned + PRUNE_EVERY, kick.notified()).await;
+                // Batch what comes in the next moment into one transaction.
+                tokio::time::sleep(FLUSH_EVERY).await;
+                let Some(log) = log.upgrade() else { return };
+                let prune = pruned.elapsed() >= PRUNE_EVERY;
+                if prune {
+                    pruned = tokio::time::Instant::now();
+                }
+                let done = tokio::task::spawn_blocking(move || {
+                    log.flush();
+                    if prune {
+                        log.prune_shared();
+                    }
+                })
+                .await;
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "the call log flusher failed");
+                }
+            }
+        });
+    }
+
+    /// Appends the calls waiting for the shared call log now (blocking; a failed batch is kept for the next try).
+    pub fn flush(&self) {
+        let Some(shared) = &self.shared else { return };
+        let batch = std::mem::take(&mut *shared.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if batch.is_empty() {
+            return;
+        }
+        let appended = shared.store.append_calls(&batch);
+        if appended.is_ok() {
+            shared.flushed.notify_waiters();
+        }
+        if let Err(e) = appended {
+            tracing::warn!(error = %e, calls = batch.len(), "appending to the shared call log failed; trying again later");
+            let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let newer = std::mem::replace(&mut *pending, batch);
+            pending.extend(newer);
+            // Never more than the in-memory ring holds: what is older is dropped, as it would be from the ring.
+            let excess = pending.len().saturating_sub(CAPACITY);
+            pending.drain(..excess);
+        }
+    }
+
+    fn prune_shared(&self) {
+        let Some(shared) = &self.shared else { return };
+        let cutoff = now_ms().saturating_sub(self.retention.as_millis() as u64);
+        match shared
+            .store
+            .prune_calls(Some(i64::try_from(cutoff).unwrap_or(i64::MAX)))
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(calls = n, "pruned the shared call log"),
+            Err(e) => tracing::warn!(error = %e, "pruning the shared call log failed"),
         }
     }
 
@@ -85,7 +194,7 @@ impl CallLog {
             {
                 inner.entries.pop_front();
             }
-            inner.entries.push_back(LogEntry {
+            let entry = LogEntry {
                 id,
                 unix_ms: now,
                 server: server.to_owned(),
@@ -94,15 +203,67 @@ impl CallLog {
                 response,
                 latency_ms: latency.as_millis() as u64,
                 success,
-            });
+                replica: None,
+            };
+            if let Some(shared) = &self.shared {
+                shared
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(crate::store::StoredCall {
+                        id: 0,
+                        replica: shared.replica.clone(),
+                        unix_ms: i64::try_from(now).unwrap_or(i64::MAX),
+                        server: entry.server.clone(),
+                        tool: entry.tool.clone(),
+                        args: entry.args.to_string(),
+                        response: entry.response.clone(),
+                        latency_ms: i64::try_from(entry.latency_ms).unwrap_or(i64::MAX),
+                        success,
+                    });
+                shared.kick.notify_one();
+            }
+            inner.entries.push_back(entry);
             id
         };
         self.events.emit(Event::CallLogged { id });
         id
     }
 
-    /// Newest first, skipping `offset`; also returns how many entries there are.
+    /// Newest first, skipping `offset`; also returns how many entries there are. A shared call log is read from the
+    /// store (every replica's calls, this one's waiting calls appended first); if that fails, from memory.
     pub fn entries(&self, limit: usize, offset: usize) -> (Vec<LogEntry>, usize) {
+        if let Some(shared) = &self.shared {
+            self.flush();
+            let cutoff = now_ms().saturating_sub(self.retention.as_millis() as u64);
+            match shared.store.recent_calls(
+                i64::try_from(cutoff).unwrap_or(i64::MAX),
+                limit,
+                offset,
+            ) {
+                Ok((calls, total)) => {
+                    let entries = calls
+                        .into_iter()
+                        .map(|c| LogEntry {
+                            id: u64::try_from(c.id).unwrap_or(0),
+                            unix_ms: u64::try_from(c.unix_ms).unwrap_or(0),
+                            server: c.server,
+                            tool: c.tool,
+                            args: serde_json::from_str(&c.args)
+                                .unwrap_or(serde_json::Value::String(c.args)),
+                            response: c.response,
+                            latency_ms: u64::try_from(c.latency_ms).unwrap_or(0),
+                            success: c.success,
+                            replica: Some(c.replica),
+                        })
+                        .collect();
+                    return (entries, total);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the shared call log failed; showing this replica's calls")
+                }
+            }
+        }
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let cutoff = now_ms().saturating_sub(self.retention.as_millis() as u64);
         let live: Vec<&LogEntry> = inner
@@ -129,7 +290,18 @@ impl CallLog {
             .cloned()
     }
 
+    /// Empties the call log (the shared one too: every replica's calls).
     pub fn clear(&self) {
+        if let Some(shared) = &self.shared {
+            shared
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
+            if let Err(e) = shared.store.prune_calls(None) {
+                tracing::warn!(error = %e, "clearing the shared call log failed");
+            }
+        }
         self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -254,6 +426,62 @@ mod tests {
         // The timestamp is serialised as RFC 3339.
         let v = serde_json::to_value(&entries[0]).unwrap();
         assert_eq!(v["timestamp"], rfc3339(now));
+    }
+
+    /// Two replicas' shared call logs on one store: each reads both replicas' calls, newest first, with the replica
+    /// named; waiting calls are appended by a read; clearing empties it for both.
+    #[tokio::test]
+    async fn a_shared_call_log_shows_every_replica_s_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        let a = CallLog::shared(30, EventBus::default(), store.clone(), "a".into());
+        let b = CallLog::shared(30, EventBus::default(), store.clone(), "b".into());
+        let call = |log: &CallLog, tool: &str| {
+            log.record(
+                "fx",
+                tool,
+                serde_json::json!({"t": tool}),
+                "ok".into(),
+                Duration::from_millis(2),
+                true,
+            )
+        };
+        call(&a, "one");
+        call(&b, "two");
+        b.flush();
+        call(&a, "three");
+        let (entries, total) = b.entries(10, 0);
+        assert_eq!(
+            total, 1,
+            "a's waiting calls are not in the store before a flushes: {entries:?}"
+        );
+        let (entries, total) = a.entries(10, 0);
+        assert_eq!(total, 3);
+        let seen: Vec<(&str, Option<&str>)> = entries
+            .iter()
+            .map(|e| (e.tool.as_str(), e.replica.as_deref()))
+            .collect();
+        assert!(
+            seen.contains(&("two", Some("b"))) && seen.contains(&("three", Some("a"))),
+            "{seen:?}"
+        );
+        assert_eq!(entries[0].args, serde_json::json!({"t": entries[0].tool}));
+        assert_eq!(b.entries(10, 0).1, 3);
+        let v = serde_json::to_value(&entries[0]).unwrap();
+        assert!(v["replica"].is_string(), "{v}");
+        b.clear();
+        assert_eq!(a.entries(10, 0).1, 0);
+        // The flusher appends waiting calls without a read.
+        let a = Arc::new(a);
+        a.spawn_flusher();
+        let flushed = a.shared.as_ref().unwrap().flushed.notified();
+        tokio::pin!(flushed);
+        flushed.as_mut().enable();
+        call(&a, "four");
+        tokio::time::timeout(Duration::from_secs(10), flushed)
+            .await
+            .expect("the flusher appended the call");
+        assert_eq!(store.recent_calls(0, 10, 0).unwrap().1, 1);
     }
 
     #[test]

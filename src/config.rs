@@ -25,13 +25,15 @@ pub struct Config {
     /// A shared PostgreSQL registry (`--database-url` or `AGENT_DISCOVER_DATABASE_URL`, `postgres://…`); `None` is the
     /// embedded SQLite file at `db_path`.
     pub database_url: Option<String>,
-    /// This process's name among replicas of one registry, the `replica` label of its Prometheus series
-    /// (`AGENT_DISCOVER_REPLICA`; with a shared database it defaults to the host name, else there is none).
+    /// This process's name among replicas of one registry: the `replica` label of its Prometheus series and of the
+    /// calls it logs (`AGENT_DISCOVER_REPLICA`; in team mode it defaults to `HOST:PID`, else there is none).
     pub replica: Option<String>,
-    /// Whether this process runs every server the registry flags active, starting and stopping children as other
-    /// replicas activate and deactivate them (on with a shared database; `AGENT_DISCOVER_FOLLOW_ACTIVE=1` turns it on
-    /// for replicas over one SQLite file). Off, a process runs what it activated and what was active when it started.
-    pub follow_active: bool,
+    /// Team mode: this process is one of several replicas of one registry (on with a shared database;
+    /// `AGENT_DISCOVER_TEAM=1` turns it on for replicas over one SQLite file). A replica runs every server the registry
+    /// flags active, starting and stopping children as other replicas activate and deactivate them, and logs its calls
+    /// to the shared call log. Off, a process runs what it activated and what was active when it started, and keeps
+    /// its call log in memory.
+    pub team: bool,
 }
 
 /// Default time limits (seed 000); a server may override activation and call limits.
@@ -60,7 +62,7 @@ pub const ENV_LOG_RETENTION_DAYS: &str = "AGENT_DISCOVER_LOG_RETENTION_DAYS";
 pub const ENV_DEFAULT_AGENT: &str = "AGENT_DISCOVER_DEFAULT_AGENT";
 pub const ENV_DATABASE_URL: &str = "AGENT_DISCOVER_DATABASE_URL";
 pub const ENV_REPLICA: &str = "AGENT_DISCOVER_REPLICA";
-pub const ENV_FOLLOW_ACTIVE: &str = "AGENT_DISCOVER_FOLLOW_ACTIVE";
+pub const ENV_TEAM: &str = "AGENT_DISCOVER_TEAM";
 pub const DB_FILE: &str = "agent-discover.db";
 
 impl Config {
@@ -102,22 +104,19 @@ impl Config {
                 "expected a postgres:// or postgresql:// URL (the embedded SQLite registry needs none)",
             ));
         }
-        let replica = non_empty_env(ENV_REPLICA)
-            .map(|r| r.trim().to_owned())
-            .or_else(|| database_url.as_ref().map(|_| host_name()));
-        let follow_active = match non_empty_env(ENV_FOLLOW_ACTIVE).as_deref().map(str::trim) {
+        let team = match non_empty_env(ENV_TEAM).as_deref().map(str::trim) {
             None => database_url.is_some(),
             Some("1" | "true" | "on") => true,
             Some("0" | "false" | "off") => false,
             Some(v) => {
-                return Err(Error::invalid(
-                    ENV_FOLLOW_ACTIVE,
-                    format!("{v:?} is not 1 or 0"),
-                ));
+                return Err(Error::invalid(ENV_TEAM, format!("{v:?} is not 1 or 0")));
             }
         };
+        let replica = non_empty_env(ENV_REPLICA)
+            .map(|r| r.trim().to_owned())
+            .or_else(|| team.then(|| format!("{}:{}", host_name(), std::process::id())));
         Ok(Config {
-            follow_active,
+            team,
             data_dir,
             db_path,
             timeouts: Timeouts::default(),
@@ -142,7 +141,7 @@ impl Config {
             default_agent_id: None,
             database_url: None,
             replica: None,
-            follow_active: false,
+            team: false,
         }
     }
 }

@@ -319,10 +319,10 @@ async fn rebuild(
 
 /// Stops children of this process whose server another process disabled or removed (checked against the stored row
 /// itself, not the snapshot, so a server registered and started since the snapshot was read is left alone). A replica
-/// that follows the shared active flags (`Config::follow_active`) also stops those another replica deactivated, and
+/// that follows the shared active flags (team mode, `Config::team`) also stops those another replica deactivated, and
 /// starts, in the background, those another replica activated.
 async fn reconcile(app: &Arc<App>) {
-    let follow = app.config.follow_active;
+    let follow = app.config.team;
     let running = app.proxy.active_names();
     for child in &running {
         let target = match app.registry.store().server_by_name(child) {

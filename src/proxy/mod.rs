@@ -298,7 +298,7 @@ impl Proxy {
     }
 
     /// Starts `name` here because the registry flags it active (replicas that follow the shared active flags, see
-    /// `Config::follow_active`): like [`Proxy::activate`], except that a failure here is recorded without clearing the
+    /// team mode, `Config::team`): like [`Proxy::activate`], except that a failure here is recorded without clearing the
     /// flag, which says what the team wants running, not whether this replica managed it. After a failure the server
     /// is not tried again here for [`FOLLOW_BACKOFF`]. `None` when it already runs here or is backing off.
     pub async fn follow(&self, name: &str) -> Option<Result<Activation>> {
@@ -443,6 +443,9 @@ impl Proxy {
 
     /// Stops every child (agent-discover is shutting down). The `active` flags stay, so the next start restores them.
     pub async fn shutdown(&self) {
+        // Calls waiting for the shared call log are written before the process ends.
+        let calllog = self.inner.calllog.clone();
+        let _ = tokio::task::spawn_blocking(move || calllog.flush()).await;
         self.flush_metrics().await;
         let slots: Vec<Slot> = lock(&self.inner.children).drain().map(|(_, s)| s).collect();
         // Nothing runs them any more; the active flags stay, so the next start restores them.

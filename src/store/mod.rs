@@ -5,6 +5,8 @@
 
 pub mod agents;
 mod bm25;
+mod calls;
+pub use calls::StoredCall;
 pub mod db;
 mod introspect;
 pub mod lifecycle;

@@ -216,6 +216,22 @@ const MIGRATIONS: &[&str] = &[
         tokenize='porter unicode61 remove_diacritics 1'
     );
     "#,
+    // #16 (teams): the call log shared by a team's replicas (`calllog.rs` appends in batches; pruned by age). Each
+    // process's own recent calls stay in its memory as before; this table is written only in team mode.
+    r#"
+    CREATE TABLE calls (
+        id INTEGER PRIMARY KEY,
+        replica TEXT NOT NULL,
+        unix_ms INTEGER NOT NULL,
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        response TEXT NOT NULL,
+        latency_ms INTEGER NOT NULL,
+        success INTEGER NOT NULL
+    );
+    CREATE INDEX calls_by_time ON calls (unix_ms);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

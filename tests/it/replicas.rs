@@ -442,11 +442,11 @@ pub async fn follow_active_flags(replicas: &[Replica]) {
     }
 }
 
-/// Three replicas over one SQLite file with `AGENT_DISCOVER_FOLLOW_ACTIVE=1`.
+/// Three replicas over one SQLite file with `AGENT_DISCOVER_TEAM=1`.
 #[tokio::test]
 async fn replicas_over_one_sqlite_file_can_follow_the_active_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let env = [("AGENT_DISCOVER_FOLLOW_ACTIVE", "1".to_owned())];
+    let env = [("AGENT_DISCOVER_TEAM", "1".to_owned())];
     let mut replicas = Vec::new();
     for _ in 0..3 {
         replicas.push(replica(dir.path(), &env).await);

@@ -329,7 +329,8 @@ impl Drop for Checkout<'_> {
             return;
         };
         let mut state = self.pool.lock();
-        if conn.broken.get() || conn.client.is_closed() {
+        // Still in a transaction: the closure panicked, and the session holds an open (or aborted) transaction.
+        if conn.broken.get() || conn.in_tx.get() || conn.client.is_closed() {
             state.open -= 1;
         } else {
             state.idle.push(conn);

@@ -465,6 +465,60 @@ fn transactions_commit_roll_back_and_retry_serialization_failures() {
 }
 
 #[test]
+fn the_pool_bounds_its_connections_and_recovers_from_a_panic() {
+    let server = server();
+    let url = server.new_database();
+    let pool = PgPool::with_config(pg::parse_url(&url).unwrap(), 2).unwrap();
+    pool.with(|c| c.batch("CREATE TABLE n (i BIGINT PRIMARY KEY)"))
+        .unwrap();
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                for i in 0..10i64 {
+                    pool.transaction(|c| {
+                        c.execute("INSERT INTO n (i) VALUES (?1)", &args![t * 100 + i])?;
+                        // Every connection of this database, counted while one is checked out.
+                        let open = count(
+                            c,
+                            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()",
+                        );
+                        assert!((1..=2).contains(&open), "{open} connections");
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // A closure that panics inside a transaction: its connection is not given back in that state.
+    let p = pool.clone();
+    let panicked = std::thread::spawn(move || {
+        p.transaction(|c| -> agent_discover::error::Result<()> {
+            c.execute("INSERT INTO n (i) VALUES (?1)", &args![-1i64])?;
+            panic!("closure panicked");
+        })
+    })
+    .join();
+    assert!(panicked.is_err());
+    // Both connections the pool may hand out (one inside the other): neither sees the panicked transaction's row,
+    // which only that transaction's session would see.
+    pool.with(|a| {
+        pool.with(|b| {
+            for c in [a, b] {
+                assert_eq!(count(c, "SELECT COUNT(*) FROM n"), 60);
+                assert_eq!(count(c, "SELECT COUNT(*) FROM n WHERE i = -1"), 0);
+            }
+            Ok(())
+        })
+    })
+    .unwrap();
+}
+
+#[test]
 fn notify_from_one_pool_reaches_another_pools_listener() {
     let server = server();
     let url = server.new_database();

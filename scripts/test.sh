@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the integration tests need (real MCP servers from npm and PyPI, the Python MCP SDK,
-# the local embedding model)
+# the local embedding model, PostgreSQL)
 # into .ci/cache, then runs `cargo test`. Idempotent; a second run only runs the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,20 @@ if ! command -v curl >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
   else
     echo "error: the OAuth conformance test needs curl: run 'sudo apt-get install curl'" >&2
+    exit 1
+  fi
+fi
+
+# Debian's PostgreSQL for the team backend's tests (tests/it/pg.rs runs initdb and postgres from
+# /usr/lib/postgresql/*/bin in a temporary directory, as the `postgres` user when run as root). No system cluster is
+# wanted, so the package is told not to create one.
+if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/agent-discover-tests.conf
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "error: the PostgreSQL tests need Debian's postgresql: run 'sudo apt-get install postgresql'" >&2
     exit 1
   fi
 fi

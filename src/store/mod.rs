@@ -12,6 +12,7 @@ mod introspect;
 pub mod lifecycle;
 pub mod market_cache;
 mod oauth;
+pub mod pg;
 mod pins;
 mod schema;
 mod search;

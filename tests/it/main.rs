@@ -49,3 +49,5 @@ mod transitions;
 mod eras;
 // Issue 15: agents over A2A (the official Python SDK as the agents), executors, sessions and their typed errors.
 mod agents;
+// Issue 16: the PostgreSQL backend against a real server (initdb + postgres in a temporary directory).
+mod pg;

@@ -198,6 +198,118 @@ mod tests {
     use super::*;
     use crate::args;
 
+    /// The files allowed to name the SQLite crate: SQLite's own code (this backend, migrations, FTS5 ranking and
+    /// search) and the machine-local marketplace cache.
+    const SQLITE_FILES: &[&str] = &[
+        "src/store/sqlite.rs",
+        "src/store/schema.rs",
+        "src/store/bm25.rs",
+        "src/store/search.rs",
+        "src/store/market_cache.rs",
+    ];
+
+    /// Statement openings that mark SQL in code (comments are skipped).
+    const SQL_MARKS: &[&str] = &[
+        "SELECT ",
+        "INSERT INTO ",
+        "DELETE FROM ",
+        "CREATE TABLE",
+        "CREATE INDEX",
+        "ALTER TABLE",
+        "PRAGMA ",
+        " ON CONFLICT",
+    ];
+
+    /// What is wrong with source file `path` (relative to the crate, `/`-separated) holding `text`.
+    fn boundary_offences(path: &str, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let crate_name = concat!("rus", "qlite");
+        if !SQLITE_FILES.contains(&path)
+            && let Some(n) = text.lines().position(|l| l.contains(crate_name))
+        {
+            out.push(format!(
+                "{path}:{}: names {crate_name} (only {SQLITE_FILES:?} may)",
+                n + 1
+            ));
+        }
+        if !path.starts_with("src/store/") {
+            for (n, line) in text.lines().enumerate() {
+                let code = line.trim_start();
+                if code.starts_with("//") {
+                    continue;
+                }
+                if let Some(mark) = SQL_MARKS.iter().find(|m| code.contains(**m)) {
+                    out.push(format!(
+                        "{path}:{}: SQL ({mark:?}) outside src/store",
+                        n + 1
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn the_checker_finds_both_kinds_of_offence() {
+        let crate_name = concat!("rus", "qlite");
+        let line = format!("use {crate_name}::Connection;");
+        assert_eq!(
+            boundary_offences("src/store/sqlite.rs", &line),
+            Vec::<String>::new()
+        );
+        let found = boundary_offences("src/store/servers.rs", &line);
+        assert!(
+            found[0].starts_with("src/store/servers.rs:1: names"),
+            "{found:?}"
+        );
+        let sql = "// SELECT in a comment is fine\nlet q = \"SELECT id FROM servers\";";
+        let found = boundary_offences("src/feed.rs", sql);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("src/feed.rs:2: SQL"), "{found:?}");
+        assert!(boundary_offences("src/store/tools.rs", sql).is_empty());
+    }
+
+    /// Only SQLite's own files name the SQLite crate, and only src/store holds SQL.
+    #[test]
+    fn only_the_store_has_sql_and_only_sqlite_files_name_the_crate() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        rust_files(&root.join("src"), &mut files);
+        assert!(
+            files.len() > 50,
+            "found only {} files under src",
+            files.len()
+        );
+        let mut offences = Vec::new();
+        for file in files {
+            let rel = file
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            offences.extend(boundary_offences(
+                &rel,
+                &std::fs::read_to_string(&file).unwrap(),
+            ));
+        }
+        assert!(
+            offences.is_empty(),
+            "storage boundary broken:\n{}",
+            offences.join("\n")
+        );
+    }
+
     #[test]
     fn sqlite_conn_round_trips_values_and_classifies_errors() {
         let conn = Connection::open_in_memory().unwrap();

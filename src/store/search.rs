@@ -208,3 +208,61 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ServerSpec;
+
+    /// The substring filter other engines use is itself shared SQL: run on SQLite, it keeps the servers whose name,
+    /// description or tags hold every token, as FTS5's filter does for whole words.
+    #[test]
+    fn the_substring_text_filter_agrees_with_fts_on_whole_words() {
+        let store = Store::open_in_memory().unwrap();
+        for (name, description, tag) in [
+            ("github", "Issues and pull requests", "git"),
+            ("postgres", "Query a database", "sql"),
+            ("files", "Read and write files", "fs"),
+        ] {
+            let spec = ServerSpec {
+                name: name.into(),
+                description: description.into(),
+                tags: vec![tag.into()],
+                command: Some("x".into()),
+                ..Default::default()
+            };
+            store.insert_server(&spec).unwrap();
+        }
+        let names = |dialect: Dialect, text: &str| -> Vec<String> {
+            store
+                .read(|c| {
+                    let mut params = Vec::new();
+                    let f = server_text_filter(dialect, text, &mut params).unwrap();
+                    let rows = c.query(
+                        &format!(
+                            "SELECT s.name FROM servers s{} WHERE {} ORDER BY s.name",
+                            f.join, f.cond
+                        ),
+                        &params,
+                    )?;
+                    rows.iter().map(|r| r.get(0)).collect()
+                })
+                .unwrap()
+        };
+        for text in [
+            "query database",
+            "PULL requests!",
+            "sql",
+            "write",
+            "nothing here",
+        ] {
+            assert_eq!(
+                names(Dialect::Postgres, text),
+                names(Dialect::Sqlite, text),
+                "{text}"
+            );
+        }
+        assert_eq!(names(Dialect::Postgres, "Pull"), vec!["github".to_string()]);
+        assert!(server_text_filter(Dialect::Postgres, "!?", &mut Vec::new()).is_none());
+    }
+}

@@ -24,7 +24,7 @@ fn tool_from_row(r: &Row) -> Result<ToolRecord> {
 const SELECT: &str = "SELECT t.id, t.server_id, s.name, t.name, t.description, t.input_schema FROM server_tools t JOIN servers s ON s.id = t.server_id";
 
 /// Ids per `IN (...)` list: well under either engine's limit on parameters in one statement.
-const IDS_PER_STATEMENT: usize = 500;
+const IDS_PER_STATEMENT: usize = 512;
 
 impl Store {
     /// Replaces server `server_id`'s tools with `tools` in one transaction. Unchanged tools keep their rows
@@ -72,11 +72,17 @@ impl Store {
         self.read(|c| {
             let mut out = Vec::with_capacity(ids.len());
             for chunk in ids.chunks(IDS_PER_STATEMENT) {
-                let list = (1..=chunk.len())
+                // The list is padded (with its last id) to a power of two, so a few statements cover every length
+                // and stay in the connection's statement cache.
+                let width = chunk.len().next_power_of_two().max(8);
+                let list = (1..=width)
                     .map(|i| format!("?{i}"))
                     .collect::<Vec<_>>()
                     .join(", ");
-                let params: Vec<Value> = chunk.iter().map(|&id| id.into()).collect();
+                let last = chunk[chunk.len() - 1];
+                let params: Vec<Value> = (0..width)
+                    .map(|i| chunk.get(i).copied().unwrap_or(last).into())
+                    .collect();
                 for r in c.query(&format!("{SELECT} WHERE t.id IN ({list})"), &params)? {
                     out.push(tool_from_row(&r)?);
                 }
@@ -122,4 +128,68 @@ pub(super) fn replace_tools_in(c: &dyn Conn, server_id: i64, tools: &[ToolInfo])
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ServerSpec;
+
+    fn tool(name: &str, description: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: description.into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    /// Replacing keeps unchanged rows (and their embeddings), drops vanished ones; lookups by id pad their lists.
+    #[test]
+    fn replace_keeps_unchanged_rows_and_ids_are_looked_up_in_chunks() {
+        let store = Store::open_in_memory().unwrap();
+        let spec = ServerSpec {
+            name: "s".into(),
+            command: Some("x".into()),
+            ..Default::default()
+        };
+        let s = store.insert_server(&spec).unwrap();
+        let many: Vec<ToolInfo> = (0..600).map(|i| tool(&format!("t{i}"), "d")).collect();
+        store.replace_tools(s.id, &many).unwrap();
+        let all = store.tools_of(s.id).unwrap();
+        assert_eq!(all.len(), 600);
+        store
+            .set_embeddings("m", &[(all[0].id, vec![1.0, 2.0])])
+            .unwrap();
+
+        let ids: Vec<i64> = all.iter().map(|t| t.id).collect();
+        assert_eq!(store.tools_by_ids(&ids).unwrap().len(), 600);
+        let three = store.tools_by_ids(&ids[..3]).unwrap();
+        let mut got: Vec<i64> = three.iter().map(|t| t.id).collect();
+        got.sort();
+        assert_eq!(got, ids[..3].to_vec());
+        assert!(store.tools_by_ids(&[]).unwrap().is_empty());
+
+        let before = store.total_changes();
+        store.replace_tools(s.id, &many).unwrap();
+        assert_eq!(
+            store.total_changes(),
+            before,
+            "an unchanged list writes nothing"
+        );
+
+        let kept = vec![tool(&all[0].name, "d"), tool("t1", "changed")];
+        store.replace_tools(s.id, &kept).unwrap();
+        let now = store.tools_of(s.id).unwrap();
+        assert_eq!(now.len(), 2);
+        assert_eq!(now[0].id, all[0].id, "an unchanged tool keeps its row");
+        assert_eq!(
+            store.embeddings("m").unwrap(),
+            vec![(all[0].id, vec![1.0, 2.0])]
+        );
+        assert_eq!(
+            store.tools_needing_embedding("m", 10).unwrap().len(),
+            1,
+            "the changed tool needs a new embedding"
+        );
+    }
 }

@@ -33,10 +33,8 @@ use crate::store::market_cache as store_cache;
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
@@ -102,7 +100,7 @@ pub struct BrowseResult {
 pub struct Marketplace {
     config: MarketplaceConfig,
     client: reqwest::Client,
-    cache: Option<Mutex<Connection>>,
+    cache: Option<store_cache::MarketCache>,
     cache_path: String,
     npm_base: OnceCell<Result<String, MarketError>>,
     pypi_base: OnceCell<Result<String, MarketError>>,
@@ -128,7 +126,7 @@ impl Marketplace {
                 message: e.to_string(),
             })?;
         let (cache, cache_path) = match &config.cache_db {
-            Some(p) => (Some(Mutex::new(open_cache(p)?)), p.display().to_string()),
+            Some(p) => (Some(open_cache(p)?), p.display().to_string()),
             None => (None, String::new()),
         };
         Ok(Marketplace {
@@ -413,9 +411,7 @@ impl Marketplace {
     }
 
     fn cache_get(&self, key: &str) -> Option<(String, i64)> {
-        let conn = self.cache.as_ref()?;
-        let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-        match store_cache::get(&conn, key) {
+        match self.cache.as_ref()?.get(key) {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(error = %e, path = %self.cache_path, "marketplace cache read failed");
@@ -425,11 +421,10 @@ impl Marketplace {
     }
 
     fn cache_put(&self, key: &str, json: &str) {
-        let Some(conn) = self.cache.as_ref() else {
+        let Some(cache) = self.cache.as_ref() else {
             return;
         };
-        let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = store_cache::put(&conn, key, json) {
+        if let Err(e) = cache.put(key, json) {
             tracing::warn!(error = %e, path = %self.cache_path, "marketplace cache write failed");
         }
     }
@@ -439,15 +434,11 @@ fn secs(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
 }
 
-fn open_cache(path: &Path) -> Result<Connection, MarketError> {
-    let err = |e: &dyn std::fmt::Display| MarketError::Cache {
+fn open_cache(path: &Path) -> Result<store_cache::MarketCache, MarketError> {
+    store_cache::MarketCache::open(path).map_err(|e| MarketError::Cache {
         path: path.display().to_string(),
         message: e.to_string(),
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| err(&e))?;
-    }
-    store_cache::open(path).map_err(|e| err(&e))
+    })
 }
 
 /// Whether `name` can be a name in `source` (so a lookup never sends path tricks to a registry).

@@ -92,11 +92,7 @@ pub fn prune(c: &dyn Conn, before_ms: Option<i64>) -> Result<u64> {
 impl Store {
     /// Appends a batch of calls in one transaction.
     pub fn append_calls(&self, calls: &[StoredCall]) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        append(&*tx as &dyn Conn, calls)?;
-        tx.commit()?;
-        Ok(())
+        self.write(|c| append(c, calls))
     }
 
     /// See [`recent`].
@@ -106,12 +102,12 @@ impl Store {
         limit: usize,
         offset: usize,
     ) -> Result<(Vec<StoredCall>, usize)> {
-        recent(&*self.lock() as &dyn Conn, since_ms, limit, offset)
+        self.read(|c| recent(c, since_ms, limit, offset))
     }
 
     /// See [`prune`].
     pub fn prune_calls(&self, before_ms: Option<i64>) -> Result<u64> {
-        prune(&*self.lock() as &dyn Conn, before_ms)
+        self.write(|c| prune(c, before_ms))
     }
 }
 

@@ -1,9 +1,9 @@
 //! SQL for batch introspection: one record per package key (the latest attempt, as JSON with its headline columns),
 //! linked to the package's catalog entry (a `servers` row with `installed = 0`) when it was enumerated.
 
-use rusqlite::{OptionalExtension, params};
-
 use super::Store;
+use super::db::{Row, now_text};
+use crate::args;
 use crate::error::Result;
 
 /// The headline of an introspection record; `record` is the full JSON the engine produced.
@@ -26,7 +26,7 @@ pub struct IntrospectionRow {
 
 const COLUMNS: &str = "key, ecosystem, package, version, category, evidence, hint, pass, tool_count, duration_ms, record, server_id, introspected_at";
 
-fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<IntrospectionRow> {
+fn from_row(r: &Row) -> Result<IntrospectionRow> {
     Ok(IntrospectionRow {
         key: r.get(0)?,
         ecosystem: r.get(1)?,
@@ -47,73 +47,89 @@ fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<IntrospectionRow> {
 impl Store {
     /// Inserts or replaces the record of `row.key` (`introspected_at` is set now).
     pub fn save_introspection(&self, row: &IntrospectionRow) -> Result<()> {
-        self.lock().execute(
-            "INSERT INTO introspections (key, ecosystem, package, version, category, evidence, hint, pass, tool_count, duration_ms, record, server_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-             ON CONFLICT (key) DO UPDATE SET ecosystem = excluded.ecosystem, package = excluded.package,
-                version = excluded.version, category = excluded.category, evidence = excluded.evidence, hint = excluded.hint,
-                pass = excluded.pass, tool_count = excluded.tool_count, duration_ms = excluded.duration_ms,
-                record = excluded.record, server_id = excluded.server_id,
-                introspected_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')",
-            params![
-                row.key,
-                row.ecosystem,
-                row.package,
-                row.version,
-                row.category,
-                row.evidence,
-                row.hint,
-                row.pass,
-                row.tool_count,
-                row.duration_ms,
-                row.record,
-                row.server_id
-            ],
-        )?;
-        Ok(())
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO introspections (key, ecosystem, package, version, category, evidence, hint, pass, tool_count, duration_ms, record, server_id, introspected_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                 ON CONFLICT (key) DO UPDATE SET ecosystem = excluded.ecosystem, package = excluded.package,
+                    version = excluded.version, category = excluded.category, evidence = excluded.evidence, hint = excluded.hint,
+                    pass = excluded.pass, tool_count = excluded.tool_count, duration_ms = excluded.duration_ms,
+                    record = excluded.record, server_id = excluded.server_id,
+                    introspected_at = excluded.introspected_at",
+                &args![
+                    &row.key,
+                    &row.ecosystem,
+                    &row.package,
+                    row.version.as_deref(),
+                    &row.category,
+                    &row.evidence,
+                    &row.hint,
+                    row.pass,
+                    row.tool_count,
+                    row.duration_ms,
+                    &row.record,
+                    row.server_id,
+                    now_text()
+                ],
+            )?;
+            Ok(())
+        })
     }
 
     /// Every record, optionally of one category, by key.
     pub fn introspections(&self, category: Option<&str>) -> Result<Vec<IntrospectionRow>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM introspections WHERE ?1 IS NULL OR category = ?1 ORDER BY key"
-        ))?;
-        let rows = stmt.query_map([category], from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.read(|c| {
+            let rows = match category {
+                Some(cat) => c.query(
+                    &format!(
+                        "SELECT {COLUMNS} FROM introspections WHERE category = ?1 ORDER BY key"
+                    ),
+                    &args![cat],
+                )?,
+                None => c.query(
+                    &format!("SELECT {COLUMNS} FROM introspections ORDER BY key"),
+                    &[],
+                )?,
+            };
+            rows.iter().map(from_row).collect()
+        })
     }
 
     pub fn introspection(&self, key: &str) -> Result<Option<IntrospectionRow>> {
-        Ok(self
-            .lock()
-            .query_row(
+        self.read(|c| {
+            c.query_opt(
                 &format!("SELECT {COLUMNS} FROM introspections WHERE key = ?1"),
-                [key],
-                from_row,
-            )
-            .optional()?)
+                &args![key],
+            )?
+            .as_ref()
+            .map(from_row)
+            .transpose()
+        })
     }
 
     /// The record whose catalog entry is server `server_id`.
     pub fn introspection_of_server(&self, server_id: i64) -> Result<Option<IntrospectionRow>> {
-        Ok(self
-            .lock()
-            .query_row(
+        self.read(|c| {
+            c.query_opt(
                 &format!("SELECT {COLUMNS} FROM introspections WHERE server_id = ?1 ORDER BY introspected_at DESC LIMIT 1"),
-                [server_id],
-                from_row,
-            )
-            .optional()?)
+                &args![server_id],
+            )?
+            .as_ref()
+            .map(from_row)
+            .transpose()
+        })
     }
 
     /// Marks a server as a catalog entry (`false`: introspected, not installed) or installed.
     pub fn set_installed(&self, server_id: i64, installed: bool) -> Result<()> {
-        self.lock().execute(
-            "UPDATE servers SET installed = ?2, active = CASE WHEN ?2 THEN active ELSE 0 END,
-                updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?1",
-            params![server_id, installed],
-        )?;
-        Ok(())
+        self.write(|c| {
+            c.execute(
+                "UPDATE servers SET installed = ?2, active = CASE WHEN ?2 = 1 THEN active ELSE 0 END,
+                    updated_at = ?3 WHERE id = ?1",
+                &args![server_id, installed, now_text()],
+            )?;
+            Ok(())
+        })
     }
 }
 

@@ -1,9 +1,9 @@
 //! SQL for the server lifecycle: a whole config applied in one transaction, and each status change as one UPDATE.
 
-use rusqlite::params;
-
+use super::db::{Conn, now_text};
 use super::servers::{insert_row, server_row};
 use super::{Store, to_json};
+use crate::args;
 use crate::error::{Error, Result, ToolErrorKind};
 use crate::model::{Server, ServerSpec, ServerStatus};
 
@@ -33,53 +33,47 @@ pub struct StatusChange<'a> {
 }
 
 impl Store {
-    /// Runs `batch` in one IMMEDIATE transaction under `origin`; returns the inserted and updated rows, inserts first.
+    /// Runs `batch` in one transaction under `origin`; returns the inserted and updated rows, inserts first.
     pub fn apply_batch(&self, origin: &str, batch: &ApplyBatch<'_>) -> Result<Vec<Server>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let mut ids = Vec::with_capacity(batch.inserts.len() + batch.updates.len());
-        for spec in &batch.inserts {
-            ids.push(insert_row(&tx, spec, origin)?);
-        }
-        {
-            let mut update = tx.prepare_cached(
-                "UPDATE servers SET description = ?2, command = ?3, args = ?4, env = ?5, tags = ?6, transport = ?7,
-                    url = ?8, headers = ?9, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-                 WHERE id = ?1",
-            )?;
+        self.write(|c| {
+            let mut ids = Vec::with_capacity(batch.inserts.len() + batch.updates.len());
+            for spec in &batch.inserts {
+                ids.push(insert_row(c, spec, origin)?);
+            }
+            let now = now_text();
             for (id, spec) in &batch.updates {
-                let n = update.execute(params![
-                    id,
-                    spec.description,
-                    spec.command,
-                    to_json(&spec.args)?,
-                    to_json(&spec.env)?,
-                    to_json(&spec.tags)?,
-                    spec.transport.as_str(),
-                    spec.url,
-                    to_json(&spec.headers)?,
-                ])?;
+                let n = c.execute(
+                    "UPDATE servers SET description = ?2, command = ?3, args = ?4, env = ?5, tags = ?6, transport = ?7,
+                        url = ?8, headers = ?9, updated_at = ?10
+                     WHERE id = ?1",
+                    &args![
+                        *id,
+                        &spec.description,
+                        spec.command.as_deref(),
+                        to_json(&spec.args)?,
+                        to_json(&spec.env)?,
+                        to_json(&spec.tags)?,
+                        spec.transport.as_str(),
+                        spec.url.as_deref(),
+                        to_json(&spec.headers)?,
+                        &now,
+                    ],
+                )?;
                 if n == 0 {
                     return Err(Error::not_found("server", spec.name.clone()));
                 }
                 ids.push(*id);
             }
-            let mut delete = tx.prepare_cached("DELETE FROM servers WHERE id = ?1")?;
             for id in &batch.deletes {
-                delete.execute([id])?;
+                c.execute("DELETE FROM servers WHERE id = ?1", &args![*id])?;
             }
-        }
-        let rows = ids
-            .into_iter()
-            .map(|id| server_row(&tx, id))
-            .collect::<Result<Vec<_>>>()?;
-        tx.commit()?;
-        Ok(rows)
+            ids.into_iter().map(|id| server_row(c, id)).collect()
+        })
     }
 
     /// Records a status change as one UPDATE: subscribers never see the status without its error or URL.
     pub fn set_status(&self, id: i64, change: &StatusChange<'_>) -> Result<()> {
-        set_status_in(&self.lock(), id, change)
+        self.write(|c| set_status_in(c, id, change))
     }
 
     /// A server's new tool list and its status in one transaction: a server becomes `ready` together with the tools
@@ -90,65 +84,53 @@ impl Store {
         tools: &[crate::model::ToolInfo],
         change: &StatusChange<'_>,
     ) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        super::tools::replace_tools_in(&tx, id, tools)?;
-        set_status_in(&tx, id, change)?;
-        tx.commit()?;
-        Ok(())
+        self.write(|c| {
+            super::tools::replace_tools_in(c, id, tools)?;
+            set_status_in(c, id, change)
+        })
     }
 
     /// Records the protocol revision a server's child connected with (its era); no write when it is unchanged.
     pub fn set_protocol(&self, id: i64, protocol: &str) -> Result<()> {
-        self.lock().execute(
-            "UPDATE servers SET protocol = ?2 WHERE id = ?1 AND protocol IS NOT ?2",
-            params![id, protocol],
-        )?;
-        Ok(())
+        self.write(|c| {
+            c.execute(
+                "UPDATE servers SET protocol = ?2 WHERE id = ?1 AND protocol IS DISTINCT FROM ?2",
+                &args![id, protocol],
+            )?;
+            Ok(())
+        })
     }
 
     pub fn count_tools_of(&self, server_id: i64) -> Result<i64> {
-        Ok(self.lock().query_row(
-            "SELECT COUNT(*) FROM server_tools WHERE server_id = ?1",
-            [server_id],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// Row changes this process's connection has made since it opened (a test and benchmark probe for "no write").
-    pub fn total_changes(&self) -> u64 {
-        self.lock().total_changes()
+        self.read(|c| {
+            c.query_one(
+                "SELECT COUNT(*) FROM server_tools WHERE server_id = ?1",
+                &args![server_id],
+            )?
+            .get(0)
+        })
     }
 }
 
-impl Store {
-    /// A marker that moves with every commit to the file: another connection's (`PRAGMA data_version`) or this one's
-    /// (rows it changed). Reads bracketed by two equal markers saw one state of the database.
-    pub fn change_marker(&self) -> Result<(i64, u64)> {
-        let conn = self.lock();
-        let version = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
-        Ok((version, conn.total_changes()))
-    }
-}
-
-/// [`Store::set_status`]'s UPDATE, on the caller's connection or transaction.
-fn set_status_in(conn: &rusqlite::Connection, id: i64, change: &StatusChange<'_>) -> Result<()> {
+/// [`Store::set_status`]'s UPDATE, inside the caller's transaction.
+fn set_status_in(c: &dyn Conn, id: i64, change: &StatusChange<'_>) -> Result<()> {
     let (error, kind) = match change.error {
         Some((m, k)) => (Some(m), Some(k.as_str())),
         None => (None, None),
     };
-    conn.execute(
+    c.execute(
         "UPDATE servers SET status = ?2, active = COALESCE(?3, active),
                 last_error = ?4,
-                error_kind = ?5, auth_url = ?6, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                error_kind = ?5, auth_url = ?6, updated_at = ?7
              WHERE id = ?1",
-        params![
+        &args![
             id,
             change.status.as_str(),
             change.active,
             error,
             kind,
-            change.auth_url
+            change.auth_url,
+            now_text()
         ],
     )?;
     Ok(())

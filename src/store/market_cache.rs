@@ -1,12 +1,46 @@
 //! All SQL of the marketplace: one key-value table of cached registry answers (JSON text and the Unix time it was fetched).
 //!
-//! Plain functions over a `rusqlite::Connection`, so the file can live in the storage module of a larger crate.
-//! Keys are built by the caller (`browse:<source>:<query>:<limit>:<cursor>`, `resolved:<setting>`); values are JSON.
+//! The cache is local to the machine and kept in a SQLite file (the app points it at its data directory's database
+//! file; a replica of a shared registry keeps its own), so it is SQLite-only by design, outside `Conn`. [`MarketCache`] is the handle the marketplace holds; the plain functions below it work on
+//! its connection. Keys are built by the caller (`browse:<source>:<query>:<limit>:<cursor>`, `resolved:<setting>`);
+//! values are JSON.
 
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
+
+/// The cache file, opened once; each call locks its connection for one statement.
+pub struct MarketCache {
+    conn: Mutex<Connection>,
+}
+
+impl MarketCache {
+    /// Opens (creating if needed) the cache file, with its directory; see [`open`].
+    pub fn open(path: &Path) -> crate::error::Result<MarketCache> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        Ok(MarketCache {
+            conn: Mutex::new(open(path)?),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cached JSON under `key` and when it was stored (Unix seconds), if any.
+    pub fn get(&self, key: &str) -> crate::error::Result<Option<(String, i64)>> {
+        Ok(get(&self.lock(), key)?)
+    }
+
+    /// Stores `json` under `key` with the current time, replacing an older answer.
+    pub fn put(&self, key: &str, json: &str) -> crate::error::Result<()> {
+        Ok(put(&self.lock(), key, json)?)
+    }
+}
 
 /// Answers older than this are deleted by [`open`].
 pub const KEEP_SECS: i64 = 30 * 24 * 60 * 60;

@@ -1,6 +1,9 @@
-//! SQLite storage: the only module that contains SQL. One file shared by every agent-discover process (WAL).
+//! Storage: the only module that contains SQL, behind one boundary, [`db::Conn`], that every backend implements.
 //!
-//! `Store` is a cheap handle; each call locks the connection for one short synchronous statement or transaction.
+//! `Store` is a cheap handle over a private `Backend` (today SQLite: one file shared by every agent-discover
+//! process, WAL). Store modules take a `&dyn Conn` and write their SQL once, in the subset SQLite and PostgreSQL share
+//! (see `db`); `Store::read` runs them on the connection, `Store::write` in one transaction. Full-text search (FTS5,
+//! `ad_bm25`) and the `PRAGMA` counters are SQLite's own and live in `schema`, `bm25`, `search` and `sqlite`.
 //! Nothing here knows about MCP, HTTP or child processes.
 
 pub mod agents;
@@ -22,12 +25,10 @@ mod sqlite;
 mod tools;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
-
-use rusqlite::Connection;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use db::Conn;
 
 pub use introspect::IntrospectionRow;
 pub use pins::PinRow;
@@ -37,9 +38,12 @@ pub use secrets::{CallSample, SecretRow, ServerMetrics, ToolMetrics};
 
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
-    /// Row lengths of the tool index for `ad_bm25` (see `bm25`), refreshed under the connection's lock.
-    doc_lengths: bm25::SharedLengths,
+    backend: Arc<Backend>,
+}
+
+/// The database a `Store` talks to.
+enum Backend {
+    Sqlite(sqlite::Sqlite),
 }
 
 impl std::fmt::Debug for Store {
@@ -56,60 +60,65 @@ impl Store {
         {
             std::fs::create_dir_all(parent)?;
         }
-        let conn = Connection::open(path)?;
-        Store::init(conn)
+        Ok(Store::with(Backend::Sqlite(sqlite::Sqlite::open(path)?)))
     }
 
     /// An in-memory database, for unit tests.
     pub fn open_in_memory() -> Result<Store> {
-        Store::init(Connection::open_in_memory()?)
+        Ok(Store::with(Backend::Sqlite(
+            sqlite::Sqlite::open_in_memory()?,
+        )))
     }
 
-    fn init(mut conn: Connection) -> Result<Store> {
-        conn.busy_timeout(Duration::from_secs(5))?;
-        // Several processes opening a brand-new file at once race to switch it to WAL, and SQLite answers that race
-        // with SQLITE_BUSY at once rather than through the busy handler: retry it for a while.
-        let give_up = std::time::Instant::now() + Duration::from_secs(5);
-        loop {
-            // journal_mode returns a row, so it is read rather than executed.
-            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
-                Ok(_) => break,
-                Err(rusqlite::Error::SqliteFailure(e, _))
-                    if e.code == rusqlite::ErrorCode::DatabaseBusy
-                        && std::time::Instant::now() < give_up =>
-                {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => return Err(e.into()),
-            }
+    fn with(backend: Backend) -> Store {
+        Store {
+            backend: Arc::new(backend),
         }
-        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
-        schema::migrate(&mut conn)?;
-        let doc_lengths = bm25::SharedLengths::default();
-        bm25::register(&conn, doc_lengths.clone())?;
-        Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
-            doc_lengths,
-        })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite inconsistent (statements are atomic), so poison is ignored.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    /// Runs `f` on the connection, each statement on its own: for reads, and for a single statement that needs no
+    /// transaction around it.
+    fn read<T>(&self, f: impl FnOnce(&dyn Conn) -> Result<T>) -> Result<T> {
+        match &*self.backend {
+            Backend::Sqlite(s) => s.read(f),
+        }
     }
 
-    /// The schema version stored in the file.
+    /// Runs `f` in one transaction: every statement it runs is committed together when it returns `Ok`, none
+    /// otherwise.
+    fn write<T>(&self, f: impl FnOnce(&dyn Conn) -> Result<T>) -> Result<T> {
+        match &*self.backend {
+            Backend::Sqlite(s) => s.write(f),
+        }
+    }
+
+    /// The schema version stored in the database.
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self
-            .lock()
-            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        match &*self.backend {
+            Backend::Sqlite(s) => s.schema_version(),
+        }
     }
 
-    /// Changes whenever another connection (another agent-discover process) commits to the file.
+    /// Changes whenever another connection (another agent-discover process) commits to the database.
     pub fn data_version(&self) -> Result<i64> {
-        Ok(self
-            .lock()
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+        match &*self.backend {
+            Backend::Sqlite(s) => s.data_version(),
+        }
+    }
+
+    /// Row changes this process's connection has made since it opened (a test and benchmark probe for "no write").
+    pub fn total_changes(&self) -> u64 {
+        match &*self.backend {
+            Backend::Sqlite(s) => s.total_changes(),
+        }
+    }
+
+    /// A marker that moves with every commit to the database: another connection's (`data_version`) or this one's
+    /// (rows it changed). Reads bracketed by two equal markers saw one state of the database.
+    pub fn change_marker(&self) -> Result<(i64, u64)> {
+        match &*self.backend {
+            Backend::Sqlite(s) => s.change_marker(),
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! SQL for `server_secrets` (values arrive here already encrypted) and `server_metrics`.
 
-use rusqlite::params;
+use std::collections::HashSet;
 
 use super::Store;
+use super::db::now_text;
+use crate::args;
 use crate::error::Result;
 
 /// A stored secret: the encrypted value and when it was last set.
@@ -43,112 +45,134 @@ pub struct CallSample {
 
 impl Store {
     pub fn upsert_secret(&self, server_id: i64, key: &str, value: &[u8]) -> Result<()> {
-        self.lock().execute(
-            "INSERT INTO server_secrets (server_id, key, value) VALUES (?1, ?2, ?3)
-             ON CONFLICT (server_id, key) DO UPDATE SET value = excluded.value, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')",
-            params![server_id, key, value],
-        )?;
-        Ok(())
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO server_secrets (server_id, key, value, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT (server_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                &args![server_id, key, value, now_text()],
+            )?;
+            Ok(())
+        })
     }
 
     pub fn delete_secret(&self, server_id: i64, key: &str) -> Result<bool> {
-        Ok(self.lock().execute(
-            "DELETE FROM server_secrets WHERE server_id = ?1 AND key = ?2",
-            params![server_id, key],
-        )? > 0)
+        self.write(|c| {
+            Ok(c.execute(
+                "DELETE FROM server_secrets WHERE server_id = ?1 AND key = ?2",
+                &args![server_id, key],
+            )? > 0)
+        })
     }
 
     pub fn secrets_of(&self, server_id: i64) -> Result<Vec<SecretRow>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT key, value, updated_at FROM server_secrets WHERE server_id = ?1 ORDER BY key",
-        )?;
-        let rows = stmt.query_map([server_id], |r| {
-            Ok(SecretRow {
-                key: r.get(0)?,
-                value: r.get(1)?,
-                updated_at: r.get(2)?,
+        self.read(|c| {
+            c.query(
+                "SELECT key, value, updated_at FROM server_secrets WHERE server_id = ?1 ORDER BY key",
+                &args![server_id],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(SecretRow {
+                    key: r.get(0)?,
+                    value: r.get(1)?,
+                    updated_at: r.get(2)?,
+                })
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            .collect()
+        })
     }
 
     /// Adds a batch of finished calls to the per-tool counters in one transaction.
     pub fn record_calls(&self, samples: &[CallSample]) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        {
-            let mut stmt = tx.prepare(
-                "INSERT INTO server_metrics (server_id, tool_name, call_count, error_count, total_latency_ms, last_called_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%fZ','now'))
-                 ON CONFLICT (server_id, tool_name) DO UPDATE SET
-                    call_count = call_count + excluded.call_count, error_count = error_count + excluded.error_count,
-                    total_latency_ms = total_latency_ms + excluded.total_latency_ms, last_called_at = excluded.last_called_at",
-            )?;
+        self.write(|c| {
+            // A server removed while its call was in flight has no row to count against: its samples are dropped
+            // (checked first, as a refused row would end a PostgreSQL transaction).
+            let mut exists = HashSet::new();
+            let mut missing = HashSet::new();
+            let now = now_text();
             for s in samples {
-                // A server removed while its call was in flight has no row to count against.
-                match stmt.execute(params![
-                    s.server_id,
-                    s.tool,
-                    s.calls as i64,
-                    s.errors as i64,
-                    s.latency_ms as i64
-                ]) {
-                    Ok(_) => {}
-                    Err(rusqlite::Error::SqliteFailure(f, _))
-                        if f.code == rusqlite::ErrorCode::ConstraintViolation => {}
-                    Err(e) => return Err(e.into()),
+                if missing.contains(&s.server_id) {
+                    continue;
                 }
+                if !exists.contains(&s.server_id) {
+                    if c
+                        .query_opt("SELECT 1 FROM servers WHERE id = ?1", &args![s.server_id])?
+                        .is_some()
+                    {
+                        exists.insert(s.server_id);
+                    } else {
+                        missing.insert(s.server_id);
+                        continue;
+                    }
+                }
+                c.execute(
+                    "INSERT INTO server_metrics (server_id, tool_name, call_count, error_count, total_latency_ms, last_called_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (server_id, tool_name) DO UPDATE SET
+                        call_count = server_metrics.call_count + excluded.call_count,
+                        error_count = server_metrics.error_count + excluded.error_count,
+                        total_latency_ms = server_metrics.total_latency_ms + excluded.total_latency_ms,
+                        last_called_at = excluded.last_called_at",
+                    &args![s.server_id, &s.tool, s.calls, s.errors, s.latency_ms, &now],
+                )?;
             }
-        }
-        tx.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     pub fn server_metrics(&self, server_id: i64) -> Result<Vec<ToolMetrics>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT tool_name, call_count, error_count, total_latency_ms, last_called_at FROM server_metrics WHERE server_id = ?1 ORDER BY tool_name",
-        )?;
-        let rows = stmt.query_map([server_id], |r| {
-            let calls: i64 = r.get(1)?;
-            let total: i64 = r.get(3)?;
-            Ok(ToolMetrics {
-                tool_name: r.get(0)?,
-                call_count: calls,
-                error_count: r.get(2)?,
-                total_latency_ms: total,
-                avg_latency_ms: if calls > 0 {
-                    total as f64 / calls as f64
-                } else {
-                    0.0
-                },
-                last_called_at: r.get(4)?,
+        self.read(|c| {
+            c.query(
+                "SELECT tool_name, call_count, error_count, total_latency_ms, last_called_at FROM server_metrics
+                 WHERE server_id = ?1 ORDER BY tool_name",
+                &args![server_id],
+            )?
+            .iter()
+            .map(|r| {
+                let calls: i64 = r.get(1)?;
+                let total: i64 = r.get(3)?;
+                Ok(ToolMetrics {
+                    tool_name: r.get(0)?,
+                    call_count: calls,
+                    error_count: r.get(2)?,
+                    total_latency_ms: total,
+                    avg_latency_ms: if calls > 0 {
+                        total as f64 / calls as f64
+                    } else {
+                        0.0
+                    },
+                    last_called_at: r.get(4)?,
+                })
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            .collect()
+        })
     }
 
     pub fn metrics_overview(&self) -> Result<Vec<ServerMetrics>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT s.name, SUM(m.call_count), SUM(m.error_count), SUM(m.total_latency_ms) FROM server_metrics m JOIN servers s ON s.id = m.server_id
-             GROUP BY s.id ORDER BY s.name",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            let calls: i64 = r.get(1)?;
-            let total: i64 = r.get(3)?;
-            Ok(ServerMetrics {
-                server_name: r.get(0)?,
-                total_calls: calls,
-                total_errors: r.get(2)?,
-                avg_latency_ms: if calls > 0 {
-                    total as f64 / calls as f64
-                } else {
-                    0.0
-                },
+        self.read(|c| {
+            c.query(
+                "SELECT s.name, CAST(SUM(m.call_count) AS BIGINT), CAST(SUM(m.error_count) AS BIGINT),
+                    CAST(SUM(m.total_latency_ms) AS BIGINT)
+                 FROM server_metrics m JOIN servers s ON s.id = m.server_id
+                 GROUP BY s.id, s.name ORDER BY s.name",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                let calls: i64 = r.get(1)?;
+                let total: i64 = r.get(3)?;
+                Ok(ServerMetrics {
+                    server_name: r.get(0)?,
+                    total_calls: calls,
+                    total_errors: r.get(2)?,
+                    avg_latency_ms: if calls > 0 {
+                        total as f64 / calls as f64
+                    } else {
+                        0.0
+                    },
+                })
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            .collect()
+        })
     }
 }

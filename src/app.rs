@@ -63,12 +63,21 @@ fn spawn_search_indexer(events: &EventBus, search: Search) {
 impl App {
     /// Opens the database and builds the services. Must run inside a Tokio runtime (the proxy starts a metrics writer).
     pub fn open(config: Config) -> Result<Arc<App>> {
-        if config.database_url.is_some() {
-            return Err(crate::error::Error::Unavailable(
-                "the PostgreSQL registry is not wired into this build yet; unset AGENT_DISCOVER_DATABASE_URL".into(),
-            ));
-        }
-        let store = Store::open(&config.db_path)?;
+        let store = match &config.database_url {
+            Some(url) => {
+                // Every replica must open the secrets and tokens the others sealed: one key for the team.
+                if std::env::var(crate::secrets::ENV_MASTER_KEY)
+                    .map_or(true, |k| k.trim().is_empty())
+                {
+                    return Err(crate::error::Error::invalid(
+                        crate::secrets::ENV_MASTER_KEY,
+                        "a shared registry needs the team's master key in AGENT_DISCOVER_MASTER_KEY (64 hex digits, the same on every replica)",
+                    ));
+                }
+                Store::open_url(url)?
+            }
+            None => Store::open(&config.db_path)?,
+        };
         let events = EventBus::default();
         let registry = Registry::new(store, events.clone()).with_pin_policy(config.pinning);
         let secrets = Secrets::open(&config.data_dir, registry.clone(), events.clone())?;

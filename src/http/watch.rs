@@ -1,5 +1,6 @@
 //! Notices commits that other agent-discover processes make to the shared database, so the dashboard updates when an
-//! agent activates a server over stdio in another process.
+//! agent activates a server over stdio in another process. On a shared PostgreSQL registry the store's `LISTEN`
+//! connection says so (every write transaction notifies); what follows is about the SQLite file.
 //!
 //! Why a file watch plus `PRAGMA data_version`, not a timer: every process writes the same SQLite file in WAL mode, and
 //! a commit appends to `<db>-wal` (a checkpoint rewrites `<db>`), which the OS reports at once (inotify on Linux,
@@ -30,6 +31,21 @@ pub fn spawn(
     changed: impl Fn() + Send + 'static,
     cancel: CancellationToken,
 ) {
+    // A shared PostgreSQL registry says itself when any replica commits (LISTEN/NOTIFY): no file to watch.
+    if let Some(mut changes) = store.remote_changes() {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    r = changes.changed() => match r {
+                        Ok(()) => changed(),
+                        Err(_) => break,
+                    },
+                }
+            }
+        });
+        return;
+    }
     let kick = Arc::new(Notify::new());
     let watcher = start_watcher(db_path, kick.clone());
     if let Err(e) = &watcher {

@@ -76,7 +76,7 @@ impl Store {
                     a.url.as_deref(),
                     a.command.as_deref(),
                     to_json(&a.args)?,
-                    card,
+                    card.as_deref(),
                     a.card_url.as_deref(),
                     a.headers.as_deref(),
                     a.max_concurrent,

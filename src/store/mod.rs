@@ -44,6 +44,7 @@ pub struct Store {
 /// The database a `Store` talks to.
 enum Backend {
     Sqlite(sqlite::Sqlite),
+    Postgres(pg::backend::Postgres),
 }
 
 impl std::fmt::Debug for Store {
@@ -61,6 +62,36 @@ impl Store {
             std::fs::create_dir_all(parent)?;
         }
         Ok(Store::with(Backend::Sqlite(sqlite::Sqlite::open(path)?)))
+    }
+
+    /// A shared PostgreSQL registry (`postgres://…`): connects, migrates its schema (once, however many replicas
+    /// start at the same moment) and listens for the other replicas' commits.
+    pub fn open_url(url: &str) -> Result<Store> {
+        Ok(Store::with(Backend::Postgres(pg::backend::Postgres::open(
+            url,
+        )?)))
+    }
+
+    /// Whether this store is a shared PostgreSQL registry.
+    pub fn is_shared(&self) -> bool {
+        matches!(&*self.backend, Backend::Postgres(_))
+    }
+
+    /// On a shared PostgreSQL registry, a channel that changes with every commit any replica makes (and whenever the
+    /// listener reconnected); `None` on SQLite, where `http::watch` watches the file.
+    pub fn remote_changes(&self) -> Option<tokio::sync::watch::Receiver<pg::ListenState>> {
+        match &*self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(p) => Some(p.changes()),
+        }
+    }
+
+    /// Runs SQLite-only search code (FTS5) on the database itself, or on a PostgreSQL backend's up-to-date mirror.
+    fn with_fts<T>(&self, f: impl FnOnce(&sqlite::Sqlite) -> Result<T>) -> Result<T> {
+        match &*self.backend {
+            Backend::Sqlite(s) => f(s),
+            Backend::Postgres(p) => p.search(f),
+        }
     }
 
     /// An in-memory database, for unit tests.
@@ -81,14 +112,16 @@ impl Store {
     fn read<T>(&self, f: impl FnOnce(&dyn Conn) -> Result<T>) -> Result<T> {
         match &*self.backend {
             Backend::Sqlite(s) => s.read(f),
+            Backend::Postgres(p) => p.read(f),
         }
     }
 
     /// Runs `f` in one transaction: every statement it runs is committed together when it returns `Ok`, none
     /// otherwise.
-    fn write<T>(&self, f: impl FnOnce(&dyn Conn) -> Result<T>) -> Result<T> {
+    fn write<T>(&self, f: impl FnMut(&dyn Conn) -> Result<T>) -> Result<T> {
         match &*self.backend {
             Backend::Sqlite(s) => s.write(f),
+            Backend::Postgres(p) => p.write(f),
         }
     }
 
@@ -96,6 +129,7 @@ impl Store {
     pub fn schema_version(&self) -> Result<i64> {
         match &*self.backend {
             Backend::Sqlite(s) => s.schema_version(),
+            Backend::Postgres(p) => p.schema_version(),
         }
     }
 
@@ -103,6 +137,7 @@ impl Store {
     pub fn data_version(&self) -> Result<i64> {
         match &*self.backend {
             Backend::Sqlite(s) => s.data_version(),
+            Backend::Postgres(p) => Ok(p.data_version()),
         }
     }
 
@@ -110,6 +145,7 @@ impl Store {
     pub fn total_changes(&self) -> u64 {
         match &*self.backend {
             Backend::Sqlite(s) => s.total_changes(),
+            Backend::Postgres(p) => p.total_changes(),
         }
     }
 
@@ -118,6 +154,7 @@ impl Store {
     pub fn change_marker(&self) -> Result<(i64, u64)> {
         match &*self.backend {
             Backend::Sqlite(s) => s.change_marker(),
+            Backend::Postgres(p) => Ok(p.change_marker()),
         }
     }
 }

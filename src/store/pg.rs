@@ -10,6 +10,7 @@
 //! replicas; PostgreSQL answers a conflicting one with a serialization failure, and [`PgPool::transaction`] runs the
 //! closure again (a bounded number of times).
 
+pub(super) mod backend;
 mod listen;
 mod schema;
 

@@ -111,7 +111,7 @@ impl Store {
                      approved_fingerprint = CASE WHEN ?5 = 1 THEN excluded.current_fingerprint ELSE tool_pins.approved_fingerprint END,
                      approved_definition = CASE WHEN ?5 = 1 THEN excluded.current_definition ELSE tool_pins.approved_definition END,
                      approved_at = CASE WHEN ?5 = 1 THEN excluded.approved_at ELSE tool_pins.approved_at END",
-                &args![server_id, tool, fingerprint, def, approve, now_text()],
+                &args![server_id, tool, fingerprint, def.as_str(), approve, now_text()],
             )?;
             Ok(())
         })

@@ -8,7 +8,7 @@
 use rusqlite::params;
 
 use super::db::{Conn, Dialect, Value};
-use super::{Backend, Store, fts_query};
+use super::{Store, fts_query};
 use crate::args;
 use crate::error::Result;
 use crate::model::ToolRecord;
@@ -100,7 +100,7 @@ pub(super) fn index_skills(
 impl Store {
     /// Tools matching an FTS5 expression (see `store::fts_query`), best first, name weighted 4x description.
     pub fn search_tools_bm25(&self, fts: &str, limit: usize) -> Result<Vec<Bm25Hit>> {
-        let Backend::Sqlite(sqlite) = &*self.backend;
+        self.with_fts(|sqlite| {
         let conn = sqlite.lock();
         super::bm25::refresh(&sqlite.doc_lengths, &conn)?;
         let mut stmt = conn.prepare_cached(
@@ -128,12 +128,13 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     /// Skills matching an FTS5 expression (built by `search::query`), best first, weighted like tools
     /// (name x4, description x1, tags x2).
     pub fn search_skills(&self, fts: &str, limit: usize) -> Result<Vec<SkillHit>> {
-        let Backend::Sqlite(sqlite) = &*self.backend;
+        self.with_fts(|sqlite| {
         let conn = sqlite.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT agent_id, skill_id, name, description, tags, bm25(agent_skills_fts, 0, 0, 4.0, 1.0, 2.0) AS s
@@ -150,6 +151,7 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     /// Tools without an embedding from `model` (never embedded, changed since, or embedded by another model).

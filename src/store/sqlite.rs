@@ -73,7 +73,7 @@ impl Sqlite {
 
     /// Runs `f` in one IMMEDIATE transaction (the write lock taken up front, so a read followed by a write never
     /// meets another process's commit in between), committed when `f` succeeds and rolled back otherwise.
-    pub(super) fn write<T>(&self, f: impl FnOnce(&dyn Conn) -> Result<T>) -> Result<T> {
+    pub(super) fn write<T>(&self, mut f: impl FnMut(&dyn Conn) -> Result<T>) -> Result<T> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&*tx)?;

@@ -40,6 +40,8 @@ mod subscribe;
 mod introspect_install;
 // Issue 16: several serve replicas on one registry (sessions, changes reaching every replica).
 mod replicas;
+// Issue 16: replicas on one PostgreSQL registry (a real server started by the tests).
+mod team;
 
 // Issue 10: the dashboard port taken over when its leader exits (SIGKILL and clean exit).
 mod leadership;

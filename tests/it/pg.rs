@@ -194,7 +194,7 @@ fn stop(mut child: Child) {
 
 /// One server shared by the tests that run at the same time (each in a database of its own); stopped when the last
 /// of them ends, and started again by a later test.
-fn server() -> Arc<PgServer> {
+pub fn server() -> Arc<PgServer> {
     static SHARED: Mutex<Weak<PgServer>> = Mutex::new(Weak::new());
     let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(s) = shared.upgrade() {

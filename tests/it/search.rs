@@ -9,7 +9,7 @@ use agent_discover::registry::Registry;
 use agent_discover::search::{Provider, Search};
 use agent_discover::store::Store;
 
-fn data(name: &str) -> Value {
+pub fn data(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name);
@@ -19,6 +19,12 @@ fn data(name: &str) -> Value {
 /// A registry holding the real catalog.
 pub fn catalog_store() -> Store {
     let store = Store::open_in_memory().unwrap();
+    fill_catalog(&store);
+    store
+}
+
+/// Registers the real catalog's servers and tools in `store`.
+pub fn fill_catalog(store: &Store) {
     let registry = Registry::new(store.clone(), EventBus::default());
     for s in data("tool_catalog.json")["servers"].as_array().unwrap() {
         let name = s["name"].as_str().unwrap();
@@ -41,7 +47,6 @@ pub fn catalog_store() -> Store {
             .collect();
         registry.save_tools(server.id, &tools).unwrap();
     }
-    store
 }
 
 fn call_as(hit: &agent_discover::search::Hit) -> String {

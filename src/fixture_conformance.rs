@@ -190,6 +190,66 @@ impl Conformance {
     }
 }
 
+/// A legacy session takes no input-required result: the fixture asks the client with requests of its own, as a
+/// handshake-era server does. A request the client refuses is left unanswered (the tool may ask again).
+async fn ask_legacy(
+    context: &RequestContext<RoleServer>,
+    asked: InputRequiredResult,
+) -> (InputResponses, Option<String>) {
+    let mut answers = InputResponses::new();
+    for (key, request) in asked.input_requests.unwrap_or_default() {
+        let answer = match request {
+            InputRequest::Elicitation(r) => context
+                .peer
+                .create_elicitation(r.params)
+                .await
+                .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            InputRequest::CreateMessage(r) => context
+                .peer
+                .create_message(r.params)
+                .await
+                .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            InputRequest::ListRoots(_) => context
+                .peer
+                .list_roots()
+                .await
+                .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            _ => continue,
+        };
+        if let Ok(a) = answer {
+            answers.insert(key, a);
+        }
+    }
+    (answers, asked.request_state)
+}
+
+impl Conformance {
+    /// A 2026-07-28 input-required tool called in a legacy session: its rounds are asked of the client as requests.
+    async fn legacy_rounds(
+        &self,
+        mut request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let caps = context.client_capabilities();
+        for _ in 0..DEFAULT_MRTR_MAX_ROUNDS {
+            let name = request.name.to_string();
+            match v2026::call(&self.shared, &name, &request, caps.clone()) {
+                None => return Err(bad(format!("unknown tool `{name}`"))),
+                Some(Ok(CallToolResponse::InputRequired(asked))) => {
+                    let (answers, state) = ask_legacy(context, asked).await;
+                    request.input_responses = Some(answers);
+                    request.request_state = state;
+                }
+                Some(other) => return other,
+            }
+        }
+        Ok(CallToolResult::error(vec![ContentBlock::text(
+            "the client did not give the input this tool needs",
+        )])
+        .into())
+    }
+}
+
 impl ServerHandler for Conformance {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
@@ -240,6 +300,9 @@ impl ServerHandler for Conformance {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if !modern(&context) && request.name.starts_with("test_input_required_result_") {
+            return self.legacy_rounds(request, &context).await;
+        }
         if let Some(res) = v2026::call(
             &self.shared,
             &request.name,
@@ -608,10 +671,20 @@ impl ServerHandler for Conformance {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        if let Some(res) = v2026::get_prompt(&self.shared, &request) {
-            return res;
+        let mut request = request;
+        for _ in 0..DEFAULT_MRTR_MAX_ROUNDS {
+            match v2026::get_prompt(&self.shared, &request) {
+                // A legacy session: the prompt's question is asked of the client as a request.
+                Some(Ok(GetPromptResponse::InputRequired(asked))) if !modern(&context) => {
+                    let (answers, state) = ask_legacy(&context, asked).await;
+                    request.input_responses = Some(answers);
+                    request.request_state = state;
+                }
+                Some(res) => return res,
+                None => break,
+            }
         }
         let args = request.arguments.unwrap_or_default();
         let arg = |k: &str| {

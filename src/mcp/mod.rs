@@ -211,8 +211,13 @@ impl ServerHandler for McpServer {
         if request.uri == registry_resource::URI {
             return Ok(registry_resource::read(&self.app).into());
         }
-        match Box::pin(self.app.proxy.read_resource(&request.uri)).await {
-            Ok(r) => Ok(r.into()),
+        let caller = Caller::of_request(
+            &context,
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
+        match Box::pin(self.app.proxy.read_resource(&request.uri, &caller)).await {
+            Ok(r) => Ok(r),
             // SEP-2164: an unknown resource (or one of a server that is not running) is invalid params naming the
             // URI.
             Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
@@ -256,10 +261,15 @@ impl ServerHandler for McpServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let name = request.name.clone();
-        match Box::pin(self.app.proxy.get_prompt(request)).await {
+        let caller = Caller::of_request(
+            &context,
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
+        match Box::pin(self.app.proxy.get_prompt(request, &caller)).await {
             Ok(r) => Ok(r),
             Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
                 format!(

@@ -9,6 +9,7 @@ mod call;
 mod client;
 pub(crate) mod coalesce;
 mod forward;
+mod held;
 mod metrics;
 pub mod names;
 mod recovery;
@@ -120,6 +121,30 @@ impl Caller {
         }
     }
 
+    /// The client making a `prompts/get` or `resources/read`: as [`Caller::of_call`], with that request's retry
+    /// fields (SEP-2322).
+    pub fn of_request(
+        context: &rmcp::service::RequestContext<RoleServer>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        request_state: Option<String>,
+    ) -> Caller {
+        Caller {
+            peer: Some(context.peer.clone()),
+            progress_token: context.meta.get_progress_token(),
+            cancel: Some(context.ct.clone()),
+            protocol: context.protocol_version(),
+            capabilities: context.client_capabilities(),
+            input_responses,
+            request_state,
+        }
+    }
+
+    /// Whether a 2026-07-28 caller's request to `child`, a legacy child, has the child's requests minted into
+    /// input-required results (`held.rs`).
+    fn mints_for(&self, child: &Child) -> bool {
+        self.takes_input_required() && child.protocol.has_initialize()
+    }
+
     /// Whether the caller speaks 2026-07-28 or later, and so takes input-required results itself.
     pub fn takes_input_required(&self) -> bool {
         self.protocol.as_ref().is_some_and(|v| !v.has_initialize())
@@ -165,6 +190,8 @@ pub(crate) struct Inner {
     resource_listens: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// Clients of a per-server endpoint, by client id: the one server they see.
     scopes: Mutex<HashMap<u64, String>>,
+    /// Legacy children's requests held for 2026-07-28 clients as input-required results (`held.rs`).
+    held: held::Held,
 }
 
 enum Slot {
@@ -257,6 +284,7 @@ impl Proxy {
             subscriptions: Mutex::default(),
             resource_listens: Mutex::default(),
             scopes: Mutex::default(),
+            held: held::Held::new(),
         });
         Proxy { inner }
     }
@@ -560,7 +588,12 @@ impl Proxy {
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
             self.tool_missing(&child, tool).await?;
         }
-        let mut res = self.inner.call(&child, tool, args.clone(), &caller).await;
+        let mut res = if caller.mints_for(&child) {
+            // A legacy child asks the client with requests of its own: minted into input-required results.
+            self.call_minting(&child, tool, args.clone(), &caller).await
+        } else {
+            self.inner.call(&child, tool, args.clone(), &caller).await
+        };
         if let (Err(_), Some(session)) = (&res, &child.auth)
             && let Err(e) = res
         {

@@ -445,3 +445,277 @@ async fn an_http_2026_child_and_a_legacy_child_keep_their_eras() {
     assert_eq!(era("old"), Some(json!("2025-11-25")), "{rows}");
     let _ = serve.kill().await;
 }
+
+/// A 2026-07-28 client of `endpoint` answering with `client` (its declared capabilities go in each request's `_meta`).
+async fn client_2026_as(endpoint: &str, client: harness::TestClient) -> Client {
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned()),
+    );
+    client
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover")
+}
+
+/// The refusal of a retry: invalid params naming why in `data.requestState`.
+async fn refused(client: &Client, retry: CallToolRequestParams, why: &str) {
+    match client.call_tool_once(retry).await {
+        Err(rmcp::ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
+            assert_eq!(e.data.unwrap()["requestState"], why, "{}", e.message);
+        }
+        other => panic!("a retry with a {why} requestState was not refused: {other:?}"),
+    }
+}
+
+fn retry_with(
+    mut call: CallToolRequestParams,
+    key: &str,
+    answer: Value,
+    state: &str,
+) -> CallToolRequestParams {
+    call.input_responses = Some([(key.to_owned(), answer)].into());
+    call.request_state = Some(state.to_owned());
+    call
+}
+
+#[tokio::test]
+async fn a_legacy_childs_requests_reach_a_2026_client_as_input_required_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut serve, url) = serve(
+        dir.path(),
+        &[
+            json!({"action": "install", "name": "old", "command": harness::BIN,
+            "args": ["fixture-server", "--conformance", "--name", "old", "--era", "legacy"]}),
+        ],
+    )
+    .await;
+    // Declares elicitation and sampling, not roots.
+    let seen = Arc::new(harness::Seen::default());
+    *seen.elicit_answers.lock().unwrap() = Some(Default::default());
+    let client = client_2026_as(
+        &format!("{url}/mcp/servers/old"),
+        harness::TestClient {
+            seen: seen.clone(),
+            sampling_reply: Some("unused".into()),
+        },
+    )
+    .await;
+    assert_eq!(running(&url).await["old"]["protocol"], "2025-11-25");
+    let elicit = || {
+        CallToolRequestParams::new("test_elicitation")
+            .with_arguments(json!({"message": "who?"}).as_object().unwrap().clone())
+    };
+
+    // The child's elicitation request comes back as an input-required result with a token of ours.
+    let r1 = asked(client.call_tool_once(elicit()).await.unwrap());
+    let requests = serde_json::to_value(r1.input_requests.clone().unwrap()).unwrap();
+    assert_eq!(
+        requests["elicitation"]["method"], "elicitation/create",
+        "{requests}"
+    );
+    assert_eq!(requests["elicitation"]["params"]["message"], "who?");
+    let token = r1.request_state.clone().expect("a minted requestState");
+    // Nothing reached the client as a request of its own: it is stateless.
+    assert!(seen.elicited.lock().unwrap().is_empty());
+
+    // A retry without the answer is asked again, with the same token.
+    let mut again = elicit();
+    again.request_state = Some(token.clone());
+    assert_eq!(
+        asked(client.call_tool_once(again).await.unwrap()).request_state,
+        Some(token.clone())
+    );
+    // Tampered, forged, or for another call: refused, and the child keeps waiting.
+    let answer = accept(json!({"username": "ann", "email": "a@x"}));
+    refused(
+        &client,
+        retry_with(
+            elicit(),
+            "elicitation",
+            answer.clone(),
+            &format!("{token}-TAMPERED"),
+        ),
+        "tampered",
+    )
+    .await;
+    refused(
+        &client,
+        retry_with(elicit(), "elicitation", answer.clone(), "adrs1.e30.AAAA"),
+        "tampered",
+    )
+    .await;
+    let other_args = CallToolRequestParams::new("test_elicitation").with_arguments(
+        json!({"message": "someone else?"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    refused(
+        &client,
+        retry_with(other_args, "elicitation", answer.clone(), &token),
+        "mismatched",
+    )
+    .await;
+    // An answer that is no elicitation result is refused before it reaches the child.
+    match client
+        .call_tool_once(retry_with(
+            elicit(),
+            "elicitation",
+            json!({"action": 7}),
+            &token,
+        ))
+        .await
+    {
+        Err(rmcp::ServiceError::McpError(e)) => assert_eq!(e.code, ErrorCode::INVALID_PARAMS),
+        other => panic!("a malformed answer was accepted: {other:?}"),
+    }
+    // The answer resolves the child's request and the child's own result comes back.
+    let done = completed(
+        client
+            .call_tool_once(retry_with(elicit(), "elicitation", answer.clone(), &token))
+            .await
+            .unwrap(),
+    );
+    assert!(done.contains("action=accept"), "{done}");
+    assert!(done.contains("ann"), "{done}");
+    // The token served its call once.
+    refused(
+        &client,
+        retry_with(elicit(), "elicitation", answer, &token),
+        "gone",
+    )
+    .await;
+
+    // Sampling the same way, through the aggregated front (names mapped).
+    let aggregated = client_2026_as(
+        &format!("{url}/mcp"),
+        harness::TestClient {
+            seen: Arc::default(),
+            sampling_reply: Some("unused".into()),
+        },
+    )
+    .await;
+    let sample = || {
+        CallToolRequestParams::new("old__test_sampling")
+            .with_arguments(json!({"prompt": "capital?"}).as_object().unwrap().clone())
+    };
+    let r = asked(aggregated.call_tool_once(sample()).await.unwrap());
+    let requests = serde_json::to_value(r.input_requests.unwrap()).unwrap();
+    assert_eq!(requests["sampling"]["method"], "sampling/createMessage");
+    let reply = json!({"role": "assistant", "model": "m",
+        "content": {"type": "text", "text": "Paris"}});
+    let done = completed(
+        aggregated
+            .call_tool_once(retry_with(
+                sample(),
+                "sampling",
+                reply,
+                r.request_state.as_deref().unwrap(),
+            ))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(done, "LLM response: Paris");
+
+    // Several rounds in one call, each with its own token; a request the client did not declare (roots) is refused
+    // to the child and never asked of the client. The tool wants all three answers, so it asks again (its own rule)
+    // until it gives up with a tool error.
+    let multi = call("test_input_required_result_multiple_inputs");
+    let mut next = client.call_tool_once(multi.clone()).await.unwrap();
+    let (mut rounds, mut asked_for, mut last_state) = (0, Vec::new(), None);
+    let result = loop {
+        match next {
+            CallToolResponse::InputRequired(r) => {
+                rounds += 1;
+                assert!(rounds <= 30, "no end to the rounds");
+                let requests = r.input_requests.unwrap();
+                assert_eq!(requests.len(), 1, "{requests:?}");
+                let (key, _) = requests.into_iter().next().unwrap();
+                asked_for.push(key.clone());
+                let state = r.request_state.expect("a minted requestState");
+                assert_ne!(
+                    Some(&state),
+                    last_state.as_ref(),
+                    "a round reused its token"
+                );
+                let answer = if key == "elicitation" {
+                    accept(json!({"name": "Alice"}))
+                } else {
+                    json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "Hi"}})
+                };
+                next = client
+                    .call_tool_once(retry_with(multi.clone(), &key, answer, &state))
+                    .await
+                    .unwrap();
+                last_state = Some(state);
+            }
+            CallToolResponse::Complete(r) => break r,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        asked_for.contains(&"elicitation".to_owned()),
+        "{asked_for:?}"
+    );
+    assert!(asked_for.contains(&"sampling".to_owned()), "{asked_for:?}");
+    assert!(!asked_for.contains(&"roots".to_owned()), "{asked_for:?}");
+
+    // prompts/get: the prompt's question comes back as an input-required result too.
+    let p1 = client
+        .get_prompt_once(GetPromptRequestParams::new(
+            "test_input_required_result_prompt",
+        ))
+        .await
+        .unwrap();
+    let GetPromptResponse::InputRequired(p1) = p1 else {
+        panic!("expected an input-required prompt, got {p1:?}")
+    };
+    assert!(p1.input_requests.unwrap().contains_key("elicitation"));
+    let mut retry = GetPromptRequestParams::new("test_input_required_result_prompt");
+    retry.input_responses = Some(
+        [(
+            "elicitation".to_owned(),
+            accept(json!({"context": "tests"})),
+        )]
+        .into(),
+    );
+    retry.request_state = p1.request_state.clone();
+    let GetPromptResponse::Complete(p2) = client.get_prompt_once(retry.clone()).await.unwrap()
+    else {
+        panic!("the prompt's retry did not complete")
+    };
+    assert_eq!(p2.result_type, Some(ResultType::COMPLETE));
+    assert!(format!("{:?}", p2.messages).contains("Use this context: tests"));
+    // A prompt's token does not serve a tool call.
+    let mut crossed = elicit();
+    crossed.input_responses = retry.input_responses.clone();
+    crossed.request_state = p1.request_state;
+    match client.call_tool_once(crossed).await {
+        Err(rmcp::ServiceError::McpError(e)) => {
+            assert_eq!(e.data.unwrap()["requestState"], "mismatched")
+        }
+        other => panic!("a prompt's token served a tool call: {other:?}"),
+    }
+
+    // A legacy client of the same child still gets the child's request directly.
+    let legacy = client_legacy(
+        &format!("{url}/mcp/servers/old"),
+        Some(json!({"username": "u", "email": "e@x"})),
+    )
+    .await;
+    let r = legacy.call_tool(elicit()).await.unwrap();
+    assert!(harness::text(&r).contains("action=accept"), "{r:?}");
+    assert_eq!(
+        legacy.service().seen.elicited.lock().unwrap().as_slice(),
+        ["who?"]
+    );
+    let _ = serve.kill().await;
+}

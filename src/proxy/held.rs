@@ -229,11 +229,17 @@ impl Held {
         Ok(claims.i)
     }
 
-    /// The newest exchange with `server` that takes the child's requests.
+    /// The exchange with `server` a child request belongs to: a legacy child does not say which of our requests it
+    /// asks for, so the newest one that is not already waiting for the client's answer (a child blocked on an answer
+    /// rarely asks again), else the newest.
     pub fn asking_for(&self, server: &str) -> Option<mpsc::Sender<Step>> {
-        lock(&self.asking)
-            .get(server)
-            .and_then(|v| v.last())
+        let asking = lock(&self.asking);
+        let all = asking.get(server)?;
+        let parked = lock(&self.parked);
+        all.iter()
+            .rev()
+            .find(|(id, _)| !parked.contains_key(id))
+            .or(all.last())
             .map(|(_, tx)| tx.clone())
     }
 

@@ -82,6 +82,12 @@ fn tools() -> Vec<Tool> {
             &[],
         ),
         tool(
+            "test_logging_tool",
+            "Logs at info while it runs, in 2026-07-28 only when the request's _meta sets a logLevel (SEP-2575)",
+            none(),
+            &[],
+        ),
+        tool(
             "test_tool_with_progress",
             "Sends three progress notifications while it runs",
             none(),
@@ -278,6 +284,14 @@ impl ServerHandler for Conformance {
         ))
     }
 
+    /// rmcp's HTTP front validates a tools/call's `Mcp-Param-*` headers against the tool found here (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools()
+            .into_iter()
+            .find(|t| t.name == name)
+            .or_else(|| v2026::tool(&self.shared, name))
+    }
+
     async fn list_tools(
         &self,
         _r: Option<PaginatedRequestParams>,
@@ -300,7 +314,10 @@ impl ServerHandler for Conformance {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if !modern(&context) && request.name.starts_with("test_input_required_result_") {
+        if !modern(&context)
+            && (request.name.starts_with("test_input_required_result_")
+                || request.name == "test_streaming_elicitation")
+        {
             return self.legacy_rounds(request, &context).await;
         }
         if let Some(res) = v2026::call(
@@ -353,6 +370,29 @@ impl ServerHandler for Conformance {
                     .with_mime_type("application/json"),
                 ),
             ]),
+            "test_logging_tool" => {
+                // 2026-07-28: a request without `_meta.logLevel` gets no log messages; one with it gets those at or
+                // above its level. A legacy session's level is the one `logging/setLevel` chose (all here).
+                let level = request
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.log_level())
+                    .or_else(|| context.meta.log_level());
+                let wanted = match level {
+                    Some(l) => matches!(l, LoggingLevel::Debug | LoggingLevel::Info),
+                    None => !modern(&context),
+                };
+                if wanted {
+                    let _ = context
+                        .peer
+                        .notify_logging_message(LoggingMessageNotificationParam::new(
+                            LoggingLevel::Info,
+                            json!("test_logging_tool ran"),
+                        ))
+                        .await;
+                }
+                text(format!("logged: {wanted}"))
+            }
             "test_tool_with_logging" => {
                 for (i, msg) in [
                     "Tool execution started",

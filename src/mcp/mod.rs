@@ -167,8 +167,16 @@ impl ServerHandler for McpServer {
         .await
     }
 
+    /// The registry tool, or a proxied tool by its exposed name: rmcp's HTTP front validates a 2026-07-28
+    /// tools/call's `Mcp-Param-*` headers against its `x-mcp-header` annotations (SEP-2243).
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == registry_tool::NAME).then(registry_tool::definition)
+        if name == registry_tool::NAME {
+            return Some(registry_tool::definition());
+        }
+        let (server, tool) = self.app.proxy.resolve_running(name)?;
+        let mut t = self.app.proxy.server_tool(&server, &tool)?;
+        t.name = name.to_owned().into();
+        Some(t)
     }
 
     /// rmcp hands over a request whose params do not fit its method's schema (say `tools/call` with a string for

@@ -118,6 +118,12 @@ impl ServerHandler for ServerView {
         spawn_list_changed_forwarder(self.app.clone(), context.peer.clone(), self.server.clone());
     }
 
+    /// The child's tool by its own name: rmcp's HTTP front validates a 2026-07-28 tools/call's `Mcp-Param-*`
+    /// headers against its `x-mcp-header` annotations (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.app.proxy.server_tool(&self.server, name)
+    }
+
     async fn list_tools(
         &self,
         _r: Option<PaginatedRequestParams>,

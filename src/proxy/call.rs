@@ -84,6 +84,9 @@ impl Inner {
         if !child.protocol.has_initialize() {
             let mut meta = RequestMetaObject::default();
             meta.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
+            if let Some(level) = caller.log_level {
+                meta.set_log_level(level);
+            }
             options.meta = Some(meta);
         }
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.

@@ -337,6 +337,7 @@ impl Proxy {
             capabilities: caller.capabilities.clone(),
             input_responses: None,
             request_state: None,
+            log_level: caller.log_level,
         };
         let (child2, tool) = (child.clone(), tool.to_owned());
         let outcome = self

@@ -96,6 +96,10 @@ pub struct Caller {
     /// A retry after an input-required result (SEP-2322): the client's answers and the echoed state, for the child.
     pub input_responses: Option<rmcp::model::InputResponses>,
     pub request_state: Option<String>,
+    /// The request's `_meta` logLevel (2026-07-28, SEP-2575): passed on to 2026-07-28 children, which log nothing
+    /// for a request without one.
+    #[allow(deprecated)]
+    pub log_level: Option<rmcp::model::LoggingLevel>,
 }
 
 impl Caller {
@@ -118,6 +122,11 @@ impl Caller {
             capabilities: context.client_capabilities(),
             input_responses: request.input_responses.clone(),
             request_state: request.request_state.clone(),
+            log_level: request
+                .meta
+                .as_ref()
+                .and_then(|m| m.log_level())
+                .or_else(|| context.meta.log_level()),
         }
     }
 
@@ -136,6 +145,7 @@ impl Caller {
             capabilities: context.client_capabilities(),
             input_responses,
             request_state,
+            log_level: context.meta.log_level(),
         }
     }
 
@@ -512,6 +522,21 @@ impl Proxy {
             }
         }
         out
+    }
+
+    /// [`Proxy::resolve`] among running children only (no registry lookup).
+    pub fn resolve_running(&self, name: &str) -> Option<(String, String)> {
+        let children = lock(&self.inner.children);
+        if let Some((server, tool)) = names::split(name, children.keys().map(String::as_str))
+            && children[server].has_tool(tool)
+        {
+            return Some((server.to_owned(), tool.to_owned()));
+        }
+        let wanted = names::strip_mcp(name);
+        children.iter().find_map(|(server, slot)| {
+            slot.find_tool(|t| names::expose(server, t) == wanted)
+                .map(|tool| (server.clone(), tool))
+        })
     }
 
     /// Resolves an exposed or qualified tool name (`server__tool`, `mcp__server__tool`) to (server, tool).

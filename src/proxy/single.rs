@@ -29,6 +29,12 @@ impl Proxy {
         child.peer.peer_info().map(|i| (*i).clone())
     }
 
+    /// A running child's tool under its own name (no start, no I/O).
+    pub fn server_tool(&self, name: &str, tool: &str) -> Option<Tool> {
+        let child = self.inner.running(name)?;
+        lock(&child.tools).iter().find(|t| t.name == tool).cloned()
+    }
+
     /// The child's tools under their own names.
     pub async fn server_tools(&self, name: &str) -> Result<Vec<Tool>> {
         let child = self.inner.ready_child(name).await?;

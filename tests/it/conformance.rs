@@ -397,6 +397,7 @@ async fn conformance_fixture_passes_directly_and_through_the_proxy() {
                 "input-required-result-tampered-state",
                 "input-required-result-capability-check",
                 "sep-2164-resource-not-found",
+                "http-custom-header-server-validation",
             ] {
                 let checks: Vec<_> = through
                     .iter()

@@ -143,12 +143,26 @@ async fn multi_round(client: &Client, tool: &str) {
 
 /// One raw 2026-07-28 request over HTTP: (status, JSON body).
 async fn raw_2026(endpoint: &str, method: &str, params: Value) -> (u16, Value) {
+    raw_2026_with(endpoint, method, params, &[], json!({})).await
+}
+
+/// [`raw_2026`] with extra HTTP headers and extra `_meta` entries.
+async fn raw_2026_with(
+    endpoint: &str,
+    method: &str,
+    params: Value,
+    headers: &[(&str, &str)],
+    meta: Value,
+) -> (u16, Value) {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
     });
+    for (k, v) in meta.as_object().into_iter().flatten() {
+        params["_meta"][k] = v.clone();
+    }
     let mut req = reqwest::Client::new()
         .post(endpoint)
         .header("content-type", "application/json")
@@ -157,6 +171,9 @@ async fn raw_2026(endpoint: &str, method: &str, params: Value) -> (u16, Value) {
         .header("mcp-method", method);
     if let Some(name) = params.get("name").and_then(Value::as_str) {
         req = req.header("mcp-name", name);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let res = req
         .body(json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string())
@@ -424,6 +441,68 @@ async fn an_http_2026_child_and_a_legacy_child_keep_their_eras() {
         .await
         .unwrap();
     assert!(harness::text(&r).contains("action=accept"), "{r:?}");
+
+    // SEP-2243: the child's front checks `Mcp-Param-Region` against the body, so a call that succeeds shows we sent
+    // it (rmcp's client mirrors `x-mcp-header` arguments of the tools it listed; our test client lists them first).
+    modern.list_all_tools().await.unwrap();
+    let header_call = CallToolRequestParams::new("test_header_param")
+        .with_arguments(json!({"region": "eu-west"}).as_object().unwrap().clone());
+    assert_eq!(
+        completed(modern.call_tool_once(header_call).await.unwrap()),
+        "region: eu-west"
+    );
+    // Our fronts check the header too, against the child's annotations (per-server: its own name; aggregated: ours).
+    for (endpoint, name) in [
+        (format!("{url}/mcp/servers/fxh"), "test_header_param"),
+        (format!("{url}/mcp"), "fxh__test_header_param"),
+    ] {
+        let args = json!({"name": name, "arguments": {"region": "eu-west"}});
+        let (status, body) = raw_2026_with(
+            &endpoint,
+            "tools/call",
+            args.clone(),
+            &[("mcp-param-region", "eu-west")],
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200, "{endpoint}: {body}");
+        assert_eq!(
+            body["result"]["content"][0]["text"], "region: eu-west",
+            "{body}"
+        );
+        for headers in [
+            &[("mcp-param-region", "us-east")][..],
+            &[("mcp-param-region", "=?base64?SGVs!!!bG8=?=")][..],
+            &[][..],
+        ] {
+            let (status, body) =
+                raw_2026_with(&endpoint, "tools/call", args.clone(), headers, json!({})).await;
+            assert_eq!(
+                (status, &body["error"]["code"]),
+                (400, &json!(-32020)),
+                "{endpoint} {headers:?}: {body}"
+            );
+        }
+        // SEP-2575: the request's logLevel reaches the 2026 child, which logs nothing without one.
+        let log_call = json!({"name": name.replace("test_header_param", "test_logging_tool"), "arguments": {}});
+        let (_, quiet) = raw_2026(&endpoint, "tools/call", log_call.clone()).await;
+        assert_eq!(
+            quiet["result"]["content"][0]["text"], "logged: false",
+            "{quiet}"
+        );
+        let (_, told) = raw_2026_with(
+            &endpoint,
+            "tools/call",
+            log_call,
+            &[],
+            json!({"io.modelcontextprotocol/logLevel": "debug"}),
+        )
+        .await;
+        assert_eq!(
+            told["result"]["content"][0]["text"], "logged: true",
+            "{told}"
+        );
+    }
 
     let eras = running(&url).await;
     assert_eq!(eras["fxh"]["protocol"], "2026-07-28", "{eras}");

@@ -158,22 +158,24 @@ pub fn tools() -> Vec<Tool> {
         };
         Tool::new(name, description, Arc::new(schema))
     };
+    // As the json-schema-2020-12 scenario describes it: `$anchor` in `$defs`, `anyOf` nested in `allOf`, and
+    // `if`/`then`/`else` choosing which contact field is required.
     let schema_2020 = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
-        "$defs": {"address": {"$anchor": "addr", "type": "object", "properties": {
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
             "street": {"type": "string"}, "city": {"type": "string"}}}},
         "properties": {
             "name": {"type": "string"},
             "address": {"$ref": "#/$defs/address"},
-            "contact": {"anyOf": [{"type": "string", "format": "email"}, {"type": "string", "pattern": "^\\+"}]},
-            "kind": {"type": "string", "enum": ["person", "company"]},
-            "registration": {"type": "string"}
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
         },
-        "allOf": [{"required": ["name"]}],
-        "if": {"properties": {"kind": {"const": "company"}}},
-        "then": {"required": ["registration"]},
-        "else": {"properties": {"registration": false}},
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": false
     });
     let Value::Object(schema_2020) = schema_2020 else {

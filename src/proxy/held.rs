@@ -164,6 +164,9 @@ struct Parked {
     cancel: CancellationToken,
 }
 
+/// One exchange in flight: its id and where its child's requests go.
+type Asking = (u64, mpsc::Sender<Step>);
+
 /// The signing key, the held requests and the exchanges that take a child's requests.
 pub(super) struct Held {
     key: aws_lc_rs::hmac::Key,
@@ -171,7 +174,7 @@ pub(super) struct Held {
     next: AtomicU64,
     parked: std::sync::Mutex<HashMap<u64, Parked>>,
     /// Exchanges in flight per server whose child requests are minted into input-required results, newest last.
-    asking: std::sync::Mutex<HashMap<String, Vec<(u64, mpsc::Sender<Step>)>>>,
+    asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
 }
 
 fn now_ms() -> u64 {

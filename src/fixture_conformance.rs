@@ -554,6 +554,12 @@ impl ServerHandler for Conformance {
                 "A resource that can be subscribed to",
                 "text/plain",
             ),
+            r(
+                v2026::APP_URI,
+                "App",
+                "The UI of test_app_tool (MCP Apps)",
+                v2026::APP_MIME,
+            ),
         ]))
     }
 
@@ -581,6 +587,11 @@ impl ServerHandler for Conformance {
             }
             "test://static-binary" => ResourceContents::blob(PNG, &uri).with_mime_type("image/png"),
             "test://watched-resource" => ResourceContents::text("Watched resource content.", &uri),
+            v2026::APP_URI => ResourceContents::text(
+                "<!doctype html><title>fixture app</title><p>test_app_tool</p>",
+                &uri,
+            )
+            .with_mime_type(v2026::APP_MIME),
             _ => match uri
                 .strip_prefix("test://template/")
                 .and_then(|r| r.strip_suffix("/data"))

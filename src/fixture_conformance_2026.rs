@@ -231,6 +231,7 @@ pub fn tools() -> Vec<Tool> {
             "Adds a prompt and tells listen streams the prompt list changed",
         ),
         header_tool(),
+        app_tool(),
         Tool::new(
             "json_schema_2020_12_tool",
             "A tool whose input schema uses JSON Schema 2020-12 keywords",
@@ -254,6 +255,28 @@ fn header_tool() -> Tool {
         "Echoes its region, which travels in the Mcp-Param-Region header too (SEP-2243)",
         Arc::new(schema),
     )
+}
+
+/// The `ui://` resource of the MCP App tool (SEP-1865).
+pub const APP_URI: &str = "ui://fixture/app.html";
+/// The MIME type of an MCP App's HTML.
+pub const APP_MIME: &str = "text/html;profile=mcp-app";
+
+/// An MCP App tool: its `_meta.ui.resourceUri` names the HTML a host renders for it.
+fn app_tool() -> Tool {
+    let Value::Object(schema) = object(json!({}), &[]) else {
+        unreachable!("a JSON object literal")
+    };
+    let Value::Object(meta) = json!({"ui": {"resourceUri": APP_URI}}) else {
+        unreachable!("a JSON object literal")
+    };
+    let mut tool = Tool::new(
+        "test_app_tool",
+        "An MCP App: its result is shown in the UI its _meta.ui.resourceUri names (SEP-1865)",
+        Arc::new(schema),
+    );
+    tool.meta = Some(meta.into());
+    tool
 }
 
 /// A tool of this part by name (for the HTTP front's `Mcp-Param-*` validation).
@@ -453,6 +476,7 @@ fn call_inner(
             let _ = shared.changes.send("prompts");
             text("prompt list changed").into()
         }
+        "test_app_tool" => text("the app shows this").into(),
         "test_header_param" => text(format!(
             "region: {}",
             request

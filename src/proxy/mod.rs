@@ -518,6 +518,7 @@ impl Proxy {
             for t in tools {
                 let mut t = t;
                 t.name = names::expose(name, &t.name).into();
+                expose_app_resource(name, &mut t);
                 out.push(t);
             }
         }
@@ -1053,6 +1054,17 @@ fn with_stderr(err: Error, stderr: &StderrRing) -> Error {
             message: format!("{what} timed out after {ms} ms; last stderr lines:\n{joined}"),
         },
         other => other,
+    }
+}
+
+/// MCP Apps (SEP-1865): a tool's `_meta.ui.resourceUri` names a `ui://` resource of its server; on the aggregated
+/// front it becomes the exposed URI that `resources/read` routes back to that server, as its resource list shows it.
+fn expose_app_resource(server: &str, tool: &mut Tool) {
+    if let Some(meta) = tool.meta.as_mut()
+        && let Some(Value::Object(ui)) = meta.get_mut("ui")
+        && let Some(Value::String(uri)) = ui.get_mut("resourceUri")
+    {
+        *uri = names::expose_uri(server, uri);
     }
 }
 

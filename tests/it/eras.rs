@@ -798,3 +798,63 @@ async fn a_legacy_childs_requests_reach_a_2026_client_as_input_required_results(
     );
     let _ = serve.kill().await;
 }
+
+/// The text of a resource read's first contents.
+fn read_text(r: &ReadResourceResult) -> (String, Option<String>) {
+    match &r.contents[0] {
+        ResourceContents::TextResourceContents {
+            text, mime_type, ..
+        } => (text.clone(), mime_type.clone()),
+        other => panic!("expected text contents, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_app_resource_is_read_through_the_uri_its_tool_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut serve, url) = serve(dir.path(), &[]).await;
+    // Per-server endpoint: the tool's `_meta.ui.resourceUri` and the `ui://` resource as the child has them.
+    let own = client_2026(&format!("{url}/mcp/servers/fx")).await;
+    let tools = own.list_all_tools().await.unwrap();
+    let app = tools.iter().find(|t| t.name == "test_app_tool").unwrap();
+    let uri = app.meta.as_ref().unwrap()["ui"]["resourceUri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(uri, "ui://fixture/app.html");
+    let read = own
+        .read_resource(ReadResourceRequestParams::new(uri.clone()))
+        .await
+        .unwrap();
+    let (html, mime) = read_text(&read);
+    assert!(html.contains("test_app_tool"), "{html}");
+    assert_eq!(mime.as_deref(), Some("text/html;profile=mcp-app"));
+
+    // Aggregated front: the tool names the exposed URI, which its resource list shows and a read routes back.
+    let host = client_legacy(&format!("{url}/mcp"), None).await;
+    let tools = host.list_all_tools().await.unwrap();
+    let app = tools
+        .iter()
+        .find(|t| t.name == "fx__test_app_tool")
+        .unwrap_or_else(|| panic!("no fx__test_app_tool in {tools:?}"));
+    let exposed = app.meta.as_ref().unwrap()["ui"]["resourceUri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(exposed, "agent-discover://fx/ui://fixture/app.html");
+    let listed = host.list_all_resources().await.unwrap();
+    assert!(listed.iter().any(|r| r.uri == exposed), "{listed:?}");
+    let read = host
+        .read_resource(ReadResourceRequestParams::new(exposed.clone()))
+        .await
+        .unwrap();
+    let (same, mime) = read_text(&read);
+    assert_eq!(same, html);
+    assert_eq!(mime.as_deref(), Some("text/html;profile=mcp-app"));
+    // The contents carry the URI the host asked for.
+    let ResourceContents::TextResourceContents { uri: got, .. } = &read.contents[0] else {
+        unreachable!("checked above")
+    };
+    assert_eq!(got, &exposed);
+    let _ = serve.kill().await;
+}

@@ -161,6 +161,14 @@ impl Caller {
     }
 }
 
+/// A 2026-07-28 call that asked for log messages: the child's request id, the caller and its level.
+#[allow(deprecated)]
+type LogCaller = (
+    rmcp::model::RequestId,
+    Peer<RoleServer>,
+    rmcp::model::LoggingLevel,
+);
+
 /// The proxy handle; cheap to clone.
 #[derive(Clone)]
 pub struct Proxy {
@@ -189,6 +197,10 @@ pub(crate) struct Inner {
     clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
     /// Which client is calling each server right now (most recent last).
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
+    /// 2026-07-28 callers that set a logLevel on their request, per server called: they get its log messages at or
+    /// above that level while the call runs (they have no session to be pushed to otherwise).
+    #[allow(deprecated)]
+    log_callers: Mutex<HashMap<String, Vec<LogCaller>>>,
     metrics: Arc<metrics::CallMetrics>,
     observer: Mutex<Option<CallObserver>>,
     /// The log level clients last set (`logging/setLevel`), applied to every child.
@@ -288,6 +300,7 @@ impl Proxy {
             progress: Mutex::default(),
             clients: Mutex::default(),
             callers: Mutex::default(),
+            log_callers: Mutex::default(),
             metrics: metrics::CallMetrics::start(registry.store().clone()),
             observer: Mutex::new(None),
             log_level: Mutex::new(None),

@@ -146,6 +146,42 @@ async fn raw_2026(endpoint: &str, method: &str, params: Value) -> (u16, Value) {
     raw_2026_with(endpoint, method, params, &[], json!({})).await
 }
 
+/// The `notifications/message` events of a raw 2026-07-28 `tools/call`'s SSE response.
+async fn raw_2026_logs(endpoint: &str, params: Value, meta: Value) -> Vec<Value> {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    });
+    for (k, v) in meta.as_object().into_iter().flatten() {
+        params["_meta"][k] = v.clone();
+    }
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let text = reqwest::Client::new()
+        .post(endpoint)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .body(
+            json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": params})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .filter(|v| v["method"] == "notifications/message")
+        .collect()
+}
+
 /// [`raw_2026`] with extra HTTP headers and extra `_meta` entries.
 async fn raw_2026_with(
     endpoint: &str,
@@ -182,11 +218,12 @@ async fn raw_2026_with(
         .unwrap();
     let status = res.status().as_u16();
     let text = res.text().await.unwrap();
-    // A JSON body, or one SSE `data:` event carrying it.
+    // A JSON body, or the SSE `data:` event carrying the response (notifications may come first).
     let json = serde_json::from_str(&text).unwrap_or_else(|_| {
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| serde_json::from_str(d.trim()).ok())
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id").is_some())
             .unwrap_or(Value::Null)
     });
     (status, json)
@@ -502,6 +539,27 @@ async fn an_http_2026_child_and_a_legacy_child_keep_their_eras() {
             told["result"]["content"][0]["text"], "logged: true",
             "{told}"
         );
+        // The child's log message reaches the 2026-07-28 caller that asked for it, on its request's stream, and
+        // only at or above the level it asked for.
+        let log_call = json!({"name": name.replace("test_header_param", "test_logging_tool"), "arguments": {}});
+        let logs = raw_2026_logs(
+            &endpoint,
+            log_call.clone(),
+            json!({"io.modelcontextprotocol/logLevel": "info"}),
+        )
+        .await;
+        assert!(
+            logs.iter()
+                .any(|l| l["params"]["data"] == "test_logging_tool ran"),
+            "{endpoint}: {logs:?}"
+        );
+        let none = raw_2026_logs(
+            &endpoint,
+            log_call,
+            json!({"io.modelcontextprotocol/logLevel": "error"}),
+        )
+        .await;
+        assert!(none.is_empty(), "{endpoint}: {none:?}");
     }
 
     let eras = running(&url).await;

@@ -82,6 +82,12 @@ fn tools() -> Vec<Tool> {
             &[],
         ),
         tool(
+            "test_logging_tool",
+            "Logs at info while it runs, in 2026-07-28 only when the request's _meta sets a logLevel (SEP-2575)",
+            none(),
+            &[],
+        ),
+        tool(
             "test_tool_with_progress",
             "Sends three progress notifications while it runs",
             none(),
@@ -190,6 +196,66 @@ impl Conformance {
     }
 }
 
+/// A legacy session takes no input-required result: the fixture asks the client with requests of its own, as a
+/// handshake-era server does. A request the client refuses is left unanswered (the tool may ask again).
+async fn ask_legacy(
+    context: &RequestContext<RoleServer>,
+    asked: InputRequiredResult,
+) -> (InputResponses, Option<String>) {
+    let mut answers = InputResponses::new();
+    for (key, request) in asked.input_requests.unwrap_or_default() {
+        let answer = match request {
+            InputRequest::Elicitation(r) => context
+                .peer
+                .create_elicitation(r.params)
+                .await
+                .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            InputRequest::CreateMessage(r) => context
+                .peer
+                .create_message(r.params)
+                .await
+                .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            InputRequest::ListRoots(_) => context
+                .peer
+                .list_roots()
+                .await
+                .map(|a| serde_json::to_value(a).unwrap_or_default()),
+            _ => continue,
+        };
+        if let Ok(a) = answer {
+            answers.insert(key, a);
+        }
+    }
+    (answers, asked.request_state)
+}
+
+impl Conformance {
+    /// A 2026-07-28 input-required tool called in a legacy session: its rounds are asked of the client as requests.
+    async fn legacy_rounds(
+        &self,
+        mut request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let caps = context.client_capabilities();
+        for _ in 0..DEFAULT_MRTR_MAX_ROUNDS {
+            let name = request.name.to_string();
+            match v2026::call(&self.shared, &name, &request, caps.clone()) {
+                None => return Err(bad(format!("unknown tool `{name}`"))),
+                Some(Ok(CallToolResponse::InputRequired(asked))) => {
+                    let (answers, state) = ask_legacy(context, asked).await;
+                    request.input_responses = Some(answers);
+                    request.request_state = state;
+                }
+                Some(other) => return other,
+            }
+        }
+        Ok(CallToolResult::error(vec![ContentBlock::text(
+            "the client did not give the input this tool needs",
+        )])
+        .into())
+    }
+}
+
 impl ServerHandler for Conformance {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
@@ -218,6 +284,14 @@ impl ServerHandler for Conformance {
         ))
     }
 
+    /// rmcp's HTTP front validates a tools/call's `Mcp-Param-*` headers against the tool found here (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools()
+            .into_iter()
+            .find(|t| t.name == name)
+            .or_else(|| v2026::tool(&self.shared, name))
+    }
+
     async fn list_tools(
         &self,
         _r: Option<PaginatedRequestParams>,
@@ -240,6 +314,12 @@ impl ServerHandler for Conformance {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if !modern(&context)
+            && (request.name.starts_with("test_input_required_result_")
+                || request.name == "test_streaming_elicitation")
+        {
+            return self.legacy_rounds(request, &context).await;
+        }
         if let Some(res) = v2026::call(
             &self.shared,
             &request.name,
@@ -290,6 +370,29 @@ impl ServerHandler for Conformance {
                     .with_mime_type("application/json"),
                 ),
             ]),
+            "test_logging_tool" => {
+                // 2026-07-28: a request without `_meta.logLevel` gets no log messages; one with it gets those at or
+                // above its level. A legacy session's level is the one `logging/setLevel` chose (all here).
+                let level = request
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.log_level())
+                    .or_else(|| context.meta.log_level());
+                let wanted = match level {
+                    Some(l) => matches!(l, LoggingLevel::Debug | LoggingLevel::Info),
+                    None => !modern(&context),
+                };
+                if wanted {
+                    let _ = context
+                        .peer
+                        .notify_logging_message(LoggingMessageNotificationParam::new(
+                            LoggingLevel::Info,
+                            json!("test_logging_tool ran"),
+                        ))
+                        .await;
+                }
+                text(format!("logged: {wanted}"))
+            }
             "test_tool_with_logging" => {
                 for (i, msg) in [
                     "Tool execution started",
@@ -451,6 +554,12 @@ impl ServerHandler for Conformance {
                 "A resource that can be subscribed to",
                 "text/plain",
             ),
+            r(
+                v2026::APP_URI,
+                "App",
+                "The UI of test_app_tool (MCP Apps)",
+                v2026::APP_MIME,
+            ),
         ]))
     }
 
@@ -478,6 +587,11 @@ impl ServerHandler for Conformance {
             }
             "test://static-binary" => ResourceContents::blob(PNG, &uri).with_mime_type("image/png"),
             "test://watched-resource" => ResourceContents::text("Watched resource content.", &uri),
+            v2026::APP_URI => ResourceContents::text(
+                "<!doctype html><title>fixture app</title><p>test_app_tool</p>",
+                &uri,
+            )
+            .with_mime_type(v2026::APP_MIME),
             _ => match uri
                 .strip_prefix("test://template/")
                 .and_then(|r| r.strip_suffix("/data"))
@@ -608,10 +722,20 @@ impl ServerHandler for Conformance {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        if let Some(res) = v2026::get_prompt(&self.shared, &request) {
-            return res;
+        let mut request = request;
+        for _ in 0..DEFAULT_MRTR_MAX_ROUNDS {
+            match v2026::get_prompt(&self.shared, &request) {
+                // A legacy session: the prompt's question is asked of the client as a request.
+                Some(Ok(GetPromptResponse::InputRequired(asked))) if !modern(&context) => {
+                    let (answers, state) = ask_legacy(&context, asked).await;
+                    request.input_responses = Some(answers);
+                    request.request_state = state;
+                }
+                Some(res) => return res,
+                None => break,
+            }
         }
         let args = request.arguments.unwrap_or_default();
         let arg = |k: &str| {

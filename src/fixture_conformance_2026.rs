@@ -158,22 +158,24 @@ pub fn tools() -> Vec<Tool> {
         };
         Tool::new(name, description, Arc::new(schema))
     };
+    // As the json-schema-2020-12 scenario describes it: `$anchor` in `$defs`, `anyOf` nested in `allOf`, and
+    // `if`/`then`/`else` choosing which contact field is required.
     let schema_2020 = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
-        "$defs": {"address": {"$anchor": "addr", "type": "object", "properties": {
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
             "street": {"type": "string"}, "city": {"type": "string"}}}},
         "properties": {
             "name": {"type": "string"},
             "address": {"$ref": "#/$defs/address"},
-            "contact": {"anyOf": [{"type": "string", "format": "email"}, {"type": "string", "pattern": "^\\+"}]},
-            "kind": {"type": "string", "enum": ["person", "company"]},
-            "registration": {"type": "string"}
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
         },
-        "allOf": [{"required": ["name"]}],
-        "if": {"properties": {"kind": {"const": "company"}}},
-        "then": {"required": ["registration"]},
-        "else": {"properties": {"registration": false}},
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": false
     });
     let Value::Object(schema_2020) = schema_2020 else {
@@ -183,6 +185,10 @@ pub fn tools() -> Vec<Tool> {
         plain(
             "test_input_required_result_elicitation",
             "Asks for the user's name (SEP-2322)",
+        ),
+        plain(
+            "test_streaming_elicitation",
+            "Asks for the user's name: an input-required result, never a request on the stream (SEP-2575)",
         ),
         plain(
             "test_input_required_result_sampling",
@@ -224,12 +230,62 @@ pub fn tools() -> Vec<Tool> {
             "test_trigger_prompt_change",
             "Adds a prompt and tells listen streams the prompt list changed",
         ),
+        header_tool(),
+        app_tool(),
         Tool::new(
             "json_schema_2020_12_tool",
             "A tool whose input schema uses JSON Schema 2020-12 keywords",
             Arc::new(schema_2020),
         ),
     ]
+}
+
+/// SEP-2243: a tool whose `region` argument a 2026-07-28 HTTP client mirrors into the `Mcp-Param-Region` header,
+/// which the server checks against the body (-32020 with HTTP 400 when they differ or the header is missing).
+fn header_tool() -> Tool {
+    let Value::Object(schema) = object(
+        json!({"region": {"type": "string", "x-mcp-header": "Region",
+            "description": "Where to run; mirrored into Mcp-Param-Region"}}),
+        &["region"],
+    ) else {
+        unreachable!("a JSON object literal")
+    };
+    Tool::new(
+        "test_header_param",
+        "Echoes its region, which travels in the Mcp-Param-Region header too (SEP-2243)",
+        Arc::new(schema),
+    )
+}
+
+/// The `ui://` resource of the MCP App tool (SEP-1865).
+pub const APP_URI: &str = "ui://fixture/app.html";
+/// The MIME type of an MCP App's HTML.
+pub const APP_MIME: &str = "text/html;profile=mcp-app";
+
+/// An MCP App tool: its `_meta.ui.resourceUri` names the HTML a host renders for it.
+fn app_tool() -> Tool {
+    let Value::Object(schema) = object(json!({}), &[]) else {
+        unreachable!("a JSON object literal")
+    };
+    let Value::Object(meta) = json!({"ui": {"resourceUri": APP_URI}}) else {
+        unreachable!("a JSON object literal")
+    };
+    let mut tool = Tool::new(
+        "test_app_tool",
+        "An MCP App: its result is shown in the UI its _meta.ui.resourceUri names (SEP-1865)",
+        Arc::new(schema),
+    );
+    tool.meta = Some(meta.into());
+    tool
+}
+
+/// A tool of this part by name (for the HTTP front's `Mcp-Param-*` validation).
+pub fn tool(shared: &Shared, name: &str) -> Option<Tool> {
+    let mut all = tools();
+    if shared.extra_tool.load(Ordering::SeqCst) {
+        all.push(extra_tool());
+    }
+    all.into_iter().find(|t| t.name == name)
 }
 
 /// The extra tool the trigger adds.
@@ -263,14 +319,17 @@ fn call_inner(
     let responses = request.input_responses.as_ref();
     let name_schema = || object(json!({"name": {"type": "string"}}), &["name"]);
     let res: CallToolResponse = match name {
-        "test_input_required_result_elicitation" => match answer(responses, "user_name")? {
-            Some(a) => text(format!("Hello, {}!", content(a, "name"))).into(),
-            None => ask(
-                json!({"user_name": elicit("What is your name?", name_schema())}),
-                None,
-            )?
-            .into(),
-        },
+        // SEP-2575: in 2026-07-28 the question rides in the result, never as a request on the response stream.
+        "test_input_required_result_elicitation" | "test_streaming_elicitation" => {
+            match answer(responses, "user_name")? {
+                Some(a) => text(format!("Hello, {}!", content(a, "name"))).into(),
+                None => ask(
+                    json!({"user_name": elicit("What is your name?", name_schema())}),
+                    None,
+                )?
+                .into(),
+            }
+        }
         "test_input_required_result_sampling" => match answer(responses, "capital_question")? {
             Some(a) => text(format!("The model answered: {}", sampled(a))).into(),
             None => ask(
@@ -417,6 +476,17 @@ fn call_inner(
             let _ = shared.changes.send("prompts");
             text("prompt list changed").into()
         }
+        "test_app_tool" => text("the app shows this").into(),
+        "test_header_param" => text(format!(
+            "region: {}",
+            request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("region"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ))
+        .into(),
         "json_schema_2020_12_tool" => text(format!(
             "received {}",
             Value::Object(request.arguments.clone().unwrap_or_default())

@@ -167,8 +167,16 @@ impl ServerHandler for McpServer {
         .await
     }
 
+    /// The registry tool, or a proxied tool by its exposed name: rmcp's HTTP front validates a 2026-07-28
+    /// tools/call's `Mcp-Param-*` headers against its `x-mcp-header` annotations (SEP-2243).
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == registry_tool::NAME).then(registry_tool::definition)
+        if name == registry_tool::NAME {
+            return Some(registry_tool::definition());
+        }
+        let (server, tool) = self.app.proxy.resolve_running(name)?;
+        let mut t = self.app.proxy.server_tool(&server, &tool)?;
+        t.name = name.to_owned().into();
+        Some(t)
     }
 
     /// rmcp hands over a request whose params do not fit its method's schema (say `tools/call` with a string for
@@ -211,8 +219,13 @@ impl ServerHandler for McpServer {
         if request.uri == registry_resource::URI {
             return Ok(registry_resource::read(&self.app).into());
         }
-        match Box::pin(self.app.proxy.read_resource(&request.uri)).await {
-            Ok(r) => Ok(r.into()),
+        let caller = Caller::of_request(
+            &context,
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
+        match Box::pin(self.app.proxy.read_resource(&request.uri, &caller)).await {
+            Ok(r) => Ok(r),
             // SEP-2164: an unknown resource (or one of a server that is not running) is invalid params naming the
             // URI.
             Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
@@ -256,10 +269,15 @@ impl ServerHandler for McpServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let name = request.name.clone();
-        match Box::pin(self.app.proxy.get_prompt(request)).await {
+        let caller = Caller::of_request(
+            &context,
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
+        match Box::pin(self.app.proxy.get_prompt(request, &caller)).await {
             Ok(r) => Ok(r),
             Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
                 format!(

@@ -118,6 +118,12 @@ impl ServerHandler for ServerView {
         spawn_list_changed_forwarder(self.app.clone(), context.peer.clone(), self.server.clone());
     }
 
+    /// The child's tool by its own name: rmcp's HTTP front validates a 2026-07-28 tools/call's `Mcp-Param-*`
+    /// headers against its `x-mcp-header` annotations (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.app.proxy.server_tool(&self.server, name)
+    }
+
     async fn list_tools(
         &self,
         _r: Option<PaginatedRequestParams>,
@@ -197,13 +203,17 @@ impl ServerHandler for ServerView {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.ready().await?;
+        let caller = Caller::of_request(
+            &context,
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
         Box::pin(
             self.app
                 .proxy
-                .server_read_resource(&self.server, &request.uri),
+                .server_read_resource(&self.server, &request.uri, &caller),
         )
         .await
-        .map(Into::into)
         .map_err(|e| {
             let e = self.server_error(e);
             // A 2026-07-28 client gets SEP-2164's shape; a legacy one the child's error unchanged.
@@ -230,12 +240,21 @@ impl ServerHandler for ServerView {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         self.ready().await?;
-        Box::pin(self.app.proxy.server_get_prompt(&self.server, request))
-            .await
-            .map_err(|e| self.server_error(e))
+        let caller = Caller::of_request(
+            &context,
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
+        Box::pin(
+            self.app
+                .proxy
+                .server_get_prompt(&self.server, request, &caller),
+        )
+        .await
+        .map_err(|e| self.server_error(e))
     }
 
     async fn complete(

@@ -3,12 +3,12 @@
 
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Prompt, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ResultType,
+    ReadResourceResponse, Resource, ResourceContents, ResourceTemplate, ResultType,
 };
 
 use std::sync::Arc;
 
-use super::{Child, Proxy, names};
+use super::{Caller, Child, Proxy, names};
 use crate::error::{Error, Result};
 
 impl Proxy {
@@ -39,15 +39,25 @@ impl Proxy {
         out
     }
 
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+    /// `resources/read` of an exposed URI; for a 2026-07-28 caller, a legacy child's requests during the read are
+    /// minted into input-required results (`held.rs`).
+    pub async fn read_resource(&self, uri: &str, caller: &Caller) -> Result<ReadResourceResponse> {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
         let child = self.inner.ready_child(server).await?;
-        let mut res = child
-            .peer
-            .read_resource(ReadResourceRequestParams::new(original))
-            .await
-            .map_err(|e| super::child_error(server, e))?;
+        let res = if caller.mints_for(&child) {
+            self.read_minting(&child, original, caller).await?
+        } else {
+            child
+                .peer
+                .read_resource(ReadResourceRequestParams::new(original))
+                .await
+                .map_err(|e| super::child_error(server, e))?
+                .into()
+        };
+        let ReadResourceResponse::Complete(mut res) = res else {
+            return Ok(res);
+        };
         res.result_type.get_or_insert(ResultType::COMPLETE);
         for c in &mut res.contents {
             match c {
@@ -59,7 +69,7 @@ impl Proxy {
                 _ => {}
             }
         }
-        Ok(res)
+        Ok(res.into())
     }
 
     pub async fn list_prompts(&self) -> Vec<Prompt> {
@@ -80,9 +90,13 @@ impl Proxy {
     pub async fn get_prompt(
         &self,
         mut request: GetPromptRequestParams,
+        caller: &Caller,
     ) -> Result<GetPromptResponse> {
         let (child, prompt) = self.find_prompt(&request.name).await?;
         request.name = prompt;
+        if caller.mints_for(&child) {
+            return self.prompt_minting(&child, request, caller).await;
+        }
         request.meta = None;
         let res = child
             .peer

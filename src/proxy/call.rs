@@ -84,6 +84,9 @@ impl Inner {
         if !child.protocol.has_initialize() {
             let mut meta = RequestMetaObject::default();
             meta.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
+            if let Some(level) = caller.log_level {
+                meta.set_log_level(level);
+            }
             options.meta = Some(meta);
         }
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
@@ -114,7 +117,22 @@ impl Inner {
                 }
             }
         }
+        let logs_to = caller
+            .log_level
+            .filter(|_| caller.takes_input_required())
+            .zip(caller.peer.clone());
+        if let Some((level, peer)) = &logs_to {
+            lock(&self.log_callers)
+                .entry(child.name.clone())
+                .or_default()
+                .push((request_id.clone(), peer.clone(), *level));
+        }
         let _cleanup = scopeguard(|| {
+            if logs_to.is_some()
+                && let Some(v) = lock(&self.log_callers).get_mut(&child.name)
+            {
+                v.retain(|(id, _, _)| *id != request_id);
+            }
             lock(&self.progress).remove(&token);
             lock(&child.progress_seen).remove(&token);
             if caller.peer.is_some()

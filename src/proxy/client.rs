@@ -74,6 +74,33 @@ pub struct ChildClient {
 }
 
 impl ChildClient {
+    /// When a 2026-07-28 client's request to this child is in flight, the child's request goes to it as an
+    /// input-required result (`held.rs`) and its answer comes back here; `None` when there is no such request.
+    async fn ask_held<T: serde::de::DeserializeOwned>(
+        &self,
+        request: InputRequest,
+    ) -> Option<Result<T, McpError>> {
+        let inner = self.proxy.upgrade()?;
+        let asking = inner.held.asking_for(&self.server)?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        asking
+            .send(super::held::Step::Ask { request, reply })
+            .await
+            .ok()?;
+        Some(match answer.await {
+            Ok(Ok(v)) => serde_json::from_value(v)
+                .map_err(|e| McpError::invalid_params(format!("the client's answer: {e}"), None)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(McpError::invalid_request(
+                format!(
+                    "agent-discover holds no answer for `{}`: the client's request ended before it answered",
+                    self.server
+                ),
+                None,
+            )),
+        })
+    }
+
     fn refused(&self, what: &str, why: &str) -> McpError {
         McpError::invalid_request(
             format!(
@@ -159,6 +186,10 @@ impl ClientHandler for ChildClient {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, McpError> {
+        let held = InputRequest::CreateMessage(CreateMessageRequest::new(params.clone()));
+        if let Some(answer) = self.ask_held(held).await {
+            return answer;
+        }
         let inner = self
             .proxy
             .upgrade()
@@ -181,6 +212,10 @@ impl ClientHandler for ChildClient {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
+        let held = InputRequest::Elicitation(ElicitRequest::new(request.clone()));
+        if let Some(answer) = self.ask_held(held).await {
+            return answer;
+        }
         let inner = self
             .proxy
             .upgrade()
@@ -202,6 +237,12 @@ impl ClientHandler for ChildClient {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, McpError> {
+        if let Some(answer) = self
+            .ask_held(InputRequest::ListRoots(Default::default()))
+            .await
+        {
+            return answer;
+        }
         let inner = self
             .proxy
             .upgrade()

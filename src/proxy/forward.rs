@@ -203,6 +203,20 @@ impl Proxy {
     }
 }
 
+/// A log level's severity, lowest first (RFC 5424 order).
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
 impl Inner {
     pub(super) fn running(&self, name: &str) -> Option<Arc<Child>> {
         match lock(&self.children).get(name) {
@@ -237,6 +251,17 @@ impl Inner {
         for (raw, peer) in peers {
             let msg = if raw { params.clone() } else { named.clone() };
             let _ = peer.notify_logging_message(msg).await;
+        }
+        // 2026-07-28 callers of this server that asked for log messages on their request (SEP-2575).
+        let callers: Vec<Peer<RoleServer>> = lock(&self.log_callers)
+            .get(server)
+            .into_iter()
+            .flatten()
+            .filter(|(_, p, level)| !p.is_transport_closed() && rank(params.level) >= rank(*level))
+            .map(|(_, p, _)| p.clone())
+            .collect();
+        for peer in callers {
+            let _ = peer.notify_logging_message(params.clone()).await;
         }
     }
 

@@ -9,6 +9,7 @@ mod call;
 mod client;
 pub(crate) mod coalesce;
 mod forward;
+mod held;
 mod metrics;
 pub mod names;
 mod recovery;
@@ -97,6 +98,10 @@ pub struct Caller {
     /// A retry after an input-required result (SEP-2322): the client's answers and the echoed state, for the child.
     pub input_responses: Option<rmcp::model::InputResponses>,
     pub request_state: Option<String>,
+    /// The request's `_meta` logLevel (2026-07-28, SEP-2575): passed on to 2026-07-28 children, which log nothing
+    /// for a request without one.
+    #[allow(deprecated)]
+    pub log_level: Option<rmcp::model::LoggingLevel>,
 }
 
 impl Caller {
@@ -119,7 +124,37 @@ impl Caller {
             capabilities: context.client_capabilities(),
             input_responses: request.input_responses.clone(),
             request_state: request.request_state.clone(),
+            log_level: request
+                .meta
+                .as_ref()
+                .and_then(|m| m.log_level())
+                .or_else(|| context.meta.log_level()),
         }
+    }
+
+    /// The client making a `prompts/get` or `resources/read`: as [`Caller::of_call`], with that request's retry
+    /// fields (SEP-2322).
+    pub fn of_request(
+        context: &rmcp::service::RequestContext<RoleServer>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        request_state: Option<String>,
+    ) -> Caller {
+        Caller {
+            peer: Some(context.peer.clone()),
+            progress_token: context.meta.get_progress_token(),
+            cancel: Some(context.ct.clone()),
+            protocol: context.protocol_version(),
+            capabilities: context.client_capabilities(),
+            input_responses,
+            request_state,
+            log_level: context.meta.log_level(),
+        }
+    }
+
+    /// Whether a 2026-07-28 caller's request to `child`, a legacy child, has the child's requests minted into
+    /// input-required results (`held.rs`).
+    fn mints_for(&self, child: &Child) -> bool {
+        self.takes_input_required() && child.protocol.has_initialize()
     }
 
     /// Whether the caller speaks 2026-07-28 or later, and so takes input-required results itself.
@@ -127,6 +162,14 @@ impl Caller {
         self.protocol.as_ref().is_some_and(|v| !v.has_initialize())
     }
 }
+
+/// A 2026-07-28 call that asked for log messages: the child's request id, the caller and its level.
+#[allow(deprecated)]
+type LogCaller = (
+    rmcp::model::RequestId,
+    Peer<RoleServer>,
+    rmcp::model::LoggingLevel,
+);
 
 /// The proxy handle; cheap to clone.
 #[derive(Clone)]
@@ -158,6 +201,10 @@ pub(crate) struct Inner {
     clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
     /// Which client is calling each server right now (most recent last).
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
+    /// 2026-07-28 callers that set a logLevel on their request, per server called: they get its log messages at or
+    /// above that level while the call runs (they have no session to be pushed to otherwise).
+    #[allow(deprecated)]
+    log_callers: Mutex<HashMap<String, Vec<LogCaller>>>,
     metrics: Arc<metrics::CallMetrics>,
     observer: Mutex<Option<CallObserver>>,
     /// The log level clients last set (`logging/setLevel`), applied to every child.
@@ -169,6 +216,8 @@ pub(crate) struct Inner {
     resource_listens: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// Clients of a per-server endpoint, by client id: the one server they see.
     scopes: Mutex<HashMap<u64, String>>,
+    /// Legacy children's requests held for 2026-07-28 clients as input-required results (`held.rs`).
+    held: held::Held,
 }
 
 enum Slot {
@@ -256,12 +305,14 @@ impl Proxy {
             progress: Mutex::default(),
             clients: Mutex::default(),
             callers: Mutex::default(),
+            log_callers: Mutex::default(),
             metrics: metrics::CallMetrics::start(registry.store().clone()),
             observer: Mutex::new(None),
             log_level: Mutex::new(None),
             subscriptions: Mutex::default(),
             resource_listens: Mutex::default(),
             scopes: Mutex::default(),
+            held: held::Held::new(),
         });
         Proxy { inner }
     }
@@ -514,10 +565,26 @@ impl Proxy {
             for t in tools {
                 let mut t = t;
                 t.name = names::expose(name, &t.name).into();
+                expose_app_resource(name, &mut t);
                 out.push(t);
             }
         }
         out
+    }
+
+    /// [`Proxy::resolve`] among running children only (no registry lookup).
+    pub fn resolve_running(&self, name: &str) -> Option<(String, String)> {
+        let children = lock(&self.inner.children);
+        if let Some((server, tool)) = names::split(name, children.keys().map(String::as_str))
+            && children[server].has_tool(tool)
+        {
+            return Some((server.to_owned(), tool.to_owned()));
+        }
+        let wanted = names::strip_mcp(name);
+        children.iter().find_map(|(server, slot)| {
+            slot.find_tool(|t| names::expose(server, t) == wanted)
+                .map(|tool| (server.clone(), tool))
+        })
     }
 
     /// Resolves an exposed or qualified tool name (`server__tool`, `mcp__server__tool`) to (server, tool).
@@ -594,7 +661,12 @@ impl Proxy {
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
             self.tool_missing(&child, tool).await?;
         }
-        let mut res = self.inner.call(&child, tool, args.clone(), &caller).await;
+        let mut res = if caller.mints_for(&child) {
+            // A legacy child asks the client with requests of its own: minted into input-required results.
+            self.call_minting(&child, tool, args.clone(), &caller).await
+        } else {
+            self.inner.call(&child, tool, args.clone(), &caller).await
+        };
         if let (Err(_), Some(session)) = (&res, &child.auth)
             && let Err(e) = res
         {
@@ -1030,6 +1102,17 @@ fn with_stderr(err: Error, stderr: &StderrRing) -> Error {
             message: format!("{what} timed out after {ms} ms; last stderr lines:\n{joined}"),
         },
         other => other,
+    }
+}
+
+/// MCP Apps (SEP-1865): a tool's `_meta.ui.resourceUri` names a `ui://` resource of its server; on the aggregated
+/// front it becomes the exposed URI that `resources/read` routes back to that server, as its resource list shows it.
+fn expose_app_resource(server: &str, tool: &mut Tool) {
+    if let Some(meta) = tool.meta.as_mut()
+        && let Some(Value::Object(ui)) = meta.get_mut("ui")
+        && let Some(Value::String(uri)) = ui.get_mut("resourceUri")
+    {
+        *uri = names::expose_uri(server, uri);
     }
 }
 

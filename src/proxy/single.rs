@@ -3,11 +3,11 @@
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ResultType,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ResourceTemplate, ResultType,
     ServerPeerInfo, Tool,
 };
 
-use super::{Proxy, lock, names};
+use super::{Caller, Proxy, lock, names};
 use rmcp::{ErrorData, ServiceError};
 
 use crate::error::{Error, Result};
@@ -27,6 +27,12 @@ impl Proxy {
     pub fn server_info(&self, name: &str) -> Option<ServerPeerInfo> {
         let child = self.inner.running(name)?;
         child.peer.peer_info().map(|i| (*i).clone())
+    }
+
+    /// A running child's tool under its own name (no start, no I/O).
+    pub fn server_tool(&self, name: &str, tool: &str) -> Option<Tool> {
+        let child = self.inner.running(name)?;
+        lock(&child.tools).iter().find(|t| t.name == tool).cloned()
     }
 
     /// The child's tools under their own names.
@@ -62,19 +68,32 @@ impl Proxy {
             .map_err(|e| upstream(name, e))
     }
 
+    /// `resources/read` of the child's own URI; a legacy child's requests during the read are minted into
+    /// input-required results for a 2026-07-28 caller (`held.rs`).
     pub async fn server_read_resource(
         &self,
         name: &str,
         uri: &str,
-    ) -> ServerResult<ReadResourceResult> {
+        caller: &Caller,
+    ) -> ServerResult<ReadResourceResponse> {
         let child = self.inner.ready_child(name).await?;
+        if caller.mints_for(&child) {
+            return match self.read_minting(&child, uri, caller).await {
+                Ok(ReadResourceResponse::Complete(mut r)) => {
+                    r.result_type.get_or_insert(ResultType::COMPLETE);
+                    Ok(r.into())
+                }
+                Ok(other) => Ok(other),
+                Err(e) => Err(e.into()),
+            };
+        }
         let mut res = child
             .peer
             .read_resource(ReadResourceRequestParams::new(uri))
             .await
             .map_err(|e| upstream(name, e))?;
         res.result_type.get_or_insert(ResultType::COMPLETE);
-        Ok(res)
+        Ok(res.into())
     }
 
     pub async fn server_prompts(&self, name: &str) -> ServerResult<Vec<Prompt>> {
@@ -95,8 +114,15 @@ impl Proxy {
         &self,
         name: &str,
         mut request: GetPromptRequestParams,
+        caller: &Caller,
     ) -> ServerResult<GetPromptResponse> {
         let child = self.inner.ready_child(name).await?;
+        if caller.mints_for(&child) {
+            return self
+                .prompt_minting(&child, request, caller)
+                .await
+                .map_err(Into::into);
+        }
         request.meta = None;
         let res = child
             .peer
@@ -148,8 +174,12 @@ pub enum ServerError {
 }
 
 impl From<Error> for ServerError {
+    /// A child's JSON-RPC error (or a refused `requestState`, shaped as one) is passed on as it is.
     fn from(e: Error) -> Self {
-        ServerError::Proxy(e)
+        match e {
+            Error::Child { error, .. } => ServerError::Child(error),
+            e => ServerError::Proxy(e),
+        }
     }
 }
 

@@ -159,10 +159,20 @@ async fn serve_with(
     command: &str,
     args: &[&str],
 ) -> (tokio::process::Child, String) {
+    serve_all(dir, &[(name, command, args)]).await
+}
+
+/// `agent-discover serve --port 0` on a data dir where each `(name, command, args)` is registered.
+async fn serve_all(
+    dir: &Path,
+    servers: &[(&str, &str, &[&str])],
+) -> (tokio::process::Child, String) {
     let setup = harness::spawn(dir, &[], None).await;
-    setup
-        .registry(json!({"action": "install", "name": name, "command": command, "args": args}))
-        .await;
+    for (name, command, args) in servers {
+        setup
+            .registry(json!({"action": "install", "name": name, "command": command, "args": args}))
+            .await;
+    }
     setup.stop().await;
     let mut serve = harness::command(dir, &["serve", "--port", "0"])
         .stdin(std::process::Stdio::null())
@@ -219,6 +229,28 @@ fn aggregated_passes(direct: &Checks, aggregated: &Checks) {
     }
 }
 
+/// 2026-07-28 scenarios that cannot pass through a legacy-era child as they pass against the 2026 fixture, and why.
+/// Every other check that passes directly passes through `/mcp/servers/fxl`, the input-required ones by way of the
+/// input-required results agent-discover mints from the child's own requests.
+const LEGACY_CHILD_DIFFERS: &[(&str, &str)] = &[
+    (
+        "input-required-result-basic-elicitation",
+        "the suite wants the key `user_name`; a legacy child's request has no key, ours names its kind",
+    ),
+    (
+        "input-required-result-ignore-extra-params",
+        "answers sent before any question (keyed `user_name`) answer nothing a legacy child has asked yet",
+    ),
+    (
+        "input-required-result-multiple-input-requests",
+        "a legacy child asks one request at a time, so each round carries one",
+    ),
+    (
+        "server-stateless",
+        "-32021 comes from a child that sees each request's capabilities; a legacy child saw ours at initialize",
+    ),
+];
+
 /// Scenarios the 2025-11-25 requirement set runs but does not score (pending or added after the release).
 const UNSCORED: &[&str] = &[
     "json-schema-2020-12",
@@ -268,11 +300,29 @@ async fn conformance_fixture_passes_directly_and_through_the_proxy() {
         .unwrap()
         .expect("the fixture exited");
     let dir = tempfile::tempdir().unwrap();
-    let (mut serve, url) = serve_with(
+    // `fxl` is the same fixture speaking only the legacy era: a 2026-07-28 client reaches it through our minted
+    // input-required results.
+    let (mut serve, url) = serve_all(
         dir.path(),
-        "fx",
-        harness::BIN,
-        &["fixture-server", "--conformance", "--name", "fx"],
+        &[
+            (
+                "fx",
+                harness::BIN,
+                &["fixture-server", "--conformance", "--name", "fx"],
+            ),
+            (
+                "fxl",
+                harness::BIN,
+                &[
+                    "fixture-server",
+                    "--conformance",
+                    "--name",
+                    "fxl",
+                    "--era",
+                    "legacy",
+                ],
+            ),
+        ],
     )
     .await;
     let results = tempfile::tempdir().unwrap();
@@ -311,6 +361,30 @@ async fn conformance_fixture_passes_directly_and_through_the_proxy() {
         .await;
         aggregated_passes(&direct, &aggregated);
         if *req == "2026-07-28" {
+            let legacy = run_suite(
+                &format!("{url}/mcp/servers/fxl"),
+                &results.path().join(format!("{req}-legacy-child")),
+                req,
+            )
+            .await;
+            let mut differ_legacy = Vec::new();
+            for (key, d) in &direct {
+                let t = legacy.get(key).map(String::as_str).unwrap_or("MISSING");
+                if d != t {
+                    differ_legacy.push(format!("{key:?}: direct {d}, through a legacy child {t}"));
+                }
+                assert!(
+                    !passed(d)
+                        || passed(t)
+                        || LEGACY_CHILD_DIFFERS.iter().any(|(s, _)| *s == key.0),
+                    "check passes directly but not through a legacy child: {key:?}: {t}"
+                );
+            }
+            eprintln!(
+                "fixture, requirements {req}, through /mcp/servers/fxl (a legacy-era child): {}\n\
+                 checks that differ from the fixture directly: {differ_legacy:#?}",
+                figures(&legacy)
+            );
             // Issue 18: the 2026-07-28 scenarios the fixture implements pass through the per-server endpoint.
             for scenario in [
                 "input-required-result-basic-elicitation",
@@ -323,6 +397,7 @@ async fn conformance_fixture_passes_directly_and_through_the_proxy() {
                 "input-required-result-tampered-state",
                 "input-required-result-capability-check",
                 "sep-2164-resource-not-found",
+                "http-custom-header-server-validation",
             ] {
                 let checks: Vec<_> = through
                     .iter()

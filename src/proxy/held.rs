@@ -1,0 +1,674 @@
+//! Input-required results minted for legacy children (SEP-2322 across eras, issue 18). When a 2026-07-28 client's
+//! `tools/call`, `prompts/get` or `resources/read` reaches a handshake-era child that asks the client something
+//! mid-request (sampling, elicitation, roots), the child's request is held here and the client gets an
+//! input-required result asking the same thing. Its `requestState` is a token this process signs (HMAC-SHA-256 with a
+//! per-process key), bound to the server, method, name and arguments of the request and expiring with the call's
+//! deadline. The client's retry answers the held request and waits for what the child does next: another question
+//! (another round, another token) or its final result.
+
+// Sampling and roots are deprecated by SEP-2577, but they are what legacy children ask for.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, ClientCapabilities, CreateMessageResult, ElicitResult,
+    GetPromptRequestParams, GetPromptResponse, InputRequest, InputRequiredResult, ListRootsResult,
+    ReadResourceRequestParams, ReadResourceResponse,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::{Caller, Child, Inner, Proxy, lock};
+use crate::error::{Error, Result};
+
+/// The prefix of the tokens minted here (a 2026-07-28 child's own `requestState` is never looked at).
+const PREFIX: &str = "adrs1";
+
+/// What a held exchange ends with.
+pub(super) enum Outcome {
+    Call(CallToolResponse),
+    Prompt(GetPromptResponse),
+    Read(ReadResourceResponse),
+}
+
+/// What the exchange with the child reports to the request that drives it.
+pub(super) enum Step {
+    /// The child asks the client something; the client's result (as JSON) or a refusal goes back on `reply`.
+    Ask {
+        request: InputRequest,
+        reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+    },
+    Done(Result<Outcome>),
+}
+
+/// The request a token belongs to: a retry must repeat it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Binding {
+    pub server: String,
+    /// `tools/call`, `prompts/get` or `resources/read`.
+    pub method: String,
+    /// The tool, prompt or resource URI as the child knows it.
+    pub name: String,
+    /// SHA-256 of the request's arguments (JSON), hex.
+    pub args: String,
+}
+
+impl Binding {
+    pub fn new(server: &str, method: &str, name: &str, args: Option<&Value>) -> Binding {
+        let args = serde_json::to_vec(args.unwrap_or(&Value::Null)).unwrap_or_default();
+        Binding {
+            server: server.to_owned(),
+            method: method.to_owned(),
+            name: name.to_owned(),
+            args: Sha256::digest(&args)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        }
+    }
+
+    fn asking(&self, asked: InputRequiredResult) -> Outcome {
+        match self.method.as_str() {
+            "prompts/get" => Outcome::Prompt(asked.into()),
+            "resources/read" => Outcome::Read(asked.into()),
+            _ => Outcome::Call(asked.into()),
+        }
+    }
+}
+
+/// What a token says, signed.
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    /// The process that minted it.
+    p: String,
+    /// The held exchange.
+    i: u64,
+    /// Expiry, milliseconds since the Unix epoch.
+    e: u64,
+    b: Binding,
+}
+
+/// Why a token is refused (the `requestState` value in the error's data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// Not a token of ours, or altered.
+    Tampered,
+    Expired,
+    /// Minted for another request (server, method, name or arguments differ).
+    Mismatched,
+    /// Minted by another agent-discover process, which holds the call.
+    Elsewhere,
+    /// Ours and valid, but the call has ended or was answered already.
+    Gone,
+}
+
+impl Refusal {
+    fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Tampered => "tampered",
+            Refusal::Expired => "expired",
+            Refusal::Mismatched => "mismatched",
+            Refusal::Elsewhere => "elsewhere",
+            Refusal::Gone => "gone",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Refusal::Tampered => "requestState failed its integrity check",
+            Refusal::Expired => {
+                "requestState has expired: the call it belongs to passed its deadline"
+            }
+            Refusal::Mismatched => {
+                "requestState belongs to another request (server, tool, prompt, resource or arguments differ)"
+            }
+            Refusal::Elsewhere => {
+                "requestState was issued by another agent-discover process, which holds the call; send the retry there"
+            }
+            Refusal::Gone => {
+                "the call this requestState belongs to has ended or was answered already"
+            }
+        }
+    }
+
+    /// The JSON-RPC error the client gets: invalid params, the reason in `data.requestState`.
+    pub fn error(self, server: &str) -> Error {
+        Error::Child {
+            server: server.to_owned(),
+            error: McpError::invalid_params(
+                self.message(),
+                Some(json!({"requestState": self.as_str()})),
+            ),
+        }
+    }
+}
+
+/// A child's request waiting for the client's answer.
+struct Parked {
+    steps: mpsc::Receiver<Step>,
+    reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+    request: InputRequest,
+    key: String,
+    token: String,
+    expires: u64,
+    cancel: CancellationToken,
+}
+
+/// One exchange in flight: its id and where its child's requests go.
+type Asking = (u64, mpsc::Sender<Step>);
+
+/// The signing key, the held requests and the exchanges that take a child's requests.
+pub(super) struct Held {
+    key: aws_lc_rs::hmac::Key,
+    process: String,
+    next: AtomicU64,
+    parked: std::sync::Mutex<HashMap<u64, Parked>>,
+    /// Exchanges in flight per server whose child requests are minted into input-required results, newest last.
+    asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+impl Held {
+    pub fn new() -> Held {
+        let random = crate::secrets::random_bytes();
+        Held {
+            key: aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &random),
+            process: random[..6].iter().map(|b| format!("{b:02x}")).collect(),
+            next: AtomicU64::new(1),
+            parked: Default::default(),
+            asking: Default::default(),
+        }
+    }
+
+    fn seal(&self, claims: &Claims) -> String {
+        let payload = B64.encode(serde_json::to_vec(claims).unwrap_or_default());
+        let signed = format!("{PREFIX}.{payload}");
+        let tag = aws_lc_rs::hmac::sign(&self.key, signed.as_bytes());
+        format!("{signed}.{}", B64.encode(tag.as_ref()))
+    }
+
+    /// The held exchange a token names, checked against the retry's request at time `now` (ms).
+    fn open(&self, token: &str, binding: &Binding, now: u64) -> std::result::Result<u64, Refusal> {
+        let (signed, tag) = token.rsplit_once('.').ok_or(Refusal::Tampered)?;
+        let payload = signed
+            .strip_prefix(PREFIX)
+            .and_then(|p| p.strip_prefix('.'))
+            .ok_or(Refusal::Tampered)?;
+        let tag = B64.decode(tag).map_err(|_| Refusal::Tampered)?;
+        let claims: Option<Claims> = B64
+            .decode(payload)
+            .ok()
+            .and_then(|p| serde_json::from_slice(&p).ok());
+        if aws_lc_rs::hmac::verify(&self.key, signed.as_bytes(), &tag).is_err() {
+            // Not signed with our key: another process's (it names itself), or forged.
+            return Err(match claims {
+                Some(c) if c.p != self.process => Refusal::Elsewhere,
+                _ => Refusal::Tampered,
+            });
+        }
+        let claims = claims.ok_or(Refusal::Tampered)?;
+        if &claims.b != binding {
+            return Err(Refusal::Mismatched);
+        }
+        if now >= claims.e {
+            return Err(Refusal::Expired);
+        }
+        Ok(claims.i)
+    }
+
+    /// The exchange with `server` a child request belongs to: a legacy child does not say which of our requests it
+    /// asks for, so the newest one that is not already waiting for the client's answer (a child blocked on an answer
+    /// rarely asks again), else the newest.
+    pub fn asking_for(&self, server: &str) -> Option<mpsc::Sender<Step>> {
+        let asking = lock(&self.asking);
+        let all = asking.get(server)?;
+        let parked = lock(&self.parked);
+        all.iter()
+            .rev()
+            .find(|(id, _)| !parked.contains_key(id))
+            .or(all.last())
+            .map(|(_, tx)| tx.clone())
+    }
+
+    fn forget(&self, server: &str, id: u64) {
+        let mut asking = lock(&self.asking);
+        if let Some(v) = asking.get_mut(server) {
+            v.retain(|(i, _)| *i != id);
+            if v.is_empty() {
+                asking.remove(server);
+            }
+        }
+        lock(&self.parked).remove(&id);
+    }
+
+    fn park(&self, id: u64, parked: Parked) {
+        let now = now_ms();
+        let mut all = lock(&self.parked);
+        // Requests nobody came back for: their calls are timed out by now; dropping them refuses the child's request.
+        all.retain(|_, p| {
+            let live = p.expires > now;
+            if !live {
+                p.cancel.cancel();
+            }
+            live
+        });
+        all.insert(id, parked);
+    }
+}
+
+/// The key under which a minted result asks for one child request, named for what it asks.
+fn key_for(request: &InputRequest) -> &'static str {
+    match request {
+        InputRequest::Elicitation(_) => "elicitation",
+        InputRequest::CreateMessage(_) => "sampling",
+        InputRequest::ListRoots(_) => "roots",
+        _ => "input",
+    }
+}
+
+/// Whether the client declared what the child's request needs.
+fn declared(caps: &ClientCapabilities, request: &InputRequest) -> std::result::Result<(), String> {
+    let (ok, what) = match request {
+        InputRequest::Elicitation(_) => (caps.elicitation.is_some(), "elicitation"),
+        InputRequest::CreateMessage(_) => (caps.sampling.is_some(), "sampling"),
+        InputRequest::ListRoots(_) => (caps.roots.is_some(), "roots"),
+        _ => (false, "this request"),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "agent-discover cannot forward the {what} request: the calling client did not declare the {what} capability"
+        ))
+    }
+}
+
+/// The client's answer checked against what was asked, so a malformed one is refused here rather than by the child.
+fn check_answer(request: &InputRequest, answer: &Value) -> std::result::Result<(), String> {
+    let res = match request {
+        InputRequest::Elicitation(_) => {
+            serde_json::from_value::<ElicitResult>(answer.clone()).map(drop)
+        }
+        InputRequest::CreateMessage(_) => {
+            serde_json::from_value::<CreateMessageResult>(answer.clone()).map(drop)
+        }
+        InputRequest::ListRoots(_) => {
+            serde_json::from_value::<ListRootsResult>(answer.clone()).map(drop)
+        }
+        _ => Ok(()),
+    };
+    res.map_err(|e| e.to_string())
+}
+
+impl Proxy {
+    /// A 2026-07-28 caller's `tools/call` of a legacy child, its child requests minted into input-required results.
+    pub(super) async fn call_minting(
+        &self,
+        child: &Arc<Child>,
+        tool: &str,
+        args: Option<serde_json::Map<String, Value>>,
+        caller: &Caller,
+    ) -> Result<CallToolResponse> {
+        let binding = Binding::new(
+            &child.name,
+            "tools/call",
+            tool,
+            args.clone().map(Value::Object).as_ref(),
+        );
+        // The child is called as a legacy client's call would be: progress to the first request, nothing to retry.
+        let quiet = Caller {
+            peer: caller.peer.clone(),
+            progress_token: caller.progress_token.clone(),
+            cancel: None,
+            protocol: None,
+            capabilities: caller.capabilities.clone(),
+            input_responses: None,
+            request_state: None,
+            log_level: caller.log_level,
+        };
+        let (child2, tool) = (child.clone(), tool.to_owned());
+        let outcome = self
+            .exchange(child, binding, caller, move |inner, cancel| async move {
+                let quiet = Caller {
+                    cancel: Some(cancel),
+                    ..quiet
+                };
+                inner
+                    .call(&child2, &tool, args, &quiet)
+                    .await
+                    .map(Outcome::Call)
+            })
+            .await?;
+        match outcome {
+            Outcome::Call(r) => Ok(r),
+            _ => Err(Error::Upstream {
+                server: child.name.clone(),
+                message: "a tool call ended with another request's result".into(),
+            }),
+        }
+    }
+
+    /// A 2026-07-28 caller's `prompts/get` of a legacy child (`request.name` is the child's own prompt name).
+    pub(super) async fn prompt_minting(
+        &self,
+        child: &Arc<Child>,
+        mut request: GetPromptRequestParams,
+        caller: &Caller,
+    ) -> Result<GetPromptResponse> {
+        let binding = Binding::new(
+            &child.name,
+            "prompts/get",
+            &request.name,
+            request.arguments.clone().map(Value::Object).as_ref(),
+        );
+        request.meta = None;
+        request.input_responses = None;
+        request.request_state = None;
+        let child2 = child.clone();
+        let outcome = self
+            .exchange(child, binding, caller, move |_, cancel| async move {
+                tokio::select! {
+                    res = child2.peer.get_prompt_once(request) => res
+                        .map(|r| Outcome::Prompt(super::single::complete_prompt(r)))
+                        .map_err(|e| super::child_error(&child2.name, e)),
+                    _ = cancel.cancelled() => Err(Error::Upstream {
+                        server: child2.name.clone(),
+                        message: "cancelled by the client".into(),
+                    }),
+                }
+            })
+            .await?;
+        match outcome {
+            Outcome::Prompt(r) => Ok(r),
+            _ => Err(Error::Upstream {
+                server: child.name.clone(),
+                message: "prompts/get ended with another request's result".into(),
+            }),
+        }
+    }
+
+    /// A 2026-07-28 caller's `resources/read` of a legacy child (`uri` is the child's own URI); the result as the
+    /// child sent it.
+    pub(super) async fn read_minting(
+        &self,
+        child: &Arc<Child>,
+        uri: &str,
+        caller: &Caller,
+    ) -> Result<ReadResourceResponse> {
+        let binding = Binding::new(&child.name, "resources/read", uri, None);
+        let (child2, uri) = (child.clone(), uri.to_owned());
+        let outcome = self
+            .exchange(child, binding, caller, move |_, cancel| async move {
+                tokio::select! {
+                    res = child2.peer.read_resource(ReadResourceRequestParams::new(uri)) => res
+                        .map(|r| Outcome::Read(r.into()))
+                        .map_err(|e| super::child_error(&child2.name, e)),
+                    _ = cancel.cancelled() => Err(Error::Upstream {
+                        server: child2.name.clone(),
+                        message: "cancelled by the client".into(),
+                    }),
+                }
+            })
+            .await?;
+        match outcome {
+            Outcome::Read(r) => Ok(r),
+            _ => Err(Error::Upstream {
+                server: child.name.clone(),
+                message: "resources/read ended with another request's result".into(),
+            }),
+        }
+    }
+
+    /// Runs one request of a 2026-07-28 caller against a legacy child as an exchange whose child requests become
+    /// input-required results (`work` does the request; it gets the exchange's cancellation), or, on a retry that
+    /// carries one of our tokens, answers the held child request and goes on with that exchange.
+    pub(super) async fn exchange<W, F>(
+        &self,
+        child: &Arc<Child>,
+        binding: Binding,
+        caller: &Caller,
+        work: W,
+    ) -> Result<Outcome>
+    where
+        W: FnOnce(Arc<Inner>, CancellationToken) -> F,
+        F: std::future::Future<Output = Result<Outcome>> + Send + 'static,
+    {
+        let held = &self.inner.held;
+        if let Some(token) = caller.request_state.as_deref() {
+            let id = held
+                .open(token, &binding, now_ms())
+                .map_err(|r| r.error(&child.name))?;
+            let parked = lock(&held.parked)
+                .remove(&id)
+                .ok_or_else(|| Refusal::Gone.error(&child.name))?;
+            let answer = caller
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(&parked.key))
+                .cloned();
+            let Some(answer) = answer else {
+                // Not answered: asked again, same token (SEP-2322 re-requests missing input).
+                let again = binding.asking(InputRequiredResult::new(
+                    Some([(parked.key.clone(), parked.request.clone())].into()),
+                    Some(parked.token.clone()),
+                ));
+                held.park(id, parked);
+                return Ok(again);
+            };
+            if let Err(why) = check_answer(&parked.request, &answer) {
+                let key = parked.key.clone();
+                held.park(id, parked);
+                return Err(Error::Child {
+                    server: child.name.clone(),
+                    error: McpError::invalid_params(
+                        format!("inputResponses.{key} does not answer what was asked: {why}"),
+                        Some(json!({"inputResponse": key})),
+                    ),
+                });
+            }
+            let Parked {
+                steps,
+                reply,
+                cancel,
+                ..
+            } = parked;
+            let _ = reply.send(Ok(answer));
+            return self.drive(child, id, steps, binding, caller, cancel).await;
+        }
+        let id = held.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, steps) = mpsc::channel(4);
+        lock(&held.asking)
+            .entry(child.name.clone())
+            .or_default()
+            .push((id, tx.clone()));
+        let cancel = CancellationToken::new();
+        let task = work(self.inner.clone(), cancel.clone());
+        let (inner, server) = (Arc::downgrade(&self.inner), child.name.clone());
+        tokio::spawn(async move {
+            let res = task.await;
+            if let Some(inner) = inner.upgrade() {
+                inner.held.forget(&server, id);
+            }
+            let _ = tx.send(Step::Done(res)).await;
+        });
+        self.drive(child, id, steps, binding, caller, cancel).await
+    }
+
+    /// Waits for the exchange's next step: its result, or a child request, which is held and asked of the client.
+    async fn drive(
+        &self,
+        child: &Arc<Child>,
+        id: u64,
+        mut steps: mpsc::Receiver<Step>,
+        binding: Binding,
+        caller: &Caller,
+        cancel: CancellationToken,
+    ) -> Result<Outcome> {
+        let caps = caller.capabilities.clone().unwrap_or_default();
+        loop {
+            let step = tokio::select! {
+                s = steps.recv() => s,
+                _ = async {
+                    match &caller.cancel {
+                        Some(c) => c.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    cancel.cancel();
+                    return Err(Error::Upstream { server: child.name.clone(), message: "cancelled by the client".into() });
+                }
+            };
+            match step {
+                None => {
+                    return Err(Error::Upstream {
+                        server: child.name.clone(),
+                        message: "the request ended without a result".into(),
+                    });
+                }
+                Some(Step::Done(res)) => return res,
+                Some(Step::Ask { request, reply }) => {
+                    // Never asked of a client that did not declare it: the child is refused, as it would be directly.
+                    if let Err(why) = declared(&caps, &request) {
+                        let _ = reply.send(Err(McpError::invalid_request(why, None)));
+                        continue;
+                    }
+                    let expires = now_ms() + child.call_timeout.as_millis() as u64;
+                    let token = self.inner.held.seal(&Claims {
+                        p: self.inner.held.process.clone(),
+                        i: id,
+                        e: expires,
+                        b: binding.clone(),
+                    });
+                    let key = key_for(&request).to_owned();
+                    let asked = InputRequiredResult::new(
+                        Some([(key.clone(), request.clone())].into()),
+                        Some(token.clone()),
+                    );
+                    self.inner.held.park(
+                        id,
+                        Parked {
+                            steps,
+                            reply,
+                            request,
+                            key,
+                            token,
+                            expires,
+                            cancel,
+                        },
+                    );
+                    return Ok(binding.asking(asked));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding() -> Binding {
+        Binding::new(
+            "fx",
+            "tools/call",
+            "test_elicitation",
+            Some(&json!({"a": 1})),
+        )
+    }
+
+    fn mint(held: &Held, id: u64, expires: u64) -> String {
+        held.seal(&Claims {
+            p: held.process.clone(),
+            i: id,
+            e: expires,
+            b: binding(),
+        })
+    }
+
+    #[test]
+    fn a_token_opens_only_for_its_own_request_before_it_expires() {
+        let held = Held::new();
+        let token = mint(&held, 7, 10_000);
+        assert_eq!(held.open(&token, &binding(), 9_999), Ok(7));
+        assert_eq!(held.open(&token, &binding(), 10_000), Err(Refusal::Expired));
+        let other_args = Binding::new(
+            "fx",
+            "tools/call",
+            "test_elicitation",
+            Some(&json!({"a": 2})),
+        );
+        assert_eq!(held.open(&token, &other_args, 0), Err(Refusal::Mismatched));
+        let other_tool = Binding::new("fx", "tools/call", "test_sampling", Some(&json!({"a": 1})));
+        assert_eq!(held.open(&token, &other_tool, 0), Err(Refusal::Mismatched));
+        let other_method = Binding::new(
+            "fx",
+            "prompts/get",
+            "test_elicitation",
+            Some(&json!({"a": 1})),
+        );
+        assert_eq!(
+            held.open(&token, &other_method, 0),
+            Err(Refusal::Mismatched)
+        );
+    }
+
+    #[test]
+    fn altered_forged_and_foreign_tokens_are_refused() {
+        let held = Held::new();
+        let token = mint(&held, 7, u64::MAX);
+        assert_eq!(
+            held.open(&format!("{token}-TAMPERED"), &binding(), 0),
+            Err(Refusal::Tampered)
+        );
+        // A payload rewritten (another call id, a later expiry) keeps the old tag: refused.
+        let (_, tag) = token.rsplit_once('.').unwrap();
+        let forged_claims = Claims {
+            p: held.process.clone(),
+            i: 8,
+            e: u64::MAX,
+            b: binding(),
+        };
+        let forged = format!(
+            "{PREFIX}.{}.{tag}",
+            B64.encode(serde_json::to_vec(&forged_claims).unwrap())
+        );
+        assert_eq!(held.open(&forged, &binding(), 0), Err(Refusal::Tampered));
+        for junk in ["", "x", "adrs1.", "adrs1.e30.AAAA", "a.b.c"] {
+            assert_eq!(
+                held.open(junk, &binding(), 0),
+                Err(Refusal::Tampered),
+                "{junk}"
+            );
+        }
+        // Another process's token (its own key and name): it holds the call.
+        let other = Held::new();
+        let theirs = mint(&other, 7, u64::MAX);
+        assert_eq!(held.open(&theirs, &binding(), 0), Err(Refusal::Elsewhere));
+        assert_eq!(other.open(&theirs, &binding(), 0), Ok(7));
+    }
+
+    #[test]
+    fn a_refusal_is_invalid_params_naming_why() {
+        let Error::Child { error, .. } = Refusal::Expired.error("fx") else {
+            panic!("not a JSON-RPC error")
+        };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(error.data, Some(json!({"requestState": "expired"})));
+    }
+}

@@ -78,6 +78,18 @@ impl Category {
         matches!(self, Category::Ok | Category::OkZeroTools)
     }
 
+    /// Failures whose second pass first asks the server for its `--help`: it wants arguments, a file or path, or a
+    /// stdio switch.
+    pub fn asks_for_help(self) -> bool {
+        matches!(
+            self,
+            Category::NeedsArgs
+                | Category::NeedsConfig
+                | Category::NonJsonStdout
+                | Category::InitTimeout
+        )
+    }
+
     /// Failures that placeholder values may lift (the package is installed and started).
     pub fn retry_with_placeholders(self) -> bool {
         !matches!(
@@ -106,6 +118,8 @@ pub struct Diagnosis {
     pub needs: Needs,
     /// The package manager's error code (install_failed).
     pub code: Option<String>,
+    /// `no_entry_point` because the package is a library (no bin, no console script).
+    pub library: bool,
 }
 
 impl Diagnosis {
@@ -118,6 +132,7 @@ impl Diagnosis {
             hint: hint.to_owned(),
             needs: Needs::default(),
             code: None,
+            library: false,
         }
     }
 }

@@ -38,6 +38,8 @@ mod oauth;
 mod subscribe;
 // Issue 14: installing a catalog entry with the user's consent (elicitation) or an explicit install.
 mod introspect_install;
+// Issue 14: install scripts skipped at first and run only when a failure says they were needed.
+mod introspect_scripts;
 
 // Issue 10: the dashboard port taken over when its leader exits (SIGKILL and clean exit).
 mod leadership;

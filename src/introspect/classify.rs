@@ -476,6 +476,8 @@ fn is_usage(line: &str) -> bool {
     l.starts_with("usage:")
         || l.contains("the following arguments are required")
         || l.contains("missing required argument")
+        || l.contains("required arguments are missing")
+        || l.contains("required argument is missing")
         || l.contains("missing required positional")
         || l.contains("error: required option")
         || (l.contains("at least one") && (l.contains("directory") || l.contains("argument")))
@@ -763,6 +765,9 @@ mod tests {
             "Please provide a database URL as a command-line argument"
         ));
         assert!(is_usage("You need to specify a command"));
+        assert!(is_usage(
+            "Error: The following required arguments are missing:"
+        ));
         assert!(is_usage("(Run `mcp-use --help` to see available commands)"));
         assert!(!is_usage("Server running on stdio"));
         assert!(is_config(

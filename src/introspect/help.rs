@@ -232,6 +232,35 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
             needs.options.push(o);
         }
     }
+    // No usage nor options section, but an error that names what is missing (`The following required arguments are
+    // missing: - token ... provide it using: --token or -t`): the options named in the lines after it take values.
+    if needs.options.is_empty()
+        && let Some(i) = lines.iter().position(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("required")
+                && (l.contains("missing") || l.contains("not specified") || l.contains("must be"))
+        })
+    {
+        for l in lines.iter().skip(i).take(10) {
+            for w in l.split_whitespace() {
+                let name = w.trim_matches(|c: char| {
+                    matches!(c, '`' | '\'' | '"' | ',' | ':' | ';' | '.' | '(' | ')')
+                });
+                let valid = name.len() > 2
+                    && name.starts_with("--")
+                    && name[2..]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                    && !matches!(name, "--help" | "--version");
+                if valid && !needs.options.iter().any(|o| o.name == name) {
+                    needs.options.push(OptionNeed {
+                        name: name.to_owned(),
+                        metavar: (name != "--stdio").then(|| "value".to_owned()),
+                    });
+                }
+            }
+        }
+    }
     // A stdio switch among all options.
     for l in &lines {
         let trimmed = l.trim_start();
@@ -441,6 +470,19 @@ mod tests {
         assert_eq!(
             (s.name.as_str(), s.literal()),
             ("--transport", Some("stdio"))
+        );
+    }
+
+    #[test]
+    fn an_error_that_names_the_missing_options() {
+        let h = "Error: The following required arguments are missing:\n  - token: Monday API token\n    You can provide it using:\n     --token or -t command line argument\n";
+        let n = parse(h);
+        assert_eq!(names(&n), ["--token"]);
+        assert_eq!(n.options[0].metavar.as_deref(), Some("value"));
+        assert!(
+            parse("Error: something failed\n  see --verbose\n")
+                .options
+                .is_empty()
         );
     }
 

@@ -71,7 +71,20 @@ pub(crate) fn plan(
 ) -> Plan {
     let mut env: Vec<(String, &'static str)> = Vec::new();
     let push_env = |name: &str, source: &'static str, env: &mut Vec<(String, &'static str)>| {
-        if !env.iter().any(|(n, _)| n == name) && !target.env.contains_key(name) {
+        // Variables of the runtime itself (a README's `"NODE_OPTIONS": "--max-old-space-size=..."`) are not the
+        // server's settings: a placeholder there would break the runtime.
+        const RUNTIME: &[&str] = &[
+            "NODE_OPTIONS",
+            "NODE_PATH",
+            "PATH",
+            "HOME",
+            "PYTHONPATH",
+            "PYTHONHOME",
+        ];
+        if !env.iter().any(|(n, _)| n == name)
+            && !target.env.contains_key(name)
+            && !RUNTIME.contains(&name)
+        {
             env.push((name.to_owned(), source));
         }
     };

@@ -327,6 +327,12 @@ fn from_messages(a: &Attempt, stderr: &[&str]) -> Option<Diagnosis> {
             "the server wants command-line arguments (see its usage text); pass them as install arguments",
         );
         d.needs.args = usage_args(&text);
+        // "Please provide a database URL as a command-line argument": the argument is named in the sentence.
+        if d.needs.args.is_empty()
+            && let Some(label) = named_argument(&text)
+        {
+            d.needs.args.push(label);
+        }
         // Options whose value must be supplied (a bare flag or `stdio` choice is passed as is, never asked).
         for o in usage_options(&text) {
             if o.metavar.is_some() && o.literal().is_none() && !d.needs.args.contains(&o.name) {
@@ -624,6 +630,18 @@ pub(crate) fn usage_args(text: &str) -> Vec<String> {
     grab('[', ']').into_iter().take(1).collect()
 }
 
+/// The argument a sentence asks for: "provide a database URL as a command-line argument" -> `database-url`.
+fn named_argument(text: &str) -> Option<String> {
+    let l = lower(text);
+    let end = l.find(" as a command")?;
+    let start = l[..end].rfind("provide ")? + "provide ".len();
+    let words: Vec<&str> = l[start..end]
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "a" | "an" | "the"))
+        .collect();
+    (!words.is_empty() && words.len() <= 4).then(|| words.join("-"))
+}
+
 fn is_config(line: &str) -> bool {
     let l = lower(line);
     ((l.contains("config") || l.contains("configuration"))
@@ -765,6 +783,10 @@ mod tests {
             "Please provide a database URL as a command-line argument"
         ));
         assert!(is_usage("You need to specify a command"));
+        assert_eq!(
+            named_argument("Please provide a database URL as a command-line argument").as_deref(),
+            Some("database-url")
+        );
         assert!(is_usage(
             "Error: The following required arguments are missing:"
         ));

@@ -151,8 +151,15 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
         .iter()
         .position(|l| l.trim_start().to_ascii_lowercase().starts_with("usage:"))
     {
-        // The usage line and its indented continuation lines.
+        // The usage line and its indented continuation lines (`Usage:` alone: the usage is on the next line).
         let mut block = vec![lines[i].trim()];
+        let mut i = i;
+        if lines[i].trim().eq_ignore_ascii_case("usage:")
+            && let Some(next) = lines.get(i + 1).filter(|l| !l.trim().is_empty())
+        {
+            block.push(next.trim());
+            i += 1;
+        }
         for l in lines.iter().skip(i + 1).take(6) {
             if l.trim().is_empty() || !l.starts_with(char::is_whitespace) || l.trim().ends_with(':')
             {
@@ -181,6 +188,10 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
                 .filter(|c| *c == ']')
                 .count() as i32;
             let t = raw.trim_matches(|c: char| matches!(c, '[' | ']' | '.' | ','));
+            // A server that failed without arguments needs the subcommand even when the usage calls it optional.
+            if depth > 0 && is_command_word(t.trim_matches(['<', '>'])) {
+                wants_command = true;
+            }
             if depth == 0 && !t.is_empty() {
                 if t.starts_with('-') {
                     // An option's value (`--db DB_PATH`, `-d <dir>`) is not a positional argument.
@@ -285,6 +296,16 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
             });
             break;
         }
+    }
+    // yargs prints `prog <command>` with no `Usage:` before it.
+    if needs.usage.is_none()
+        && lines
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .take(3)
+            .any(|l| l.contains("<command>") || l.contains("[command]"))
+    {
+        wants_command = true;
     }
     // Subcommands: the ones the usage offers (`{a,b}`), else the entries of a commands section.
     if wants_command {
@@ -488,9 +509,18 @@ mod tests {
 
     #[test]
     fn commander_subcommands_and_nothing_to_guess() {
-        let h = "Usage: tool [options] [command]\n\nCommands:\n  login           Log in\n  start [options] Start the server\n  help [command]  display help\n";
-        // `[command]` is optional: no subcommand is forced.
-        assert_eq!(parse(h).subcommand, None);
+        // `[command]` is optional, but the server failed without one: the one that starts it is picked.
+        let h = "Usage: lark-mcp [options] [command]\n\nCommands:\n  whoami             Print sessions\n  login [options]    Log in\n  mcp [options]      Start the MCP service\n  help [command]     display help\n";
+        assert_eq!(parse(h).subcommand.as_deref(), Some("mcp"));
+        let yargs = "argocd-mcp <command>\n\nCommands:\n  argocd-mcp stdio  Start using stdio.\n  argocd-mcp sse    Start using SSE.\n";
+        assert_eq!(parse(yargs).subcommand.as_deref(), Some("stdio"));
+        let cobra =
+            "Server\n\nUsage:\n  srv [command] <root>\n\nAvailable Commands:\n  serve   Serve\n";
+        let n = parse(cobra);
+        assert_eq!(
+            (n.subcommand.as_deref(), n.positionals.as_slice()),
+            (Some("serve"), &["root".to_owned()][..])
+        );
         let h = "Usage: tool <command>\n\nCommands:\n  tool login      Log in\n  tool start      Start the MCP server\n";
         assert_eq!(parse(h).subcommand.as_deref(), Some("start"));
         let h = "Usage: tool <command>\n\nCommands:\n  login   Log in\n  deploy  Deploy\n";

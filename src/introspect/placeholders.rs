@@ -111,7 +111,19 @@ pub(crate) fn plan(
         args.push((a.clone(), "server.json"));
     }
     if args.is_empty() {
-        for a in diagnosis.needs.args.iter().filter(|a| !a.starts_with('-')) {
+        // A `[command]` slot is a subcommand (from the help, below), never a path.
+        let command_word = |a: &str| {
+            matches!(
+                a.to_ascii_lowercase().as_str(),
+                "command" | "cmd" | "subcommand" | "commands"
+            )
+        };
+        for a in diagnosis
+            .needs
+            .args
+            .iter()
+            .filter(|a| !a.starts_with('-') && !command_word(a))
+        {
             args.push((a.clone(), "usage"));
         }
     }

@@ -483,6 +483,7 @@ fn is_usage(line: &str) -> bool {
         || l.contains("the following arguments are required")
         || l.contains("missing required argument")
         || l.contains("required arguments are missing")
+        || l.contains("not enough non-option arguments")
         || l.contains("required argument is missing")
         || l.contains("missing required positional")
         || l.contains("error: required option")
@@ -783,6 +784,9 @@ mod tests {
             "Please provide a database URL as a command-line argument"
         ));
         assert!(is_usage("You need to specify a command"));
+        assert!(is_usage(
+            "Not enough non-option arguments: got 0, need at least 1"
+        ));
         assert_eq!(
             named_argument("Please provide a database URL as a command-line argument").as_deref(),
             Some("database-url")

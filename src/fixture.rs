@@ -88,6 +88,12 @@ pub struct FixtureArgs {
     /// `--fail options` wants this switch.
     #[arg(long)]
     pub stdio: bool,
+    /// `--fail help-only` wants a database file path here.
+    #[arg(long)]
+    pub db_path: Option<std::path::PathBuf>,
+    /// Print the fixture's own usage text and exit (what `--fail help-only` documents only there).
+    #[arg(long)]
+    pub help: bool,
 }
 
 /// The protocol eras a fixture speaks.
@@ -112,6 +118,10 @@ pub enum FailMode {
     /// Print a usage text naming required options and exit 1 unless `--stdio`, `--api-key <key>` and `--root <dir>`
     /// (an existing directory) are given (`needs_args`).
     Options,
+    /// Say only "Run `fixture-server --help` to see available commands" and exit 1 unless started as
+    /// `serve <root> --db-path <file>` (`<root>` an existing directory); `--help` documents that (`needs_args`,
+    /// rescued by the second pass only through the help text).
+    HelpOnly,
     /// Exit 1 because a configuration file is missing (`needs_config`).
     MissingConfig,
     /// Exit 1 with a JavaScript-style TypeError (`crashed_on_start`).
@@ -140,7 +150,23 @@ struct Fixture {
     extra: Mutex<Vec<Tool>>,
 }
 
+/// The usage text `--help` prints.
+fn help_text(mode: Option<FailMode>) -> &'static str {
+    match mode {
+        Some(FailMode::HelpOnly) => {
+            "Usage: fixture-server <command> <root> [options]\n\nCommands:\n  fixture-server serve <root>  Start the MCP server on stdio\n  fixture-server inspect       Print the configuration\n\nOptions:\n  --db-path <file>  Path of the database file (required)\n  --verbose         More logs\n  --help            Show this help\n"
+        }
+        _ => {
+            "Usage: fixture-server [options]\n\nOptions:\n  --name <name>  serverInfo name\n  --help         Show this help\n"
+        }
+    }
+}
+
 pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
+    if args.help {
+        print!("{}", help_text(args.fail));
+        return Ok(());
+    }
     for i in 0..args.stderr_lines {
         eprintln!("fixture stderr line {}", i + 1);
     }
@@ -211,6 +237,17 @@ fn fail_at_start(mode: FailMode, args: &FixtureArgs) -> anyhow::Result<Option<i3
                 "Usage: fixture-server --fail options --stdio --api-key <key> --root <dir> [--verbose]"
             );
             eprintln!("error: required option '--api-key <key>' not specified");
+            Ok(Some(1))
+        }
+        FailMode::HelpOnly
+            if args.positional.first().map(String::as_str) != Some("serve")
+                || !args
+                    .positional
+                    .get(1)
+                    .is_some_and(|r| std::path::Path::new(r).is_dir())
+                || args.db_path.is_none() =>
+        {
+            eprintln!("Run `fixture-server --help` to see available commands");
             Ok(Some(1))
         }
         FailMode::MissingConfig => {

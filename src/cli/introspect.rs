@@ -344,5 +344,51 @@ fn summary(records: &[Record], took: Option<Duration>) -> anyhow::Result<()> {
         write!(out, "; {:.1} s", t.as_secs_f64())?;
     }
     writeln!(out)?;
+    for line in shares(records) {
+        writeln!(out, "{line}")?;
+    }
     Ok(())
+}
+
+/// The enumerated share both ways: of the packages that installed, and of those that are programs (libraries with
+/// no bin or console script excluded); then the packages the second pass rescued, by where the values came from.
+pub(crate) fn shares(records: &[Record]) -> Vec<String> {
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    let ok = |r: &&&Record| r.category.is_ok();
+    let installed: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.category != Category::InstallFailed)
+        .collect();
+    let programs: Vec<&Record> = installed.iter().copied().filter(|r| !r.library).collect();
+    let (a, b) = (installed.iter().filter(ok).count(), installed.len());
+    let (c, d) = (programs.iter().filter(ok).count(), programs.len());
+    let mut out = vec![
+        format!("enumerated: {a} of {b} installed ({:.0}%)", pct(a, b)),
+        format!(
+            "enumerated, libraries excluded: {c} of {d} ({:.0}%); {} librar{} (no bin / console script)",
+            pct(c, d),
+            b - d,
+            if b - d == 1 { "y" } else { "ies" }
+        ),
+    ];
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    for r in records.iter().filter(|r| !r.rescued_by.is_empty()) {
+        *by.entry(r.rescued_by.join("+")).or_default() += 1;
+    }
+    if !by.is_empty() {
+        out.push(format!(
+            "rescued by the second pass: {}",
+            by.iter()
+                .map(|(k, n)| format!("{n} by {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
 }

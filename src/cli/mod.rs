@@ -198,8 +198,9 @@ pub enum Command {
     /// Import a client's servers, then rewrite its config file so it launches agent-discover instead (a
     /// timestamped backup is kept; `--undo` restores it).
     Connect(configs::ConnectArgs),
-    /// A test MCP server with switchable misbehaviours (for agent-discover's own tests).
-    #[command(hide = true)]
+    /// A test MCP server with switchable misbehaviours (for agent-discover's own tests). It answers `--help` itself
+    /// (see `--fail help-only`).
+    #[command(hide = true, disable_help_flag = true)]
     FixtureServer(crate::fixture::FixtureArgs),
     /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
     #[command(subcommand)]

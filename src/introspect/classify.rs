@@ -78,6 +78,18 @@ impl Category {
         matches!(self, Category::Ok | Category::OkZeroTools)
     }
 
+    /// Failures whose second pass first asks the server for its `--help`: it wants arguments, a file or path, or a
+    /// stdio switch.
+    pub fn asks_for_help(self) -> bool {
+        matches!(
+            self,
+            Category::NeedsArgs
+                | Category::NeedsConfig
+                | Category::NonJsonStdout
+                | Category::InitTimeout
+        )
+    }
+
     /// Failures that placeholder values may lift (the package is installed and started).
     pub fn retry_with_placeholders(self) -> bool {
         !matches!(
@@ -106,6 +118,8 @@ pub struct Diagnosis {
     pub needs: Needs,
     /// The package manager's error code (install_failed).
     pub code: Option<String>,
+    /// `no_entry_point` because the package is a library (no bin, no console script).
+    pub library: bool,
 }
 
 impl Diagnosis {
@@ -118,6 +132,7 @@ impl Diagnosis {
             hint: hint.to_owned(),
             needs: Needs::default(),
             code: None,
+            library: false,
         }
     }
 }
@@ -312,6 +327,12 @@ fn from_messages(a: &Attempt, stderr: &[&str]) -> Option<Diagnosis> {
             "the server wants command-line arguments (see its usage text); pass them as install arguments",
         );
         d.needs.args = usage_args(&text);
+        // "Please provide a database URL as a command-line argument": the argument is named in the sentence.
+        if d.needs.args.is_empty()
+            && let Some(label) = named_argument(&text)
+        {
+            d.needs.args.push(label);
+        }
         // Options whose value must be supplied (a bare flag or `stdio` choice is passed as is, never asked).
         for o in usage_options(&text) {
             if o.metavar.is_some() && o.literal().is_none() && !d.needs.args.contains(&o.name) {
@@ -461,6 +482,9 @@ fn is_usage(line: &str) -> bool {
     l.starts_with("usage:")
         || l.contains("the following arguments are required")
         || l.contains("missing required argument")
+        || l.contains("required arguments are missing")
+        || l.contains("not enough non-option arguments")
+        || l.contains("required argument is missing")
         || l.contains("missing required positional")
         || l.contains("error: required option")
         || (l.contains("at least one") && (l.contains("directory") || l.contains("argument")))
@@ -607,6 +631,18 @@ pub(crate) fn usage_args(text: &str) -> Vec<String> {
     grab('[', ']').into_iter().take(1).collect()
 }
 
+/// The argument a sentence asks for: "provide a database URL as a command-line argument" -> `database-url`.
+fn named_argument(text: &str) -> Option<String> {
+    let l = lower(text);
+    let end = l.find(" as a command")?;
+    let start = l[..end].rfind("provide ")? + "provide ".len();
+    let words: Vec<&str> = l[start..end]
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "a" | "an" | "the"))
+        .collect();
+    (!words.is_empty() && words.len() <= 4).then(|| words.join("-"))
+}
+
 fn is_config(line: &str) -> bool {
     let l = lower(line);
     ((l.contains("config") || l.contains("configuration"))
@@ -748,6 +784,16 @@ mod tests {
             "Please provide a database URL as a command-line argument"
         ));
         assert!(is_usage("You need to specify a command"));
+        assert!(is_usage(
+            "Not enough non-option arguments: got 0, need at least 1"
+        ));
+        assert_eq!(
+            named_argument("Please provide a database URL as a command-line argument").as_deref(),
+            Some("database-url")
+        );
+        assert!(is_usage(
+            "Error: The following required arguments are missing:"
+        ));
         assert!(is_usage("(Run `mcp-use --help` to see available commands)"));
         assert!(!is_usage("Server running on stdio"));
         assert!(is_config(

@@ -3,7 +3,17 @@
 //! else python3's venv and pip); then the runnable entry point (npm `bin`, a console script) and the engines check.
 //!
 //! A package already in the cache at the wanted version is not installed again. Package managers get our environment
-//! (they need their registry configuration); the server itself never does (see `probe`).
+//! (they need their registry configuration, and npm its cache, shared by the whole batch; `--prefer-offline` reuses
+//! what an earlier package of the batch fetched); the server itself never does (see `probe`).
+//!
+//! Lifecycle scripts are skipped at first (`npm install --ignore-scripts`; a PyPI project from wheels only): most
+//! servers need none, and the ones that fail here download browsers or build natively. They are run (`npm rebuild`;
+//! source distributions allowed) only when the first try fails for a reason scripts explain: a bin file that a script
+//! generates, a start-up crash naming a missing native build or an un-run setup step ([`scripts_explain`]), or no
+//! wheel for the project.
+//!
+//! Before installing an npm package from a registry, its manifest is read (`npm view`): a package with no `bin` is a
+//! library that npx cannot start, filed `no_entry_point` (marked `library`) without installing it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -29,6 +39,7 @@ pub(crate) async fn install(
             launch: target.package.clone(),
             readme: None,
             flags: Vec::new(),
+            scripts_skipped_in: None,
         }),
         Ecosystem::Npm => npm(target, options, stages).await,
         Ecosystem::Pypi => pypi(target, options, stages).await,
@@ -222,12 +233,15 @@ async fn npm(
     let local = target.package.starts_with('/')
         || target.package.starts_with("./")
         || target.package.starts_with("file:");
+    // A local folder is already built (its `prepare` would need its dev dependencies): its scripts never run. A local
+    // tarball is installed like a registry package.
+    let local_dir = local && Path::new(target.package.trim_start_matches("file:")).is_dir();
     let spec = match &target.version {
         Some(v) => format!("{}@{v}", target.package),
         None => target.package.clone(),
     };
-    // A local folder is read for its name; a registry name is the name.
-    let name = if local {
+    // A local folder is read for its name (a tarball's, after install); a registry name is the name.
+    let mut name = if local {
         let dir = PathBuf::from(target.package.trim_start_matches("file:"));
         let manifest = std::fs::read_to_string(dir.join("package.json")).unwrap_or_default();
         serde_json::from_str::<serde_json::Value>(&manifest)
@@ -242,7 +256,7 @@ async fn npm(
     } else {
         spec.clone()
     }));
-    let pkg_dir = dir.join("node_modules").join(&name);
+    let mut pkg_dir = dir.join("node_modules").join(&name);
     let t = Instant::now();
     let cached_version = read_json(&pkg_dir.join("package.json"))
         .and_then(|m| m.get("version").and_then(|v| v.as_str()).map(str::to_owned));
@@ -269,19 +283,25 @@ async fn npm(
         } else {
             spec.clone()
         };
+        if !local && let Some(d) = select_npm(&spec, &dir, options, stages, t).await {
+            return Err(d);
+        }
+        // Scripts are skipped (a local folder is already built, and its `prepare` would need its dev dependencies);
+        // `run_scripts` runs them when a failure says they were needed.
+        let _ = std::fs::remove_file(dir.join(SCRIPTS_RAN));
         let args: Vec<String> = [
             "install",
             "--no-audit",
             "--no-fund",
             "--no-package-lock",
             "--loglevel=error",
+            "--ignore-scripts",
+            "--prefer-offline",
             "--prefix",
         ]
         .iter()
         .map(|s| (*s).to_owned())
         .chain([dir.display().to_string(), install_spec])
-        // A local folder is already built: its `prepare` script would need its dev dependencies.
-        .chain(local.then(|| "--ignore-scripts".to_owned()))
         .collect();
         match run_tool("npm", &args, &dir, &[], options.limits.install).await {
             Err(msg) => {
@@ -307,6 +327,15 @@ async fn npm(
                 return Err(install_failed(line, &code));
             }
             Ok(_) => stages.push(stage("install", t, "ok")),
+        }
+        // A tarball's name: the dependency npm saved in the install folder's package.json.
+        if local
+            && !local_dir
+            && let Some(n) = read_json(&dir.join("package.json"))
+                .and_then(|m| m.get("dependencies")?.as_object()?.keys().next().cloned())
+        {
+            pkg_dir = dir.join("node_modules").join(&n);
+            name = n;
         }
     }
 
@@ -340,7 +369,7 @@ async fn npm(
     let Some((bin_name, bin_path)) = choose(&bins, &unscoped) else {
         stages.push(stage("preflight", t, "failed"));
         let main = manifest.get("main").and_then(|m| m.as_str()).unwrap_or("");
-        return Err(Diagnosis::new(
+        return Err(library(Diagnosis::new(
             Category::NoEntryPoint,
             format!(
                 "package.json of {name} has no `bin`{}",
@@ -351,9 +380,19 @@ async fn npm(
                 }
             ),
             "the package is a library or must be started another way (e.g. `node <file>`); it cannot be launched as `npx <package>`",
-        ));
+        )));
     };
     let file = pkg_dir.join(bin_path.trim_start_matches("./"));
+    let mut flags = Vec::new();
+    // A bin file that a lifecycle script generates: run the scripts, then look again.
+    if !file.is_file() && !local_dir && !dir.join(SCRIPTS_RAN).exists() {
+        stages.push(stage("preflight", t, "failed"));
+        run_scripts(&dir, options, stages, "the bin file is missing").await?;
+        flags.push(format!(
+            "install scripts run: bin {bin_path} was missing without them"
+        ));
+    }
+    let t = Instant::now();
     if !file.is_file() {
         stages.push(stage("preflight", t, "failed"));
         return Err(Diagnosis::new(
@@ -362,7 +401,6 @@ async fn npm(
             "the published package is broken (its bin file is missing); try another version",
         ));
     }
-    let mut flags = Vec::new();
     if bins.len() > 1 {
         flags.push(format!(
             "several bins ({}); started `{bin_name}`",
@@ -395,6 +433,176 @@ async fn npm(
         launch: launch.display().to_string(),
         readme,
         flags,
+        scripts_skipped_in: (!local_dir && !dir.join(SCRIPTS_RAN).exists()).then(|| dir.clone()),
+    })
+}
+
+fn library(mut d: Diagnosis) -> Diagnosis {
+    d.library = true;
+    d
+}
+
+/// Marks an npm install folder whose lifecycle scripts have run.
+const SCRIPTS_RAN: &str = ".agent-discover-scripts-ran";
+
+/// The selection check before installing `spec`: its manifest (`npm view`, through the user's npm configuration and
+/// cache). `Some` files a library (no `bin`) as `no_entry_point`, or a package npm cannot resolve as `install_failed`;
+/// `None` goes on to install (also when the look-up itself failed for another reason: install will say more).
+async fn select_npm(
+    spec: &str,
+    dir: &Path,
+    options: &Options,
+    stages: &mut Vec<StageTime>,
+    t: Instant,
+) -> Option<Diagnosis> {
+    let args: Vec<String> = [
+        "view",
+        spec,
+        "name",
+        "version",
+        "bin",
+        "directories",
+        "--json",
+        "--prefer-offline",
+        "--loglevel=error",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    let limit = options
+        .limits
+        .install
+        .min(std::time::Duration::from_secs(60));
+    let out = run_tool("npm", &args, dir, &[], limit).await.ok()?;
+    if out.status != Some(0) {
+        let (code, line) = npm_error(&out.stderr);
+        if matches!(code.as_str(), "E404" | "ETARGET") {
+            stages.push(stage("select", t, "failed"));
+            return Some(install_failed(line, &code));
+        }
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).ok()?;
+    // A range may match several versions: the last is the one npm installs.
+    let m = match &v {
+        serde_json::Value::Array(a) => a.last()?.clone(),
+        other => other.clone(),
+    };
+    if !library_manifest(&m) {
+        return None;
+    }
+    stages.push(stage("select", t, "library"));
+    let mut d = Diagnosis::new(
+        Category::NoEntryPoint,
+        format!(
+            "{}@{} has no `bin` in its manifest: a library, not a program (not installed)",
+            m.get("name").and_then(|n| n.as_str()).unwrap_or(spec),
+            m.get("version").and_then(|n| n.as_str()).unwrap_or("?")
+        ),
+        "the package is a library or must be started another way (e.g. `node <file>`); it cannot be launched as `npx <package>`",
+    );
+    d.library = true;
+    Some(d)
+}
+
+/// A manifest (as `npm view --json` prints it) that declares no executable: no `bin`, no `directories.bin`.
+fn library_manifest(m: &serde_json::Value) -> bool {
+    let has_bin = match m.get("bin") {
+        Some(serde_json::Value::String(s)) => !s.is_empty(),
+        Some(serde_json::Value::Object(o)) => !o.is_empty(),
+        _ => false,
+    };
+    let has_dir = m
+        .get("directories")
+        .and_then(|d| d.get("bin"))
+        .is_some_and(|b| b.is_string());
+    m.is_object() && !has_bin && !has_dir
+}
+
+/// Runs the lifecycle scripts skipped at install (`npm rebuild` in the install folder), because `why`. `Err` is an
+/// `install_failed` diagnosis (code `install-script`) with the script's message.
+pub(crate) async fn run_scripts(
+    dir: &Path,
+    options: &Options,
+    stages: &mut Vec<StageTime>,
+    why: &str,
+) -> Result<(), Diagnosis> {
+    let t = Instant::now();
+    let args: Vec<String> = [
+        "rebuild",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        "--prefix",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .chain([dir.display().to_string()])
+    .collect();
+    match run_tool("npm", &args, dir, &[], options.limits.install).await {
+        Err(msg) => {
+            let timeout = msg.contains("did not finish");
+            stages.push(stage(
+                "install scripts",
+                t,
+                if timeout { "timeout" } else { "failed" },
+            ));
+            Err(install_failed(
+                format!("{msg} (run because {why})"),
+                if timeout { "timeout" } else { "npm-missing" },
+            ))
+        }
+        Ok(out) if out.status != Some(0) => {
+            stages.push(stage("install scripts", t, "failed"));
+            let (code, line) = npm_error(&out.stderr);
+            let code = if code == "npm-failed" {
+                "install-script".to_owned()
+            } else {
+                code
+            };
+            Err(install_failed(format!("{line} (run because {why})"), &code))
+        }
+        Ok(_) => {
+            let _ = std::fs::write(dir.join(SCRIPTS_RAN), "");
+            stages.push(stage("install scripts", t, "ok"));
+            Ok(())
+        }
+    }
+}
+
+/// Whether a start-up failure is one that skipped lifecycle scripts explain: a native addon that was not built, a
+/// setup step (`prisma generate`, a browser download) that a postinstall script does, or a message that says to
+/// run the scripts.
+pub(crate) fn scripts_explain(lines: &[&str]) -> Option<String> {
+    const SIGNS: &[&str] = &[
+        "could not locate the bindings file",
+        "build/release/",
+        "npm rebuild",
+        "npm run postinstall",
+        "postinstall",
+        "install script",
+        "prebuild-install",
+        "node-gyp",
+        "prisma generate",
+        "did not initialize yet",
+        "could not find chrome",
+        "could not find expected browser",
+        "browser was not found",
+        "executable doesn't exist",
+        "playwright install",
+        "puppeteer browsers install",
+        "sharp module",
+        "\"sharp\" module",
+        "was compiled against a different node.js version",
+    ];
+    lines.iter().find_map(|l| {
+        let lower = l.to_ascii_lowercase();
+        let native_module = lower.contains("cannot find module") && lower.contains(".node'");
+        (native_module || SIGNS.iter().any(|s| lower.contains(s))).then(|| {
+            let mut e = l.trim().to_owned();
+            crate::introspect::clip(&mut e, 200);
+            e
+        })
     })
 }
 
@@ -471,6 +679,7 @@ async fn pypi(
             None => norm.clone(),
         }));
     let t = Instant::now();
+    let mut flags_sdist = false;
     let cached = target.version.is_some()
         && find_dist_info(&dir, &norm)
             .is_some_and(|d| dist_version(&d).as_deref() == target.version.as_deref());
@@ -522,37 +731,45 @@ async fn pypi(
                 }
             }
         }
-        let out = if uv {
-            run_tool(
-                "uv",
-                &[
+        // Wheels only first (no build scripts); source distributions only when no wheel fits.
+        let pip = |wheels_only: bool| {
+            let mut args: Vec<String> = if uv {
+                vec![
                     "pip".into(),
                     "install".into(),
                     "--quiet".into(),
                     "--python".into(),
                     python.display().to_string(),
-                    spec.clone(),
-                ],
-                &parent,
-                &[],
-                left(),
-            )
-            .await
-        } else {
-            run_tool(
-                &dir.join("bin").join("pip").display().to_string(),
-                &[
+                ]
+            } else {
+                vec![
                     "install".into(),
                     "--quiet".into(),
                     "--disable-pip-version-check".into(),
-                    spec.clone(),
-                ],
-                &parent,
-                &[],
-                left(),
-            )
-            .await
+                ]
+            };
+            if wheels_only {
+                args.extend(["--only-binary".into(), ":all:".into()]);
+            }
+            args.push(spec.clone());
+            let program = if uv {
+                "uv".to_owned()
+            } else {
+                dir.join("bin").join("pip").display().to_string()
+            };
+            (program, args)
         };
+        let (program, args) = pip(true);
+        let mut out = run_tool(&program, &args, &parent, &[], left()).await;
+        if let Ok(o) = &out
+            && o.status != Some(0)
+            && no_wheel(&format!("{}\n{}", o.stderr, o.stdout))
+        {
+            stages.push(stage("install", t, "failed"));
+            flags_sdist = true;
+            let (program, args) = pip(false);
+            out = run_tool(&program, &args, &parent, &[], left()).await;
+        }
         match out {
             Err(msg) => {
                 let timeout = msg.contains("did not finish");
@@ -606,13 +823,13 @@ async fn pypi(
     let scripts = console_scripts(&info);
     let Some((script, _)) = choose(&scripts, &norm) else {
         stages.push(stage("preflight", t, "failed"));
-        return Err(Diagnosis::new(
+        return Err(library(Diagnosis::new(
             Category::NoEntryPoint,
             format!(
                 "{norm} declares no console script (entry_points.txt has no [console_scripts])"
             ),
             "the project is a library or is started as `python -m <module>`; it cannot be launched as `uvx <project>`",
-        ));
+        )));
     };
     let launch = dir.join("bin").join(&script);
     if !launch.exists() {
@@ -627,6 +844,11 @@ async fn pypi(
         ));
     }
     let mut flags = Vec::new();
+    if flags_sdist {
+        flags.push(
+            "no wheel fits: installed from a source distribution (build scripts run)".to_owned(),
+        );
+    }
     if scripts.len() > 1 {
         flags.push(format!(
             "several console scripts ({}); started `{script}`",
@@ -662,7 +884,17 @@ async fn pypi(
         launch: launch.display().to_string(),
         readme,
         flags,
+        scripts_skipped_in: None,
     })
+}
+
+/// A wheels-only install that failed because no wheel fits (a source distribution may).
+fn no_wheel(text: &str) -> bool {
+    text.contains("No matching distribution")
+        || text.contains("Could not find a version")
+        || text.contains("No solution found")
+        || text.contains("only-binary")
+        || text.contains("no-binary")
 }
 
 fn last_error_line(stderr: &str, stdout: &str) -> String {
@@ -756,6 +988,51 @@ mod tests {
         );
         let (code, _) = npm_error("npm ERR! code ETARGET\nnpm ERR! notarget No matching version");
         assert_eq!(code, "ETARGET");
+    }
+
+    #[test]
+    fn libraries_and_what_scripts_explain() {
+        use serde_json::json;
+        assert!(library_manifest(
+            &json!({"name": "lib", "version": "1.0.0"})
+        ));
+        assert!(library_manifest(&json!({"name": "lib", "bin": {}})));
+        assert!(!library_manifest(
+            &json!({"name": "srv", "bin": "dist/index.js"})
+        ));
+        assert!(!library_manifest(
+            &json!({"name": "srv", "bin": {"srv": "x.js"}})
+        ));
+        assert!(!library_manifest(
+            &json!({"name": "old", "directories": {"bin": "bin"}})
+        ));
+        assert!(
+            !library_manifest(&json!([])),
+            "not a manifest: not called a library"
+        );
+        let explained = |l: &str| scripts_explain(&[l]).is_some();
+        assert!(explained(
+            "Error: Could not locate the bindings file. Tried:"
+        ));
+        assert!(explained(
+            "Error: Cannot find module '/x/node_modules/better-sqlite3/build/Release/better_sqlite3.node'"
+        ));
+        assert!(explained(
+            "@prisma/client did not initialize yet. Please run \"prisma generate\""
+        ));
+        assert!(explained(
+            "Error: Could not find Chrome (ver. 131.0.6778.204)."
+        ));
+        assert!(explained("Please run `npm rebuild esbuild`"));
+        assert!(!explained("Error: API key required: set FIXTURE_API_KEY"));
+        assert!(!explained(
+            "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod'"
+        ));
+        assert!(!explained("Error: Cannot find module './dist/index.js'"));
+        assert!(no_wheel(
+            "ERROR: Could not find a version that satisfies the requirement x (from versions: none)"
+        ));
+        assert!(!no_wheel("ERROR: Failed building wheel for x"));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 pub mod catalog;
 mod classify;
+mod help;
 mod install;
 mod placeholders;
 mod probe;
@@ -137,6 +138,14 @@ pub struct Record {
     /// these are what unlocked it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placeholders: Vec<Placeholder>,
+    /// When the second pass enumerated a server that the first did not: where the placeholders that unlocked it were
+    /// found (`help` for a server rescued by its `--help`, `usage`, `stderr`, `readme`, `server.json`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rescued_by: Vec<String>,
+    /// The package is a library, not a program: no npm `bin`, no console script. It cannot be an MCP server run by
+    /// npx or uvx, so batch figures may exclude it (category `no_entry_point`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub library: bool,
     #[serde(default)]
     pub needs: Needs,
     /// The command that was started (after install).
@@ -181,6 +190,8 @@ impl Record {
             pass: 1,
             first_pass: None,
             placeholders: Vec::new(),
+            rescued_by: Vec::new(),
+            library: diagnosis.library,
             needs: diagnosis.needs,
             launch: None,
             server: None,
@@ -270,7 +281,7 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         }
     };
     let mut env = target.env.clone();
-    let attempt = probe::run(
+    let mut attempt = probe::run(
         &installed.launch,
         &target.args,
         &env,
@@ -283,6 +294,42 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
     let mut diagnosis = classify::diagnose(&attempt);
     let mut left_behind = attempt.left_behind;
     let mut flags = installed.flags.clone();
+    // Install scripts were skipped: when the start-up failure is one they explain, run them and start again.
+    if !diagnosis.category.is_ok()
+        && let Some(dir) = &installed.scripts_skipped_in
+    {
+        let lines: Vec<&str> = attempt
+            .stderr
+            .iter()
+            .chain(attempt.stdout_noise.iter())
+            .map(String::as_str)
+            .collect();
+        if let Some(why) = install::scripts_explain(&lines) {
+            if let Err(d) = install::run_scripts(dir, options, &mut stages, &why).await {
+                let mut r = Record::failed(target, d, stages, started);
+                r.left_behind = left_behind;
+                r.flags = vec![format!("started without install scripts: {why}")];
+                return r;
+            }
+            flags.push(format!("install scripts run: {why}"));
+            let again = probe::run(
+                &installed.launch,
+                &target.args,
+                &env,
+                &scratch.path,
+                options,
+                "",
+            )
+            .await;
+            stages.extend(again.stages.iter().map(|s| StageTime {
+                stage: format!("{} (after scripts)", s.stage),
+                ..s.clone()
+            }));
+            left_behind += again.left_behind;
+            attempt = again;
+            diagnosis = classify::diagnose(&attempt);
+        }
+    }
     flags.extend(attempt.flags.iter().cloned());
     let mut record = Record {
         key: target.key(),
@@ -296,6 +343,8 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         pass: 1,
         first_pass: None,
         placeholders: Vec::new(),
+        rescued_by: Vec::new(),
+        library: false,
         needs: Needs::default(),
         launch: Some(
             std::iter::once(installed.launch.clone())
@@ -314,7 +363,28 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
     };
     let mut needs = diagnosis.needs.clone();
     if options.second_pass && diagnosis.category.retry_with_placeholders() {
-        let plan = placeholders::plan(target, &installed, &attempt, &diagnosis, &scratch.path);
+        // A server that wants arguments (or a stdio switch) is asked for its `--help` first.
+        let help = if diagnosis.category.asks_for_help() {
+            let (text, st) =
+                help::run(&installed.launch, &target.args, &scratch.path, options).await;
+            stages.push(st);
+            text.map(|t| help::parse(&t)).filter(|h| !h.is_empty())
+        } else {
+            None
+        };
+        if let Some(usage) = help.as_ref().and_then(|h| h.usage.as_ref()) {
+            let mut u = format!("help: {usage}");
+            clip(&mut u, 300);
+            flags.push(u);
+        }
+        let plan = placeholders::plan(
+            target,
+            &installed,
+            &attempt,
+            &diagnosis,
+            help.as_ref(),
+            &scratch.path,
+        );
         needs = merge_needs(&needs, &plan.needs);
         if !plan.placeholders.is_empty() {
             for p in plan
@@ -359,6 +429,16 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
                     .chain(args.iter().cloned())
                     .collect(),
             );
+            if second_diagnosis.category.is_ok() {
+                let mut sources: Vec<String> = record
+                    .placeholders
+                    .iter()
+                    .map(|p| p.source.clone())
+                    .collect();
+                sources.sort();
+                sources.dedup();
+                record.rescued_by = sources;
+            }
             diagnosis = second_diagnosis;
         }
     }
@@ -427,6 +507,8 @@ pub(crate) struct Installed {
     /// README text (npm README file, PyPI long description), for client-config examples.
     pub readme: Option<String>,
     pub flags: Vec<String>,
+    /// The npm install folder, when the package's lifecycle scripts were skipped there and have not run since.
+    pub scripts_skipped_in: Option<PathBuf>,
 }
 
 /// Shortens `s` to at most `max` bytes, at a character boundary.

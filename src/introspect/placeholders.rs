@@ -1,6 +1,7 @@
 //! The second pass: what a failed server was found to need (server.json variables and arguments, variable names in
 //! its messages, the `env` of client-config examples in its README, the arguments of its usage text), and placeholder
-//! values for them. Placeholders are never real secrets: paths point into the attempt's scratch directory and URLs at
+//! values for them. For a server that failed for want of arguments, its `--help` (see `help`) adds the
+//! required positional arguments, required options, the subcommand that starts it and its stdio switch. Placeholders are never real secrets: paths point into the attempt's scratch directory and URLs at
 //! a loopback port nothing listens on.
 
 use std::path::Path;
@@ -8,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::classify::{Category, Diagnosis, OptionNeed, credential_names, usage_options};
+use super::help::HelpNeeds;
 use super::probe::Attempt;
 use super::{Installed, Needs, Target};
 
@@ -16,6 +18,8 @@ use super::{Installed, Needs, Target};
 pub enum Kind {
     Env,
     Arg,
+    /// The subcommand that starts the server (`serve`, `stdio`), read from its `--help`; passed first, as is.
+    Subcommand,
 }
 
 /// One value filled in for the second pass.
@@ -37,16 +41,17 @@ impl Placeholder {
             Kind::Arg if self.name.starts_with("--") => std::iter::once(self.name.clone())
                 .chain((!self.value.is_empty()).then(|| self.value.clone()))
                 .collect(),
-            Kind::Arg => vec![self.value.clone()],
+            Kind::Arg | Kind::Subcommand => vec![self.value.clone()],
         }
     }
 
     /// An option passed as is, never asked of the user: a bare flag (`--stdio`) or the `stdio` choice of a
     /// transport-like option.
     pub fn is_literal(&self) -> bool {
-        self.kind == Kind::Arg
-            && self.name.starts_with("--")
-            && (self.value.is_empty() || self.value == "stdio")
+        self.kind == Kind::Subcommand
+            || (self.kind == Kind::Arg
+                && self.name.starts_with("--")
+                && (self.value.is_empty() || self.value == "stdio"))
     }
 }
 
@@ -61,11 +66,25 @@ pub(crate) fn plan(
     installed: &Installed,
     attempt: &Attempt,
     diagnosis: &Diagnosis,
+    help: Option<&HelpNeeds>,
     scratch: &Path,
 ) -> Plan {
     let mut env: Vec<(String, &'static str)> = Vec::new();
     let push_env = |name: &str, source: &'static str, env: &mut Vec<(String, &'static str)>| {
-        if !env.iter().any(|(n, _)| n == name) && !target.env.contains_key(name) {
+        // Variables of the runtime itself (a README's `"NODE_OPTIONS": "--max-old-space-size=..."`) are not the
+        // server's settings: a placeholder there would break the runtime.
+        const RUNTIME: &[&str] = &[
+            "NODE_OPTIONS",
+            "NODE_PATH",
+            "PATH",
+            "HOME",
+            "PYTHONPATH",
+            "PYTHONHOME",
+        ];
+        if !env.iter().any(|(n, _)| n == name)
+            && !target.env.contains_key(name)
+            && !RUNTIME.contains(&name)
+        {
             env.push((name.to_owned(), source));
         }
     };
@@ -92,9 +111,27 @@ pub(crate) fn plan(
         args.push((a.clone(), "server.json"));
     }
     if args.is_empty() {
-        for a in diagnosis.needs.args.iter().filter(|a| !a.starts_with('-')) {
+        // A `[command]` slot is a subcommand (from the help, below), never a path.
+        let command_word = |a: &str| {
+            matches!(
+                a.to_ascii_lowercase().as_str(),
+                "command" | "cmd" | "subcommand" | "commands"
+            )
+        };
+        for a in diagnosis
+            .needs
+            .args
+            .iter()
+            .filter(|a| !a.starts_with('-') && !command_word(a))
+        {
             args.push((a.clone(), "usage"));
         }
+    }
+    // The help's required positional arguments when nothing else named any.
+    if args.is_empty()
+        && let Some(h) = help
+    {
+        args.extend(h.positionals.iter().map(|a| (a.clone(), "help")));
     }
     let dir = scratch.join("placeholders");
     let _ = std::fs::create_dir_all(&dir);
@@ -118,8 +155,35 @@ pub(crate) fn plan(
     {
         options.extend(readme_options(readme).into_iter().map(|o| (o, "readme")));
     }
+    if let Some(h) = help {
+        for o in &h.options {
+            if !options.iter().any(|(x, _)| x.name == o.name) {
+                options.push((o.clone(), "help"));
+            }
+        }
+        // A stdio switch matters to a server that did not speak MCP on stdio, or that wants arguments anyway.
+        if let Some(s) = &h.stdio_switch
+            && matches!(
+                diagnosis.category,
+                Category::NeedsArgs | Category::NonJsonStdout | Category::InitTimeout
+            )
+            && !options.iter().any(|(x, _)| x.name == s.name)
+        {
+            options.push((s.clone(), "help"));
+        }
+    }
     options.retain(|(o, _)| !target.args.contains(&o.name));
     let mut placeholders = Vec::new();
+    if let Some(cmd) = help.and_then(|h| h.subcommand.as_ref())
+        && !target.args.contains(cmd)
+    {
+        placeholders.push(Placeholder {
+            kind: Kind::Subcommand,
+            name: "command".into(),
+            value: cmd.clone(),
+            source: "help".into(),
+        });
+    }
     for (name, source) in &env {
         placeholders.push(Placeholder {
             kind: Kind::Env,

@@ -58,6 +58,7 @@ async fn each_fixture_failure_mode_maps_to_exactly_one_category() {
         ),
         (fixture("--fail usage"), Category::NeedsArgs),
         (fixture("--fail options"), Category::NeedsArgs),
+        (fixture("--fail help-only"), Category::NeedsArgs),
         (fixture("--fail missing-config"), Category::NeedsConfig),
         (fixture("--fail crash"), Category::CrashedOnStart),
         (fixture("--init-hang"), Category::InitTimeout),
@@ -137,6 +138,9 @@ async fn each_fixture_failure_mode_maps_to_exactly_one_category() {
         "initialize took {} ms",
         init.ms
     );
+    let library = &records[&Target::npm(&lib.display().to_string()).unwrap().key()];
+    assert!(library.library, "a package with no bin is a library");
+    assert!(!ok.library);
     let install = &records[&Target::npm(&missing.display().to_string()).unwrap().key()];
     assert!(
         install.evidence.contains("ENOENT") || install.evidence.contains("enoent"),
@@ -200,6 +204,82 @@ async fn the_second_pass_fills_placeholders_and_records_what_unlocked_the_server
     for r in records.values() {
         assert_eq!(r.left_behind, 0);
     }
+}
+
+/// A server whose failure names nothing ("Run `x --help` to see available commands") is asked for its `--help`; the
+/// subcommand, positional argument and required option read there unlock it, and the record says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_second_pass_reads_the_help_text_of_a_server_that_wants_arguments() {
+    let dir = tmp();
+    let target = fixture("--name helped --fail help-only");
+    let r = introspect::introspect(&target, &options(dir.path(), true)).await;
+    assert_eq!(r.category, Category::Ok, "{} {:?}", r.evidence, r.flags);
+    assert_eq!(r.pass, 2);
+    assert_eq!(
+        r.first_pass.as_ref().map(|f| f.category),
+        Some(Category::NeedsArgs)
+    );
+    assert_eq!(r.rescued_by, ["help"]);
+    let help = r
+        .stages
+        .iter()
+        .find(|s| s.stage == "help")
+        .expect("help stage");
+    assert_eq!(help.outcome, "ok");
+    let by_name = |n: &str| {
+        r.placeholders
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap_or_else(|| panic!("no placeholder {n}: {:?}", r.placeholders))
+    };
+    let cmd = by_name("command");
+    assert_eq!((cmd.value.as_str(), cmd.source.as_str()), ("serve", "help"));
+    assert!(cmd.is_literal(), "a subcommand is kept as is, never asked");
+    // A directory in the attempt's scratch folder (the fixture refuses anything but an existing directory; the
+    // folder is removed with the attempt).
+    let root = by_name("root");
+    assert!(
+        root.value.starts_with(dir.path().to_str().unwrap()),
+        "{}",
+        root.value
+    );
+    let db = by_name("--db-path");
+    assert_eq!(db.source, "help");
+    assert!(
+        db.value.starts_with(dir.path().to_str().unwrap()),
+        "{}",
+        db.value
+    );
+    // The launch puts the subcommand first, then the argument and the option.
+    let launch = r.launch.as_ref().unwrap();
+    let at = launch
+        .iter()
+        .position(|a| a == "serve")
+        .expect("serve in launch");
+    assert_eq!(launch[at + 1], root.value);
+    assert_eq!(
+        launch[at + 2..at + 4],
+        ["--db-path".to_owned(), db.value.clone()]
+    );
+    assert_eq!(
+        r.needs.args,
+        ["root", "--db-path"],
+        "asked when installing; the subcommand is not"
+    );
+    assert!(r.tools.iter().all(|t| t.under_placeholders) && !r.tools.is_empty());
+    assert!(
+        r.flags
+            .iter()
+            .any(|f| f.starts_with("help: Usage: fixture-server <command> <root>")),
+        "{:?}",
+        r.flags
+    );
+    assert_eq!(r.left_behind, 0);
+    // Without a help text there is nothing to fill: a server that wants no arguments is never asked for it.
+    let plain = introspect::introspect(&fixture("--name plain"), &options(dir.path(), true)).await;
+    assert_eq!(plain.category, Category::Ok);
+    assert!(plain.stages.iter().all(|s| s.stage != "help"));
+    assert!(plain.rescued_by.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

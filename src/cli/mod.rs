@@ -296,7 +296,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!(
                 "agent-discover dashboard at http://{addr}/ — REST at /api, MCP over Streamable HTTP at /mcp, metrics at /metrics; Ctrl-C stops"
             );
-            app.proxy.restore_in_background();
+            app.proxy.restore_in_background(app.config.team);
             app.search.start_model_download();
             let served =
                 crate::http::serve(listener, app.clone(), security, tools_mode, shutdown).await;

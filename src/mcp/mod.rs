@@ -630,7 +630,7 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
     // The registry feed: snapshots for subscribers, and children stopped when another process disables them.
     app.feed();
-    app.proxy.restore_in_background();
+    app.proxy.restore_in_background(app.config.team);
     let res = tokio::select! {
         r = service.waiting() => r.map(|_| ()).map_err(anyhow::Error::from),
         _ = shutdown_signal() => Ok(()),

@@ -531,8 +531,9 @@ impl Proxy {
     }
 
     /// Re-activates, in the background, every server flagged active and installed; a server that fails to come up
-    /// has its flag cleared and its error recorded. Returns at once.
-    pub fn restore_in_background(&self) {
+    /// has its flag cleared and its error recorded, unless `team` (replicas of one registry: the flag is the team's,
+    /// see [`Proxy::follow`]). Returns at once.
+    pub fn restore_in_background(&self, team: bool) {
         let proxy = self.clone();
         tokio::spawn(async move {
             let servers = match proxy.inner.registry.store().servers_to_restore() {
@@ -542,7 +543,11 @@ impl Proxy {
             let starts = servers.into_iter().map(|s| {
                 let proxy = proxy.clone();
                 async move {
-                    if let Err(e) = proxy.activate(&s.name).await {
+                    if team {
+                        if let Some(Err(e)) = proxy.follow(&s.name).await {
+                            tracing::warn!(server = %s.name, error = %e, "could not start an active server; trying again later");
+                        }
+                    } else if let Err(e) = proxy.activate(&s.name).await {
                         tracing::warn!(server = %s.name, error = %e, "could not restore active server; its active flag is cleared");
                     }
                 }

@@ -315,7 +315,11 @@ impl App {
                 other_matches,
             });
         }
-        let Some(best) = ranking.hits.first().filter(|h| ranking.is_match(h)) else {
+        let Some(best) = ranking
+            .hits
+            .first()
+            .filter(|_| top_score >= crate::search::NO_MATCH)
+        else {
             let known = self.registry.store().count_tools()?;
             let hint = if known == 0 {
                 "no tools are known yet: install servers and activate them once so their tools are indexed".to_owned()

@@ -4,7 +4,8 @@
 //! The pipeline is the one sentence-transformers runs: BERT uncased WordPiece tokens (at most 256, no padding),
 //! the 6-layer MiniLM encoder, mean pooling over the tokens, L2 normalisation. Parts: `safetensors` reads the
 //! weights, `tokenizer` (with its Unicode `tables`) turns text into ids, `bert` runs the encoder on top of the
-//! matrix kernel in `kernels`. Model files come from `scripts/install-model.sh` or a Hugging Face cache.
+//! matrix kernels in `kernels` (f32 and f16 weights) and `quant` (int8 weights; `AGENT_DISCOVER_EMBED_WEIGHTS`
+//! chooses). Model files come from `scripts/install-model.sh` or a Hugging Face cache.
 
 mod bert;
 pub mod fetch;
@@ -27,10 +28,10 @@ pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 pub const MAX_TOKENS: usize = 256;
 /// Environment variable naming the model directory.
 pub const ENV_MODEL_DIR: &str = "AGENT_DISCOVER_MODEL_DIR";
-/// Environment variable choosing how the dense layers' weights are held: `int8` (default) or `f16`.
+/// Environment variable choosing how the dense layers' weights are held: `f16` (default) or `int8`.
 pub const ENV_WEIGHTS: &str = "AGENT_DISCOVER_EMBED_WEIGHTS";
 /// The weight format when `AGENT_DISCOVER_EMBED_WEIGHTS` is unset.
-pub const DEFAULT_WEIGHTS: WeightFormat = WeightFormat::Int8;
+pub const DEFAULT_WEIGHTS: WeightFormat = WeightFormat::F16;
 
 /// The weight format `AGENT_DISCOVER_EMBED_WEIGHTS` asks for; the default when unset or not understood (said once
 /// on stderr).

@@ -19,14 +19,8 @@ use crate::model::ToolRecord;
 use crate::store::Store;
 pub use provider::{Provider, ProviderStatus};
 
-/// Below this top score, `find_tool` answers "not found" rather than a bad match (BM25 mode, and agents' skills).
+/// Below this top score, `find_tool` answers "not found" rather than a bad match.
 pub const NO_MATCH: f64 = 0.25;
-
-/// The hybrid no-match rule: whether a best hit of fused score `score` answers a query with `evidence`.
-pub fn hybrid_match(score: f64, evidence: &Evidence) -> bool {
-    let _ = evidence;
-    score >= NO_MATCH
-}
 const CANDIDATES: usize = 50;
 
 /// One ranked tool.
@@ -45,32 +39,6 @@ pub struct Ranking {
     pub hits: Vec<Hit>,
     pub confidence: &'static str,
     pub hybrid: bool,
-    /// In hybrid mode, how strong the query's best semantic and lexical evidence is (for the no-match rule).
-    pub evidence: Option<Evidence>,
-}
-
-/// A query's best evidence over the whole catalog, before the hits are cut to the limit.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Evidence {
-    /// The highest cosine of any tool.
-    pub top_cosine: f64,
-    /// The cosine margin: `top_cosine` minus the mean of the 2nd to 10th highest cosines (how far the best tool
-    /// stands out from its neighbours).
-    pub margin: f64,
-    /// The highest normalised BM25 (scaled by query coverage) of any candidate.
-    pub top_bm25: f64,
-}
-
-impl Ranking {
-    /// Whether `top` (this ranking's best hit, or the best one left after filtering) answers the query, or
-    /// `find_tool` should say that nothing fits. BM25 only: its score reaches `NO_MATCH`. Hybrid: see
-    /// `hybrid_match`.
-    pub fn is_match(&self, top: &Hit) -> bool {
-        match &self.evidence {
-            Some(e) => hybrid_match(top.score, e),
-            None => top.score >= NO_MATCH,
-        }
-    }
 }
 
 #[derive(Clone)]
@@ -391,19 +359,9 @@ impl Search {
             })
             .collect();
 
-        let mut evidence = None;
         let hybrid = match vector {
             Some((qv, model)) => {
                 let cos = self.cosine_top(&model, &qv, CANDIDATES).await?;
-                if let Some(&(_, top)) = cos.first() {
-                    let next: Vec<f64> = cos.iter().skip(1).take(9).map(|c| c.1).collect();
-                    let mean = next.iter().sum::<f64>() / next.len().max(1) as f64;
-                    evidence = Some(Evidence {
-                        top_cosine: top,
-                        margin: if next.is_empty() { top } else { top - mean },
-                        top_bm25: 0.0,
-                    });
-                }
                 let mut missing: Vec<i64> = Vec::new();
                 for (id, c) in &cos {
                     match hits.iter_mut().find(|h| h.tool.id == *id) {
@@ -438,9 +396,6 @@ impl Search {
                 for h in &mut hits {
                     h.score = 0.7 * h.cosine.unwrap_or(0.0).max(0.0) + 0.3 * h.bm25;
                 }
-                if let Some(e) = &mut evidence {
-                    e.top_bm25 = hits.iter().map(|h| h.bm25).fold(0.0, f64::max);
-                }
                 true
             }
             None => false,
@@ -471,7 +426,6 @@ impl Search {
             hits,
             confidence,
             hybrid,
-            evidence,
         })
     }
 

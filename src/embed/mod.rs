@@ -28,10 +28,10 @@ pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 pub const MAX_TOKENS: usize = 256;
 /// Environment variable naming the model directory.
 pub const ENV_MODEL_DIR: &str = "AGENT_DISCOVER_MODEL_DIR";
-/// Environment variable choosing how the dense layers' weights are held: `f16` (default) or `int8`.
+/// Environment variable choosing how the dense layers' weights are held: `int8` (default) or `f16`.
 pub const ENV_WEIGHTS: &str = "AGENT_DISCOVER_EMBED_WEIGHTS";
 /// The weight format when `AGENT_DISCOVER_EMBED_WEIGHTS` is unset.
-pub const DEFAULT_WEIGHTS: WeightFormat = WeightFormat::F16;
+pub const DEFAULT_WEIGHTS: WeightFormat = WeightFormat::Int8;
 
 /// The weight format `AGENT_DISCOVER_EMBED_WEIGHTS` asks for; the default when unset or not understood (said once
 /// on stderr).
@@ -76,7 +76,7 @@ pub enum EmbedError {
     Io(#[from] std::io::Error),
 }
 
-/// all-MiniLM-L6-v2 loaded in memory (about 60 MB with int8 weights, 70 MB with f16: the word embeddings, 47 MB,
+/// all-MiniLM-L6-v2 loaded in memory (about 60 MB with int8 weights, the default, 70 MB with f16: the word embeddings, 47 MB,
 /// stay f32).
 /// Immutable: share it between threads behind an `Arc`.
 pub struct MiniLm {

@@ -1,7 +1,8 @@
 //! Search benchmark (not a test): `find_tool` ranking latency at 1k, 10k and 100k synthetic tools, BM25 only and
 //! hybrid (cosine over 384-dim vectors plus BM25, excluding the query embedding), the time to embed one realistic
 //! query (10-30 words, from tests/data) with the local model, and end-to-end `find_tool` through the MCP front of
-//! `target/release/agent-discover mcp` (stdio, rmcp client, query embedding included) at 2k and 10k tools.
+//! `target/release/agent-discover mcp` (stdio, rmcp client, query embedding included) at 2k and 10k tools; the
+//! encoder's f16 and int8 weights are compared interleaved (forward pass, and one `mcp` process per format).
 //!
 //! Run: `cargo build --release && AGENT_DISCOVER_MODEL_DIR=... cargo bench --bench search`.
 
@@ -197,13 +198,15 @@ async fn main() {
             times.push(t.elapsed());
         }
         println!(
-            "\nEmbedding one realistic query ({} of 10-30 words) with the local all-MiniLM-L6-v2 (first call {:.0} ms incl. \
-             model load; {} thread(s) per product): p50 {:.2} ms.",
+            "\nEmbedding one realistic query ({} of 10-30 words) through the local provider (all-MiniLM-L6-v2, {} weights; \
+             first call {:.0} ms incl. model load; {} thread(s) per product): p50 {:.2} ms.",
             queries.len(),
+            agent_discover::embed::weights_from_env().name(),
             load.as_secs_f64() * 1000.0,
-            std::env::var("AGENT_DISCOVER_EMBED_THREADS").unwrap_or_else(|_| "2".into()),
+            agent_discover::embed::product_threads(),
             p50(times).as_secs_f64() * 1000.0
         );
+        forward_pass(&queries);
         end_to_end().await;
     } else {
         println!(
@@ -211,6 +214,42 @@ async fn main() {
             status.fallback_reason
         );
     }
+}
+
+/// The encoder's forward pass for one query (tokenising included), f16 against int8 weights, interleaved query by
+/// query with the order alternating, so both see the same machine load.
+fn forward_pass(queries: &[String]) {
+    use agent_discover::embed::{MiniLm, WeightFormat};
+    let dir = agent_discover::embed::find_model_dir(None).unwrap();
+    let formats = [WeightFormat::F16, WeightFormat::Int8];
+    let models: Vec<MiniLm> = formats
+        .iter()
+        .map(|f| MiniLm::load_with(&dir, *f).unwrap())
+        .collect();
+    let mut times = vec![Vec::new(); models.len()];
+    for round in 0..3 {
+        for (n, q) in queries.iter().enumerate() {
+            for j in 0..models.len() {
+                let m = if n % 2 == 0 { j } else { models.len() - 1 - j };
+                let t = Instant::now();
+                std::hint::black_box(models[m].embed(q));
+                if round > 0 {
+                    times[m].push(t.elapsed());
+                }
+            }
+        }
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let p50s: Vec<String> = formats
+        .iter()
+        .zip(times)
+        .map(|(f, t)| format!("{} {:.2} ms", f.name(), ms(p50(t))))
+        .collect();
+    println!(
+        "\nForward pass of one realistic query (MiniLm::embed, {} thread(s) per product), interleaved, p50: {}.",
+        agent_discover::embed::product_threads(),
+        p50s.join(", ")
+    );
 }
 
 /// `find_tool` through `agent-discover mcp` over stdio with rmcp's client, in BM25 and hybrid mode, at 2k and 10k
@@ -231,9 +270,20 @@ async fn end_to_end() {
     let queries = queries();
     println!(
         "\nEnd-to-end `find_tool` through the MCP front (`agent-discover mcp`, stdio, rmcp client), {} realistic queries \
-         each new to the process, p50:\n\n| tools | BM25 | hybrid (query embedding included) | hybrid, repeated query |\n|---|---|---|---|",
-        queries.len()
+         each new to the process, p50; one process per column, queries interleaved across them ({} thread(s) per \
+         product):\n\n| tools | BM25 | hybrid f16 (query embedding included) | hybrid int8 | hybrid f16, repeated query | \
+         hybrid int8, repeated query |\n|---|---|---|---|---|---|",
+        queries.len(),
+        agent_discover::embed::product_threads()
     );
+    let find = |q: &str| {
+        CallToolRequestParams::new("registry").with_arguments(
+            serde_json::json!({"action": "find_tool", "query": q, "auto_activate": false})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+    };
     for n in [2_000usize, 10_000] {
         let dir = std::env::temp_dir().join(format!("ad-search-bench-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -244,56 +294,60 @@ async fn end_to_end() {
             n,
             agent_discover::embed::MODEL_ID,
         ));
-        let mut row = Vec::new();
-        for provider in ["none", "local"] {
+        // (provider, weights) per process.
+        let modes = [("none", "f16"), ("local", "f16"), ("local", "int8")];
+        let mut clients = Vec::new();
+        for (provider, weights) in modes {
             let mut cmd = tokio::process::Command::new(&bin);
             cmd.arg("--data-dir").arg(&dir).arg("mcp");
             cmd.env("AGENT_DISCOVER_DASHBOARD", "off")
                 .env("AGENT_DISCOVER_MODEL_SOURCE", "off")
-                .env("AGENT_DISCOVER_EMBEDDING_PROVIDER", provider);
+                .env("AGENT_DISCOVER_EMBEDDING_PROVIDER", provider)
+                .env(agent_discover::embed::ENV_WEIGHTS, weights);
             let (t, _) = rmcp::transport::TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .unwrap();
             let client = ().serve(t).await.unwrap();
-            let find = |q: &str| {
-                CallToolRequestParams::new("registry").with_arguments(
-                    serde_json::json!({"action": "find_tool", "query": q, "auto_activate": false})
-                        .as_object()
-                        .unwrap()
-                        .clone(),
-                )
-            };
             // Warm up: the model and the vector index load on first use.
             client
                 .call_tool(find("warm up the search index"))
                 .await
                 .unwrap();
-            let mut times = Vec::new();
-            for q in &queries {
+            clients.push(client);
+        }
+        let mut times = vec![Vec::new(); clients.len()];
+        for (i, q) in queries.iter().enumerate() {
+            for j in 0..clients.len() {
+                let c = if i % 2 == 0 { j } else { clients.len() - 1 - j };
                 let t = Instant::now();
-                let r = client.call_tool(find(q)).await.unwrap();
-                times.push(t.elapsed());
+                let r = clients[c].call_tool(find(q)).await.unwrap();
+                times[c].push(t.elapsed());
                 assert_ne!(r.is_error, Some(true));
             }
-            row.push(p50(times));
-            if provider == "local" {
-                let mut again = Vec::new();
-                for q in queries.iter().take(20).cycle().take(100) {
-                    let t = Instant::now();
-                    client.call_tool(find(q)).await.unwrap();
-                    again.push(t.elapsed());
-                }
-                row.push(p50(again));
+        }
+        let mut again = vec![Vec::new(); clients.len()];
+        for (i, q) in queries.iter().take(20).cycle().take(100).enumerate() {
+            for j in 1..clients.len() {
+                let c = if i % 2 == 0 { j } else { clients.len() - j };
+                let t = Instant::now();
+                clients[c].call_tool(find(q)).await.unwrap();
+                again[c].push(t.elapsed());
             }
+        }
+        for client in clients {
             client.cancel().await.unwrap();
         }
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let mut times = times.into_iter();
+        let mut again = again.into_iter().skip(1);
         println!(
-            "| {n} | {:.2} ms | {:.2} ms | {:.2} ms |",
-            ms(row[0]),
-            ms(row[1]),
-            ms(row[2])
+            "| {n} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
+            ms(p50(times.next().unwrap())),
+            ms(p50(times.next().unwrap())),
+            ms(p50(times.next().unwrap())),
+            ms(p50(again.next().unwrap())),
+            ms(p50(again.next().unwrap())),
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -10,7 +10,9 @@
 //! `static_table` (distilled once into target/static_rows.bin), for tools and queries, or for queries only with
 //! SEARCH_EVAL_STATIC_QUERY_ONLY=1; SEARCH_EVAL_STATIC_MAP=<lambda> maps static vectors to the model's by ridge
 //! regression fitted on the catalog's texts. SEARCH_EVAL_TIME=1 times one query's embedding instead (wall and CPU,
-//! p50/p90, with the load average).
+//! p50/p90, with the load average), with the encoder's f16 and int8 weights interleaved. AGENT_DISCOVER_EMBED_WEIGHTS
+//! (f16|int8) picks the encoder's weights for the quality figures (each format has its own cache). For today's text
+//! and fusion, the no-match rules of `no_match_rules` are tuned on the tuning set and reported on the held-out set.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -115,8 +117,10 @@ fn key(s: &str) -> u64 {
 impl Cache {
     fn open() -> Cache {
         let suffix = std::env::var("SEARCH_EVAL_CACHE").unwrap_or_default();
+        // Each weight format of the encoder gets its own cache.
+        let weights = agent_discover::embed::weights_from_env().name();
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("target/search_eval_cache{suffix}.bin"));
+            .join(format!("target/search_eval_cache{suffix}_{weights}.bin"));
         let mut map = HashMap::new();
         if let Ok(mut f) = std::fs::File::open(&path) {
             let mut b = Vec::new();
@@ -342,9 +346,12 @@ fn cpu_us() -> f64 {
     t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
 }
 
-/// p50 / p90 wall and CPU time of embedding each realistic query (tuning + held-out) with the full model, and with
-/// the static table when one is loaded. Three rounds; the first warms caches.
-fn time_queries(model: &MiniLm, embedder: &Embedder) {
+/// p50 / p90 wall and CPU time of embedding each realistic query (tuning + held-out) with the full model in each
+/// weight format (f16 and int8, interleaved query by query, the order alternating, so both see the same load), and
+/// with the static table when one is loaded. Three rounds; the first warms caches. Also the cosine between the two
+/// formats' embeddings of each query.
+fn time_queries(dir: &Path, embedder: &Embedder, model: &MiniLm) {
+    use agent_discover::embed::WeightFormat;
     let mut qs: Vec<String> = Vec::new();
     for f in ["tool_queries.json", "tool_queries_heldout.json"] {
         let d = data(f);
@@ -356,45 +363,98 @@ fn time_queries(model: &MiniLm, embedder: &Embedder) {
     let mut sorted = words.clone();
     sorted.sort();
     println!(
-        "{} queries, words p50 {}",
+        "{} queries, words p50 {}, {} thread(s) per product",
         qs.len(),
-        sorted[sorted.len() / 2]
+        sorted[sorted.len() / 2],
+        agent_discover::embed::product_threads()
     );
-    let report = |name: &str, f: &dyn Fn(&str)| {
-        let (mut wall, mut cpu) = (Vec::new(), Vec::new());
-        for round in 0..3 {
-            for q in &qs {
+    // SEARCH_EVAL_TIME=f16|int8 times that format alone, SEARCH_EVAL_TIME_QUERIES=n the first n queries only (for
+    // callgrind: `valgrind --tool=callgrind --toggle-collect='*Bert*forward*' ...`).
+    let only = std::env::var("SEARCH_EVAL_TIME")
+        .ok()
+        .and_then(|v| WeightFormat::parse(&v));
+    if let Some(n) = std::env::var("SEARCH_EVAL_TIME_QUERIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        qs.truncate(n);
+    }
+    let models: Vec<(String, MiniLm)> = [WeightFormat::F16, WeightFormat::Int8]
+        .into_iter()
+        .filter(|f| only.is_none_or(|o| o == *f))
+        .map(|f| {
+            (
+                format!("MiniLM {}", f.name()),
+                MiniLm::load_with(dir, f).unwrap(),
+            )
+        })
+        .collect();
+    let (mut wall, mut cpu) = (
+        vec![Vec::new(); models.len()],
+        vec![Vec::new(); models.len()],
+    );
+    for round in 0..3 {
+        for (n, q) in qs.iter().enumerate() {
+            for j in 0..models.len() {
+                let m = if n % 2 == 0 { j } else { models.len() - 1 - j };
                 let (t0, c0) = (std::time::Instant::now(), cpu_us());
-                f(q);
+                std::hint::black_box(models[m].1.embed(q));
                 if round > 0 {
-                    wall.push(t0.elapsed().as_secs_f64() * 1e3);
-                    cpu.push((cpu_us() - c0) / 1e3);
+                    wall[m].push(t0.elapsed().as_secs_f64() * 1e3);
+                    cpu[m].push((cpu_us() - c0) / 1e3);
                 }
             }
         }
-        wall.sort_by(f64::total_cmp);
-        cpu.sort_by(f64::total_cmp);
-        let p = |v: &[f64], q: f64| v[((v.len() - 1) as f64 * q) as usize];
-        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    }
+    let p = |v: &mut Vec<f64>, q: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * q) as usize]
+    };
+    let load = || {
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (m, (name, _)) in models.iter().enumerate() {
         println!(
             "{name}: wall p50 {:.3} ms p90 {:.3} ms | cpu p50 {:.3} ms p90 {:.3} ms | loadavg {}",
-            p(&wall, 0.5),
-            p(&wall, 0.9),
-            p(&cpu, 0.5),
-            p(&cpu, 0.9),
-            load.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
+            p(&mut wall[m], 0.5),
+            p(&mut wall[m], 0.9),
+            p(&mut cpu[m], 0.5),
+            p(&mut cpu[m], 0.9),
+            load()
         );
-    };
-    report("full model", &|q| {
-        std::hint::black_box(model.embed(q));
-    });
+    }
+    if models.len() < 2 {
+        return;
+    }
+    let mut cos: Vec<f64> = qs
+        .iter()
+        .map(|q| {
+            let (a, b) = (models[0].1.embed(q), models[1].1.embed(q));
+            f64::from(agent_discover::search::dot(&a, &b))
+        })
+        .collect();
+    let mean = cos.iter().sum::<f64>() / cos.len() as f64;
+    println!(
+        "cosine f16 vs int8 per query: mean {mean:.6}, min {:.6}",
+        p(&mut cos, 0.0)
+    );
     if embedder.table.is_some() {
-        report("static table", &|q| {
-            std::hint::black_box(embedder.static_embed(model, q));
-        });
+        let mut w = Vec::new();
+        for round in 0..3 {
+            for q in &qs {
+                let t0 = std::time::Instant::now();
+                std::hint::black_box(embedder.static_embed(model, q));
+                if round > 0 {
+                    w.push(t0.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+        }
+        println!("static table: wall p50 {:.3} ms", p(&mut w, 0.5));
     }
 }
 
@@ -503,6 +563,16 @@ fn centroids(names: &[String], vecs: &[Vec<f32>]) -> HashMap<String, Vec<f32>> {
         .collect()
 }
 
+/// Evidence of a query as a whole, for the no-match rules: the best, second and mean of the 2nd-10th cosines, and
+/// the best normalised BM25.
+#[derive(Clone, Copy, Debug)]
+struct Evidence {
+    c1: f64,
+    c2: f64,
+    next9: f64,
+    b1: f64,
+}
+
 async fn candidates(
     search: &Search,
     names: &[String],
@@ -510,7 +580,7 @@ async fn candidates(
     cents: &HashMap<String, Vec<f32>>,
     q: &str,
     qv: &[f32],
-) -> Cands {
+) -> (Cands, Evidence) {
     let r = search.rank_with(q, None, 50).await.unwrap();
     let mut out: HashMap<String, (f64, f64)> = HashMap::new();
     for h in r.hits {
@@ -522,11 +592,20 @@ async fn candidates(
         .map(|(i, v)| (i, agent_discover::search::dot(v, qv) as f64))
         .collect();
     cos.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let b1 = out.values().map(|v| v.0).fold(0.0, f64::max);
+    let ev = Evidence {
+        c1: cos.first().map_or(0.0, |c| c.1),
+        c2: cos.get(1).map_or(0.0, |c| c.1),
+        next9: cos.iter().skip(1).take(9).map(|c| c.1).sum::<f64>()
+            / cos.len().saturating_sub(1).clamp(1, 9) as f64,
+        b1,
+    };
     let all: HashMap<&str, f64> = cos.iter().map(|(i, c)| (names[*i].as_str(), *c)).collect();
     for (i, _) in cos.iter().take(50) {
         out.entry(names[*i].clone()).or_insert((0.0, 0.0));
     }
-    out.into_iter()
+    let c = out
+        .into_iter()
         .map(|(k, (b, _))| {
             let c = all.get(k.as_str()).copied().unwrap_or(0.0);
             let sc = cents
@@ -535,7 +614,80 @@ async fn candidates(
                 .unwrap_or(0.0);
             (k, b, c, sc)
         })
-        .collect()
+        .collect();
+    (c, ev)
+}
+
+/// One no-match rule: a name and the gate value of a query (matched when at or above a threshold), from the fused
+/// top score and the query's evidence.
+type Rule = (String, Box<dyn Fn(f64, &Evidence) -> f64>);
+
+fn no_match_rules() -> Vec<Rule> {
+    let mut rules: Vec<Rule> = vec![
+        ("top fused score (today's rule)".into(), Box::new(|s, _| s)),
+        ("top cosine".into(), Box::new(|_, e| e.c1)),
+        ("cosine margin c1-c2".into(), Box::new(|_, e| e.c1 - e.c2)),
+        (
+            "cosine margin c1-mean(c2..c10)".into(),
+            Box::new(|_, e| e.c1 - e.next9),
+        ),
+    ];
+    for a in [0.5, 1.0, 2.0, 4.0] {
+        rules.push((
+            format!("top score + {a}·margin"),
+            Box::new(move |s, e| s + a * (e.c1 - e.next9)),
+        ));
+        rules.push((
+            format!("top cosine + {a}·margin"),
+            Box::new(move |_, e| e.c1 + a * (e.c1 - e.next9)),
+        ));
+    }
+    // Weak semantic and weak lexical evidence: refused only when both are weak (a BM25 match covering at least
+    // `tb` of the query is enough on its own).
+    for a in [0.0, 1.0, 2.0] {
+        for tb in [0.6, 0.8, 0.9] {
+            rules.push((
+                format!("cosine + {a}·margin, or BM25 >= {tb}"),
+                Box::new(move |_, e| {
+                    if e.b1 >= tb {
+                        9.0
+                    } else {
+                        e.c1 + a * (e.c1 - e.next9)
+                    }
+                }),
+            ));
+        }
+    }
+    rules
+}
+
+/// The threshold for `gates` (in-catalog first, then `n_no` no-answer) that refuses the most no-answer queries while
+/// at least 97% (SEARCH_EVAL_FOUND) of the in-catalog ones stay found; between the two gate values it falls between.
+fn tune_threshold(gates: &[f64], n_no: usize) -> f64 {
+    let n_in = gates.len() - n_no;
+    let share: f64 = std::env::var("SEARCH_EVAL_FOUND")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.97);
+    let need = (n_in as f64 * share - 1e-9).ceil() as usize;
+    let mut vals: Vec<f64> = gates.to_vec();
+    vals.sort_by(f64::total_cmp);
+    vals.dedup();
+    let mut best: Option<(usize, usize, f64)> = None;
+    for (i, v) in vals.iter().enumerate() {
+        // Thresholds just above each value, and below all.
+        let t = if i == 0 {
+            f64::NEG_INFINITY
+        } else {
+            (vals[i - 1] + v) / 2.0
+        };
+        let found = gates[..n_in].iter().filter(|g| **g >= t).count();
+        let refused = gates[n_in..].iter().filter(|g| **g < t).count();
+        if found >= need && best.is_none_or(|b| (refused, found) > (b.0, b.1)) {
+            best = Some((refused, found, t));
+        }
+    }
+    best.map_or(f64::NEG_INFINITY, |b| b.2)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -655,7 +807,7 @@ async fn main() {
         embedder.fit_map(&mut cache, &model, &catalog(), lambda);
     }
     if std::env::var("SEARCH_EVAL_TIME").is_ok() {
-        time_queries(&model, &embedder);
+        time_queries(&dir, &embedder, &model);
         return;
     }
     let tools = catalog();
@@ -728,6 +880,7 @@ async fn main() {
         let gcents = centroids(&gnames, &gvecs);
         // Candidates per set and query, computed once per variant.
         let mut per_set = Vec::new();
+        let mut evidence: Vec<Vec<Evidence>> = Vec::new();
         for s in &sets {
             let qs: Vec<String> = s
                 .queries
@@ -736,17 +889,20 @@ async fn main() {
                 .chain(s.no_match.iter().cloned())
                 .collect();
             let qv = embedder.queries(&mut cache, &model, &qs);
-            let mut c = Vec::new();
+            let (mut c, mut e) = (Vec::new(), Vec::new());
             for (q, v) in qs.iter().zip(&qv) {
-                c.push(candidates(&search, &names, &vecs, &cents, q, v).await);
+                let (cands, ev) = candidates(&search, &names, &vecs, &cents, q, v).await;
+                c.push(cands);
+                e.push(ev);
             }
             per_set.push(c);
+            evidence.push(e);
         }
         let gq: Vec<String> = gqueries.iter().map(|q| q.0.clone()).collect();
         let gqv = embedder.queries(&mut cache, &model, &gq);
         let mut gc = Vec::new();
         for (q, v) in gq.iter().zip(&gqv) {
-            gc.push(candidates(&gsearch, &gnames, &gvecs, &gcents, q, v).await);
+            gc.push(candidates(&gsearch, &gnames, &gvecs, &gcents, q, v).await.0);
         }
         cache.save();
         for f in fusions {
@@ -805,6 +961,47 @@ async fn main() {
             let gn = gqueries.len() as f64;
             line.push_str(&format!(" | golden R@1 {:.3} R@5 {:.3}", r1 / gn, r5 / gn));
             println!("{line}");
+        }
+        if v.starts_with('A') {
+            // No-match rules on today's fusion (w 0.7): thresholds tuned on the tuning set only.
+            let f = Fusion::Weighted(0.7);
+            let gates_of = |rule: &Rule, si: usize| -> Vec<f64> {
+                per_set[si]
+                    .iter()
+                    .zip(&evidence[si])
+                    .map(|(c, e)| rule.1(fuse(c, f).1, e))
+                    .collect()
+            };
+            let fixed: Rule = (
+                "top fused score >= 0.25 (shipped)".into(),
+                Box::new(|s, _| s),
+            );
+            for (i, rule) in std::iter::once(fixed).chain(no_match_rules()).enumerate() {
+                let tune = gates_of(&rule, 0);
+                let thr = if i == 0 {
+                    agent_discover::search::NO_MATCH
+                } else {
+                    tune_threshold(&tune, sets[0].no_match.len())
+                };
+                let mut line = format!("no-match {:<40} thr {thr:>7.3}", rule.0);
+                for (si, s) in sets.iter().enumerate() {
+                    let g = if si == 0 {
+                        tune.clone()
+                    } else {
+                        gates_of(&rule, si)
+                    };
+                    let n = s.queries.len();
+                    let found = g[..n].iter().filter(|x| **x >= thr).count();
+                    let refused = g[n..].iter().filter(|x| **x < thr).count();
+                    line.push_str(&format!(
+                        " | {} found {:.2} refused {:.2}",
+                        s.name,
+                        found as f64 / n as f64,
+                        refused as f64 / s.no_match.len().max(1) as f64
+                    ));
+                }
+                println!("{line}");
+            }
         }
     }
 }

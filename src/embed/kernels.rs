@@ -9,11 +9,11 @@
 #![allow(clippy::needless_range_loop)]
 
 /// Rows of x per tile, at most.
-const MR: usize = 6;
+pub(super) const MR: usize = 6;
 /// Rows of w per tile.
-const NR: usize = 2;
+pub(super) const NR: usize = 2;
 /// Bytes of w (as f32) kept hot while all rows of x pass over them.
-const W_BLOCK_BYTES: usize = 64 * 1024;
+pub(super) const W_BLOCK_BYTES: usize = 64 * 1024;
 
 /// An IEEE 754 half-precision number, as stored bits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -163,12 +163,12 @@ pub fn matmul_t<W: Weight + Sync>(
 }
 
 /// Rows of x from which a product is split over two threads (below, starting a thread costs more than it saves).
-const SPLIT_ROWS: usize = 8;
+pub(super) const SPLIT_ROWS: usize = 8;
 /// Environment variable capping the threads of one product (`1`: single-threaded).
 pub const ENV_THREADS: &str = "AGENT_DISCOVER_EMBED_THREADS";
 
 /// Threads one product may use: 1, or 2 when AGENT_DISCOVER_EMBED_THREADS=2 and the machine has two cores.
-fn threads() -> usize {
+pub fn threads() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *N.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -202,7 +202,7 @@ fn block_rows(cols: usize) -> usize {
 
 /// The rows of x cut into as few tiles as possible, of even sizes (13 rows: 5, 4, 4), since each tile reads the
 /// whole block of w: calls `f(r0, r1)` per tile.
-fn for_each_tile(rows: usize, mut f: impl FnMut(usize, usize)) {
+pub(super) fn for_each_tile(rows: usize, mut f: impl FnMut(usize, usize)) {
     let tiles = rows.div_ceil(MR);
     let mut r0 = 0;
     for t in 0..tiles {

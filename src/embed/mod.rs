@@ -4,17 +4,21 @@
 //! The pipeline is the one sentence-transformers runs: BERT uncased WordPiece tokens (at most 256, no padding),
 //! the 6-layer MiniLM encoder, mean pooling over the tokens, L2 normalisation. Parts: `safetensors` reads the
 //! weights, `tokenizer` (with its Unicode `tables`) turns text into ids, `bert` runs the encoder on top of the
-//! matrix kernel in `kernels`. Model files come from `scripts/install-model.sh` or a Hugging Face cache.
+//! matrix kernels in `kernels` (f32 and f16 weights) and `quant` (int8 weights; `AGENT_DISCOVER_EMBED_WEIGHTS`
+//! chooses). Model files come from `scripts/install-model.sh` or a Hugging Face cache.
 
 mod bert;
 pub mod fetch;
 mod kernels;
+mod quant;
 mod safetensors;
 #[rustfmt::skip]
 mod tables;
 mod tokenizer;
 
 use std::path::{Path, PathBuf};
+
+pub use bert::WeightFormat;
 
 /// Length of an embedding.
 pub const DIM: usize = 384;
@@ -24,6 +28,31 @@ pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 pub const MAX_TOKENS: usize = 256;
 /// Environment variable naming the model directory.
 pub const ENV_MODEL_DIR: &str = "AGENT_DISCOVER_MODEL_DIR";
+/// Environment variable choosing how the dense layers' weights are held: `int8` (default) or `f16`.
+pub const ENV_WEIGHTS: &str = "AGENT_DISCOVER_EMBED_WEIGHTS";
+/// The weight format when `AGENT_DISCOVER_EMBED_WEIGHTS` is unset.
+pub const DEFAULT_WEIGHTS: WeightFormat = WeightFormat::Int8;
+
+/// The weight format `AGENT_DISCOVER_EMBED_WEIGHTS` asks for; the default when unset or not understood (said once
+/// on stderr).
+pub fn weights_from_env() -> WeightFormat {
+    match std::env::var(ENV_WEIGHTS) {
+        Ok(v) if !v.trim().is_empty() => WeightFormat::parse(&v).unwrap_or_else(|| {
+            tracing::warn!(
+                "{ENV_WEIGHTS}={v:?} is not f16 or int8; using {}",
+                DEFAULT_WEIGHTS.name()
+            );
+            DEFAULT_WEIGHTS
+        }),
+        _ => DEFAULT_WEIGHTS,
+    }
+}
+
+/// Threads one matrix product of the encoder uses: 1, or 2 with `AGENT_DISCOVER_EMBED_THREADS=2` on a machine with
+/// two cores or more.
+pub fn product_threads() -> usize {
+    kernels::threads()
+}
 
 /// Texts are run together until they hold this many tokens, so the weights are read once per pack.
 const PACK_TOKENS: usize = 512;
@@ -47,12 +76,14 @@ pub enum EmbedError {
     Io(#[from] std::io::Error),
 }
 
-/// all-MiniLM-L6-v2 loaded in memory (about 70 MB: the dense layers' weights are kept in half precision).
+/// all-MiniLM-L6-v2 loaded in memory (about 60 MB with int8 weights, the default, 70 MB with f16: the word embeddings, 47 MB,
+/// stay f32).
 /// Immutable: share it between threads behind an `Arc`.
 pub struct MiniLm {
     tokenizer: tokenizer::Tokenizer,
     bert: bert::Bert,
     max_tokens: usize,
+    weights: WeightFormat,
 }
 
 impl std::fmt::Debug for MiniLm {
@@ -60,14 +91,20 @@ impl std::fmt::Debug for MiniLm {
         f.debug_struct("MiniLm")
             .field("model", &MODEL_ID)
             .field("config", self.bert.config())
+            .field("weights", &self.weights)
             .finish()
     }
 }
 
 impl MiniLm {
     /// Loads the model from `dir` (or `dir/model`), which holds model.safetensors and vocab.txt, and config.json
-    /// (optional: all-MiniLM-L6-v2's dimensions are the default).
+    /// (optional: all-MiniLM-L6-v2's dimensions are the default), in the weight format of `AGENT_DISCOVER_EMBED_WEIGHTS`.
     pub fn load(dir: &Path) -> Result<MiniLm, EmbedError> {
+        MiniLm::load_with(dir, weights_from_env())
+    }
+
+    /// As `load`, with the dense layers' weights held in `weights`.
+    pub fn load_with(dir: &Path, weights: WeightFormat) -> Result<MiniLm, EmbedError> {
         let dir = model_files_dir(dir).unwrap_or_else(|| dir.to_path_buf());
         let read = |name: &str| -> Result<Vec<u8>, EmbedError> {
             let path = dir.join(name);
@@ -99,19 +136,25 @@ impl MiniLm {
                 cfg.vocab_size
             )));
         }
-        let weights = safetensors::SafeTensors::parse(read(WEIGHTS_FILE)?)?;
+        let tensors = safetensors::SafeTensors::parse(read(WEIGHTS_FILE)?)?;
         let max_tokens = MAX_TOKENS.min(cfg.max_position_embeddings);
         if max_tokens < 2 {
             return Err(EmbedError::BadFormat(
                 "max_position_embeddings is below 2".into(),
             ));
         }
-        let bert = bert::Bert::load(&weights, cfg)?;
+        let bert = bert::Bert::load(&tensors, cfg, weights)?;
         Ok(MiniLm {
             tokenizer,
             bert,
             max_tokens,
+            weights,
         })
+    }
+
+    /// How the dense layers' weights are held.
+    pub fn weights(&self) -> WeightFormat {
+        self.weights
     }
 
     /// Token ids of `text`: `[CLS]`, the word pieces, `[SEP]`; at most 256 in all.

@@ -282,7 +282,10 @@ impl OAuth {
 
     /// Stored tokens, decrypted; `None` when they do not decrypt or parse.
     fn open_tokens(&self, server_id: i64, blob: &[u8]) -> Option<Tokens> {
-        let clear = self.inner.secrets.open_bytes(&aad(server_id, "tokens"), blob)?;
+        let clear = self
+            .inner
+            .secrets
+            .open_bytes(&aad(server_id, "tokens"), blob)?;
         serde_json::from_slice(&clear).ok()
     }
 
@@ -418,11 +421,12 @@ impl OAuth {
         let lock = self.refresh_lock(server.id);
         let _held = lock.lock().await;
         let holder = holder_id();
-        let needs_refresh = |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, b)) {
-            // Refreshed by someone else (this process earlier, another one while we waited) and good: used as it is.
-            Some(t) => t.access_token == stale || expiring(&t),
-            None => false,
-        };
+        let needs_refresh =
+            |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, b)) {
+                // Refreshed by someone else (this process earlier, another one while we waited) and good: used as it is.
+                Some(t) => t.access_token == stale || expiring(&t),
+                None => false,
+            };
         let give_up = tokio::time::Instant::now() + LEASE + LEASE_POLL;
         let tokens = loop {
             let claim = self.inner.registry.store().claim_oauth_refresh(
@@ -439,7 +443,9 @@ impl OAuth {
                         .and_then(|b| self.open_tokens(server.id, &b))
                         .map(|t| t.access_token));
                 }
-                RefreshClaim::Claimed(blob) => break blob.and_then(|b| self.open_tokens(server.id, &b)),
+                RefreshClaim::Claimed(blob) => {
+                    break blob.and_then(|b| self.open_tokens(server.id, &b));
+                }
                 RefreshClaim::Busy if tokio::time::Instant::now() < give_up => {
                     tokio::time::sleep(LEASE_POLL).await;
                 }
@@ -462,12 +468,11 @@ impl OAuth {
             (Ok(None), None) if answer.is_none() => RefreshOutcome::Delete,
             _ => RefreshOutcome::Keep,
         };
-        let released = self.inner.registry.store().finish_oauth_refresh(
-            server.id,
-            "tokens",
-            &holder,
-            write,
-        )?;
+        let released = self
+            .inner
+            .registry
+            .store()
+            .finish_oauth_refresh(server.id, "tokens", &holder, write)?;
         if !released {
             tracing::warn!(server = %server.name, "the token refresh outlived its lease; its result was dropped");
         }

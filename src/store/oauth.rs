@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 
 use super::db::Conn;
-use super::{Backend, Store};
 use super::db::now_text;
+use super::{Backend, Store};
 use crate::args;
 use crate::error::Result;
 

@@ -30,11 +30,17 @@ use crate::events::{Event, EventBus};
 use crate::model::Server;
 use crate::registry::Registry;
 use crate::secrets::Secrets;
+use crate::store::{RefreshClaim, RefreshOutcome};
 
 /// Authorizations in one chain of scope step-ups (the first one included) before agent-discover gives up.
 pub const MAX_AUTHORIZATIONS: u32 = 3;
 /// A token this close to its expiry is refreshed before use.
 const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// How long a process may hold a server's refresh lease: longer than the HTTP client's timeout (20 s), so a lease
+/// outlives its refresh unless its holder died.
+const LEASE: Duration = Duration::from_secs(30);
+/// How often a process waiting for another process's refresh looks at the stored tokens again.
+const LEASE_POLL: Duration = Duration::from_millis(50);
 /// Environment variable naming the URL the dashboard is reached at (redirect URIs are built on it).
 pub const ENV_PUBLIC_URL: &str = "AGENT_DISCOVER_PUBLIC_URL";
 
@@ -269,6 +275,20 @@ impl OAuth {
         Ok(serde_json::from_slice(&clear).ok())
     }
 
+    fn seal<T: Serialize>(&self, server_id: i64, kind: &str, value: &T) -> Result<Vec<u8>> {
+        let clear = serde_json::to_vec(value).map_err(|e| Error::Internal(e.to_string()))?;
+        self.inner.secrets.seal_bytes(&aad(server_id, kind), &clear)
+    }
+
+    /// Stored tokens, decrypted; `None` when they do not decrypt or parse.
+    fn open_tokens(&self, server_id: i64, blob: &[u8]) -> Option<Tokens> {
+        let clear = self
+            .inner
+            .secrets
+            .open_bytes(&aad(server_id, "tokens"), blob)?;
+        serde_json::from_slice(&clear).ok()
+    }
+
     fn save<T: Serialize>(
         &self,
         server_id: i64,
@@ -276,11 +296,7 @@ impl OAuth {
         value: &T,
         auth_url: Option<&str>,
     ) -> Result<()> {
-        let clear = serde_json::to_vec(value).map_err(|e| Error::Internal(e.to_string()))?;
-        let blob = self
-            .inner
-            .secrets
-            .seal_bytes(&aad(server_id, kind), &clear)?;
+        let blob = self.seal(server_id, kind, value)?;
         self.inner
             .registry
             .store()
@@ -391,47 +407,111 @@ impl OAuth {
         }
     }
 
-    /// Replaces the token `stale` (rejected or expiring) once, however many callers ask at the same time: the first
-    /// refreshes, the others wait and receive its token. A refresh token the server rejects removes the tokens
-    /// (`None`: a new authorization is needed).
+    /// Replaces the token `stale` (rejected or expiring) once, however many callers ask at the same time, in this
+    /// process or in any other process or replica on the same database: the first refreshes, the others wait and
+    /// receive its token. A refresh token the server rejects removes the tokens (`None`: a new authorization is
+    /// needed).
+    ///
+    /// Across processes the refresh runs under a lease row claimed in a short write transaction serialized per server
+    /// (see `store::oauth`); the HTTP call to the token endpoint happens with no transaction open, so a slow
+    /// authorization server holds neither SQLite's write lock nor a PostgreSQL connection. A process that finds the
+    /// lease taken re-checks the stored tokens every [`LEASE_POLL`] until the holder stored new ones, or the lease
+    /// expired (its holder died) and it claims the lease itself.
     pub async fn refresh(&self, server: &Server, stale: &str) -> Result<Option<String>> {
         let lock = self.refresh_lock(server.id);
         let _held = lock.lock().await;
-        let Some(tokens) = self.tokens(server.id)? else {
-            return Ok(None);
+        let holder = holder_id();
+        let needs_refresh =
+            |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, b)) {
+                // Refreshed by someone else (this process earlier, another one while we waited) and good: used as it is.
+                Some(t) => t.access_token == stale || expiring(&t),
+                None => false,
+            };
+        let give_up = tokio::time::Instant::now() + LEASE + LEASE_POLL;
+        let tokens = loop {
+            let claim = self.inner.registry.store().claim_oauth_refresh(
+                server.id,
+                "tokens",
+                &holder,
+                now_secs(),
+                LEASE.as_secs(),
+                needs_refresh,
+            )?;
+            match claim {
+                RefreshClaim::Fresh(blob) => {
+                    return Ok(blob
+                        .and_then(|b| self.open_tokens(server.id, &b))
+                        .map(|t| t.access_token));
+                }
+                RefreshClaim::Claimed(blob) => {
+                    break blob.and_then(|b| self.open_tokens(server.id, &b));
+                }
+                RefreshClaim::Busy if tokio::time::Instant::now() < give_up => {
+                    tokio::time::sleep(LEASE_POLL).await;
+                }
+                RefreshClaim::Busy => {
+                    return Err(Error::Internal(format!(
+                        "another agent-discover process has been refreshing the token of '{}' for too long",
+                        server.name
+                    )));
+                }
+            }
         };
-        if tokens.access_token != stale && !expiring(&tokens) {
-            // Someone else refreshed while we waited.
-            return Ok(Some(tokens.access_token));
+        // The lease is ours: release it whatever happens, with what the refresh produced.
+        let (outcome, answer) = self.refresh_claimed(server, tokens).await;
+        let sealed = match &outcome {
+            Ok(Some(new)) => Some(self.seal(server.id, "tokens", new)?),
+            _ => None,
+        };
+        let write = match (&outcome, &sealed) {
+            (_, Some(blob)) => RefreshOutcome::Store(blob),
+            (Ok(None), None) if answer.is_none() => RefreshOutcome::Delete,
+            _ => RefreshOutcome::Keep,
+        };
+        let released = self
+            .inner
+            .registry
+            .store()
+            .finish_oauth_refresh(server.id, "tokens", &holder, write)?;
+        if !released {
+            tracing::warn!(server = %server.name, "the token refresh outlived its lease; its result was dropped");
         }
+        outcome?;
+        if matches!(write, RefreshOutcome::Store(_)) {
+            tracing::info!(server = %server.name, "OAuth token refreshed");
+        }
+        Ok(answer)
+    }
+
+    /// The refresh itself, under the lease: `Ok(Some(tokens))` to store, `Ok(None)` with the answer to give (the
+    /// token from the client credentials grant, which stores its own tokens; `None` when the tokens must go).
+    async fn refresh_claimed(
+        &self,
+        server: &Server,
+        tokens: Option<Tokens>,
+    ) -> (Result<Option<Tokens>>, Option<String>) {
+        let Some(tokens) = tokens else {
+            return (Ok(None), None);
+        };
         if tokens.grant == "client_credentials" {
-            return self
-                .client_credentials(server, tokens.scope.clone())
-                .await
-                .map(Some);
+            return match self.client_credentials(server, tokens.scope.clone()).await {
+                Ok(token) => (Ok(None), Some(token)),
+                Err(e) => (Err(e), None),
+            };
         }
         let Some(refresh_token) = tokens.refresh_token.clone() else {
-            self.inner
-                .registry
-                .store()
-                .delete_oauth(server.id, "tokens")?;
-            return Ok(None);
+            return (Ok(None), None);
         };
         match flow::refresh(self.http(), &tokens, &refresh_token).await {
             Ok(new) => {
-                self.save(server.id, "tokens", &new, None)?;
-                tracing::info!(server = %server.name, "OAuth token refreshed");
-                Ok(Some(new.access_token))
+                let token = new.access_token.clone();
+                (Ok(Some(new)), Some(token))
             }
             Err(OAuthError::Refused(reason)) => {
                 tracing::warn!(server = %server.name, %reason, "the refresh token was rejected; a new authorization is needed");
-                self.inner
-                    .registry
-                    .store()
-                    .delete_oauth(server.id, "tokens")?;
-                Ok(None)
+                (Ok(None), None)
             }
-            Err(e) => Err(e.into_error(&server.name)),
+            Err(e) => (Err(e.into_error(&server.name)), None),
         }
     }
 
@@ -703,6 +783,20 @@ impl OAuth {
         self.changed(&server.name);
         Ok(())
     }
+}
+
+/// Names one refresh attempt, unique across processes (and across `App`s in one process).
+fn holder_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 fn expiring(t: &Tokens) -> bool {

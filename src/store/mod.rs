@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use db::Conn;
 
 pub use introspect::IntrospectionRow;
+pub use oauth::{RefreshClaim, RefreshOutcome};
 pub use pins::PinRow;
 pub use schema::SCHEMA_VERSION;
 pub use search::Bm25Hit;

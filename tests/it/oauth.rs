@@ -858,3 +858,143 @@ async fn through_the_proxy_a_401_refreshes_once_and_a_rejected_refresh_asks_for_
     assert_eq!(status.auth_url.as_deref(), Some(fresh.as_str()));
     app.proxy.shutdown().await;
 }
+
+// ---------- token refresh once across processes (SQLite) and replicas (PostgreSQL) ----------
+
+/// Two sides (processes or replicas) on one database, `a` and `b`, with the server `stub` authorized through `a`
+/// (its token expires within the refresh margin): both ask for a token at the same moment, released by a barrier.
+/// The authorization server sees one refresh, both get the new token, and the lease is gone.
+async fn both_sides_refresh_once(
+    stub: &StubAs,
+    a: (
+        &agent_discover::oauth::OAuth,
+        &agent_discover::registry::Registry,
+    ),
+    b: (
+        &agent_discover::oauth::OAuth,
+        &agent_discover::registry::Registry,
+    ),
+) {
+    use std::sync::atomic::Ordering;
+    let server_a = a.1.get("stub").unwrap();
+    let auth_url = a.0.begin(&server_a, None, false).await.unwrap();
+    let state = url::Url::parse(&auth_url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned();
+    a.0.finish(&server_a, &format!("?code=c&state={state}"))
+        .await
+        .unwrap();
+    // b reads the tokens a stored: the expiring at-1, the same server id.
+    let server_b = b.1.get("stub").unwrap();
+    assert_eq!(server_b.id, server_a.id);
+    assert_eq!(
+        b.0.tokens(server_b.id).unwrap().unwrap().access_token,
+        "at-1"
+    );
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 0);
+
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let run = |oauth: agent_discover::oauth::OAuth, server: agent_discover::model::Server| {
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            oauth.access_token(&server).await
+        })
+    };
+    let ta = run(a.0.clone(), server_a.clone());
+    let tb = run(b.0.clone(), server_b.clone());
+    let (ta, tb) = (ta.await.unwrap().unwrap(), tb.await.unwrap().unwrap());
+    assert_eq!(
+        stub.refreshes.load(Ordering::SeqCst),
+        1,
+        "one refresh in all"
+    );
+    assert_eq!(ta.as_deref(), Some("at-2"));
+    assert_eq!(tb.as_deref(), Some("at-2"));
+    for (oauth, server) in [(a.0, &server_a), (b.0, &server_b)] {
+        let t = oauth.tokens(server.id).unwrap().unwrap();
+        assert_eq!(t.access_token, "at-2");
+        assert_eq!(t.refresh_token.as_deref(), Some("rt-1"));
+        // The next call on either side uses it as it is.
+        assert_eq!(
+            oauth.access_token(server).await.unwrap().as_deref(),
+            Some("at-2")
+        );
+    }
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 1);
+    // The lease was released with the new tokens.
+    assert_eq!(
+        b.1.store().oauth(server_b.id, "refresh_lease").unwrap(),
+        None
+    );
+
+    // A rejected token (a 401 with at-2) on both sides at once: again one refresh, and both get at-3.
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let run = |oauth: agent_discover::oauth::OAuth, server: agent_discover::model::Server| {
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            oauth.refresh(&server, "at-2").await
+        })
+    };
+    let ta = run(a.0.clone(), server_a.clone());
+    let tb = run(b.0.clone(), server_b.clone());
+    let (ta, tb) = (ta.await.unwrap().unwrap(), tb.await.unwrap().unwrap());
+    assert_eq!(stub.refreshes.load(Ordering::SeqCst), 2);
+    assert_eq!((ta.as_deref(), tb.as_deref()), (Some("at-3"), Some("at-3")));
+}
+
+fn register_stub(registry: &agent_discover::registry::Registry, base: &str) {
+    use agent_discover::model::{ServerSpec, Transport};
+    registry
+        .register(ServerSpec {
+            name: "stub".into(),
+            transport: Transport::StreamableHttp,
+            url: Some(format!("{base}/mcp")),
+            ..Default::default()
+        })
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_on_one_sqlite_file_refresh_a_token_once() {
+    let (stub, base) = stub_as().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = || agent_discover::config::Config::in_dir(dir.path());
+    let a = agent_discover::app::App::open(config()).unwrap();
+    register_stub(&a.registry, &base);
+    // A second App on the same data dir: its own SQLite connection, as another process has.
+    let b = agent_discover::app::App::open(config()).unwrap();
+    both_sides_refresh_once(&stub, (&a.oauth, &a.registry), (&b.oauth, &b.registry)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_postgres_refresh_a_token_once() {
+    use agent_discover::events::EventBus;
+    let (stub, base) = stub_as().await;
+    let pg = crate::pg::server();
+    let url = pg.new_database();
+    // Two replicas' domain layers: each its own pool, listener and registry on the database; one key for the team
+    // (the shared secrets.key of one directory stands in for AGENT_DISCOVER_MASTER_KEY, which a test process must
+    // not set for its neighbours).
+    let dir = tempfile::tempdir().unwrap();
+    let replica = || {
+        let events = EventBus::default();
+        let store = agent_discover::store::Store::open_url(&url).unwrap();
+        assert!(store.is_shared());
+        let registry = agent_discover::registry::Registry::new(store, events.clone());
+        let secrets =
+            agent_discover::secrets::Secrets::open(dir.path(), registry.clone(), events.clone())
+                .unwrap();
+        let oauth = agent_discover::oauth::OAuth::new(registry.clone(), secrets, events);
+        (oauth, registry)
+    };
+    let a = replica();
+    register_stub(&a.1, &base);
+    let b = replica();
+    both_sides_refresh_once(&stub, (&a.0, &a.1), (&b.0, &b.1)).await;
+}

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::super::db::Conn;
 use super::super::sqlite::Sqlite;
-use super::{ListenState, PgListener, PgPool, migrate, notify, schema_version};
+use super::{Isolation, ListenState, PgListener, PgPool, migrate, notify, schema_version};
 use crate::args;
 use crate::error::Result;
 
@@ -70,6 +70,24 @@ impl Postgres {
         mut f: impl FnMut(&dyn Conn) -> Result<T>,
     ) -> Result<T> {
         let out = self.pool.transaction(|c| {
+            let out = f(c)?;
+            notify(c, CHANNEL, "")?;
+            Ok(out)
+        })?;
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        Ok(out)
+    }
+
+    /// One READ COMMITTED transaction that first takes the transaction-scoped advisory lock `key` (released at commit
+    /// or rollback), then runs `f` and notifies the other replicas. Every statement after the lock sees what the
+    /// previous holder committed, which a SERIALIZABLE snapshot taken before waiting would not.
+    pub(in crate::store) fn write_locked<T>(
+        &self,
+        key: i64,
+        mut f: impl FnMut(&dyn Conn) -> Result<T>,
+    ) -> Result<T> {
+        let out = self.pool.transaction_in(Isolation::ReadCommitted, |c| {
+            c.execute("SELECT pg_advisory_xact_lock(?1)", &args![key])?;
             let out = f(c)?;
             notify(c, CHANNEL, "")?;
             Ok(out)

@@ -21,6 +21,9 @@ pub enum Sealed<'a> {
     AgentHeaders { id: &'a str },
 }
 
+/// Opens a sealed value with the source's key and seals it for its target row.
+pub type Reseal<'r> = dyn Fn(Sealed<'_>, &[u8]) -> Result<Vec<u8>> + 'r;
+
 /// What a copy did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct CopyReport {
@@ -102,7 +105,7 @@ impl Store {
         &self,
         target: &Store,
         replace: bool,
-        reseal: &dyn Fn(Sealed<'_>, &[u8]) -> Result<Vec<u8>>,
+        reseal: &Reseal<'_>,
     ) -> Result<CopyReport> {
         let snap = self.read(snapshot)?;
         target.write(|c| copy(c, &snap, replace, reseal))
@@ -161,12 +164,7 @@ fn insert(c: &dyn Conn, table: &str, cols: &str, values: &[Value], suffix: &str)
     )
 }
 
-fn copy(
-    c: &dyn Conn,
-    snap: &Snapshot,
-    replace: bool,
-    reseal: &dyn Fn(Sealed<'_>, &[u8]) -> Result<Vec<u8>>,
-) -> Result<CopyReport> {
+fn copy(c: &dyn Conn, snap: &Snapshot, replace: bool, reseal: &Reseal<'_>) -> Result<CopyReport> {
     let mut report = CopyReport::default();
     let count = |report: &mut CopyReport, table: &'static str, n: u64| {
         *report.rows.entry(table).or_default() += n;

@@ -70,7 +70,7 @@ async fn personal_registry_copies_into_a_team_registry_once() {
     let url = server.new_database();
     let team_key = [("AGENT_DISCOVER_MASTER_KEY", TEAM_KEY)];
 
-    // Typed refusals: bad syntax, a missing source, no team key for the secret.
+    // Typed refusals: bad syntax, a missing source, an unreachable target, no team key for the secret.
     let (ok, _, err) = run(p, &["migrate", "--from", "/x.db", "--to", &url], &team_key).await;
     assert!(!ok && err.contains("--from"), "{err}");
     let (ok, _, err) = run(
@@ -86,6 +86,11 @@ async fn personal_registry_copies_into_a_team_registry_once() {
     )
     .await;
     assert!(!ok && err.contains("source registry"), "{err}");
+    let (ok, _, err) = migrate(p, "postgres://nobody@127.0.0.1:1/none", &team_key).await;
+    assert!(
+        !ok && err.contains("cannot reach the team registry"),
+        "{err}"
+    );
     let (ok, _, err) = migrate(p, &url, &[]).await;
     assert!(!ok && err.contains("AGENT_DISCOVER_MASTER_KEY"), "{err}");
 

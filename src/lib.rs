@@ -24,6 +24,7 @@ pub mod introspect;
 pub mod lifecycle;
 pub mod marketplace;
 pub mod mcp;
+pub mod migrate;
 pub mod model;
 pub mod oauth;
 pub mod pinning;

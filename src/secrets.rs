@@ -43,7 +43,7 @@ pub fn mask(value: &str) -> String {
 pub struct Secrets {
     registry: Registry,
     events: EventBus,
-    cipher: XChaCha20Poly1305,
+    cipher: SealKey,
 }
 
 impl fmt::Debug for Secrets {
@@ -59,7 +59,7 @@ impl Secrets {
         Ok(Secrets {
             registry,
             events,
-            cipher: XChaCha20Poly1305::new(&key),
+            cipher: SealKey(XChaCha20Poly1305::new(&key)),
         })
     }
 
@@ -144,9 +144,58 @@ impl Secrets {
 
     /// Encrypts `value` bound to `aad` (nonce first). For records other modules keep (OAuth tokens, registrations).
     pub fn seal_bytes(&self, aad: &str, value: &[u8]) -> Result<Vec<u8>> {
+        self.cipher.seal(aad, value)
+    }
+
+    /// Decrypts what [`Secrets::seal_bytes`] sealed with the same `aad`; `None` when it does not open.
+    pub fn open_bytes(&self, aad: &str, blob: &[u8]) -> Option<Vec<u8>> {
+        self.cipher.open(aad, blob)
+    }
+}
+
+/// A master key, apart from a registry: what `migrate` uses to open one registry's sealed values and seal them for
+/// another's.
+#[derive(Clone)]
+pub struct SealKey(XChaCha20Poly1305);
+
+impl fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SealKey { .. }")
+    }
+}
+
+impl SealKey {
+    /// The key in `AGENT_DISCOVER_MASTER_KEY`, if the variable is set.
+    pub fn from_env() -> Result<Option<SealKey>> {
+        if std::env::var_os(ENV_MASTER_KEY).is_none() {
+            return Ok(None);
+        }
+        load_key(Path::new("")).map(|k| Some(SealKey(XChaCha20Poly1305::new(&k))))
+    }
+
+    /// The key in a key file (as `secrets.key`); `None` when the file does not exist (it is never created here).
+    pub fn from_file(path: &Path) -> Result<Option<SealKey>> {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                check_private(path)?;
+                let key = Key::<XChaCha20Poly1305>::try_from(bytes.as_slice()).map_err(|_| {
+                    Error::invalid(
+                        "secrets key file",
+                        format!("{} is not a 32-byte key", path.display()),
+                    )
+                })?;
+                Ok(Some(SealKey(XChaCha20Poly1305::new(&key))))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Encrypts `value` bound to `aad` (nonce first).
+    pub fn seal(&self, aad: &str, value: &[u8]) -> Result<Vec<u8>> {
         let nonce = XNonce::generate();
         let sealed = self
-            .cipher
+            .0
             .encrypt(
                 &nonce,
                 Payload {
@@ -160,14 +209,14 @@ impl Secrets {
         Ok(blob)
     }
 
-    /// Decrypts what [`Secrets::seal_bytes`] sealed with the same `aad`; `None` when it does not open.
-    pub fn open_bytes(&self, aad: &str, blob: &[u8]) -> Option<Vec<u8>> {
+    /// Decrypts what [`SealKey::seal`] sealed with the same `aad`; `None` when it does not open.
+    pub fn open(&self, aad: &str, blob: &[u8]) -> Option<Vec<u8>> {
         if blob.len() < NONCE_LEN {
             return None;
         }
         let (nonce, sealed) = blob.split_at(NONCE_LEN);
         let nonce = XNonce::try_from(nonce).ok()?;
-        self.cipher
+        self.0
             .decrypt(
                 &nonce,
                 Payload {
@@ -188,7 +237,7 @@ pub fn random_bytes() -> [u8; 32] {
 }
 
 /// Binds a ciphertext to its row, so a value copied to another server or key does not decrypt.
-fn aad(server_id: i64, key: &str) -> String {
+pub(crate) fn aad(server_id: i64, key: &str) -> String {
     format!("server={server_id};key={key}")
 }
 

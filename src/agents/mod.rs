@@ -11,6 +11,7 @@
 mod inprocess;
 mod session;
 mod worker;
+pub(crate) use worker::headers_aad;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

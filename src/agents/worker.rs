@@ -111,7 +111,7 @@ fn check_id(id: &str) -> Result<()> {
         })
 }
 
-fn headers_aad(id: &str) -> String {
+pub(crate) fn headers_aad(id: &str) -> String {
     format!("agent:{id}:headers")
 }
 

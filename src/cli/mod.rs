@@ -214,6 +214,25 @@ pub enum Command {
     /// The local embedding model behind semantic search: status, install (download now), remove.
     #[command(subcommand)]
     Model(model::ModelCommand),
+    /// Copy a personal registry into a team's: `migrate --from sqlite:PATH --to postgres://…`. Secrets are re-sealed
+    /// with the team's key (AGENT_DISCOVER_MASTER_KEY); servers the team already has are skipped (or `--replace`d);
+    /// copied servers start inactive. Running it again copies nothing new.
+    Migrate {
+        /// The personal registry, `sqlite:PATH` (PATH is its agent-discover.db file).
+        #[arg(long)]
+        from: String,
+        /// The team registry, `postgres://…`.
+        #[arg(long)]
+        to: String,
+        /// The personal master key file (default: secrets.key next to the SQLite file).
+        #[arg(long, value_name = "FILE")]
+        from_key_file: Option<PathBuf>,
+        /// Replace servers of the same name in the team registry instead of skipping them.
+        #[arg(long)]
+        replace: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Authorize agent-discover for a remote server (OAuth): prints the URL to open and waits for the callback
     /// (listening on the redirect URI itself when no dashboard runs); `--finish` completes by hand, `--logout` forgets.
     Auth(auth::AuthArgs),
@@ -251,6 +270,25 @@ fn parse_kv(s: &str) -> Result<(String, String), String> {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::FixtureServer(args) = cli.command {
         return crate::fixture::run(args).await;
+    }
+    if let Command::Migrate {
+        from,
+        to,
+        from_key_file,
+        replace,
+        json,
+    } = cli.command
+    {
+        return migrate(
+            crate::migrate::MigrateRequest {
+                from,
+                to,
+                from_key_file,
+                replace,
+            },
+            json,
+        )
+        .await;
     }
     let config = Config::resolve(cli.data_dir.as_deref(), cli.database_url.as_deref())?;
     let app = App::open(config.clone())
@@ -804,7 +842,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::FixtureServer(_) => unreachable!("handled above"),
+        Command::FixtureServer(_) | Command::Migrate { .. } => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
@@ -813,6 +851,39 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Call(args) => auth::call(&app, args).await,
         Command::Agents(cmd) => agents::run(&app, cmd).await,
     }
+}
+
+async fn migrate(req: crate::migrate::MigrateRequest, json: bool) -> anyhow::Result<()> {
+    let report = tokio::task::spawn_blocking(move || crate::migrate::migrate(&req)).await??;
+    if json {
+        return print_json(&serde_json::to_value(&report)?);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "copied {} server(s): {}",
+        report.copied.len(),
+        report.copied.join(", ")
+    )?;
+    writeln!(
+        out,
+        "skipped {} server(s) the team registry already has: {}",
+        report.skipped.len(),
+        report.skipped.join(", ")
+    )?;
+    if !report.replaced.is_empty() {
+        writeln!(out, "replaced: {}", report.replaced.join(", "))?;
+    }
+    writeln!(
+        out,
+        "agents copied: {}, skipped: {}",
+        report.agents_copied.len(),
+        report.agents_skipped.len()
+    )?;
+    for (table, n) in &report.rows {
+        writeln!(out, "  {table}: {n} row(s)")?;
+    }
+    Ok(())
 }
 
 /// A progress indicator on stderr (only when stderr is a terminal); abort the handle to stop it.

@@ -191,7 +191,7 @@ pub fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-fn aad(server_id: i64, kind: &str) -> String {
+pub(crate) fn aad(server_id: i64, kind: &str) -> String {
     format!("server={server_id};oauth={kind}")
 }
 

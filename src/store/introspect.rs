@@ -124,7 +124,7 @@ impl Store {
     pub fn set_installed(&self, server_id: i64, installed: bool) -> Result<()> {
         self.write(|c| {
             c.execute(
-                "UPDATE servers SET installed = ?2, active = CASE WHEN ?2 = 1 THEN active ELSE 0 END,
+                "UPDATE servers SET installed = ?2, active = CASE WHEN CAST(?2 AS BIGINT) = 1 THEN active ELSE 0 END,
                     updated_at = ?3 WHERE id = ?1",
                 &args![server_id, installed, now_text()],
             )?;

@@ -9,6 +9,7 @@
 pub mod agents;
 mod bm25;
 mod calls;
+pub mod copy;
 pub use calls::StoredCall;
 pub mod db;
 mod introspect;

@@ -223,7 +223,7 @@ impl Store {
         self.write(|c| {
             c.execute(
                 "UPDATE servers SET active = ?2, last_error = ?3,
-                    status = CASE WHEN ?2 = 1 OR status = 'disabled' THEN status ELSE 'stopped' END, updated_at = ?4 WHERE id = ?1",
+                    status = CASE WHEN CAST(?2 AS BIGINT) = 1 OR status = 'disabled' THEN status ELSE 'stopped' END, updated_at = ?4 WHERE id = ?1",
                 &args![id, active, last_error, now_text()],
             )?;
             Ok(())

@@ -42,6 +42,8 @@ mod introspect_install;
 mod replicas;
 // Issue 16: replicas on one PostgreSQL registry (a real server started by the tests).
 mod team;
+// Issue 16: `migrate` copies a personal registry into a team's.
+mod migrate;
 // Issue 14: install scripts skipped at first and run only when a failure says they were needed.
 mod introspect_scripts;
 

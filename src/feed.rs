@@ -222,17 +222,22 @@ impl Feed {
         let (tx, _) = watch::channel(Arc::new(Snapshot { seq: 0, servers }));
         let cancel = CancellationToken::new();
         tokio::spawn(listen(events, dirty.clone(), cancel.clone()));
+        let elsewhere = Arc::new(std::sync::atomic::AtomicBool::new(false));
         tokio::spawn(rebuild(
             Arc::downgrade(app),
             tx.clone(),
             dirty.clone(),
+            elsewhere.clone(),
             cancel.clone(),
         ));
         let kick = dirty.clone();
         crate::http::watch_database(
             app.registry.store().clone(),
             &app.config.db_path,
-            move || kick.notify_one(),
+            move || {
+                elsewhere.store(true, std::sync::atomic::Ordering::SeqCst);
+                kick.notify_one()
+            },
             cancel.clone(),
         );
         Feed {
@@ -276,6 +281,7 @@ async fn rebuild(
     app: Weak<App>,
     tx: watch::Sender<Arc<Snapshot>>,
     dirty: Arc<Notify>,
+    elsewhere: Arc<std::sync::atomic::AtomicBool>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -283,6 +289,8 @@ async fn rebuild(
             _ = cancel.cancelled() => return,
             _ = dirty.notified() => {}
         }
+        // Whether another process committed since the last rebuild (read before building, so none is missed).
+        let external = elsewhere.swap(false, std::sync::atomic::Ordering::SeqCst);
         let Some(app) = app.upgrade() else { return };
         let reader = app.clone();
         let built = tokio::task::spawn_blocking(move || {
@@ -302,6 +310,27 @@ async fn rebuild(
                 continue;
             }
         };
+        if external {
+            // Another process changed what a running server exposes (its allow/deny filter, an approval): the tools
+            // of this process's child are listed again, which tells this process's MCP clients (`list_changed`).
+            let relist: Vec<String> = {
+                let current = tx.borrow();
+                servers
+                    .iter()
+                    .filter(|n| {
+                        app.proxy.is_active(&n.name)
+                            && current
+                                .servers
+                                .iter()
+                                .any(|o| o.name == n.name && o.tools != n.tools)
+                    })
+                    .map(|n| n.name.clone())
+                    .collect()
+            };
+            for name in relist {
+                app.proxy.relist_tools(&name).await;
+            }
+        }
         reconcile(&app).await;
         // `send_if_modified` never waits for receivers: slow subscribers just see the newest later.
         tx.send_if_modified(|current| {

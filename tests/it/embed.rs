@@ -60,44 +60,50 @@ fn embeddings_match_the_reference() {
     assert_eq!(doc["model_id"], embed::MODEL_ID);
     let items = doc["items"].as_array().expect("items");
     assert!(items.len() >= 10, "the reference has too few items");
-    let m = model();
-    let texts: Vec<&str> = items
-        .iter()
-        .map(|i| i["text"].as_str().expect("text"))
-        .collect();
-    let got = m.embed_batch(&texts);
-    assert_eq!(got.len(), texts.len());
-    let (mut min_int8, mut min_f32) = (f64::MAX, f64::MAX);
-    for (item, (text, e)) in items.iter().zip(texts.iter().zip(&got)) {
-        let want_ids: Vec<u32> = item["ids"]
-            .as_array()
-            .expect("ids")
+    // The default weights (int8) and the f16 ones, each against the float32 reference with its own bound.
+    let f16 = MiniLm::load_with(&model_dir(), embed::WeightFormat::F16)
+        .expect("loading with f16 weights");
+    for (m, f32_bound) in [(model(), 0.998), (&f16, 0.9999)] {
+        let texts: Vec<&str> = items
             .iter()
-            .map(|x| x.as_u64().unwrap() as u32)
+            .map(|i| i["text"].as_str().expect("text"))
             .collect();
-        assert_eq!(m.tokenize(text), want_ids, "token ids of {text:?}");
-        assert_eq!(e.len(), DIM);
-        let c = cosine(e, &floats(&item["embedding"]));
-        assert!(
-            c > 0.99,
-            "cosine {c} with the onnxruntime embedding of {text:?}"
-        );
-        min_int8 = min_int8.min(c);
-        if let Some(f) = item.get("embedding_f32") {
-            let c = cosine(e, &floats(f));
+        let got = m.embed_batch(&texts);
+        assert_eq!(got.len(), texts.len());
+        let (mut min_int8, mut min_f32) = (f64::MAX, f64::MAX);
+        for (item, (text, e)) in items.iter().zip(texts.iter().zip(&got)) {
+            let want_ids: Vec<u32> = item["ids"]
+                .as_array()
+                .expect("ids")
+                .iter()
+                .map(|x| x.as_u64().unwrap() as u32)
+                .collect();
+            assert_eq!(m.tokenize(text), want_ids, "token ids of {text:?}");
+            assert_eq!(e.len(), DIM);
+            let c = cosine(e, &floats(&item["embedding"]));
             assert!(
-                c > 0.9999,
-                "cosine {c} with the float32 embedding of {text:?}"
+                c > 0.99,
+                "cosine {c} with the onnxruntime embedding of {text:?}"
             );
-            min_f32 = min_f32.min(c);
+            min_int8 = min_int8.min(c);
+            if let Some(f) = item.get("embedding_f32") {
+                let c = cosine(e, &floats(f));
+                assert!(
+                    c > f32_bound,
+                    "cosine {c} with the float32 embedding of {text:?} ({:?} weights)",
+                    m.weights()
+                );
+                min_f32 = min_f32.min(c);
+            }
         }
+        // One text alone gives what it gives in a batch.
+        assert_eq!(m.embed(texts[0]), got[0]);
+        eprintln!(
+            "{:?} weights, {} texts: min cosine {min_int8:.6} (onnxruntime int8), {min_f32:.8} (float32)",
+            m.weights(),
+            texts.len()
+        );
     }
-    // One text alone gives what it gives in a batch.
-    assert_eq!(m.embed(texts[0]), got[0]);
-    eprintln!(
-        "{} texts: min cosine {min_int8:.6} (onnxruntime int8), {min_f32:.8} (float32)",
-        texts.len()
-    );
 }
 
 #[test]

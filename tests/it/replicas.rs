@@ -421,6 +421,46 @@ pub async fn follow_active_flags(replicas: &[Replica]) {
         let fx = listed.iter().find(|s| s["name"] == "fx").unwrap();
         assert_eq!(fx["running"], true, "{} runs fx: {fx}", r.url);
     }
+    // A tool filter set through the second replica hides the tool on every replica (each lists its child again).
+    let filtered = http
+        .put(format!(
+            "{}/api/servers/fx/tool-filter",
+            replicas[1 % replicas.len()].url
+        ))
+        .json(&json!({"allow": [], "deny": ["echo"]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        filtered.status().is_success(),
+        "{}",
+        filtered.text().await.unwrap()
+    );
+    for (i, (client, seen)) in clients.iter().enumerate() {
+        wait_tools(
+            client,
+            seen,
+            &format!("fx__echo filtered on replica {i}"),
+            |t| !t.iter().any(|n| n == "fx__echo") && t.iter().any(|n| n == "fx__add"),
+        )
+        .await;
+    }
+    let cleared = http
+        .put(format!("{}/api/servers/fx/tool-filter", replicas[0].url))
+        .json(&json!({"allow": [], "deny": []}))
+        .send()
+        .await
+        .unwrap();
+    assert!(cleared.status().is_success());
+    for (i, (client, seen)) in clients.iter().enumerate() {
+        wait_tools(
+            client,
+            seen,
+            &format!("fx__echo back on replica {i}"),
+            |t| t.iter().any(|n| n == "fx__echo"),
+        )
+        .await;
+    }
     let last = replicas.last().unwrap();
     let stopped = http
         .post(format!("{}/api/servers/fx/deactivate", last.url))

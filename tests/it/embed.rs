@@ -63,7 +63,7 @@ fn embeddings_match_the_reference() {
     // The default weights (int8) and the f16 ones, each against the float32 reference with its own bound.
     let f16 = MiniLm::load_with(&model_dir(), embed::WeightFormat::F16)
         .expect("loading with f16 weights");
-    for (m, f32_bound) in [(model(), 0.998), (&f16, 0.9999)] {
+    for (m, f32_bound) in [(model(), 0.995), (&f16, 0.9999)] {
         let texts: Vec<&str> = items
             .iter()
             .map(|i| i["text"].as_str().expect("text"))

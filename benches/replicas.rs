@@ -11,16 +11,15 @@
 //! Run: `cargo build --release --bin agent-discover && cargo bench --bench replicas`. Uses
 //! target/release/agent-discover and Debian's PostgreSQL (/usr/lib/postgresql/*/bin).
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
-use agent_discover::store::pg::{self, PgPool};
+#[path = "../tests/support/pg_server.rs"]
+mod pg_server;
 use futures::StreamExt;
+use pg_server::PgServer;
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
@@ -53,170 +52,7 @@ fn bin() -> PathBuf {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// PostgreSQL of our own
-
-fn postgres_bin() -> PathBuf {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("bin"))
-        .filter(|b| b.join("initdb").is_file() && b.join("postgres").is_file())
-        .collect();
-    dirs.sort_by_key(|d| {
-        d.parent()
-            .and_then(|v| v.file_name())
-            .and_then(|v| v.to_str())
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(0)
-    });
-    dirs.pop()
-        .expect("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb)")
-}
-
-/// The `postgres` user's uid and gid when we run as root (initdb refuses root).
-fn postgres_user() -> Option<(u32, u32)> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let passwd = std::fs::read_to_string("/etc/passwd").expect("read /etc/passwd");
-    let line = passwd
-        .lines()
-        .find(|l| l.starts_with("postgres:"))
-        .expect("running as root needs the `postgres` user");
-    let f: Vec<&str> = line.split(':').collect();
-    Some((f[2].parse().unwrap(), f[3].parse().unwrap()))
-}
-
-fn as_postgres(cmd: &mut Command, user: Option<(u32, u32)>, dir: &Path) {
-    cmd.current_dir(dir).stdin(Stdio::null());
-    if let Some((uid, gid)) = user {
-        cmd.uid(uid)
-            .gid(gid)
-            .env("HOME", dir)
-            .env("USER", "postgres");
-    }
-}
-
-/// A postmaster in a temporary directory; stopped (immediate shutdown, then SIGKILL to its group) when dropped.
-struct PgServer {
-    port: u16,
-    child: Option<Child>,
-    _dir: tempfile::TempDir,
-}
-
-impl PgServer {
-    fn start() -> PgServer {
-        let bin = postgres_bin();
-        let user = postgres_user();
-        let dir = tempfile::tempdir().unwrap();
-        if let Some((uid, gid)) = user {
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
-        }
-        let data = dir.path().join("data");
-        let mut initdb = Command::new(bin.join("initdb"));
-        initdb
-            .arg("-D")
-            .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
-            .args(["--locale=C.UTF-8"]);
-        as_postgres(&mut initdb, user, dir.path());
-        let out = initdb.output().expect("run initdb");
-        assert!(
-            out.status.success(),
-            "initdb: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut log = Vec::new();
-        for _ in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let mut cmd = Command::new(bin.join("postgres"));
-            cmd.arg("-D")
-                .arg(&data)
-                .arg("-p")
-                .arg(port.to_string())
-                .args(["-c", "listen_addresses=127.0.0.1"])
-                .args(["-c", "unix_socket_directories="])
-                .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
-                .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .process_group(0);
-            as_postgres(&mut cmd, user, dir.path());
-            let mut child = cmd.spawn().expect("start postgres");
-            let stderr = child.stderr.take().unwrap();
-            let (tx, rx) = std_mpsc::channel();
-            // Reads the log to its end (postgres never blocks on a full pipe), reporting lines until ready.
-            std::thread::spawn(move || {
-                let mut ready = false;
-                for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-                    if !ready {
-                        ready = line.contains("ready to accept connections");
-                        let _ = tx.send((line, ready));
-                    }
-                }
-            });
-            log.clear();
-            while let Ok((line, ready)) = rx.recv_timeout(PATIENCE) {
-                if ready {
-                    return PgServer {
-                        port,
-                        child: Some(child),
-                        _dir: dir,
-                    };
-                }
-                log.push(line);
-            }
-            stop_postgres(child);
-            if !log.iter().any(|l| l.contains("could not bind")) {
-                break;
-            }
-        }
-        panic!("postgres did not become ready:\n{}", log.join("\n"));
-    }
-
-    /// Creates database `name` and returns its URL.
-    fn database(&self, name: &str) -> String {
-        let url = |db: &str| format!("postgres://postgres@127.0.0.1:{}/{db}", self.port);
-        let admin = PgPool::with_config(pg::parse_url(&url("postgres")).unwrap(), 1).unwrap();
-        admin
-            .with(|c| c.batch(&format!("CREATE DATABASE {name}")))
-            .unwrap();
-        url(name)
-    }
-}
-
-impl Drop for PgServer {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.take() {
-            stop_postgres(child);
-        }
-    }
-}
-
-fn stop_postgres(mut child: Child) {
-    let pid = child.id() as i32;
-    // SAFETY: the postmaster we started, not reaped yet.
-    unsafe { libc::kill(pid, libc::SIGQUIT) };
-    let (tx, rx) = std_mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = child.wait();
-        let _ = tx.send(());
-    });
-    if rx.recv_timeout(PATIENCE).is_err() {
-        // SAFETY: the group of the postmaster we started, which has not exited.
-        unsafe { libc::killpg(pid, libc::SIGKILL) };
-    }
-    let _ = waiter.join();
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Replicas
+// Replicas (PostgreSQL of our own is tests/support/pg_server.rs)
 
 /// One `agent-discover serve --port 0` in a process group of its own; its fixture children run under
 /// agent-discover's child guard, which kills them when the replica exits. Dropping it kills the group.
@@ -491,7 +327,7 @@ async fn bench() {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let load_avg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let pg = PgServer::start();
-    let (db1, db3) = (pg.database("one"), pg.database("three"));
+    let (db1, db3) = (pg.create_database("one"), pg.create_database("three"));
     let http = reqwest::Client::new();
 
     // One replica on its own registry, three on another; both sets stay up so their rounds can alternate.
@@ -587,7 +423,7 @@ async fn bench() {
     for r in single.into_iter().chain(team) {
         r.stop().await;
     }
-    let pg_pid = pg.child.as_ref().unwrap().id();
+    let pg_pid = pg.pid();
     started.push(pg_pid);
     started.extend(descendants(pg_pid));
     drop(pg);

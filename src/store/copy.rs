@@ -210,61 +210,33 @@ fn copy(c: &dyn Conn, snap: &Snapshot, replace: bool, reseal: &Reseal<'_>) -> Re
                 count(&mut report, table, n);
             }
         }
-        for r in snap
-            .per_server
-            .get(&("server_secrets", *old))
-            .into_iter()
-            .flatten()
-        {
-            let key: String = r.get(0)?;
-            let blob: Vec<u8> = r.get(1)?;
-            let sealed = reseal(
-                Sealed::Secret {
-                    from: *old,
-                    to: new,
-                    key: &key,
-                },
-                &blob,
-            )?;
-            let mut values = vec![Value::Int(new)];
-            values.extend(r.0.iter().cloned());
-            values[2] = Value::Blob(sealed);
-            let n = insert(
-                c,
-                "server_secrets",
-                &format!("server_id, {SECRET_COLS}"),
-                &values,
-                "",
-            )?;
-            count(&mut report, "server_secrets", n);
-        }
-        for r in snap
-            .per_server
-            .get(&("server_oauth", *old))
-            .into_iter()
-            .flatten()
-        {
-            let kind: String = r.get(0)?;
-            let blob: Vec<u8> = r.get(1)?;
-            let sealed = reseal(
-                Sealed::OAuth {
-                    from: *old,
-                    to: new,
-                    kind: &kind,
-                },
-                &blob,
-            )?;
-            let mut values = vec![Value::Int(new)];
-            values.extend(r.0.iter().cloned());
-            values[2] = Value::Blob(sealed);
-            let n = insert(
-                c,
-                "server_oauth",
-                &format!("server_id, {OAUTH_COLS}"),
-                &values,
-                "",
-            )?;
-            count(&mut report, "server_oauth", n);
+        // Sealed rows: (table, columns, what the first column names), each value re-sealed for its new server id.
+        for (table, cols) in [
+            ("server_secrets", SECRET_COLS),
+            ("server_oauth", OAUTH_COLS),
+        ] {
+            for r in snap.per_server.get(&(table, *old)).into_iter().flatten() {
+                let label: String = r.get(0)?;
+                let blob: Vec<u8> = r.get(1)?;
+                let what = if table == "server_secrets" {
+                    Sealed::Secret {
+                        from: *old,
+                        to: new,
+                        key: &label,
+                    }
+                } else {
+                    Sealed::OAuth {
+                        from: *old,
+                        to: new,
+                        kind: &label,
+                    }
+                };
+                let mut values = vec![Value::Int(new)];
+                values.extend(r.0.iter().cloned());
+                values[2] = Value::Blob(reseal(what, &blob)?);
+                let n = insert(c, table, &format!("server_id, {cols}"), &values, "")?;
+                count(&mut report, table, n);
+            }
         }
         report.copied.push(name);
     }

@@ -33,19 +33,8 @@ async fn serve(dir: &std::path::Path, more: &[Value]) -> (tokio::process::Child,
         setup.registry(m.clone()).await;
     }
     setup.stop().await;
-    let mut serve = harness::command(dir, &["serve", "--port", "0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut out = tokio::io::BufReader::new(serve.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), out.next_line())
-        .await
-        .expect("serve printed no URL")
-        .unwrap()
-        .expect("serve exited");
-    (serve, url.trim_end_matches('/').to_owned())
+    let served = crate::replicas::replica(dir, &[]).await;
+    (served.child, served.url)
 }
 
 fn test_client(seen: Arc<harness::Seen>) -> harness::TestClient {

@@ -284,6 +284,9 @@ async fn rebuild(
     elsewhere: Arc<std::sync::atomic::AtomicBool>,
     cancel: CancellationToken,
 ) {
+    // The servers as of the last rebuild that followed another process's commit: what such a commit changed is the
+    // difference from it (a rebuild for this process's own events in between may already show the change).
+    let mut baseline = tx.borrow().clone();
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
@@ -303,30 +306,42 @@ async fn rebuild(
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "building a registry snapshot failed");
+                elsewhere.fetch_or(external, std::sync::atomic::Ordering::SeqCst);
                 continue;
             }
             Err(e) => {
                 tracing::warn!(error = %e, "the registry snapshot task failed");
+                elsewhere.fetch_or(external, std::sync::atomic::Ordering::SeqCst);
                 continue;
             }
         };
         if external {
-            // Another process changed what a running server exposes (its allow/deny filter, an approval): the tools
-            // of this process's child are listed again, which tells this process's MCP clients (`list_changed`).
-            let relist: Vec<String> = {
-                let current = tx.borrow();
-                servers
-                    .iter()
-                    .filter(|n| {
-                        app.proxy.is_active(&n.name)
-                            && current
-                                .servers
-                                .iter()
-                                .any(|o| o.name == n.name && o.tools != n.tools)
-                    })
-                    .map(|n| n.name.clone())
-                    .collect()
-            };
+            // Another process changed what a running server exposes (its allow/deny filter): the tools of this
+            // process's child are listed again, which tells this process's MCP clients (`list_changed`).
+            let store = app.registry.store();
+            let relist: Vec<String> = servers
+                .iter()
+                .filter(|n| {
+                    let Some(exposed) = app.proxy.exposed_tool_names(&n.name) else {
+                        return false;
+                    };
+                    let changed = baseline
+                        .servers
+                        .iter()
+                        .any(|o| o.name == n.name && o.tools != n.tools);
+                    // What the child exposes here against what the registry now allows: a tool exposed that the
+                    // filter now hides, or an allowed tool missing here that no pin withholds.
+                    let hidden = exposed
+                        .iter()
+                        .any(|e| !n.tools.iter().any(|t| &t.name == e));
+                    let missing = n.tools.iter().any(|t| {
+                        !exposed.contains(&t.name)
+                            && !matches!(store.pin(&n.name, &t.name), Ok(Some(p)) if p.pending())
+                    });
+                    changed || hidden || missing
+                })
+                .map(|n| n.name.clone())
+                .collect();
             for name in relist {
                 app.proxy.relist_tools(&name).await;
             }
@@ -343,6 +358,10 @@ async fn rebuild(
             });
             true
         });
+        if external {
+            // The snapshot now holds `servers` (sent, or equal to them): cheap to keep, it is shared.
+            baseline = tx.borrow().clone();
+        }
     }
 }
 

@@ -326,6 +326,14 @@ impl Proxy {
         lock(&self.inner.children).contains_key(name)
     }
 
+    /// The tool names a running child exposes now (after its filter and pins); `None` when it does not run here.
+    pub fn exposed_tool_names(&self, name: &str) -> Option<Vec<String>> {
+        match lock(&self.inner.children).get(name)? {
+            Slot::Running(c) => Some(lock(&c.tools).iter().map(|t| t.name.to_string()).collect()),
+            Slot::Crashed { .. } => None,
+        }
+    }
+
     pub fn active_names(&self) -> Vec<String> {
         let mut v: Vec<String> = lock(&self.inner.children).keys().cloned().collect();
         v.sort();
@@ -421,7 +429,9 @@ impl Proxy {
             &tools,
             &StatusChange {
                 status: ServerStatus::Ready,
-                active: Some(true),
+                // A replica following the flag leaves it as it is now: a deactivation made elsewhere while this start
+                // ran must not be undone by it.
+                active: if keep_flag { None } else { Some(true) },
                 error: None,
                 auth_url: None,
             },

@@ -124,22 +124,7 @@ pub async fn sessions_across(a: &Replica, b: &Replica) {
     // 2026-07-28 stateless requests: one client whose requests go to A, then B, then A (what a load balancer without
     // affinity does): each is answered, because no request depends on an earlier one.
     for url in [&a.url, &b.url, &a.url] {
-        let transport = StreamableHttpClientTransport::with_client(
-            reqwest::Client::new(),
-            StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp")),
-        );
-        let client = harness::TestClient {
-            seen: Default::default(),
-            sampling_reply: None,
-        }
-        .serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("server/discover");
+        let client = client_2026(url).await;
         let mut args = serde_json::Map::new();
         args.insert("text".into(), json!(format!("via {url}")));
         let r = client
@@ -160,7 +145,7 @@ async fn handshake_sessions_stay_on_their_replica_stateless_requests_go_anywhere
     let a = replica(dir.path(), &[]).await;
     let b = replica(dir.path(), &[]).await;
     register_fixture(&http, &a, "fx").await;
-    // B starts the fixture on first use (an active server is started where it is called).
+    // B runs the fixture too (without team mode a replica runs what it activated).
     let r: Value = http
         .post(format!("{}/api/servers/fx/activate", b.url))
         .send()

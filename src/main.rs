@@ -41,7 +41,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(agent_discover::cli::run(cli)) {
+    let result = runtime.block_on(agent_discover::cli::run(cli));
+    // Blocking work still under way (embedding a batch of tools: seconds of CPU) must not hold the exit, which
+    // dropping the runtime would do until it finishes. Whatever is cut short is redone next start: embeddings are
+    // written in one transaction after their batch, and the call log and metrics were flushed before `run` returned.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if e.chain().any(|c| {

@@ -286,6 +286,7 @@ impl Search {
                 .iter()
                 .map(|(_, name, desc)| tool_text(name, desc))
                 .collect();
+            tracing::debug!(tools = texts.len(), model = %model, "embedding tools");
             let vectors = match provider.embed(texts).await {
                 Ok(v) => v,
                 Err(e) => {

@@ -1629,3 +1629,42 @@ async fn rest_enable_and_disable() {
     assert!(doc["paths"]["/api/servers/{id}/disable"]["post"].is_object());
     app.proxy.shutdown().await;
 }
+
+/// SIGTERM while a batch of tools is being embedded (seconds of CPU) stops `serve` at once: the exit does not wait
+/// for blocking work, which dropping the runtime would.
+#[tokio::test]
+async fn serve_stops_at_once_while_tools_are_being_embedded() {
+    let dir = tmp();
+    let model = agent_discover::embed::find_model_dir(None).unwrap_or_else(|| {
+        panic!("the embedding model is not installed: run scripts/install-model.sh or set AGENT_DISCOVER_MODEL_DIR")
+    });
+    // 256 tools: one embedding batch, many seconds of CPU in a debug build.
+    let tools: String = (0..256)
+        .map(|i| format!("pay{i}=Pays invoice {i} in euros or dollars and emails the receipt to the billing contact\n"))
+        .collect();
+    let file = dir.path().join("tools.txt");
+    std::fs::write(&file, tools).unwrap();
+    let served = serve_env(
+        dir.path(),
+        &[],
+        &[("AGENT_DISCOVER_MODEL_DIR", model.display().to_string())],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let spec = fixture("payroll", &["--tool-file", &file.display().to_string()]);
+    let r = http
+        .post(format!("{}/api/servers", served.url))
+        .json(&spec)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = http
+        .post(format!("{}/api/servers/payroll/activate", served.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    served.stderr_line_with("embedding tools").await;
+    served.stop_within(Duration::from_secs(5)).await;
+}

@@ -571,6 +571,15 @@ pub(crate) async fn proxy_call(
 ) -> Result<CallToolResult, McpError> {
     match proxy_call_response(app, server, tool, args, caller).await? {
         CallToolResponse::Complete(r) => Ok(r),
+        // SEP-2663: the child made a task (the client declared the extension); it is followed by its front id.
+        CallToolResponse::Task(created) => Ok(CallToolResult::success(vec![ContentBlock::text(
+            json!({
+                "task_id": crate::proxy::Proxy::expose_task_id(server, &created.task.task_id),
+                "status": created.task.status,
+                "note": "the tool runs as a task: follow it with tasks/get, answer it with tasks/update, stop it with tasks/cancel",
+            })
+            .to_string(),
+        )])),
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
             json!({
                 "error": format!("`{server}__{tool}` asks the client for input (input_required); call it by that name"),

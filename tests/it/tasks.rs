@@ -139,6 +139,13 @@ async fn a_childs_task_through_the_aggregated_front() {
     .serve(transport)
     .await
     .expect("initialize");
+    // Nothing runs yet (active servers are restored after initialize): no child to serve tasks, none declared.
+    let declared = client
+        .peer_info()
+        .expect("server info")
+        .capabilities
+        .clone();
+    assert!(!declared.supports_tasks(), "{declared:?}");
     let activated = client
         .call_tool(
             CallToolRequestParams::new("registry")

@@ -254,3 +254,122 @@ async fn a_childs_task_through_the_aggregated_front() {
     );
     let _ = client.cancel().await;
 }
+
+/// A 2026-07-28 client (`server/discover`, per-request `_meta`) of `endpoint` with `handler`'s capabilities.
+async fn client_2026<H: ClientHandler>(
+    endpoint: &str,
+    handler: H,
+) -> RunningService<RoleClient, H> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned()),
+    );
+    handler
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover")
+}
+
+#[tokio::test]
+async fn a_2026_client_follows_a_childs_task_on_the_aggregated_http_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = harness::spawn(dir.path(), &[], None).await;
+    setup
+        .registry(json!({"action": "install", "name": "fx", "command": BIN,
+            "args": ["fixture-server", "--conformance", "--name", "fx"]}))
+        .await;
+    setup.stop().await;
+    let mut served = crate::replicas::replica(dir.path(), &[]).await;
+    let endpoint = format!("{}/mcp", served.url.trim_end_matches('/'));
+    let client = client_2026(
+        &endpoint,
+        TaskClient {
+            statuses: Arc::default(),
+        },
+    )
+    .await;
+    let activated = client
+        .call_tool(
+            CallToolRequestParams::new("registry")
+                .with_arguments(args(json!({"action": "activate", "name": "fx"}))),
+        )
+        .await
+        .expect("activate");
+    assert_ne!(activated.is_error, Some(true), "{activated:?}");
+
+    // Over stateless HTTP each request carries the client's capabilities; rmcp's client sets `Mcp-Name` to the
+    // front's task id, which the front checks against the body.
+    let slow = create(
+        &client,
+        "fx__slow_compute",
+        json!({"seconds": 60, "label": "h"}),
+    )
+    .await;
+    assert!(slow.task_id.starts_with("fx__"), "{}", slow.task_id);
+    assert_eq!(
+        get(&client, &slow.task_id).await.status(),
+        TaskStatus::Working
+    );
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(slow.task_id.clone()))
+        .await
+        .expect("tasks/cancel");
+    // Such a client has no stream to be told on: it polls, at the interval the task suggests (the protocol's way).
+    let interval = Duration::from_millis(slow.poll_interval_ms.unwrap_or(200).min(1000));
+    let mut status = TaskStatus::Working;
+    for _ in 0..50 {
+        status = get(&client, &slow.task_id).await.status();
+        if status.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(interval).await;
+    }
+    assert_eq!(status, TaskStatus::Cancelled);
+
+    // A client that did not declare the extension: no tasks/get (-32021), and no task from a tool that needs one.
+    let plain = client_2026(
+        &endpoint,
+        harness::TestClient {
+            seen: Arc::default(),
+            sampling_reply: None,
+        },
+    )
+    .await;
+    match plain
+        .peer()
+        .get_task(GetTaskParams::new(slow.task_id.clone()))
+        .await
+    {
+        Err(rmcp::ServiceError::McpError(e)) => {
+            assert_eq!(
+                e.code,
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "{e:?}"
+            )
+        }
+        other => panic!("tasks/get without the extension: {other:?}"),
+    }
+    let params = CallToolRequestParams::new("fx__failing_job");
+    match plain.peer().call_tool_once(params).await {
+        Err(rmcp::ServiceError::McpError(e)) => {
+            assert_eq!(
+                e.code,
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "{e:?}"
+            )
+        }
+        other => panic!("a task-only tool without the extension: {other:?}"),
+    }
+    let _ = plain.cancel().await;
+    let _ = client.cancel().await;
+    let _ = served.child.kill().await;
+}

@@ -210,6 +210,7 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
             let conformance = crate::fixture_conformance::Conformance::new(
                 args.name.clone(),
                 args.era == Some(Era::Legacy),
+                port.is_none(),
             );
             match port {
                 None => serve_stdio(conformance).await,

@@ -27,14 +27,18 @@ pub struct Conformance {
     shared: std::sync::Arc<v2026::Shared>,
     /// Speak only the legacy eras (`server/discover` is -32601).
     legacy: bool,
+    /// The tasks extension's tools and tasks (`fixture_tasks`), 2026-07-28 only.
+    tasks: crate::fixture_tasks::Tasks,
 }
 
 impl Conformance {
-    pub fn new(name: impl Into<String>, legacy: bool) -> Conformance {
+    /// `notify_tasks`: send task status notifications (over stdio, where the connection outlives the request).
+    pub fn new(name: impl Into<String>, legacy: bool, notify_tasks: bool) -> Conformance {
         Conformance {
             name: name.into(),
             shared: v2026::Shared::new(),
             legacy,
+            tasks: crate::fixture_tasks::Tasks::new(notify_tasks),
         }
     }
 }
@@ -268,6 +272,13 @@ impl ServerHandler for Conformance {
             .enable_logging()
             .enable_completions()
             .build();
+        // The tasks extension is a 2026-07-28 one: the legacy-era fixture does not declare it.
+        let mut caps = caps;
+        if !self.legacy {
+            caps.extensions
+                .get_or_insert_with(Default::default)
+                .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+        }
         ServerConfig::new(caps).with_server_info(Implementation::new(
             self.name.clone(),
             env!("CARGO_PKG_VERSION"),
@@ -288,6 +299,11 @@ impl ServerHandler for Conformance {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools()
             .into_iter()
+            .chain(
+                crate::fixture_tasks::tools()
+                    .into_iter()
+                    .filter(|_| !self.legacy),
+            )
             .find(|t| t.name == name)
             .or_else(|| v2026::tool(&self.shared, name))
     }
@@ -299,6 +315,9 @@ impl ServerHandler for Conformance {
     ) -> Result<ListToolsResult, McpError> {
         let mut all = tools();
         all.extend(v2026::tools());
+        if !self.legacy {
+            all.extend(crate::fixture_tasks::tools());
+        }
         if self
             .shared
             .extra_tool
@@ -319,6 +338,11 @@ impl ServerHandler for Conformance {
                 || request.name == "test_streaming_elicitation")
         {
             return self.legacy_rounds(request, &context).await;
+        }
+        if !self.legacy
+            && let Some(res) = self.tasks.call(&request, &context).await
+        {
+            return res;
         }
         if let Some(res) = v2026::call(
             &self.shared,
@@ -651,6 +675,31 @@ impl ServerHandler for Conformance {
             .collect();
         let info = CompletionInfo::new(values).map_err(|e| McpError::internal_error(e, None))?;
         Ok(CompleteResult::new(info))
+    }
+
+    /// SEP-2663 (rmcp answers -32021 before these when the request did not declare the extension).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.tasks.get(&request)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.update(request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.cancel(&request)
     }
 
     fn accepted_subscription_filter(

@@ -16,6 +16,7 @@ pub mod feed;
 pub mod fixture;
 pub mod fixture_conformance;
 pub mod fixture_conformance_2026;
+pub mod fixture_tasks;
 pub mod guard;
 pub mod health;
 pub mod http;

@@ -83,6 +83,13 @@ impl ServerHandler for McpServer {
             .enable_logging()
             .enable_completions()
             .build();
+        // SEP-2663: declared only while some running child can serve tasks (`proxy/tasks.rs`).
+        let mut caps = caps;
+        if self.app.proxy.serves_tasks() {
+            caps.extensions
+                .get_or_insert_with(Default::default)
+                .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+        }
         ServerConfig::new(caps).with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))).with_instructions(
             format!(
                 "agent-discover is a registry and proxy of MCP servers. {}\nUse the `registry` tool: `find_tool` for a task, \
@@ -157,14 +164,79 @@ impl ServerHandler for McpServer {
         let Some((server, tool)) = self.app.proxy.resolve(&request.name) else {
             return Ok(unknown_tool(&self.app, &request.name).into());
         };
-        Box::pin(proxy_call_response(
+        let res = Box::pin(proxy_call_response(
             &self.app,
             &server,
             &tool,
             request.arguments,
             caller,
         ))
+        .await;
+        // A child's task is known here as `server__id` (`proxy/tasks.rs`).
+        match res {
+            Ok(CallToolResponse::Task(mut created)) => {
+                let id = std::mem::take(&mut created.task.task_id);
+                created.task.task_id = crate::proxy::Proxy::expose_task_id(&server, &id);
+                own_task(&self.app, &context, &server, &id, &created.task.task_id);
+                Ok(CallToolResponse::Task(created))
+            }
+            other => other,
+        }
+    }
+
+    /// SEP-2663, routed by the task id's `server__` prefix (rmcp has already refused a client without the extension).
+    async fn get_task(
+        &self,
+        mut request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let exposed = request.task_id.clone();
+        let (server, id) = self.task_route(&exposed)?;
+        request.task_id = id;
+        request.meta = None;
+        let mut res = Box::pin(self.app.proxy.task_get(
+            &server,
+            request,
+            context.client_capabilities(),
+        ))
         .await
+        .map_err(forwarded_error)?;
+        res.task.task.task_id = exposed;
+        Ok(res)
+    }
+
+    async fn update_task(
+        &self,
+        mut request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let (server, id) = self.task_route(&request.task_id)?;
+        request.task_id = id;
+        request.meta = None;
+        Box::pin(
+            self.app
+                .proxy
+                .task_update(&server, request, context.client_capabilities()),
+        )
+        .await
+        .map_err(forwarded_error)
+    }
+
+    async fn cancel_task(
+        &self,
+        mut request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let (server, id) = self.task_route(&request.task_id)?;
+        request.task_id = id;
+        request.meta = None;
+        Box::pin(
+            self.app
+                .proxy
+                .task_cancel(&server, request, context.client_capabilities()),
+        )
+        .await
+        .map_err(forwarded_error)
     }
 
     /// The registry tool, or a proxied tool by its exposed name: rmcp's HTTP front validates a 2026-07-28
@@ -382,6 +454,39 @@ impl ServerHandler for McpServer {
     }
 }
 
+impl McpServer {
+    /// The server and the child's id of an aggregated task id; unknown (invalid params, SEP-2663) without one.
+    fn task_route(&self, exposed: &str) -> Result<(String, String), McpError> {
+        self.app.proxy.task_route(exposed).ok_or_else(|| {
+            McpError::invalid_params(
+                format!(
+                    "unknown task: {}; task ids here look like SERVER__ID",
+                    crate::model::truncate_for_message(exposed)
+                ),
+                None,
+            )
+        })
+    }
+}
+
+/// Records the session that created a child's task, when it is one that can be told of the task's status later
+/// (a handshake-era session; a 2026-07-28 request has no stream once answered).
+pub(crate) fn own_task(
+    app: &App,
+    context: &RequestContext<RoleServer>,
+    server: &str,
+    id: &str,
+    exposed: &str,
+) {
+    if context
+        .protocol_version()
+        .is_some_and(|v| v.has_initialize())
+    {
+        app.proxy
+            .own_task(server, id, context.peer.clone(), exposed.to_owned());
+    }
+}
+
 /// Whether the calling request is of the 2026-07-28 revision (or later).
 pub(crate) fn takes_2026_errors(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -466,6 +571,15 @@ pub(crate) async fn proxy_call(
 ) -> Result<CallToolResult, McpError> {
     match proxy_call_response(app, server, tool, args, caller).await? {
         CallToolResponse::Complete(r) => Ok(r),
+        // SEP-2663: the child made a task (the client declared the extension); it is followed by its front id.
+        CallToolResponse::Task(created) => Ok(CallToolResult::success(vec![ContentBlock::text(
+            json!({
+                "task_id": crate::proxy::Proxy::expose_task_id(server, &created.task.task_id),
+                "status": created.task.status,
+                "note": "the tool runs as a task: follow it with tasks/get, answer it with tasks/update, stop it with tasks/cancel",
+            })
+            .to_string(),
+        )])),
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
             json!({
                 "error": format!("`{server}__{tool}` asks the client for input (input_required); call it by that name"),

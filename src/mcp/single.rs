@@ -151,6 +151,11 @@ impl ServerHandler for ServerView {
         ))
         .await
         {
+            Ok(CallToolResponse::Task(created)) => {
+                let id = created.task.task_id.clone();
+                super::own_task(&self.app, &context, &self.server, &id, &id);
+                Ok(CallToolResponse::Task(created))
+            }
             Ok(r) => Ok(r),
             // Like the aggregated front (and the TypeScript SDK): an unknown tool is a tool error the model sees.
             Err(Error::NotFound { .. }) => {
@@ -171,6 +176,53 @@ impl ServerHandler for ServerView {
             Err(Error::Child { error, .. }) => Err(error),
             Err(e) => Err(self.error(e)),
         }
+    }
+
+    /// SEP-2663: the child's own task ids, to the child (rmcp has already refused a client without the extension,
+    /// and answers -32601 when the child does not declare it).
+    async fn get_task(
+        &self,
+        mut request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        request.meta = None;
+        Box::pin(
+            self.app
+                .proxy
+                .task_get(&self.server, request, context.client_capabilities()),
+        )
+        .await
+        .map_err(|e| self.server_error(e.into()))
+    }
+
+    async fn update_task(
+        &self,
+        mut request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        request.meta = None;
+        Box::pin(
+            self.app
+                .proxy
+                .task_update(&self.server, request, context.client_capabilities()),
+        )
+        .await
+        .map_err(|e| self.server_error(e.into()))
+    }
+
+    async fn cancel_task(
+        &self,
+        mut request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        request.meta = None;
+        Box::pin(
+            self.app
+                .proxy
+                .task_cancel(&self.server, request, context.client_capabilities()),
+        )
+        .await
+        .map_err(|e| self.server_error(e.into()))
     }
 
     async fn list_resources(

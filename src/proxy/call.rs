@@ -211,8 +211,10 @@ impl Inner {
                 Ok(r.into())
             }
             Ok(ServerResult::InputRequiredResult(r)) => Ok(r.into()),
+            // SEP-2663: the child made a task; its id stays the child's here (the aggregated front prefixes it).
+            Ok(ServerResult::CreateTaskResult(r)) => Ok(CallToolResponse::Task(r)),
             Ok(_) => Err(upstream(
-                "the server answered with a task, which agent-discover does not relay yet".into(),
+                "the server answered a tool call with something else than its result".into(),
             )),
             // The child's own JSON-RPC error, kept so the fronts can pass its code and message on.
             Err(rmcp::ServiceError::McpError(error)) => Err(Error::Child {

@@ -181,6 +181,17 @@ impl ClientHandler for ChildClient {
         }
     }
 
+    /// SEP-2663 `notifications/tasks`: to the session that created the task (`tasks.rs`).
+    async fn on_task_status(
+        &self,
+        params: TaskStatusNotificationParams,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.route_task_status(&self.server, params).await;
+        }
+    }
+
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,

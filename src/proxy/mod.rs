@@ -17,6 +17,7 @@ mod single;
 pub(crate) mod spawn;
 mod sse;
 mod start;
+mod tasks;
 mod typed;
 
 use std::collections::HashMap;
@@ -218,6 +219,8 @@ pub(crate) struct Inner {
     scopes: Mutex<HashMap<u64, String>>,
     /// Legacy children's requests held for 2026-07-28 clients as input-required results (`held.rs`).
     held: held::Held,
+    /// The sessions that created children's tasks, by (server, the child's task id): where `notifications/tasks` go.
+    task_owners: Mutex<tasks::Owners>,
 }
 
 enum Slot {
@@ -313,6 +316,7 @@ impl Proxy {
             resource_listens: Mutex::default(),
             scopes: Mutex::default(),
             held: held::Held::new(),
+            task_owners: Mutex::default(),
         });
         Proxy { inner }
     }
@@ -699,6 +703,7 @@ impl Proxy {
                         .filter_map(|c| c.as_text().map(|t| t.text.as_str())),
                 ),
             ),
+            Ok(CallToolResponse::Task(t)) => (true, format!("task {}", t.task.task_id)),
             Ok(_) => (true, "input required".to_owned()),
             Err(e) => (false, crate::calllog::excerpt([e.to_string().as_str()])),
         };

@@ -22,6 +22,8 @@ mod http;
 mod fidelity;
 // The official MCP conformance suite directly and through agent-discover (per-server and aggregated endpoints).
 mod conformance;
+// Issue 18: the tasks extension (SEP-2663) through the aggregated front: create, get, update, cancel, notifications.
+mod tasks;
 // Client config files: clients, import, export, connect.
 mod clientconfig;
 // The McpRegistry lifecycle at the library level: add_server, apply_config per origin, restarts, statuses.

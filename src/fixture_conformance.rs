@@ -320,6 +320,19 @@ impl ServerHandler for Conformance {
         {
             return self.legacy_rounds(request, &context).await;
         }
+        // A legacy session's client declared its capabilities at initialize: a tool that needs sampling asks for it
+        // and fails when refused, as legacy servers do.
+        if !modern(&context) && request.name == "test_missing_capability" {
+            let params =
+                CreateMessageRequestParams::new(vec![SamplingMessage::user_text("Say hello")], 10);
+            return match context.peer.create_message(params).await {
+                Ok(_) => Ok(text("the client declared sampling").into()),
+                Err(e) => Err(McpError::internal_error(
+                    format!("sampling failed: {e}"),
+                    None,
+                )),
+            };
+        }
         if let Some(res) = v2026::call(
             &self.shared,
             &request.name,

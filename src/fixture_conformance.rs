@@ -202,30 +202,38 @@ async fn ask_legacy(
     context: &RequestContext<RoleServer>,
     asked: InputRequiredResult,
 ) -> (InputResponses, Option<String>) {
-    let mut answers = InputResponses::new();
-    for (key, request) in asked.input_requests.unwrap_or_default() {
-        let answer = match request {
-            InputRequest::Elicitation(r) => context
-                .peer
-                .create_elicitation(r.params)
-                .await
-                .map(|a| serde_json::to_value(a).unwrap_or_default()),
-            InputRequest::CreateMessage(r) => context
-                .peer
-                .create_message(r.params)
-                .await
-                .map(|a| serde_json::to_value(a).unwrap_or_default()),
-            InputRequest::ListRoots(_) => context
-                .peer
-                .list_roots()
-                .await
-                .map(|a| serde_json::to_value(a).unwrap_or_default()),
-            _ => continue,
-        };
-        if let Ok(a) = answer {
-            answers.insert(key, a);
-        }
-    }
+    // All at once, as a legacy server may: each is a request of its own to the client.
+    let asks =
+        asked
+            .input_requests
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, request)| async move {
+                let answer = match request {
+                    InputRequest::Elicitation(r) => context
+                        .peer
+                        .create_elicitation(r.params)
+                        .await
+                        .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                    InputRequest::CreateMessage(r) => context
+                        .peer
+                        .create_message(r.params)
+                        .await
+                        .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                    InputRequest::ListRoots(_) => context
+                        .peer
+                        .list_roots()
+                        .await
+                        .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                    _ => return None,
+                };
+                answer.ok().map(|a| (key, a))
+            });
+    let answers = futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
     (answers, asked.request_state)
 }
 

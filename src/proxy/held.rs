@@ -31,6 +31,11 @@ use tokio_util::sync::CancellationToken;
 use super::{Caller, Child, Inner, Proxy, lock};
 use crate::error::{Error, Result};
 
+/// How long a legacy child's requests are gathered into one input-required result: until it has been quiet this
+/// long, and at most the second (its requests sent together arrive together, each through a task of its own).
+const GATHER_QUIET: std::time::Duration = std::time::Duration::from_millis(25);
+const GATHER_AT_MOST: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The prefix of the tokens minted here (a 2026-07-28 child's own `requestState` is never looked at).
 const PREFIX: &str = "adrs1";
 
@@ -153,17 +158,37 @@ impl Refusal {
     }
 }
 
-/// A child's request waiting for the client's answer.
+/// One child request asked of the client: the key its answer comes under, the request, and where the answer goes.
+struct Asked {
+    key: String,
+    request: InputRequest,
+    reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+}
+
+/// A child's requests waiting for the client's answers.
 struct Parked {
     steps: mpsc::Receiver<Step>,
-    reply: oneshot::Sender<std::result::Result<Value, McpError>>,
-    request: InputRequest,
-    key: String,
+    asks: Vec<Asked>,
     token: String,
     expires: u64,
     cancel: CancellationToken,
     /// What the child was refused earlier in the exchange (the caller could not answer it).
     refused: Option<&'static str>,
+}
+
+impl Parked {
+    /// The input-required result asking what is still unanswered.
+    fn asking(&self, binding: &Binding) -> Outcome {
+        binding.asking(InputRequiredResult::new(
+            Some(
+                self.asks
+                    .iter()
+                    .map(|a| (a.key.clone(), a.request.clone()))
+                    .collect(),
+            ),
+            Some(self.token.clone()),
+        ))
+    }
 }
 
 /// One exchange in flight: its id and where its child's requests go.
@@ -458,42 +483,46 @@ impl Proxy {
             let id = held
                 .open(token, &binding, now_ms())
                 .map_err(|r| r.error(&child.name))?;
-            let parked = lock(&held.parked)
+            let mut parked = lock(&held.parked)
                 .remove(&id)
                 .ok_or_else(|| Refusal::Gone.error(&child.name))?;
-            let answer = caller
-                .input_responses
-                .as_ref()
-                .and_then(|r| r.get(&parked.key))
-                .cloned();
-            let Some(answer) = answer else {
-                // Not answered: asked again, same token (SEP-2322 re-requests missing input).
-                let again = binding.asking(InputRequiredResult::new(
-                    Some([(parked.key.clone(), parked.request.clone())].into()),
-                    Some(parked.token.clone()),
-                ));
+            let responses = caller.input_responses.clone().unwrap_or_default();
+            // Every answer given is checked before any reaches the child.
+            for a in &parked.asks {
+                if let Some(answer) = responses.get(&a.key)
+                    && let Err(why) = check_answer(&a.request, answer)
+                {
+                    let key = a.key.clone();
+                    held.park(id, parked);
+                    return Err(Error::Child {
+                        server: child.name.clone(),
+                        error: McpError::invalid_params(
+                            format!("inputResponses.{key} does not answer what was asked: {why}"),
+                            Some(json!({"inputResponse": key})),
+                        ),
+                    });
+                }
+            }
+            let (answered, missing): (Vec<Asked>, Vec<Asked>) = std::mem::take(&mut parked.asks)
+                .into_iter()
+                .partition(|a| responses.contains_key(&a.key));
+            parked.asks = missing;
+            for a in answered {
+                let _ = a.reply.send(Ok(responses[&a.key].clone()));
+            }
+            if !parked.asks.is_empty() {
+                // Not (all) answered: what is missing is asked again, same token (SEP-2322 re-requests missing
+                // input); answers given went to the child, which waits for the rest.
+                let again = parked.asking(&binding);
                 held.park(id, parked);
                 return Ok(again);
-            };
-            if let Err(why) = check_answer(&parked.request, &answer) {
-                let key = parked.key.clone();
-                held.park(id, parked);
-                return Err(Error::Child {
-                    server: child.name.clone(),
-                    error: McpError::invalid_params(
-                        format!("inputResponses.{key} does not answer what was asked: {why}"),
-                        Some(json!({"inputResponse": key})),
-                    ),
-                });
             }
             let Parked {
                 steps,
-                reply,
                 cancel,
                 refused,
                 ..
             } = parked;
-            let _ = reply.send(Ok(answer));
             return self
                 .drive(child, id, steps, binding, caller, cancel, refused)
                 .await;
@@ -563,13 +592,9 @@ impl Proxy {
                     });
                 }
                 Some(Step::Done(res)) => {
-                    if logs.is_some() {
-                        self.inner.flush_logs().await;
-                    }
-                    return match refused {
-                        Some(what) if failed(&res) => Err(self.lacking(child, caller, what)),
-                        _ => res,
-                    };
+                    return self
+                        .finish(child, caller, res, refused, logs.is_some())
+                        .await;
                 }
                 Some(Step::Ask { request, reply }) => (request, reply),
             };
@@ -609,6 +634,55 @@ impl Proxy {
                         .send(answer.map_err(|e| McpError::invalid_request(e.to_string(), None)));
                 }
                 Some(None) => {
+                    // A legacy child may ask several things at once: what it asks before it goes quiet is asked of
+                    // the client in one input-required result.
+                    let mut asks = vec![Asked {
+                        key: key_for(&request).to_owned(),
+                        request,
+                        reply,
+                    }];
+                    let until = tokio::time::Instant::now() + GATHER_AT_MOST;
+                    while let Ok(Some(step)) = tokio::time::timeout_at(
+                        until.min(tokio::time::Instant::now() + GATHER_QUIET),
+                        steps.recv(),
+                    )
+                    .await
+                    {
+                        match step {
+                            Step::Done(res) => {
+                                // Its questions are moot: the replies dropped refuse them.
+                                drop(asks);
+                                return self
+                                    .finish(child, caller, res, refused, logs.is_some())
+                                    .await;
+                            }
+                            Step::Ask { request, reply } => {
+                                if !super::call::can_answer(&caps, &request) {
+                                    let what = super::call::asks_for(&request);
+                                    refused = Some(what);
+                                    let _ = reply.send(Err(McpError::invalid_request(
+                                        format!(
+                                            "agent-discover cannot forward the {what} request: the calling client did not declare the {what} capability"
+                                        ),
+                                        None,
+                                    )));
+                                    continue;
+                                }
+                                let base = key_for(&request);
+                                let n = asks.iter().filter(|a| a.key.starts_with(base)).count();
+                                let key = if n == 0 {
+                                    base.to_owned()
+                                } else {
+                                    format!("{base}_{}", n + 1)
+                                };
+                                asks.push(Asked {
+                                    key,
+                                    request,
+                                    reply,
+                                });
+                            }
+                        }
+                    }
                     let expires = now_ms() + child.call_timeout.as_millis() as u64;
                     let token = self.inner.held.seal(&Claims {
                         p: self.inner.held.process.clone(),
@@ -616,27 +690,38 @@ impl Proxy {
                         e: expires,
                         b: binding.clone(),
                     });
-                    let key = key_for(&request).to_owned();
-                    let asked = InputRequiredResult::new(
-                        Some([(key.clone(), request.clone())].into()),
-                        Some(token.clone()),
-                    );
-                    self.inner.held.park(
-                        id,
-                        Parked {
-                            steps,
-                            reply,
-                            request,
-                            key,
-                            token,
-                            expires,
-                            cancel,
-                            refused,
-                        },
-                    );
-                    return Ok(binding.asking(asked));
+                    let parked = Parked {
+                        steps,
+                        asks,
+                        token,
+                        expires,
+                        cancel,
+                        refused,
+                    };
+                    let asked = parked.asking(&binding);
+                    self.inner.held.park(id, parked);
+                    return Ok(asked);
                 }
             }
+        }
+    }
+
+    /// The end of an exchange: log messages of the call delivered first; a failure after a refusal says what the
+    /// caller lacked.
+    async fn finish(
+        &self,
+        child: &Child,
+        caller: &Caller,
+        res: Result<Outcome>,
+        refused: Option<&'static str>,
+        logs: bool,
+    ) -> Result<Outcome> {
+        if logs {
+            self.inner.flush_logs().await;
+        }
+        match refused {
+            Some(what) if failed(&res) => Err(self.lacking(child, caller, what)),
+            _ => res,
         }
     }
 

@@ -764,24 +764,30 @@ async fn a_legacy_childs_requests_reach_a_2026_client_as_input_required_results(
             Ok(CallToolResponse::InputRequired(r)) => {
                 rounds += 1;
                 assert!(rounds <= 30, "no end to the rounds");
+                // The child asks its questions at once: one round carries them all.
                 let requests = r.input_requests.unwrap();
-                assert_eq!(requests.len(), 1, "{requests:?}");
-                let (key, _) = requests.into_iter().next().unwrap();
-                asked_for.push(key.clone());
+                let keys: Vec<String> = requests.keys().cloned().collect();
+                assert_eq!(keys, ["elicitation", "sampling"], "{requests:?}");
+                asked_for.extend(keys.iter().cloned());
                 let state = r.request_state.expect("a minted requestState");
                 assert_ne!(
                     Some(&state),
                     last_state.as_ref(),
                     "a round reused its token"
                 );
-                let answer = if key == "elicitation" {
-                    accept(json!({"name": "Alice"}))
-                } else {
-                    json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "Hi"}})
-                };
-                next = client
-                    .call_tool_once(retry_with(multi.clone(), &key, answer, &state))
-                    .await;
+                let mut retry = multi.clone();
+                retry.input_responses = Some(
+                    [
+                        ("elicitation".to_owned(), accept(json!({"name": "Alice"}))),
+                        (
+                            "sampling".to_owned(),
+                            json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "Hi"}}),
+                        ),
+                    ]
+                    .into(),
+                );
+                retry.request_state = Some(state.clone());
+                next = client.call_tool_once(retry).await;
                 last_state = Some(state);
             }
             Err(rmcp::ServiceError::McpError(e)) => break e,

@@ -141,8 +141,7 @@ impl ServerHandler for McpServer {
                 request.arguments.unwrap_or_default(),
                 caller,
             ))
-            .await
-            .map(Into::into);
+            .await;
         }
         if agent_tools::is_agent_tool(&request.name) {
             return Box::pin(agent_tools::call(

@@ -335,3 +335,75 @@ async fn proxy_call_of_a_legacy_child_that_asks_round_trips_for_both_eras() {
     assert_eq!(legacy.service().seen.elicited.lock().unwrap().len(), 1);
     let _ = serve.kill().await;
 }
+
+#[tokio::test]
+async fn a_legacy_childs_requests_sent_together_are_asked_in_one_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut serve, url) = eras::serve(
+        dir.path(),
+        &[
+            json!({"action": "install", "name": "fxl", "command": harness::BIN,
+                "args": ["fixture-server", "--conformance", "--name", "fxl", "--era", "legacy"]}),
+        ],
+    )
+    .await;
+    // Declares elicitation, sampling and roots.
+    let seen = Arc::new(harness::Seen::default());
+    *seen.elicit_answers.lock().unwrap() = Some(Default::default());
+    *seen.roots.lock().unwrap() = Some(vec!["file:///unused".into()]);
+    let client = eras::client_2026_as(
+        &format!("{url}/mcp/servers/fxl"),
+        harness::TestClient {
+            seen,
+            sampling_reply: Some("unused".into()),
+        },
+    )
+    .await;
+    let multi = || {
+        CallToolRequestParams::new("test_input_required_result_multiple_inputs")
+            .with_arguments(Default::default())
+    };
+    // The child asks its three questions at once: one input-required result carries them.
+    let r1 = eras::asked(client.call_tool_once(multi()).await.unwrap());
+    let requests = serde_json::to_value(r1.input_requests.unwrap()).unwrap();
+    assert_eq!(requests["elicitation"]["method"], "elicitation/create");
+    assert_eq!(requests["sampling"]["method"], "sampling/createMessage");
+    assert_eq!(requests["roots"]["method"], "roots/list");
+    assert_eq!(requests.as_object().unwrap().len(), 3, "{requests}");
+    let token = r1.request_state.unwrap();
+    // Only one answered: that one goes to the child, the others are asked again under the same token.
+    let mut partial = multi();
+    partial.input_responses = Some(
+        [(
+            "elicitation".to_owned(),
+            eras::accept(json!({"name": "Alice"})),
+        )]
+        .into(),
+    );
+    partial.request_state = Some(token.clone());
+    let r2 = eras::asked(client.call_tool_once(partial).await.unwrap());
+    let keys: Vec<String> = r2.input_requests.unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["roots", "sampling"]);
+    assert_eq!(r2.request_state.as_deref(), Some(token.as_str()));
+    let mut rest = multi();
+    rest.input_responses = Some(
+        [
+            (
+                "sampling".to_owned(),
+                json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "Hello there!"}}),
+            ),
+            (
+                "roots".to_owned(),
+                json!({"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}),
+            ),
+        ]
+        .into(),
+    );
+    rest.request_state = Some(token);
+    let done = eras::completed(client.call_tool_once(rest).await.unwrap());
+    assert!(
+        done.contains("Alice") && done.contains("Hello there!"),
+        "{done}"
+    );
+    let _ = serve.kill().await;
+}

@@ -79,6 +79,12 @@ pub enum Error {
         "server `{server}` needs authorization: open {auth_url} (or run `agent-discover auth {server}`)"
     )]
     AuthRequired { server: String, auth_url: String },
+    /// A child asked the caller for `what` (elicitation, sampling, roots) during a call, and the caller cannot answer:
+    /// it has no MCP client (REST, CLI) or its client did not declare that capability. The call is ended.
+    #[error(
+        "server `{server}` asks the client for {what} (input_required), which this caller cannot answer: it has no MCP client, or one that did not declare the {what} capability"
+    )]
+    InputRequired { server: String, what: String },
 }
 
 impl Error {
@@ -103,7 +109,9 @@ impl Error {
             Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
             Error::Upstream { .. } | Error::Child { .. } => ErrorCode::Upstream,
             Error::Timeout { .. } => ErrorCode::Timeout,
-            Error::Unavailable(_) | Error::AuthRequired { .. } => ErrorCode::Unavailable,
+            Error::Unavailable(_) | Error::AuthRequired { .. } | Error::InputRequired { .. } => {
+                ErrorCode::Unavailable
+            }
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -168,7 +176,9 @@ impl Error {
             Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
                 ToolErrorKind::TransportError
             }
-            Error::Child { .. }
+            // The contract has no kind for it; MCP's proxy_call says `input_required` (`mcp::proxy_call_response`).
+            Error::InputRequired { .. }
+            | Error::Child { .. }
             | Error::Invalid { .. }
             | Error::NotFound { .. }
             | Error::Conflict { .. }

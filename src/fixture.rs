@@ -66,6 +66,10 @@ pub struct FixtureArgs {
     /// instead of stdio.
     #[arg(long, value_name = "PORT")]
     pub http: Option<u16>,
+    /// Declare logging, honour `logging/setLevel` (every level until one is set) and offer the tool `log`, which
+    /// sends one message at each of debug, info, warning and error that the level lets through.
+    #[arg(long)]
+    pub logging: bool,
     /// Extra tool `NAME` whose every call is answered with a JSON-RPC error (code -32042, data `{"tool": NAME}`).
     #[arg(long = "error-tool")]
     pub error_tools: Vec<String>,
@@ -148,6 +152,9 @@ struct Fixture {
     args: FixtureArgs,
     calls: AtomicU64,
     extra: Mutex<Vec<Tool>>,
+    /// The level `logging/setLevel` chose (`--logging`).
+    #[allow(deprecated)]
+    log_level: std::sync::Mutex<Option<LoggingLevel>>,
 }
 
 /// The usage text `--help` prints.
@@ -201,6 +208,7 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
             args: args.clone(),
             calls: AtomicU64::new(0),
             extra: Mutex::new(Vec::new()),
+            log_level: std::sync::Mutex::new(None),
         }
     };
     match (args.conformance, args.http) {
@@ -403,6 +411,13 @@ impl Fixture {
             ),
             Tool::new("roots", "List the client's roots", obj(json!({}), &[])),
         ];
+        if self.args.logging {
+            tools.push(Tool::new(
+                "log",
+                "Send a log message at debug, info, warning and error, those the level set lets through",
+                obj(json!({}), &[]),
+            ));
+        }
         let from_file: Vec<String> = self
             .args
             .tool_file
@@ -446,7 +461,7 @@ impl Fixture {
 #[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but still used by legacy-era servers, which is what we imitate.
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        let caps = if self.args.resources > 0 || self.args.prompts > 0 {
+        let mut caps = if self.args.resources > 0 || self.args.prompts > 0 {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
@@ -459,6 +474,9 @@ impl ServerHandler for Fixture {
                 .enable_tool_list_changed()
                 .build()
         };
+        if self.args.logging {
+            caps.logging = Some(Default::default());
+        }
         ServerConfig::new(caps).with_server_info(Implementation::new(
             self.args.name.clone(),
             env!("CARGO_PKG_VERSION"),
@@ -653,6 +671,51 @@ impl ServerHandler for Fixture {
                     ))]),
                 }
             }
+            "log" if self.args.logging => {
+                let level = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+                let rank = |l: LoggingLevel| {
+                    serde_json::to_value(l)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .and_then(|n| {
+                            ["debug", "info", "notice", "warning", "error"]
+                                .iter()
+                                .position(|x| *x == n)
+                        })
+                        .unwrap_or(usize::MAX)
+                };
+                let mut sent = Vec::new();
+                for l in [
+                    LoggingLevel::Debug,
+                    LoggingLevel::Info,
+                    LoggingLevel::Warning,
+                    LoggingLevel::Error,
+                ] {
+                    if level.is_some_and(|min| rank(l) < rank(min)) {
+                        continue;
+                    }
+                    let name = serde_json::to_value(l)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    let _ = context
+                        .peer
+                        .notify_logging_message(
+                            LoggingMessageNotificationParam::new(
+                                l,
+                                json!(format!("{name} from log")),
+                            )
+                            .with_logger("fixture"),
+                        )
+                        .await;
+                    sent.push(name);
+                }
+                let at = level
+                    .and_then(|l| serde_json::to_value(l).ok())
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "unset".into());
+                text(format!("sent {} at level {at}", sent.join(",")))
+            }
             "roots" => match context.peer.list_roots().await {
                 Ok(r) => text(serde_json::to_string(&r).unwrap_or_default()),
                 Err(e) => {
@@ -682,6 +745,15 @@ impl ServerHandler for Fixture {
             }
         };
         Ok(res.into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
     }
 
     async fn list_resources(

@@ -206,30 +206,38 @@ async fn ask_legacy(
     context: &RequestContext<RoleServer>,
     asked: InputRequiredResult,
 ) -> (InputResponses, Option<String>) {
-    let mut answers = InputResponses::new();
-    for (key, request) in asked.input_requests.unwrap_or_default() {
-        let answer = match request {
-            InputRequest::Elicitation(r) => context
-                .peer
-                .create_elicitation(r.params)
-                .await
-                .map(|a| serde_json::to_value(a).unwrap_or_default()),
-            InputRequest::CreateMessage(r) => context
-                .peer
-                .create_message(r.params)
-                .await
-                .map(|a| serde_json::to_value(a).unwrap_or_default()),
-            InputRequest::ListRoots(_) => context
-                .peer
-                .list_roots()
-                .await
-                .map(|a| serde_json::to_value(a).unwrap_or_default()),
-            _ => continue,
-        };
-        if let Ok(a) = answer {
-            answers.insert(key, a);
-        }
-    }
+    // All at once, as a legacy server may: each is a request of its own to the client.
+    let asks =
+        asked
+            .input_requests
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, request)| async move {
+                let answer = match request {
+                    InputRequest::Elicitation(r) => context
+                        .peer
+                        .create_elicitation(r.params)
+                        .await
+                        .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                    InputRequest::CreateMessage(r) => context
+                        .peer
+                        .create_message(r.params)
+                        .await
+                        .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                    InputRequest::ListRoots(_) => context
+                        .peer
+                        .list_roots()
+                        .await
+                        .map(|a| serde_json::to_value(a).unwrap_or_default()),
+                    _ => return None,
+                };
+                answer.ok().map(|a| (key, a))
+            });
+    let answers = futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
     (answers, asked.request_state)
 }
 
@@ -343,6 +351,19 @@ impl ServerHandler for Conformance {
             && let Some(res) = self.tasks.call(&request, &context).await
         {
             return res;
+        }
+        // A legacy session's client declared its capabilities at initialize: a tool that needs sampling asks for it
+        // and fails when refused, as legacy servers do.
+        if !modern(&context) && request.name == "test_missing_capability" {
+            let params =
+                CreateMessageRequestParams::new(vec![SamplingMessage::user_text("Say hello")], 10);
+            return match context.peer.create_message(params).await {
+                Ok(_) => Ok(text("the client declared sampling").into()),
+                Err(e) => Err(McpError::internal_error(
+                    format!("sampling failed: {e}"),
+                    None,
+                )),
+            };
         }
         if let Some(res) = v2026::call(
             &self.shared,

@@ -148,8 +148,7 @@ impl ServerHandler for McpServer {
                 request.arguments.unwrap_or_default(),
                 caller,
             ))
-            .await
-            .map(Into::into);
+            .await;
         }
         if agent_tools::is_agent_tool(&request.name) {
             return Box::pin(agent_tools::call(
@@ -560,17 +559,22 @@ pub fn spawn_list_changed_forwarder(app: Arc<App>, peer: Peer<RoleServer>, mode:
     });
 }
 
-/// Calls a proxied tool for the registry's `proxy_call`: as [`proxy_call_response`], but a tool that asks the client
-/// for input is a tool error there (the retry of SEP-2322 names the tool itself: `server__tool`).
+/// Calls a proxied tool for the registry's `proxy_call`. A child's question during the call goes to this caller
+/// alone: a 2026-07-28 client gets the input-required result as the `registry` call's own, and answers it by
+/// retrying that call (same arguments, plus `inputResponses` and `requestState`); a legacy client is asked it if it
+/// declared the capability; otherwise the call fails with the typed error `kind: input_required`.
 pub(crate) async fn proxy_call(
     app: &App,
     server: &str,
     tool: &str,
     args: Option<serde_json::Map<String, serde_json::Value>>,
-    caller: Caller,
-) -> Result<CallToolResult, McpError> {
+    mut caller: Caller,
+) -> Result<CallToolResponse, McpError> {
+    caller.questions_to_caller = true;
+    let takes = caller.takes_input_required();
     match proxy_call_response(app, server, tool, args, caller).await? {
-        CallToolResponse::Complete(r) => Ok(r),
+        r @ CallToolResponse::InputRequired(_) if takes => Ok(r),
+        CallToolResponse::Complete(r) => Ok(r.into()),
         // SEP-2663: the child made a task (the client declared the extension); it is followed by its front id.
         CallToolResponse::Task(created) => Ok(CallToolResult::success(vec![ContentBlock::text(
             json!({
@@ -579,18 +583,41 @@ pub(crate) async fn proxy_call(
                 "note": "the tool runs as a task: follow it with tasks/get, answer it with tasks/update, stop it with tasks/cancel",
             })
             .to_string(),
-        )])),
+        )])
+        .into()),
+        // A 2026-07-28 child asked a caller that cannot take input-required results (rmcp answers a legacy
+        // client's questions before this; this is the case of a caller without a client).
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
-            json!({
-                "error": format!("`{server}__{tool}` asks the client for input (input_required); call it by that name"),
-                "code": "invalid_input",
-                "kind": "input_required",
-                "server": server,
-                "tool": tool,
-            })
+            input_required_body(
+                app,
+                server,
+                tool,
+                &Error::InputRequired {
+                    server: server.to_owned(),
+                    what: "input".into(),
+                },
+            )
             .to_string(),
-        )])),
+        )])
+        .into()),
     }
+}
+
+/// The typed error of a call that needs input its caller cannot give.
+fn input_required_body(app: &App, server: &str, tool: &str, e: &Error) -> serde_json::Value {
+    let what = match e {
+        Error::InputRequired { what, .. } => what.as_str(),
+        _ => "input",
+    };
+    json!({
+        "error": e.to_string(),
+        "code": e.code().as_str(),
+        "kind": "input_required",
+        "needs": what,
+        "server": server,
+        "tool": tool,
+        "did_you_mean": app.proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
+    })
 }
 
 /// Calls a proxied tool and shapes failures for agents: a typed error with a kind and similar tools to try. A
@@ -616,6 +643,12 @@ pub(crate) async fn proxy_call_response(
                 || error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
         {
             Err(error)
+        }
+        Err(e @ Error::InputRequired { .. }) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text(
+                input_required_body(app, server, tool, &e).to_string(),
+            )])
+            .into())
         }
         Err(e) => {
             if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Tool};
 use serde_json::{Value, json};
 
 use super::actions::{self, Action, ArgError};
@@ -116,7 +116,7 @@ fn failure_result(f: Failure) -> CallToolResult {
 /// What an action produced: a JSON value to render, or a proxied tool's own result.
 enum Reply {
     Json(Value),
-    Relayed(Result<CallToolResult, McpError>),
+    Relayed(Result<CallToolResponse, McpError>),
 }
 
 impl From<Value> for Reply {
@@ -129,15 +129,15 @@ pub async fn call(
     app: &Arc<App>,
     args: serde_json::Map<String, Value>,
     caller: Caller,
-) -> Result<CallToolResult, McpError> {
+) -> Result<CallToolResponse, McpError> {
     let action = match actions::parse(args) {
         Ok(a) => a,
-        Err(e) => return Ok(error_result(e.body())),
+        Err(e) => return Ok(error_result(e.body()).into()),
     };
     match run(app, action, caller).await {
-        Ok(Reply::Json(value)) => Ok(json_result(&value)),
+        Ok(Reply::Json(value)) => Ok(json_result(&value).into()),
         Ok(Reply::Relayed(r)) => r,
-        Err(f) => Ok(failure_result(f)),
+        Err(f) => Ok(failure_result(f).into()),
     }
 }
 
@@ -437,7 +437,7 @@ async fn activate(app: &App, name: String) -> Result<Reply, Failure> {
 fn lifecycle_reply(r: &crate::lifecycle::AddServerResult) -> Reply {
     let value = serde_json::to_value(r).unwrap_or_default();
     if matches!(r.state, crate::lifecycle::ServerState::Error { .. }) {
-        Reply::Relayed(Ok(error_result(value)))
+        Reply::Relayed(Ok(error_result(value).into()))
     } else {
         Reply::Json(value)
     }

@@ -142,7 +142,8 @@ impl ServerHandler for ServerView {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.ready().await?;
-        let caller = Caller::of_call(&request, &context);
+        let mut caller = Caller::of_call(&request, &context);
+        caller.scoped = true;
         match Box::pin(self.app.proxy.call_tool_response(
             &self.server,
             &request.name,
@@ -255,11 +256,12 @@ impl ServerHandler for ServerView {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.ready().await?;
-        let caller = Caller::of_request(
+        let mut caller = Caller::of_request(
             &context,
             request.input_responses.clone(),
             request.request_state.clone(),
         );
+        caller.scoped = true;
         Box::pin(
             self.app
                 .proxy
@@ -295,11 +297,12 @@ impl ServerHandler for ServerView {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         self.ready().await?;
-        let caller = Caller::of_request(
+        let mut caller = Caller::of_request(
             &context,
             request.input_responses.clone(),
             request.request_state.clone(),
         );
+        caller.scoped = true;
         Box::pin(
             self.app
                 .proxy

@@ -117,22 +117,8 @@ impl Inner {
                 }
             }
         }
-        let logs_to = caller
-            .log_level
-            .filter(|_| caller.takes_input_required())
-            .zip(caller.peer.clone());
-        if let Some((level, peer)) = &logs_to {
-            lock(&self.log_callers)
-                .entry(child.name.clone())
-                .or_default()
-                .push((request_id.clone(), peer.clone(), *level));
-        }
+        let logs = self.watch_logs(&child.name, caller);
         let _cleanup = scopeguard(|| {
-            if logs_to.is_some()
-                && let Some(v) = lock(&self.log_callers).get_mut(&child.name)
-            {
-                v.retain(|(id, _, _)| *id != request_id);
-            }
             lock(&self.progress).remove(&token);
             lock(&child.progress_seen).remove(&token);
             if caller.peer.is_some()
@@ -204,6 +190,10 @@ impl Inner {
             }
             drop(forwarding.lock().await);
         }
+        if logs.is_some() {
+            self.flush_logs().await;
+        }
+        drop(logs);
         match res {
             // A legacy child's result has no resultType; a 2026-07-28 client requires one.
             Ok(ServerResult::CallToolResult(mut r)) => {
@@ -293,61 +283,81 @@ impl Inner {
 }
 
 /// Asks a legacy client what a 2026-07-28 child's input requests need, each only if the client declared the
-/// capability; the answers keyed as the requests were.
-#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but are how legacy clients answer.
+/// capability (else [`Error::InputRequired`]); the answers keyed as the requests were.
 async fn fulfil(
     peer: &Peer<RoleServer>,
     server: &str,
     requests: InputRequests,
 ) -> Result<InputResponses> {
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        answers.insert(key, ask_client(peer, server, request).await?);
+    }
+    Ok(answers)
+}
+
+/// What an input request asks for, as its capability is named.
+pub(super) fn asks_for(request: &InputRequest) -> &'static str {
+    match request {
+        InputRequest::Elicitation(_) => "elicitation",
+        InputRequest::CreateMessage(_) => "sampling",
+        InputRequest::ListRoots(_) => "roots",
+        _ => "input",
+    }
+}
+
+/// Whether a client that declared `caps` can be asked `request`.
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but are how legacy clients answer.
+pub(super) fn can_answer(caps: &ClientCapabilities, request: &InputRequest) -> bool {
+    match request {
+        InputRequest::Elicitation(_) => caps.elicitation.is_some(),
+        InputRequest::CreateMessage(_) => caps.sampling.is_some(),
+        InputRequest::ListRoots(_) => caps.roots.is_some(),
+        _ => false,
+    }
+}
+
+/// Asks a legacy client one request of a child, if it declared the capability; its answer as JSON.
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but are how legacy clients answer.
+pub(super) async fn ask_client(
+    peer: &Peer<RoleServer>,
+    server: &str,
+    request: InputRequest,
+) -> Result<Value> {
     let caps = peer
         .peer_info()
         .map(|i| i.capabilities.clone())
         .unwrap_or_default();
-    let refused = |what: &str, why: String| Error::Upstream {
+    let what = asks_for(&request);
+    if !can_answer(&caps, &request) {
+        return Err(Error::InputRequired {
+            server: server.to_owned(),
+            what: what.to_owned(),
+        });
+    }
+    let refused = |why: String| Error::Upstream {
         server: server.to_owned(),
         message: format!("the tool asks the client for {what}, but {why}"),
     };
-    let missing = |what: &str| refused(what, "the client did not declare that capability".into());
-    let mut answers = InputResponses::new();
-    for (key, request) in requests {
-        let answer = match request {
-            InputRequest::Elicitation(r) => {
-                caps.elicitation
-                    .as_ref()
-                    .ok_or_else(|| missing("elicitation"))?;
-                let r = peer
-                    .create_elicitation(r.params)
-                    .await
-                    .map_err(|e| refused("elicitation", e.to_string()))?;
-                serde_json::to_value(r)
-            }
-            InputRequest::CreateMessage(r) => {
-                caps.sampling.as_ref().ok_or_else(|| missing("sampling"))?;
-                let r = peer
-                    .create_message(r.params)
-                    .await
-                    .map_err(|e| refused("sampling", e.to_string()))?;
-                serde_json::to_value(r)
-            }
-            InputRequest::ListRoots(_) => {
-                caps.roots.as_ref().ok_or_else(|| missing("roots"))?;
-                let r = peer
-                    .list_roots()
-                    .await
-                    .map_err(|e| refused("roots", e.to_string()))?;
-                serde_json::to_value(r)
-            }
-            _ => {
-                return Err(refused(
-                    "input",
-                    "agent-discover does not know that request".into(),
-                ));
-            }
-        };
-        answers.insert(key, answer.map_err(|e| refused("input", e.to_string()))?);
-    }
-    Ok(answers)
+    let answer = match request {
+        InputRequest::Elicitation(r) => peer
+            .create_elicitation(r.params)
+            .await
+            .map_err(|e| refused(e.to_string()))
+            .map(serde_json::to_value)?,
+        InputRequest::CreateMessage(r) => peer
+            .create_message(r.params)
+            .await
+            .map_err(|e| refused(e.to_string()))
+            .map(serde_json::to_value)?,
+        InputRequest::ListRoots(_) => peer
+            .list_roots()
+            .await
+            .map_err(|e| refused(e.to_string()))
+            .map(serde_json::to_value)?,
+        _ => return Err(refused("agent-discover does not know that request".into())),
+    };
+    answer.map_err(|e| refused(e.to_string()))
 }
 
 struct ScopeGuard<F: FnMut()>(F);

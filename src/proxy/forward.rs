@@ -28,10 +28,13 @@ pub(super) struct Subscription {
 
 impl Proxy {
     /// Sets the log level of every running child that declares logging; children started later get it too.
+    /// A legacy child lowered for a 2026-07-28 caller stays lower (see [`Inner::lower_log_level`]); legacy clients are
+    /// then sent only what is at or above this level (`forward_log`).
     pub async fn set_log_level(&self, level: LoggingLevel) {
         *lock(&self.inner.log_level) = Some(level);
         let children = self.inner.running_with(|c| c.logging.is_some());
         let sets = children.iter().map(|child| async move {
+            let level = child.settle_log_level(level);
             if let Err(e) = child
                 .peer
                 .set_level(SetLevelRequestParams::new(level))
@@ -217,7 +220,87 @@ fn rank(level: LoggingLevel) -> u8 {
     }
 }
 
+impl Child {
+    /// The level to set on this child when clients want `level`: `level`, unless the child was set lower already
+    /// (a 2026-07-28 caller wants more), which it stays at; recorded as the child's level.
+    fn settle_log_level(&self, level: LoggingLevel) -> LoggingLevel {
+        let mut floor = lock(&self.log_floor);
+        let level = match *floor {
+            Some(f) if rank(f) < rank(level) => f,
+            _ => level,
+        };
+        *floor = Some(level);
+        level
+    }
+}
+
+/// Removes a [`super::LogCaller`] when the request it stands for stops waiting on the child.
+pub(super) struct LogWatch<'a> {
+    inner: &'a Inner,
+    server: String,
+    id: u64,
+}
+
+impl Drop for LogWatch<'_> {
+    fn drop(&mut self) {
+        let mut all = lock(&self.inner.log_callers);
+        if let Some(v) = all.get_mut(&self.server) {
+            v.retain(|c| c.id != self.id);
+            if v.is_empty() {
+                all.remove(&self.server);
+            }
+        }
+    }
+}
+
 impl Inner {
+    /// A 2026-07-28 request that set a logLevel gets `server`'s log messages at or above it on its own stream while
+    /// the returned guard lives; `None` (nothing registered) for other callers.
+    pub(super) fn watch_logs(&self, server: &str, caller: &super::Caller) -> Option<LogWatch<'_>> {
+        let level = caller.log_level.filter(|_| caller.takes_input_required())?;
+        let peer = caller.peer.clone()?;
+        let id = self
+            .log_caller_ids
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.log_callers)
+            .entry(server.to_owned())
+            .or_default()
+            .push(super::LogCaller {
+                id,
+                peer,
+                level,
+                scoped: caller.scoped,
+            });
+        Some(LogWatch {
+            inner: self,
+            server: server.to_owned(),
+            id,
+        })
+    }
+
+    /// A legacy child has only `logging/setLevel`: for a 2026-07-28 caller that wants `level`, the child is set to it
+    /// when it was set to a higher one (it stays there; each client is sent only what it asked for). A child whose
+    /// level nobody has set logs at its default, everything in the SDKs, and is left alone.
+    pub(super) async fn lower_log_level(&self, child: &Child, level: LoggingLevel) {
+        if child.capabilities.logging.is_none() || !child.protocol.has_initialize() {
+            return;
+        }
+        {
+            let mut floor = lock(&child.log_floor);
+            match *floor {
+                Some(f) if rank(level) < rank(f) => *floor = Some(level),
+                _ => return,
+            }
+        }
+        if let Err(e) = child
+            .peer
+            .set_level(SetLevelRequestParams::new(level))
+            .await
+        {
+            tracing::warn!(server = %child.name, error = %e, "logging/setLevel failed");
+        }
+    }
+
     pub(super) fn running(&self, name: &str) -> Option<Arc<Child>> {
         match lock(&self.children).get(name) {
             Some(super::Slot::Running(c)) => Some(c.clone()),
@@ -230,17 +313,22 @@ impl Inner {
         lock(&self.scopes).get(&id).is_none_or(|s| s == server)
     }
 
-    /// A child's log message goes to every connected client that sees the server; aggregated clients get `logger`
-    /// naming the server (`server` or `server/logger`), per-server clients get it unchanged.
+    /// A child's log message goes to every connected client that sees the server, at or above the level clients
+    /// set (the child may have been set lower for a 2026-07-28 caller); aggregated clients get `logger` naming the
+    /// server (`server` or `server/logger`), per-server clients get it unchanged. And to the 2026-07-28 requests
+    /// waiting on this server that asked for it, at or above their own level, on their own streams.
     pub(super) async fn forward_log(&self, server: &str, params: LoggingMessageNotificationParam) {
+        let _forwarding = LogForward::start(&self.logs_in_flight);
         let mut named = params.clone();
         named.logger = Some(match &params.logger {
             Some(l) if !l.is_empty() => format!("{server}/{l}"),
             _ => server.to_owned(),
         });
+        let wanted = lock(&self.log_level).is_none_or(|l| rank(params.level) >= rank(l));
         let scopes = lock(&self.scopes).clone();
         let peers: Vec<(bool, Peer<RoleServer>)> = lock(&self.clients)
             .iter()
+            .filter(|_| wanted)
             .filter(|(_, p)| !p.is_transport_closed())
             .filter_map(|(id, p)| match scopes.get(id) {
                 None => Some((false, p.clone())),
@@ -248,21 +336,33 @@ impl Inner {
                 Some(_) => None,
             })
             .collect();
-        for (raw, peer) in peers {
-            let msg = if raw { params.clone() } else { named.clone() };
-            let _ = peer.notify_logging_message(msg).await;
-        }
-        // 2026-07-28 callers of this server that asked for log messages on their request (SEP-2575).
-        let callers: Vec<Peer<RoleServer>> = lock(&self.log_callers)
+        // 2026-07-28 requests waiting on this server that asked for log messages on their stream (SEP-2575).
+        let callers: Vec<(bool, Peer<RoleServer>)> = lock(&self.log_callers)
             .get(server)
             .into_iter()
             .flatten()
-            .filter(|(_, p, level)| !p.is_transport_closed() && rank(params.level) >= rank(*level))
-            .map(|(_, p, _)| p.clone())
+            .filter(|c| !c.peer.is_transport_closed() && rank(params.level) >= rank(c.level))
+            .map(|c| (c.scoped, c.peer.clone()))
             .collect();
-        for peer in callers {
-            let _ = peer.notify_logging_message(params.clone()).await;
+        for (raw, peer) in peers.into_iter().chain(callers) {
+            let msg = if raw { params.clone() } else { named.clone() };
+            let _ = peer.notify_logging_message(msg).await;
         }
+    }
+
+    /// Waits (bounded) for the log messages being forwarded now: a child's message that came before its result
+    /// reaches a 2026-07-28 caller's stream before the result closes it. rmcp hands each notification to a task of
+    /// its own, so the ones read just before the result are let run first.
+    pub(super) async fn flush_logs(&self) {
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        let mut busy = self.logs_in_flight.subscribe();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            busy.wait_for(|n| *n == 0),
+        )
+        .await;
     }
 
     /// A child's resource update goes to the clients subscribed to that resource, under its exposed URI.
@@ -289,6 +389,7 @@ impl Inner {
         let level = *lock(&self.log_level);
         if let Some(level) = level
             && child.capabilities.logging.is_some()
+            && let level = child.settle_log_level(level)
             && let Err(e) = child
                 .peer
                 .set_level(SetLevelRequestParams::new(level))
@@ -296,5 +397,21 @@ impl Inner {
         {
             tracing::warn!(server = %child.name, error = %e, "logging/setLevel failed");
         }
+    }
+}
+
+/// Counts a log message being forwarded (`Inner::logs_in_flight`) while it lives.
+struct LogForward<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl<'a> LogForward<'a> {
+    fn start(count: &'a tokio::sync::watch::Sender<usize>) -> LogForward<'a> {
+        count.send_modify(|n| *n += 1);
+        LogForward(count)
+    }
+}
+
+impl Drop for LogForward<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
 }

@@ -31,6 +31,11 @@ use tokio_util::sync::CancellationToken;
 use super::{Caller, Child, Inner, Proxy, lock};
 use crate::error::{Error, Result};
 
+/// How long a legacy child's requests are gathered into one input-required result: until it has been quiet this
+/// long, and at most the second (its requests sent together arrive together, each through a task of its own).
+const GATHER_QUIET: std::time::Duration = std::time::Duration::from_millis(25);
+const GATHER_AT_MOST: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The prefix of the tokens minted here (a 2026-07-28 child's own `requestState` is never looked at).
 const PREFIX: &str = "adrs1";
 
@@ -153,15 +158,37 @@ impl Refusal {
     }
 }
 
-/// A child's request waiting for the client's answer.
+/// One child request asked of the client: the key its answer comes under, the request, and where the answer goes.
+struct Asked {
+    key: String,
+    request: InputRequest,
+    reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+}
+
+/// A child's requests waiting for the client's answers.
 struct Parked {
     steps: mpsc::Receiver<Step>,
-    reply: oneshot::Sender<std::result::Result<Value, McpError>>,
-    request: InputRequest,
-    key: String,
+    asks: Vec<Asked>,
     token: String,
     expires: u64,
     cancel: CancellationToken,
+    /// What the child was refused earlier in the exchange (the caller could not answer it).
+    refused: Option<&'static str>,
+}
+
+impl Parked {
+    /// The input-required result asking what is still unanswered.
+    fn asking(&self, binding: &Binding) -> Outcome {
+        binding.asking(InputRequiredResult::new(
+            Some(
+                self.asks
+                    .iter()
+                    .map(|a| (a.key.clone(), a.request.clone()))
+                    .collect(),
+            ),
+            Some(self.token.clone()),
+        ))
+    }
 }
 
 /// One exchange in flight: its id and where its child's requests go.
@@ -282,20 +309,15 @@ fn key_for(request: &InputRequest) -> &'static str {
     }
 }
 
-/// Whether the client declared what the child's request needs.
-fn declared(caps: &ClientCapabilities, request: &InputRequest) -> std::result::Result<(), String> {
-    let (ok, what) = match request {
-        InputRequest::Elicitation(_) => (caps.elicitation.is_some(), "elicitation"),
-        InputRequest::CreateMessage(_) => (caps.sampling.is_some(), "sampling"),
-        InputRequest::ListRoots(_) => (caps.roots.is_some(), "roots"),
-        _ => (false, "this request"),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "agent-discover cannot forward the {what} request: the calling client did not declare the {what} capability"
-        ))
+/// The capability `what` (`elicitation`, `sampling`, `roots`) as -32021's `requiredCapabilities` names it.
+#[allow(deprecated)]
+fn required(what: &str) -> ClientCapabilities {
+    let caps = ClientCapabilities::builder();
+    match what {
+        "elicitation" => caps.enable_elicitation().build(),
+        "sampling" => caps.enable_sampling().build(),
+        "roots" => caps.enable_roots().build(),
+        _ => caps.build(),
     }
 }
 
@@ -317,8 +339,10 @@ fn check_answer(request: &InputRequest, answer: &Value) -> std::result::Result<(
 }
 
 impl Proxy {
-    /// A 2026-07-28 caller's `tools/call` of a legacy child, its child requests minted into input-required results.
-    pub(super) async fn call_minting(
+    /// A `tools/call` of a legacy child whose requests go to this caller alone: minted into input-required results
+    /// for a 2026-07-28 caller; asked of a legacy caller's client that declared the capability; else the call ends
+    /// with [`Error::InputRequired`] (`drive`).
+    pub(super) async fn call_held(
         &self,
         child: &Arc<Child>,
         tool: &str,
@@ -335,12 +359,9 @@ impl Proxy {
         let quiet = Caller {
             peer: caller.peer.clone(),
             progress_token: caller.progress_token.clone(),
-            cancel: None,
-            protocol: None,
             capabilities: caller.capabilities.clone(),
-            input_responses: None,
-            request_state: None,
             log_level: caller.log_level,
+            ..Caller::default()
         };
         let (child2, tool) = (child.clone(), tool.to_owned());
         let outcome = self
@@ -450,46 +471,61 @@ impl Proxy {
         F: std::future::Future<Output = Result<Outcome>> + Send + 'static,
     {
         let held = &self.inner.held;
-        if let Some(token) = caller.request_state.as_deref() {
+        // A legacy child has no per-request level: set it low enough for this caller (`forward.rs`).
+        if let Some(level) = caller.log_level.filter(|_| caller.takes_input_required()) {
+            self.inner.lower_log_level(child, level).await;
+        }
+        if let Some(token) = caller
+            .request_state
+            .as_deref()
+            .filter(|_| caller.takes_input_required())
+        {
             let id = held
                 .open(token, &binding, now_ms())
                 .map_err(|r| r.error(&child.name))?;
-            let parked = lock(&held.parked)
+            let mut parked = lock(&held.parked)
                 .remove(&id)
                 .ok_or_else(|| Refusal::Gone.error(&child.name))?;
-            let answer = caller
-                .input_responses
-                .as_ref()
-                .and_then(|r| r.get(&parked.key))
-                .cloned();
-            let Some(answer) = answer else {
-                // Not answered: asked again, same token (SEP-2322 re-requests missing input).
-                let again = binding.asking(InputRequiredResult::new(
-                    Some([(parked.key.clone(), parked.request.clone())].into()),
-                    Some(parked.token.clone()),
-                ));
+            let responses = caller.input_responses.clone().unwrap_or_default();
+            // Every answer given is checked before any reaches the child.
+            for a in &parked.asks {
+                if let Some(answer) = responses.get(&a.key)
+                    && let Err(why) = check_answer(&a.request, answer)
+                {
+                    let key = a.key.clone();
+                    held.park(id, parked);
+                    return Err(Error::Child {
+                        server: child.name.clone(),
+                        error: McpError::invalid_params(
+                            format!("inputResponses.{key} does not answer what was asked: {why}"),
+                            Some(json!({"inputResponse": key})),
+                        ),
+                    });
+                }
+            }
+            let (answered, missing): (Vec<Asked>, Vec<Asked>) = std::mem::take(&mut parked.asks)
+                .into_iter()
+                .partition(|a| responses.contains_key(&a.key));
+            parked.asks = missing;
+            for a in answered {
+                let _ = a.reply.send(Ok(responses[&a.key].clone()));
+            }
+            if !parked.asks.is_empty() {
+                // Not (all) answered: what is missing is asked again, same token (SEP-2322 re-requests missing
+                // input); answers given went to the child, which waits for the rest.
+                let again = parked.asking(&binding);
                 held.park(id, parked);
                 return Ok(again);
-            };
-            if let Err(why) = check_answer(&parked.request, &answer) {
-                let key = parked.key.clone();
-                held.park(id, parked);
-                return Err(Error::Child {
-                    server: child.name.clone(),
-                    error: McpError::invalid_params(
-                        format!("inputResponses.{key} does not answer what was asked: {why}"),
-                        Some(json!({"inputResponse": key})),
-                    ),
-                });
             }
             let Parked {
                 steps,
-                reply,
                 cancel,
+                refused,
                 ..
             } = parked;
-            let _ = reply.send(Ok(answer));
-            return self.drive(child, id, steps, binding, caller, cancel).await;
+            return self
+                .drive(child, id, steps, binding, caller, cancel, refused)
+                .await;
         }
         let id = held.next.fetch_add(1, Ordering::Relaxed);
         let (tx, steps) = mpsc::channel(4);
@@ -507,10 +543,17 @@ impl Proxy {
             }
             let _ = tx.send(Step::Done(res)).await;
         });
-        self.drive(child, id, steps, binding, caller, cancel).await
+        self.drive(child, id, steps, binding, caller, cancel, None)
+            .await
     }
 
-    /// Waits for the exchange's next step: its result, or a child request, which is held and asked of the client.
+    /// Waits for the exchange's next step: its result, or a child request. For a 2026-07-28 caller the request is
+    /// held and asked of the client as an input-required result; for another caller it is asked of its client.
+    /// A request the caller cannot answer (it did not declare the capability, or has no client) is never put to
+    /// anyone else: the child is refused and decides; should the call then fail, the caller is told what it lacked:
+    /// -32021 naming the capability for a 2026-07-28 caller (SEP-2575: the child relied on a capability
+    /// agent-discover declared on its behalf), [`Error::InputRequired`] for others.
+    #[allow(clippy::too_many_arguments)]
     async fn drive(
         &self,
         child: &Arc<Child>,
@@ -519,34 +562,126 @@ impl Proxy {
         binding: Binding,
         caller: &Caller,
         cancel: CancellationToken,
+        mut refused: Option<&'static str>,
     ) -> Result<Outcome> {
         let caps = caller.capabilities.clone().unwrap_or_default();
+        let logs = self.inner.watch_logs(&child.name, caller);
+        let cancelled = || async {
+            match &caller.cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let gone = || Error::Upstream {
+            server: child.name.clone(),
+            message: "cancelled by the client".into(),
+        };
         loop {
             let step = tokio::select! {
                 s = steps.recv() => s,
-                _ = async {
-                    match &caller.cancel {
-                        Some(c) => c.cancelled().await,
-                        None => std::future::pending().await,
-                    }
-                } => {
+                _ = cancelled() => {
                     cancel.cancel();
-                    return Err(Error::Upstream { server: child.name.clone(), message: "cancelled by the client".into() });
+                    return Err(gone());
                 }
             };
-            match step {
+            let (request, reply) = match step {
                 None => {
                     return Err(Error::Upstream {
                         server: child.name.clone(),
                         message: "the request ended without a result".into(),
                     });
                 }
-                Some(Step::Done(res)) => return res,
-                Some(Step::Ask { request, reply }) => {
-                    // Never asked of a client that did not declare it: the child is refused, as it would be directly.
-                    if let Err(why) = declared(&caps, &request) {
-                        let _ = reply.send(Err(McpError::invalid_request(why, None)));
-                        continue;
+                Some(Step::Done(res)) => {
+                    return self
+                        .finish(child, caller, res, refused, logs.is_some())
+                        .await;
+                }
+                Some(Step::Ask { request, reply }) => (request, reply),
+            };
+            let what = super::call::asks_for(&request);
+            let client = if caller.takes_input_required() {
+                super::call::can_answer(&caps, &request).then_some(None)
+            } else {
+                caller
+                    .peer
+                    .as_ref()
+                    .filter(|p| {
+                        p.peer_info()
+                            .is_some_and(|i| super::call::can_answer(&i.capabilities, &request))
+                    })
+                    .map(Some)
+            };
+            match client {
+                None => {
+                    refused = Some(what);
+                    let _ = reply.send(Err(McpError::invalid_request(
+                        format!(
+                            "agent-discover cannot forward the {what} request: the calling client did not declare the {what} capability"
+                        ),
+                        None,
+                    )));
+                }
+                // A legacy caller's client answers at once, and the child goes on.
+                Some(Some(peer)) => {
+                    let answer = tokio::select! {
+                        a = super::call::ask_client(peer, &child.name, request) => a,
+                        _ = cancelled() => {
+                            cancel.cancel();
+                            return Err(gone());
+                        }
+                    };
+                    let _ = reply
+                        .send(answer.map_err(|e| McpError::invalid_request(e.to_string(), None)));
+                }
+                Some(None) => {
+                    // A legacy child may ask several things at once: what it asks before it goes quiet is asked of
+                    // the client in one input-required result.
+                    let mut asks = vec![Asked {
+                        key: key_for(&request).to_owned(),
+                        request,
+                        reply,
+                    }];
+                    let until = tokio::time::Instant::now() + GATHER_AT_MOST;
+                    while let Ok(Some(step)) = tokio::time::timeout_at(
+                        until.min(tokio::time::Instant::now() + GATHER_QUIET),
+                        steps.recv(),
+                    )
+                    .await
+                    {
+                        match step {
+                            Step::Done(res) => {
+                                // Its questions are moot: the replies dropped refuse them.
+                                drop(asks);
+                                return self
+                                    .finish(child, caller, res, refused, logs.is_some())
+                                    .await;
+                            }
+                            Step::Ask { request, reply } => {
+                                if !super::call::can_answer(&caps, &request) {
+                                    let what = super::call::asks_for(&request);
+                                    refused = Some(what);
+                                    let _ = reply.send(Err(McpError::invalid_request(
+                                        format!(
+                                            "agent-discover cannot forward the {what} request: the calling client did not declare the {what} capability"
+                                        ),
+                                        None,
+                                    )));
+                                    continue;
+                                }
+                                let base = key_for(&request);
+                                let n = asks.iter().filter(|a| a.key.starts_with(base)).count();
+                                let key = if n == 0 {
+                                    base.to_owned()
+                                } else {
+                                    format!("{base}_{}", n + 1)
+                                };
+                                asks.push(Asked {
+                                    key,
+                                    request,
+                                    reply,
+                                });
+                            }
+                        }
                     }
                     let expires = now_ms() + child.call_timeout.as_millis() as u64;
                     let token = self.inner.held.seal(&Claims {
@@ -555,27 +690,63 @@ impl Proxy {
                         e: expires,
                         b: binding.clone(),
                     });
-                    let key = key_for(&request).to_owned();
-                    let asked = InputRequiredResult::new(
-                        Some([(key.clone(), request.clone())].into()),
-                        Some(token.clone()),
-                    );
-                    self.inner.held.park(
-                        id,
-                        Parked {
-                            steps,
-                            reply,
-                            request,
-                            key,
-                            token,
-                            expires,
-                            cancel,
-                        },
-                    );
-                    return Ok(binding.asking(asked));
+                    let parked = Parked {
+                        steps,
+                        asks,
+                        token,
+                        expires,
+                        cancel,
+                        refused,
+                    };
+                    let asked = parked.asking(&binding);
+                    self.inner.held.park(id, parked);
+                    return Ok(asked);
                 }
             }
         }
+    }
+
+    /// The end of an exchange: log messages of the call delivered first; a failure after a refusal says what the
+    /// caller lacked.
+    async fn finish(
+        &self,
+        child: &Child,
+        caller: &Caller,
+        res: Result<Outcome>,
+        refused: Option<&'static str>,
+        logs: bool,
+    ) -> Result<Outcome> {
+        if logs {
+            self.inner.flush_logs().await;
+        }
+        match refused {
+            Some(what) if failed(&res) => Err(self.lacking(child, caller, what)),
+            _ => res,
+        }
+    }
+
+    /// What the caller is told when the child failed after asking for `what`, which the caller could not give.
+    fn lacking(&self, child: &Child, caller: &Caller, what: &str) -> Error {
+        if caller.takes_input_required() {
+            Error::Child {
+                server: child.name.clone(),
+                error: McpError::missing_required_client_capability(required(what)),
+            }
+        } else {
+            Error::InputRequired {
+                server: child.name.clone(),
+                what: what.to_owned(),
+            }
+        }
+    }
+}
+
+/// Whether an exchange ended in failure: an error, or a tool result flagged `isError`.
+fn failed(res: &Result<Outcome>) -> bool {
+    match res {
+        Err(_) => true,
+        Ok(Outcome::Call(CallToolResponse::Complete(r))) => r.is_error == Some(true),
+        Ok(_) => false,
     }
 }
 

@@ -103,6 +103,13 @@ pub struct Caller {
     /// for a request without one.
     #[allow(deprecated)]
     pub log_level: Option<rmcp::model::LoggingLevel>,
+    /// The caller is on a per-server endpoint: the child's log messages reach it with their own `logger` (the
+    /// aggregated front names the server in it).
+    pub scoped: bool,
+    /// A legacy child's question (sampling, elicitation, roots) during this call is put to this caller only: asked of
+    /// its client if it declared the capability, else the call ends with [`Error::InputRequired`]; never forwarded
+    /// to another client. Set for the registry's `proxy_call`; implied for a caller without a client (REST, CLI).
+    pub questions_to_caller: bool,
 }
 
 impl Caller {
@@ -130,6 +137,8 @@ impl Caller {
                 .as_ref()
                 .and_then(|m| m.log_level())
                 .or_else(|| context.meta.log_level()),
+            scoped: false,
+            questions_to_caller: false,
         }
     }
 
@@ -149,6 +158,8 @@ impl Caller {
             input_responses,
             request_state,
             log_level: context.meta.log_level(),
+            scoped: false,
+            questions_to_caller: false,
         }
     }
 
@@ -158,19 +169,31 @@ impl Caller {
         self.takes_input_required() && child.protocol.has_initialize()
     }
 
+    /// Whether a call of `child` runs as an exchange of `held.rs`, where the child's questions go to this caller
+    /// alone: minted into input-required results for a 2026-07-28 caller, asked of a legacy caller's client that
+    /// declared the capability, else refused with [`Error::InputRequired`].
+    fn holds_questions(&self, child: &Child) -> bool {
+        child.protocol.has_initialize()
+            && (self.takes_input_required() || self.questions_to_caller || self.peer.is_none())
+    }
+
     /// Whether the caller speaks 2026-07-28 or later, and so takes input-required results itself.
     pub fn takes_input_required(&self) -> bool {
         self.protocol.as_ref().is_some_and(|v| !v.has_initialize())
     }
 }
 
-/// A 2026-07-28 call that asked for log messages: the child's request id, the caller and its level.
+/// A 2026-07-28 request that asked for log messages (`_meta` logLevel) while it waits on a child: it gets the
+/// child's messages at or above its level on its own stream.
 #[allow(deprecated)]
-type LogCaller = (
-    rmcp::model::RequestId,
-    Peer<RoleServer>,
-    rmcp::model::LoggingLevel,
-);
+struct LogCaller {
+    /// Unique in this process, to remove it when the request ends.
+    id: u64,
+    peer: Peer<RoleServer>,
+    level: rmcp::model::LoggingLevel,
+    /// On a per-server endpoint: `logger` as the child sent it.
+    scoped: bool,
+}
 
 /// The proxy handle; cheap to clone.
 #[derive(Clone)]
@@ -204,8 +227,11 @@ pub(crate) struct Inner {
     callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
     /// 2026-07-28 callers that set a logLevel on their request, per server called: they get its log messages at or
     /// above that level while the call runs (they have no session to be pushed to otherwise).
-    #[allow(deprecated)]
     log_callers: Mutex<HashMap<String, Vec<LogCaller>>>,
+    /// Ids of [`LogCaller`]s.
+    log_caller_ids: std::sync::atomic::AtomicU64,
+    /// How many children's log messages are being forwarded now (`forward::flush_logs`).
+    logs_in_flight: watch::Sender<usize>,
     metrics: Arc<metrics::CallMetrics>,
     observer: Mutex<Option<CallObserver>>,
     /// The log level clients last set (`logging/setLevel`), applied to every child.
@@ -282,6 +308,10 @@ struct Child {
     auth: Option<Arc<crate::oauth::Session>>,
     /// Progress notifications read from a stdio child, per token (`typed.rs`); empty for other transports.
     progress_seen: typed::ProgressSeen,
+    /// The level agent-discover last set on a legacy child with `logging/setLevel` (the lowest any client wants;
+    /// each client is then sent what it asked for, `forward.rs`); `None` until one is set.
+    #[allow(deprecated)]
+    log_floor: Mutex<Option<rmcp::model::LoggingLevel>>,
 }
 
 impl Proxy {
@@ -309,6 +339,8 @@ impl Proxy {
             clients: Mutex::default(),
             callers: Mutex::default(),
             log_callers: Mutex::default(),
+            log_caller_ids: std::sync::atomic::AtomicU64::new(1),
+            logs_in_flight: watch::Sender::new(0),
             metrics: metrics::CallMetrics::start(registry.store().clone()),
             observer: Mutex::new(None),
             log_level: Mutex::new(None),
@@ -639,11 +671,9 @@ impl Proxy {
     ) -> Result<CallToolResult> {
         match self.call_tool_response(server, tool, args, caller).await? {
             CallToolResponse::Complete(r) => Ok(r),
-            _ => Err(Error::Upstream {
+            _ => Err(Error::InputRequired {
                 server: server.to_owned(),
-                message: "the tool asks the client for input (SEP-2322 input_required), which only an MCP \
-                          client of protocol 2026-07-28 can give"
-                    .into(),
+                what: "input".into(),
             }),
         }
     }
@@ -680,9 +710,10 @@ impl Proxy {
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
             self.tool_missing(&child, tool).await?;
         }
-        let mut res = if caller.mints_for(&child) {
-            // A legacy child asks the client with requests of its own: minted into input-required results.
-            self.call_minting(&child, tool, args.clone(), &caller).await
+        let mut res = if caller.holds_questions(&child) {
+            // A legacy child asks the client with requests of its own: minted into input-required results for a
+            // 2026-07-28 caller, or put to this caller alone (`held.rs`).
+            self.call_held(&child, tool, args.clone(), &caller).await
         } else {
             self.inner.call(&child, tool, args.clone(), &caller).await
         };

@@ -286,6 +286,7 @@ impl Inner {
             protocol,
             auth,
             progress_seen,
+            log_floor: Mutex::new(None),
         });
         // A 2026-07-28 child tells of list changes only on a `subscriptions/listen` stream.
         if !child.protocol.has_initialize() {

@@ -17,11 +17,14 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::harness;
 
-type Client = RunningService<RoleClient, harness::TestClient>;
+pub(crate) type Client = RunningService<RoleClient, harness::TestClient>;
 
 /// `agent-discover serve --port 0` with the conformance fixture registered as `fx` (and `more` servers); returns
 /// the process and its base URL.
-async fn serve(dir: &std::path::Path, more: &[Value]) -> (tokio::process::Child, String) {
+pub(crate) async fn serve(
+    dir: &std::path::Path,
+    more: &[Value],
+) -> (tokio::process::Child, String) {
     let setup = harness::spawn(dir, &[], None).await;
     setup
         .registry(
@@ -62,7 +65,7 @@ async fn client_2026(endpoint: &str) -> Client {
 }
 
 /// A legacy (2025-11-25, `initialize`) client of `endpoint`, answering elicitation with `answers` when given.
-async fn client_legacy(endpoint: &str, answers: Option<Value>) -> Client {
+pub(crate) async fn client_legacy(endpoint: &str, answers: Option<Value>) -> Client {
     let transport = StreamableHttpClientTransport::with_client(
         reqwest::Client::new(),
         StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned()),
@@ -81,18 +84,18 @@ fn call(name: &str) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned()).with_arguments(Default::default())
 }
 
-fn accept(content: Value) -> Value {
+pub(crate) fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
 }
 
-fn asked(r: CallToolResponse) -> InputRequiredResult {
+pub(crate) fn asked(r: CallToolResponse) -> InputRequiredResult {
     match r {
         CallToolResponse::InputRequired(r) => r,
         other => panic!("expected an input-required result, got {other:?}"),
     }
 }
 
-fn completed(r: CallToolResponse) -> String {
+pub(crate) fn completed(r: CallToolResponse) -> String {
     match r {
         CallToolResponse::Complete(r) => harness::text(&r),
         other => panic!("expected a complete result, got {other:?}"),
@@ -136,7 +139,7 @@ async fn raw_2026(endpoint: &str, method: &str, params: Value) -> (u16, Value) {
 }
 
 /// The `notifications/message` events of a raw 2026-07-28 `tools/call`'s SSE response.
-async fn raw_2026_logs(endpoint: &str, params: Value, meta: Value) -> Vec<Value> {
+pub(crate) async fn raw_2026_logs(endpoint: &str, params: Value, meta: Value) -> Vec<Value> {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -172,7 +175,7 @@ async fn raw_2026_logs(endpoint: &str, params: Value, meta: Value) -> Vec<Value>
 }
 
 /// [`raw_2026`] with extra HTTP headers and extra `_meta` entries.
-async fn raw_2026_with(
+pub(crate) async fn raw_2026_with(
     endpoint: &str,
     method: &str,
     params: Value,
@@ -573,7 +576,7 @@ async fn an_http_2026_child_and_a_legacy_child_keep_their_eras() {
 }
 
 /// A 2026-07-28 client of `endpoint` answering with `client` (its declared capabilities go in each request's `_meta`).
-async fn client_2026_as(endpoint: &str, client: harness::TestClient) -> Client {
+pub(crate) async fn client_2026_as(endpoint: &str, client: harness::TestClient) -> Client {
     let transport = StreamableHttpClientTransport::with_client(
         reqwest::Client::new(),
         StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned()),
@@ -752,41 +755,51 @@ async fn a_legacy_childs_requests_reach_a_2026_client_as_input_required_results(
 
     // Several rounds in one call, each with its own token; a request the client did not declare (roots) is refused
     // to the child and never asked of the client. The tool wants all three answers, so it asks again (its own rule)
-    // until it gives up with a tool error.
+    // until it gives up, and the client learns what it lacked: -32021 naming roots.
     let multi = call("test_input_required_result_multiple_inputs");
-    let mut next = client.call_tool_once(multi.clone()).await.unwrap();
+    let mut next = client.call_tool_once(multi.clone()).await;
     let (mut rounds, mut asked_for, mut last_state) = (0, Vec::new(), None);
     let result = loop {
         match next {
-            CallToolResponse::InputRequired(r) => {
+            Ok(CallToolResponse::InputRequired(r)) => {
                 rounds += 1;
                 assert!(rounds <= 30, "no end to the rounds");
+                // The child asks its questions at once: one round carries them all.
                 let requests = r.input_requests.unwrap();
-                assert_eq!(requests.len(), 1, "{requests:?}");
-                let (key, _) = requests.into_iter().next().unwrap();
-                asked_for.push(key.clone());
+                let keys: Vec<String> = requests.keys().cloned().collect();
+                assert_eq!(keys, ["elicitation", "sampling"], "{requests:?}");
+                asked_for.extend(keys.iter().cloned());
                 let state = r.request_state.expect("a minted requestState");
                 assert_ne!(
                     Some(&state),
                     last_state.as_ref(),
                     "a round reused its token"
                 );
-                let answer = if key == "elicitation" {
-                    accept(json!({"name": "Alice"}))
-                } else {
-                    json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "Hi"}})
-                };
-                next = client
-                    .call_tool_once(retry_with(multi.clone(), &key, answer, &state))
-                    .await
-                    .unwrap();
+                let mut retry = multi.clone();
+                retry.input_responses = Some(
+                    [
+                        ("elicitation".to_owned(), accept(json!({"name": "Alice"}))),
+                        (
+                            "sampling".to_owned(),
+                            json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "Hi"}}),
+                        ),
+                    ]
+                    .into(),
+                );
+                retry.request_state = Some(state.clone());
+                next = client.call_tool_once(retry).await;
                 last_state = Some(state);
             }
-            CallToolResponse::Complete(r) => break r,
+            Err(rmcp::ServiceError::McpError(e)) => break e,
             other => panic!("{other:?}"),
         }
     };
-    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(
+        result.code,
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "{result:?}"
+    );
+    assert!(result.data.unwrap()["requiredCapabilities"]["roots"].is_object());
     assert!(
         asked_for.contains(&"elicitation".to_owned()),
         "{asked_for:?}"

@@ -55,6 +55,8 @@ mod leadership;
 mod transitions;
 // Issue 18: MCP 2026-07-28 end to end (children in their newest era, input-required results relayed, the 2026 front).
 mod eras;
+// Issue 18: a legacy child behind clients of both eras (log messages per request, proxy_call's questions).
+mod legacy;
 // Issue 15: agents over A2A (the official Python SDK as the agents), executors, sessions and their typed errors.
 mod agents;
 // Issue 16: the PostgreSQL backend against a real server (initdb + postgres in a temporary directory).

@@ -1,5 +1,6 @@
 # Interop check with the official MCP Python SDK: activation, proxied calls, resources, prompts and list_changed
-# through `agent-discover mcp`, in both protocol eras. Usage: python python_proxy_check.py BIN DATA_DIR MODE
+# through `agent-discover mcp`, in both protocol eras; a tool that elicits, on a legacy-era child and on a 2026-07-28
+# child, called directly and through the registry's `proxy_call`. Usage: python python_proxy_check.py BIN DATA_DIR MODE
 # (MODE is "auto", which negotiates 2026-07-28, or "legacy"). Exits non-zero with a message on any failure.
 import asyncio
 import json
@@ -7,7 +8,7 @@ import os
 import sys
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, types
 
 
 def payload(result):
@@ -29,7 +30,16 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
         if getattr(root, "method", "") == "notifications/tools/list_changed":
             changed.set()
 
-    async with Client(params, mode=mode, message_handler=on_message, raise_exceptions=True) as client:
+    asked = []
+
+    async def on_elicit(_context, request):
+        # Answers every field the form asks for (the legacy fixture asks `answer`, the 2026 one `name`).
+        asked.append(request.message)
+        fields = (request.requested_schema or {}).get("properties", {})
+        return types.ElicitResult(action="accept", content={k: "Ada" for k in fields})
+
+    async with Client(params, mode=mode, message_handler=on_message, elicitation_callback=on_elicit,
+                      raise_exceptions=True) as client:
         version = client.protocol_version
         expected = "2026-07-28" if mode == "auto" else None
         assert client.server_info is None or client.server_info.name == "agent-discover", client.server_info
@@ -71,6 +81,28 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
         assert "contents of fixture://resource/1" in read.contents[0].text, read
         prompt = await client.get_prompt(f"{name}__prompt_1", {"topic": "interop"})
         assert "about interop" in str(prompt.messages[0].content), prompt
+        # A tool that elicits, behind each era: the legacy child sends elicitation/create during the call (relayed
+        # as a request to a legacy client, or minted into an input-required result for a 2026-07-28 client); the
+        # 2026 child answers with an input-required result (relayed, or turned into a request for a legacy client).
+        for child, flags, tool, args in [
+            ("pyold", [], "elicit", {"message": "Your name?"}),
+            ("pynew", ["--conformance"], "test_input_required_result_elicitation", {}),
+        ]:
+            r = await client.call_tool("registry", {"action": "install", "name": child, "command": bin_path,
+                                                    "args": ["fixture-server", "--name", child, *flags]})
+            assert not r.is_error, payload(r)
+            r = await client.call_tool("registry", {"action": "activate", "name": child})
+            assert not r.is_error, payload(r)
+            before = len(asked)
+            r = await client.call_tool(f"{child}__{tool}", args)
+            assert not r.is_error and "Ada" in str(payload(r)), payload(r)
+            assert len(asked) == before + 1, asked
+            r = await client.call_tool("registry", {"action": "proxy_call", "server": child, "tool": tool,
+                                                    "arguments": args})
+            assert not r.is_error and "Ada" in str(payload(r)), payload(r)
+            assert len(asked) == before + 2, asked
+            r = await client.call_tool("registry", {"action": "uninstall", "name": child})
+            assert payload(r)["status"] == "uninstalled", payload(r)
         r = await client.call_tool("registry", {"action": "deactivate", "name": name})
         assert payload(r)["status"] == "deactivated", payload(r)
         r = await client.call_tool("registry", {"action": "uninstall", "name": name})

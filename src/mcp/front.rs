@@ -4,6 +4,8 @@
 //! decoded message stream: [`StdioFront`] is our stdio transport (rmcp's line codec, a typed parse per message, and
 //! for a message rmcp cannot type [`reply_to_untyped`]); the HTTP layer calls [`reply_to_untyped`] before `/mcp`.
 
+use std::sync::{Arc, OnceLock};
+
 use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
@@ -17,6 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::proxy::coalesce::CoalescingWriter;
+use crate::proxy::relay::FrontLane;
 
 /// The answer to a well-formed JSON message rmcp could not type, or `None` when it deserves none (it is not JSON,
 /// it is a notification, or it is a response). A request with a usable id gets an error with that id: invalid
@@ -185,10 +188,46 @@ pub fn typed_request(raw: &str) -> Option<RxJsonRpcMessage<RoleServer>> {
 }
 
 /// Our MCP server's stdio transport: rmcp's codec both ways (writes coalesced, see
-/// [`crate::proxy::coalesce`]); every request with an id is answered.
+/// [`crate::proxy::coalesce`]); every request with an id is answered. Once its [`FastLaneSlot`] is filled (after
+/// the handshake), the tool calls the fast lane carries go from here straight to the child (`proxy/relay.rs`).
 pub struct StdioFront<R, W> {
     read: FramedRead<R, RawLines>,
     write: CoalescingWriter<W>,
+    fast: Arc<OnceLock<Arc<FrontLane>>>,
+}
+
+/// Where the fast lane of one [`StdioFront`] is installed, after rmcp has taken the transport.
+pub struct FastLaneSlot {
+    slot: Arc<OnceLock<Arc<FrontLane>>>,
+    sink: Arc<dyn crate::proxy::coalesce::Sink<ServerJsonRpcMessage>>,
+}
+
+impl FastLaneSlot {
+    /// Relays this client's proxied tool calls through the fast lane from now on.
+    pub fn install(
+        self,
+        proxy: crate::proxy::Proxy,
+        shape: crate::proxy::relay::ShapeError,
+        reserved: fn(&str) -> bool,
+    ) {
+        let _ = self
+            .slot
+            .set(FrontLane::new(proxy, self.sink, shape, reserved));
+    }
+}
+
+/// The request a `notifications/cancelled` from the client names, if the line is one.
+fn cancelled_request(raw: &str) -> Option<RequestId> {
+    if !raw.contains("notifications/cancelled") {
+        return None;
+    }
+    match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw).ok()? {
+        rmcp::model::JsonRpcMessage::Notification(n) => match n.notification {
+            rmcp::model::ClientNotification::CancelledNotification(c) => c.params.request_id,
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 impl<R: AsyncRead, W: AsyncWrite + Send + Unpin + 'static> StdioFront<R, W> {
@@ -201,6 +240,15 @@ impl<R: AsyncRead, W: AsyncWrite + Send + Unpin + 'static> StdioFront<R, W> {
                 )),
             ),
             write: CoalescingWriter::new(write),
+            fast: Arc::default(),
+        }
+    }
+
+    /// The slot to install this front's fast lane in once the handshake is done.
+    pub fn fast_lane_slot(&self) -> FastLaneSlot {
+        FastLaneSlot {
+            slot: self.fast.clone(),
+            sink: Arc::new(self.write.clone()),
         }
     }
 }
@@ -231,7 +279,19 @@ where
                 }
             };
             if let Some(message) = typed_request(raw.get()) {
-                return Some(message);
+                match self.fast.get() {
+                    Some(lane) => match lane.try_call(message) {
+                        Some(message) => return Some(message),
+                        None => continue,
+                    },
+                    None => return Some(message),
+                }
+            }
+            if let Some(lane) = self.fast.get()
+                && let Some(id) = cancelled_request(raw.get())
+                && lane.cancel(&id)
+            {
+                continue;
             }
             if let Some(reply) = initialize_under_2026(raw.get().as_bytes()) {
                 tokio::spawn(self.write.send(reply));

@@ -56,7 +56,13 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
         &self,
         item: T,
     ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
-        let framed = match self.pending().as_mut() {
+        let framed = self.frame(item);
+        self.write_out(framed)
+    }
+
+    /// Frames `item` into the shared buffer.
+    fn frame<T: Serialize>(&self, item: T) -> std::io::Result<()> {
+        match self.pending().as_mut() {
             None => Err(closed()),
             Some(buf) => {
                 let before = buf.len();
@@ -68,7 +74,14 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
                         std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
                     })
             }
-        };
+        }
+    }
+
+    /// Writes everything framed so far (unless an earlier send holding the writer does).
+    fn write_out(
+        &self,
+        framed: std::io::Result<()>,
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
         let shared = self.shared.clone();
         async move {
             framed?;
@@ -103,6 +116,33 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
             write.write_all(&rest).await?;
         }
         write.shutdown().await
+    }
+}
+
+/// Sends one message without awaiting: the fast lane (`relay.rs`) writes from inside a transport's receive path.
+pub(crate) trait Sink<T>: Send + Sync {
+    /// Frames `item` at once (so it keeps its place among the messages sent) and writes it now if the pipe takes
+    /// it; otherwise a task finishes the write. A write error is only logged: the connection's reader sees the end.
+    fn send_now(&self, item: &T);
+}
+
+impl<T: Serialize, W: AsyncWrite + Send + Unpin + 'static> Sink<T> for CoalescingWriter<W> {
+    fn send_now(&self, item: &T) {
+        let framed = self.frame(item);
+        let mut write = Box::pin(self.write_out(framed));
+        // One poll in place: the writer is free and the pipe has room nearly always, and then no task is needed.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match write.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Ok(())) => {}
+            std::task::Poll::Ready(Err(e)) => tracing::debug!("fast lane write failed: {e}"),
+            std::task::Poll::Pending => {
+                tokio::spawn(async move {
+                    if let Err(e) = write.await {
+                        tracing::debug!("fast lane write failed: {e}");
+                    }
+                });
+            }
+        }
     }
 }
 

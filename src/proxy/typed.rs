@@ -157,6 +157,8 @@ pub struct TypedChildTransport<R, W> {
     pending: Pending,
     eof: bool,
     progress_seen: ProgressSeen,
+    /// The fast lane's calls through this child (`relay.rs`): their answers and progress are routed there.
+    lane: Option<Arc<super::relay::ChildLane>>,
 }
 
 impl<R, W> TypedChildTransport<R, W>
@@ -173,7 +175,19 @@ where
             pending: Arc::default(),
             eof: false,
             progress_seen: Arc::default(),
+            lane: None,
         }
+    }
+
+    /// The writer to the child, for the fast lane (framed in the same order as rmcp's sends).
+    pub(crate) fn writer(&self) -> CoalescingWriter<W> {
+        self.writer.clone()
+    }
+
+    /// Routes the answers and progress of fast-lane calls to `lane`.
+    pub(crate) fn with_lane(mut self, lane: Arc<super::relay::ChildLane>) -> Self {
+        self.lane = Some(lane);
+        self
     }
 
     /// Counts the child's progress notifications into `seen`.
@@ -208,6 +222,15 @@ where
     /// Turns one line from the child into a message; `None` for a line to skip.
     pub(crate) fn message(&mut self, raw: &str) -> Option<(ServerJsonRpcMessage, Decoded)> {
         let peek = serde_json::from_str::<Peek<'_>>(raw).ok();
+        // The answer to a fast-lane call goes straight to its client (`relay.rs`).
+        if let Some(lane) = &self.lane
+            && let Some(peek) = &peek
+            && peek.method.is_none()
+            && let Some(id) = &peek.id
+            && lane.answer(id, peek.result.map(RawValue::get), raw)
+        {
+            return None;
+        }
         if let Some(peek) = &peek
             && peek.method.is_none()
             && peek.error.is_none()
@@ -317,16 +340,29 @@ where
     }
 
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
-        let (m, _) = self.receive_decoded().await?;
-        if let JsonRpcMessage::Notification(n) = &m
-            && let ServerNotification::ProgressNotification(p) = &n.notification
-        {
-            let mut seen = self.progress_seen.lock().unwrap_or_else(|p| p.into_inner());
-            let s = seen.entry(p.params.progress_token.clone()).or_default();
-            s.count += 1;
-            s.order.push_back(p.params.progress);
+        loop {
+            let Some((m, _)) = self.receive_decoded().await else {
+                if let Some(lane) = &self.lane {
+                    lane.on_eof();
+                }
+                return None;
+            };
+            if let JsonRpcMessage::Notification(n) = &m
+                && let ServerNotification::ProgressNotification(p) = &n.notification
+            {
+                // A fast-lane call's progress goes straight to its client, in the order read (`relay.rs`).
+                if let Some(lane) = &self.lane
+                    && lane.progress(&p.params)
+                {
+                    continue;
+                }
+                let mut seen = self.progress_seen.lock().unwrap_or_else(|p| p.into_inner());
+                let s = seen.entry(p.params.progress_token.clone()).or_default();
+                s.count += 1;
+                s.order.push_back(p.params.progress);
+            }
+            return Some(m);
         }
-        Some(m)
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

@@ -119,17 +119,37 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
     }
 }
 
-/// Sends one message without awaiting: the fast lane (`relay.rs`) writes from inside a transport's receive path.
+/// Sends messages without awaiting: the fast lane (`relay.rs`) writes from inside a transport's receive path.
 pub(crate) trait Sink<T>: Send + Sync {
-    /// Frames `item` at once (so it keeps its place among the messages sent) and writes it now if the pipe takes
-    /// it; otherwise a task finishes the write. A write error is only logged: the connection's reader sees the end.
-    fn send_now(&self, item: &T);
+    /// Frames `item` at once (so it keeps its place among the messages sent), to be written by the next
+    /// [`Sink::flush_now`] or send. False when it could not be framed (the writer is closed).
+    fn frame_now(&self, item: &T) -> bool;
+
+    /// Writes what is framed now if the pipe takes it; otherwise a task finishes the write. A write error is only
+    /// logged: the connection's reader sees the end.
+    fn flush_now(&self);
+
+    /// [`Sink::frame_now`], then [`Sink::flush_now`].
+    fn send_now(&self, item: &T) {
+        if self.frame_now(item) {
+            self.flush_now();
+        }
+    }
 }
 
 impl<T: Serialize, W: AsyncWrite + Send + Unpin + 'static> Sink<T> for CoalescingWriter<W> {
-    fn send_now(&self, item: &T) {
-        let framed = self.frame(item);
-        let mut write = Box::pin(self.write_out(framed));
+    fn frame_now(&self, item: &T) -> bool {
+        match self.frame(item) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!("fast lane message not sent: {e}");
+                false
+            }
+        }
+    }
+
+    fn flush_now(&self) {
+        let mut write = Box::pin(self.write_out(Ok(())));
         // One poll in place: the writer is free and the pipe has room nearly always, and then no task is needed.
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match write.as_mut().poll(&mut cx) {

@@ -217,52 +217,39 @@ impl ChildLane {
             RequestId::Number(number),
         );
         let now = Instant::now();
-        {
-            let mut state = self.state();
-            if state.closed {
-                drop(state);
-                let args = take_args(request);
-                let call = FastCall {
-                    number,
-                    front,
-                    front_id,
-                    client_token,
-                    tool,
-                    args,
-                    started: std::time::Instant::now(),
-                    last_progress: now,
-                };
-                let error = self.exit_error();
-                return self.finish(call, Err(error), true);
-            }
-            self.relayed.fetch_add(1, Ordering::Relaxed);
-            let deadline = now + self.timeout;
-            if !state.reaper {
-                state.reaper = true;
-                state.armed = Some(deadline);
-                tokio::spawn(self.clone().reap());
-            } else if state.armed.is_none_or(|armed| deadline < armed) {
-                state.armed = Some(deadline);
-                self.wake.notify_one();
-            }
-            // Recorded before the request is written, so that no answer can come before its call is known.
-            state.calls.push(FastCall {
-                number,
-                front,
-                front_id,
-                client_token,
-                tool,
-                args: None,
-                started: std::time::Instant::now(),
-                last_progress: now,
-            });
+        let started = std::time::Instant::now();
+        // Framed first, so that the arguments can move to the call (for the call log) before the request is written
+        // and an answer can come.
+        let framed = self.writer.frame_now(&request);
+        let call = FastCall {
+            number,
+            front,
+            front_id,
+            client_token,
+            tool,
+            args: take_args(request),
+            started,
+            last_progress: now,
+        };
+        let mut state = self.state();
+        if state.closed || !framed {
+            drop(state);
+            let error = self.exit_error();
+            return self.finish(call, Err(error), true);
         }
-        self.writer.send_now(&request);
-        // The arguments go to the call log; they were needed for the request until now.
-        let args = take_args(request);
-        if let Some(call) = self.state().calls.iter_mut().find(|c| c.number == number) {
-            call.args = args;
+        self.relayed.fetch_add(1, Ordering::Relaxed);
+        let deadline = now + self.timeout;
+        if !state.reaper {
+            state.reaper = true;
+            state.armed = Some(deadline);
+            tokio::spawn(self.clone().reap());
+        } else if state.armed.is_none_or(|armed| deadline < armed) {
+            state.armed = Some(deadline);
+            self.wake.notify_one();
         }
+        state.calls.push(call);
+        drop(state);
+        self.writer.flush_now();
     }
 
     fn take(&self, number: i64) -> Option<FastCall> {

@@ -169,7 +169,7 @@ impl<T: Serialize, W: AsyncWrite + Send + Unpin + 'static> Sink<T> for Coalescin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use tokio::io::AsyncReadExt;
 
     /// Messages sent together arrive whole, in order, newline-framed; the later sends find their bytes written.
@@ -203,5 +203,21 @@ mod tests {
         let mut got = String::new();
         theirs.read_to_string(&mut got).await.unwrap();
         assert_eq!(got, "\"a\"\n\"b\"\n\"c\"\n");
+    }
+
+    /// The fast lane's sends: framed at once in order, written by the flush (here without a task: the pipe has room).
+    #[tokio::test]
+    async fn frame_now_keeps_order_and_flush_now_writes() {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 16);
+        let w = CoalescingWriter::new(ours);
+        let sink: &dyn Sink<Value> = &w;
+        assert!(sink.frame_now(&json!(1)));
+        drop(w.send(json!(2)));
+        sink.send_now(&json!(3));
+        let mut got = vec![0u8; 6];
+        theirs.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, b"1\n2\n3\n");
+        w.close().await.unwrap();
+        assert!(!sink.frame_now(&json!(4)), "closed");
     }
 }

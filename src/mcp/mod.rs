@@ -554,6 +554,9 @@ fn shape_fast_lane_error(
     shape_call_error(proxy, server, tool, e, false)
 }
 
+/// `off`: `agent-discover mcp` relays every tool call through rmcp's handler, none through the fast lane.
+pub const ENV_FAST_LANE: &str = "AGENT_DISCOVER_FAST_LANE";
+
 /// Tool names our front serves itself, which the fast lane never relays.
 fn served_here(name: &str) -> bool {
     name == registry_tool::NAME || agent_tools::is_agent_tool(name)
@@ -657,8 +660,11 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let front = front::StdioFront::new(rmcp::transport::stdio_pipes());
     let fast_lane = front.fast_lane_slot();
     let service = server.serve(front).await?;
-    // After the handshake, proxied tool calls of legacy stdio children take the fast lane (`proxy/relay.rs`).
-    fast_lane.install(app.proxy.clone(), shape_fast_lane_error, served_here);
+    // After the handshake, proxied tool calls of legacy stdio children take the fast lane (`proxy/relay.rs`), unless
+    // `AGENT_DISCOVER_FAST_LANE=off` (every call through rmcp's handler: a fallback, and the bench's comparison).
+    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") {
+        fast_lane.install(app.proxy.clone(), shape_fast_lane_error, served_here);
+    }
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
     // The registry feed: snapshots for subscribers, and children stopped when another process disables them.

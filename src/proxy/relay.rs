@@ -73,16 +73,19 @@ impl FrontLane {
         })
     }
 
-    /// Relays `message` when it is a `tools/call` the fast lane carries (then `None`); gives it back otherwise.
+    /// Relays `message` when it is a `tools/call` the fast lane carries: the request is framed for the child, whose
+    /// lane is returned (the caller flushes it, once per batch of requests: [`ChildLane::flush`]). Gives the message
+    /// back otherwise.
+    #[allow(clippy::result_large_err)] // the message is given back as it came
     pub(crate) fn try_call(
         self: &Arc<Self>,
         message: RxJsonRpcMessage<RoleServer>,
-    ) -> Option<RxJsonRpcMessage<RoleServer>> {
+    ) -> Result<Arc<ChildLane>, RxJsonRpcMessage<RoleServer>> {
         let JsonRpcMessage::Request(JsonRpcRequest { request, .. }) = &message else {
-            return Some(message);
+            return Err(message);
         };
         let ClientRequest::CallToolRequest(call) = request else {
-            return Some(message);
+            return Err(message);
         };
         let p = &call.params;
         if p.input_responses.is_some()
@@ -90,7 +93,7 @@ impl FrontLane {
             || p.meta.as_ref().is_some_and(|m| !m.0.0.is_empty())
             || (self.reserved)(&p.name)
         {
-            return Some(message);
+            return Err(message);
         }
         // The request's `_meta` (rmcp keeps it beside the params) may hold only a progress token: a 2026-07-28
         // client's request metadata (protocol version, capabilities, log level) is the normal path's to pass on.
@@ -99,12 +102,12 @@ impl FrontLane {
             0 => None,
             1 => match meta.get_progress_token() {
                 Some(t) => Some(t),
-                None => return Some(message),
+                None => return Err(message),
             },
-            _ => return Some(message),
+            _ => return Err(message),
         };
         let Some((lane, tool)) = self.proxy.fast_target(&p.name) else {
-            return Some(message);
+            return Err(message);
         };
         let JsonRpcMessage::Request(JsonRpcRequest {
             id,
@@ -115,7 +118,12 @@ impl FrontLane {
             unreachable!("matched above")
         };
         lane.start(self.clone(), id, client_token, tool, call.params.arguments);
-        None
+        Ok(lane)
+    }
+
+    /// Writes the answers and progress framed for this client so far.
+    pub(crate) fn flush(&self) {
+        self.sink.flush_now();
     }
 
     /// The client cancelled request `id`: when it is a fast-lane call of this front, the child is told and the call
@@ -235,7 +243,7 @@ impl ChildLane {
         if state.closed || !framed {
             drop(state);
             let error = self.exit_error();
-            return self.finish(call, Err(error), true);
+            return self.finish(call, Err(error), Reply::Now);
         }
         self.relayed.fetch_add(1, Ordering::Relaxed);
         let deadline = now + self.timeout;
@@ -248,7 +256,10 @@ impl ChildLane {
             self.wake.notify_one();
         }
         state.calls.push(call);
-        drop(state);
+    }
+
+    /// Writes the requests framed for this child so far.
+    pub(crate) fn flush(&self) {
         self.writer.flush_now();
     }
 
@@ -260,7 +271,14 @@ impl ChildLane {
 
     /// A line from the child that answers request `id`: true when it was a fast-lane call's (handled here, or late
     /// and dropped), false when it is not a fast-lane id.
-    pub(super) fn answer(&self, id: &RequestId, result: Option<&str>, raw: &str) -> bool {
+    /// The answer is framed for its client, whose front is added to `dirty` for the reader to flush.
+    pub(super) fn answer(
+        &self,
+        id: &RequestId,
+        result: Option<&str>,
+        raw: &str,
+        dirty: &mut Vec<Arc<FrontLane>>,
+    ) -> bool {
         let Some(number) = fast_number(id) else {
             return false;
         };
@@ -290,13 +308,17 @@ impl ChildLane {
                 }),
             },
         };
-        self.finish(call, res, true);
+        self.finish(call, res, Reply::Deferred(dirty));
         true
     }
 
     /// A progress notification from the child: true when it belongs to a fast-lane call (forwarded to the client's
     /// token, if it gave one, and the call's deadline moved), false otherwise.
-    pub(super) fn progress(&self, params: &ProgressNotificationParam) -> bool {
+    pub(super) fn progress(
+        &self,
+        params: &ProgressNotificationParam,
+        dirty: &mut Vec<Arc<FrontLane>>,
+    ) -> bool {
         let Some(number) = fast_number(&params.progress_token.0) else {
             return false;
         };
@@ -308,14 +330,17 @@ impl ChildLane {
             call.last_progress = Instant::now();
             call.client_token
                 .clone()
-                .map(|token| (token, call.front.sink.clone()))
+                .map(|token| (token, call.front.clone()))
         };
-        if let Some((token, sink)) = target {
+        if let Some((token, front)) = target {
             let mut forwarded = params.clone();
             forwarded.progress_token = token;
-            sink.send_now(&ServerJsonRpcMessage::notification(
+            let framed = front.sink.frame_now(&ServerJsonRpcMessage::notification(
                 ServerNotification::ProgressNotification(ProgressNotification::new(forwarded)),
             ));
+            if framed {
+                mark(dirty, front);
+            }
         }
         true
     }
@@ -342,7 +367,7 @@ impl ChildLane {
             server: self.server.clone(),
             message: "cancelled by the client".into(),
         };
-        self.finish(call, Err(error), false);
+        self.finish(call, Err(error), Reply::None);
         true
     }
 
@@ -367,7 +392,7 @@ impl ChildLane {
         self.wake.notify_one();
         for call in calls {
             let error = self.exit_error();
-            self.finish(call, Err(error), true);
+            self.finish(call, Err(error), Reply::Now);
         }
     }
 
@@ -439,7 +464,7 @@ impl ChildLane {
                     what: "tool call",
                     ms: self.timeout.as_millis() as u64,
                 };
-                self.finish(call, Err(error), true);
+                self.finish(call, Err(error), Reply::Now);
             }
             match next {
                 Some(at) => {
@@ -455,7 +480,7 @@ impl ChildLane {
 
     /// Records a finished call as the normal path does (metrics, call log, observer) and answers the client, unless
     /// it cancelled.
-    fn finish(&self, call: FastCall, res: Result<CallToolResult, Error>, answer: bool) {
+    fn finish(&self, call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
         let latency = call.started.elapsed();
         let res = res.map(CallToolResponse::Complete);
         if let Some(inner) = self.inner.upgrade() {
@@ -468,7 +493,7 @@ impl ChildLane {
                 &res,
             );
         }
-        if !answer {
+        if matches!(reply, Reply::None) {
             return;
         }
         let shaped = match res {
@@ -485,7 +510,31 @@ impl ChildLane {
             }
             Err(error) => ServerJsonRpcMessage::error(error, Some(call.front_id)),
         };
-        call.front.sink.send_now(&message);
+        match reply {
+            Reply::Deferred(dirty) => {
+                if call.front.sink.frame_now(&message) {
+                    mark(dirty, call.front);
+                }
+            }
+            _ => call.front.sink.send_now(&message),
+        }
+    }
+}
+
+/// Whether and when a finished call is answered.
+enum Reply<'a> {
+    /// Not at all (the client cancelled it).
+    None,
+    /// Written now.
+    Now,
+    /// Framed now, written when the reader flushes the fronts in `dirty` (once per batch it read).
+    Deferred(&'a mut Vec<Arc<FrontLane>>),
+}
+
+/// Adds `front` to the fronts to flush, once.
+fn mark(dirty: &mut Vec<Arc<FrontLane>>, front: Arc<FrontLane>) {
+    if !dirty.iter().any(|f| Arc::ptr_eq(f, &front)) {
+        dirty.push(front);
     }
 }
 

@@ -159,6 +159,8 @@ pub struct TypedChildTransport<R, W> {
     progress_seen: ProgressSeen,
     /// The fast lane's calls through this child (`relay.rs`): their answers and progress are routed there.
     lane: Option<Arc<super::relay::ChildLane>>,
+    /// Fronts with fast-lane answers or progress framed but not yet written: flushed once per batch read.
+    dirty: Vec<Arc<super::relay::FrontLane>>,
 }
 
 impl<R, W> TypedChildTransport<R, W>
@@ -176,6 +178,14 @@ where
             eof: false,
             progress_seen: Arc::default(),
             lane: None,
+            dirty: Vec::new(),
+        }
+    }
+
+    /// Writes what the fast lane framed for its clients while reading.
+    fn flush_fronts(&mut self) {
+        for front in self.dirty.drain(..) {
+            front.flush();
         }
     }
 
@@ -227,7 +237,7 @@ where
             && let Some(peek) = &peek
             && peek.method.is_none()
             && let Some(id) = &peek.id
-            && lane.answer(id, peek.result.map(RawValue::get), raw)
+            && lane.answer(id, peek.result.map(RawValue::get), raw, &mut self.dirty)
         {
             return None;
         }
@@ -296,12 +306,16 @@ where
             match frame {
                 Ok(Some(raw)) => {
                     if let Some(m) = self.message(raw.get()) {
+                        self.flush_fronts();
                         return Some(m);
                     }
                     continue;
                 }
                 // With a raw JSON value as the item, `None` only ever means "no whole line yet".
-                Ok(None) if self.eof => return None,
+                Ok(None) if self.eof => {
+                    self.flush_fronts();
+                    return None;
+                }
                 Ok(None) => {}
                 Err(e) => {
                     // Not JSON, or a line over the limit (the codec skips the rest of it): skip, as rmcp does.
@@ -309,6 +323,8 @@ where
                     continue;
                 }
             }
+            // The end of what was read: the fast lane's answers to it go out together.
+            self.flush_fronts();
             if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
                 self.buf.reserve(READ_CHUNK);
             }
@@ -317,6 +333,7 @@ where
                 Ok(_) => {}
                 Err(e) => {
                     tracing::error!("reading the child's stdout failed: {e}");
+                    self.flush_fronts();
                     return None;
                 }
             }
@@ -352,7 +369,7 @@ where
             {
                 // A fast-lane call's progress goes straight to its client, in the order read (`relay.rs`).
                 if let Some(lane) = &self.lane
-                    && lane.progress(&p.params)
+                    && lane.progress(&p.params, &mut self.dirty)
                 {
                     continue;
                 }
@@ -361,6 +378,7 @@ where
                 s.count += 1;
                 s.order.push_back(p.params.progress);
             }
+            self.flush_fronts();
             return Some(m);
         }
     }

@@ -4,6 +4,8 @@
 //! decoded message stream: [`StdioFront`] is our stdio transport (rmcp's line codec, a typed parse per message, and
 //! for a message rmcp cannot type [`reply_to_untyped`]); the HTTP layer calls [`reply_to_untyped`] before `/mcp`.
 
+use std::sync::{Arc, OnceLock};
+
 use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
@@ -17,6 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::proxy::coalesce::CoalescingWriter;
+use crate::proxy::relay::{ChildLane, FrontLane};
 
 /// The answer to a well-formed JSON message rmcp could not type, or `None` when it deserves none (it is not JSON,
 /// it is a notification, or it is a response). A request with a usable id gets an error with that id: invalid
@@ -185,13 +188,51 @@ pub fn typed_request(raw: &str) -> Option<RxJsonRpcMessage<RoleServer>> {
 }
 
 /// Our MCP server's stdio transport: rmcp's codec both ways (writes coalesced, see
-/// [`crate::proxy::coalesce`]); every request with an id is answered.
+/// [`crate::proxy::coalesce`]); every request with an id is answered. Once its [`FastLaneSlot`] is filled (after
+/// the handshake), the tool calls the fast lane carries go from here straight to the child (`proxy/relay.rs`).
 pub struct StdioFront<R, W> {
     read: FramedRead<R, RawLines>,
     write: CoalescingWriter<W>,
+    fast: Arc<OnceLock<Arc<FrontLane>>>,
+    /// Children with fast-lane requests framed but not yet written: flushed once per batch read from the client.
+    unflushed: Vec<Arc<ChildLane>>,
 }
 
-impl<R: AsyncRead, W: AsyncWrite + Send + Unpin + 'static> StdioFront<R, W> {
+/// Where the fast lane of one [`StdioFront`] is installed, after rmcp has taken the transport.
+pub struct FastLaneSlot {
+    slot: Arc<OnceLock<Arc<FrontLane>>>,
+    sink: Arc<dyn crate::proxy::coalesce::Sink<ServerJsonRpcMessage>>,
+}
+
+impl FastLaneSlot {
+    /// Relays this client's proxied tool calls through the fast lane from now on.
+    pub fn install(
+        self,
+        proxy: crate::proxy::Proxy,
+        shape: crate::proxy::relay::ShapeError,
+        reserved: fn(&str) -> bool,
+    ) {
+        let _ = self
+            .slot
+            .set(FrontLane::new(proxy, self.sink, shape, reserved));
+    }
+}
+
+/// The request a `notifications/cancelled` from the client names, if the line is one.
+fn cancelled_request(raw: &str) -> Option<RequestId> {
+    if !raw.contains("notifications/cancelled") {
+        return None;
+    }
+    match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw).ok()? {
+        rmcp::model::JsonRpcMessage::Notification(n) => match n.notification {
+            rmcp::model::ClientNotification::CancelledNotification(c) => c.params.request_id,
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioFront<R, W> {
     pub fn new((read, write): (R, W)) -> Self {
         StdioFront {
             read: FramedRead::new(
@@ -201,6 +242,81 @@ impl<R: AsyncRead, W: AsyncWrite + Send + Unpin + 'static> StdioFront<R, W> {
                 )),
             ),
             write: CoalescingWriter::new(write),
+            fast: Arc::default(),
+            unflushed: Vec::new(),
+        }
+    }
+
+    /// The next message for rmcp; the tool calls the fast lane takes are relayed on the way (their writes to the
+    /// children are left to [`Self::flush_lanes`], which also runs whenever reading would wait).
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let next = if self.unflushed.is_empty() {
+                self.read.next().await
+            } else {
+                match futures::FutureExt::now_or_never(self.read.next()) {
+                    Some(next) => next,
+                    None => {
+                        self.flush_lanes();
+                        self.read.next().await
+                    }
+                }
+            };
+            let raw = match next? {
+                Ok(raw) => raw,
+                Err(e) => {
+                    tracing::error!("error reading stdin: {e}");
+                    return None;
+                }
+            };
+            if let Some(message) = typed_request(raw.get()) {
+                let Some(lane) = self.fast.get() else {
+                    return Some(message);
+                };
+                match lane.try_call(message) {
+                    Ok(child) => {
+                        if !self.unflushed.iter().any(|c| Arc::ptr_eq(c, &child)) {
+                            self.unflushed.push(child);
+                        }
+                        continue;
+                    }
+                    Err(message) => return Some(message),
+                }
+            }
+            if let Some(lane) = self.fast.get()
+                && let Some(id) = cancelled_request(raw.get())
+                && lane.cancel(&id)
+            {
+                continue;
+            }
+            if let Some(reply) = initialize_under_2026(raw.get().as_bytes()) {
+                tokio::spawn(self.write.send(reply));
+                continue;
+            }
+            match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw.get()) {
+                Ok(message) => return Some(message),
+                Err(e) => {
+                    tracing::debug!("incoming message rmcp cannot type: {e}");
+                    if let Some(reply) = reply_to_untyped(raw.get().as_bytes()) {
+                        tokio::spawn(self.write.send(reply));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the fast-lane requests framed for children so far.
+    fn flush_lanes(&mut self) {
+        for lane in self.unflushed.drain(..) {
+            lane.flush();
+        }
+    }
+
+    /// The slot to install this front's fast lane in once the handshake is done.
+    pub fn fast_lane_slot(&self) -> FastLaneSlot {
+        FastLaneSlot {
+            slot: self.fast.clone(),
+            sink: Arc::new(self.write.clone()),
         }
     }
 }
@@ -222,31 +338,10 @@ where
     /// Cancel-safe (rmcp polls it in a `select!`): the line codec keeps partial input, and a reply to an untyped
     /// request is sent by its own task.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        loop {
-            let raw = match self.read.next().await? {
-                Ok(raw) => raw,
-                Err(e) => {
-                    tracing::error!("error reading stdin: {e}");
-                    return None;
-                }
-            };
-            if let Some(message) = typed_request(raw.get()) {
-                return Some(message);
-            }
-            if let Some(reply) = initialize_under_2026(raw.get().as_bytes()) {
-                tokio::spawn(self.write.send(reply));
-                continue;
-            }
-            match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(raw.get()) {
-                Ok(message) => return Some(message),
-                Err(e) => {
-                    tracing::debug!("incoming message rmcp cannot type: {e}");
-                    if let Some(reply) = reply_to_untyped(raw.get().as_bytes()) {
-                        tokio::spawn(self.write.send(reply));
-                    }
-                }
-            }
-        }
+        let message = self.next_message().await;
+        // Fast-lane requests framed while reading go out together before anything else happens.
+        self.flush_lanes();
+        message
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

@@ -589,7 +589,7 @@ pub(crate) async fn proxy_call(
         // client's questions before this; this is the case of a caller without a client).
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
             input_required_body(
-                app,
+                &app.proxy,
                 server,
                 tool,
                 &Error::InputRequired {
@@ -604,7 +604,12 @@ pub(crate) async fn proxy_call(
 }
 
 /// The typed error of a call that needs input its caller cannot give.
-fn input_required_body(app: &App, server: &str, tool: &str, e: &Error) -> serde_json::Value {
+fn input_required_body(
+    proxy: &crate::proxy::Proxy,
+    server: &str,
+    tool: &str,
+    e: &Error,
+) -> serde_json::Value {
     let what = match e {
         Error::InputRequired { what, .. } => what.as_str(),
         _ => "input",
@@ -616,7 +621,7 @@ fn input_required_body(app: &App, server: &str, tool: &str, e: &Error) -> serde_
         "needs": what,
         "server": server,
         "tool": tool,
-        "did_you_mean": app.proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
+        "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
     })
 }
 
@@ -638,22 +643,36 @@ pub(crate) async fn proxy_call_response(
         .await
     {
         Ok(r) => Ok(r),
-        Err(Error::Child { error, .. })
+        Err(e) => {
+            if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
+                ask_to_authorize(peer, server, auth_url);
+            }
+            shape_call_error(&app.proxy, server, tool, e, retry)
+        }
+    }
+}
+
+/// A failed proxied call as its caller gets it: a tool error result with `{error, code, kind, server, tool,
+/// did_you_mean}` (SEP-1303), or the child's own JSON-RPC error where it must stay one.
+fn shape_call_error(
+    proxy: &crate::proxy::Proxy,
+    server: &str,
+    tool: &str,
+    e: Error,
+    retry: bool,
+) -> Result<CallToolResponse, McpError> {
+    match e {
+        Error::Child { error, .. }
             if retry
                 || error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
         {
             Err(error)
         }
-        Err(e @ Error::InputRequired { .. }) => {
-            Ok(CallToolResult::error(vec![ContentBlock::text(
-                input_required_body(app, server, tool, &e).to_string(),
-            )])
-            .into())
-        }
-        Err(e) => {
-            if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
-                ask_to_authorize(peer, server, auth_url);
-            }
+        e @ Error::InputRequired { .. } => Ok(CallToolResult::error(vec![ContentBlock::text(
+            input_required_body(proxy, server, tool, &e).to_string(),
+        )])
+        .into()),
+        e => {
             // Issue 12's `tool_changed` (a withheld tool) is kept apart; everything else is seed 001's kind.
             let kind = match &e {
                 Error::ToolChanged { .. } => "tool_changed",
@@ -665,7 +684,7 @@ pub(crate) async fn proxy_call_response(
                 "kind": kind,
                 "server": server,
                 "tool": tool,
-                "did_you_mean": app.proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
+                "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
             });
             if let Error::AuthRequired { auth_url, .. } = &e {
                 body["authUrl"] = json!(auth_url);
@@ -673,6 +692,24 @@ pub(crate) async fn proxy_call_response(
             Ok(CallToolResult::error(vec![ContentBlock::text(body.to_string())]).into())
         }
     }
+}
+
+/// [`shape_call_error`] for the fast lane's calls (never a retry; they are only ever first calls).
+fn shape_fast_lane_error(
+    proxy: &crate::proxy::Proxy,
+    server: &str,
+    tool: &str,
+    e: Error,
+) -> Result<CallToolResponse, McpError> {
+    shape_call_error(proxy, server, tool, e, false)
+}
+
+/// `off`: `agent-discover mcp` relays every tool call through rmcp's handler, none through the fast lane.
+pub const ENV_FAST_LANE: &str = "AGENT_DISCOVER_FAST_LANE";
+
+/// Tool names our front serves itself, which the fast lane never relays.
+fn served_here(name: &str) -> bool {
+    name == registry_tool::NAME || agent_tools::is_agent_tool(name)
 }
 
 /// A client that supports URL-mode elicitation is sent the authorize URL of a server waiting for OAuth (in the
@@ -770,9 +807,14 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let client_id = server.client_id;
     // Pipes (how MCP clients start us) are driven by the IO reactor; anything else falls back to blocking stdio.
     // Our transport over rmcp's codec answers every request with an id, even one rmcp cannot type (`front.rs`).
-    let service = server
-        .serve(front::StdioFront::new(rmcp::transport::stdio_pipes()))
-        .await?;
+    let front = front::StdioFront::new(rmcp::transport::stdio_pipes());
+    let fast_lane = front.fast_lane_slot();
+    let service = server.serve(front).await?;
+    // After the handshake, proxied tool calls of legacy stdio children take the fast lane (`proxy/relay.rs`), unless
+    // `AGENT_DISCOVER_FAST_LANE=off` (every call through rmcp's handler: a fallback, and the bench's comparison).
+    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") {
+        fast_lane.install(app.proxy.clone(), shape_fast_lane_error, served_here);
+    }
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);
     // The registry feed: snapshots for subscribers, and children stopped when another process disables them.

@@ -529,6 +529,8 @@ fn status(app: &App) -> crate::error::Result<Value> {
         "calls": {"logged": logged, "recent": recent},
         "metrics": store.metrics_overview()?,
         "search": app.search.status(),
+        // Proxied tool calls this process relayed by its fast lane (`proxy/relay.rs`).
+        "relay": {"fast_lane_calls": app.proxy.fast_lane_calls()},
         "registry": {
             "db_path": app.config.db_path,
             "schema_version": store.schema_version()?,

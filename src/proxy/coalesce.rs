@@ -56,7 +56,13 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
         &self,
         item: T,
     ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
-        let framed = match self.pending().as_mut() {
+        let framed = self.frame(item);
+        self.write_out(framed)
+    }
+
+    /// Frames `item` into the shared buffer.
+    fn frame<T: Serialize>(&self, item: T) -> std::io::Result<()> {
+        match self.pending().as_mut() {
             None => Err(closed()),
             Some(buf) => {
                 let before = buf.len();
@@ -68,7 +74,14 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
                         std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
                     })
             }
-        };
+        }
+    }
+
+    /// Writes everything framed so far (unless an earlier send holding the writer does).
+    fn write_out(
+        &self,
+        framed: std::io::Result<()>,
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
         let shared = self.shared.clone();
         async move {
             framed?;
@@ -106,10 +119,57 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
     }
 }
 
+/// Sends messages without awaiting: the fast lane (`relay.rs`) writes from inside a transport's receive path.
+pub(crate) trait Sink<T>: Send + Sync {
+    /// Frames `item` at once (so it keeps its place among the messages sent), to be written by the next
+    /// [`Sink::flush_now`] or send. False when it could not be framed (the writer is closed).
+    fn frame_now(&self, item: &T) -> bool;
+
+    /// Writes what is framed now if the pipe takes it; otherwise a task finishes the write. A write error is only
+    /// logged: the connection's reader sees the end.
+    fn flush_now(&self);
+
+    /// [`Sink::frame_now`], then [`Sink::flush_now`].
+    fn send_now(&self, item: &T) {
+        if self.frame_now(item) {
+            self.flush_now();
+        }
+    }
+}
+
+impl<T: Serialize, W: AsyncWrite + Send + Unpin + 'static> Sink<T> for CoalescingWriter<W> {
+    fn frame_now(&self, item: &T) -> bool {
+        match self.frame(item) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!("fast lane message not sent: {e}");
+                false
+            }
+        }
+    }
+
+    fn flush_now(&self) {
+        let mut write = Box::pin(self.write_out(Ok(())));
+        // One poll in place: the writer is free and the pipe has room nearly always, and then no task is needed.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match write.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Ok(())) => {}
+            std::task::Poll::Ready(Err(e)) => tracing::debug!("fast lane write failed: {e}"),
+            std::task::Poll::Pending => {
+                tokio::spawn(async move {
+                    if let Err(e) = write.await {
+                        tracing::debug!("fast lane write failed: {e}");
+                    }
+                });
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use tokio::io::AsyncReadExt;
 
     /// Messages sent together arrive whole, in order, newline-framed; the later sends find their bytes written.
@@ -143,5 +203,21 @@ mod tests {
         let mut got = String::new();
         theirs.read_to_string(&mut got).await.unwrap();
         assert_eq!(got, "\"a\"\n\"b\"\n\"c\"\n");
+    }
+
+    /// The fast lane's sends: framed at once in order, written by the flush (here without a task: the pipe has room).
+    #[tokio::test]
+    async fn frame_now_keeps_order_and_flush_now_writes() {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 16);
+        let w = CoalescingWriter::new(ours);
+        let sink: &dyn Sink<Value> = &w;
+        assert!(sink.frame_now(&json!(1)));
+        drop(w.send(json!(2)));
+        sink.send_now(&json!(3));
+        let mut got = vec![0u8; 6];
+        theirs.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, b"1\n2\n3\n");
+        w.close().await.unwrap();
+        assert!(!sink.frame_now(&json!(4)), "closed");
     }
 }

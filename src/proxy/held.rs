@@ -32,9 +32,11 @@ use super::{Caller, Child, Inner, Proxy, lock};
 use crate::error::{Error, Result};
 
 /// How long a legacy child's requests are gathered into one input-required result: until it has been quiet this
-/// long, and at most the second (its requests sent together arrive together, each through a task of its own).
-const GATHER_QUIET: std::time::Duration = std::time::Duration::from_millis(25);
-const GATHER_AT_MOST: std::time::Duration = std::time::Duration::from_millis(250);
+/// long, and at most the second (its requests sent together arrive together, each through a task of its own, but a
+/// loaded machine can hold one back for tens of milliseconds). A person or a model answers the result, which takes
+/// seconds, so the wait costs little.
+const GATHER_QUIET: std::time::Duration = std::time::Duration::from_millis(150);
+const GATHER_AT_MOST: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The prefix of the tokens minted here (a 2026-07-28 child's own `requestState` is never looked at).
 const PREFIX: &str = "adrs1";

@@ -13,6 +13,7 @@ mod held;
 mod metrics;
 pub mod names;
 mod recovery;
+pub(crate) mod relay;
 mod single;
 pub(crate) mod spawn;
 mod sse;
@@ -247,6 +248,8 @@ pub(crate) struct Inner {
     held: held::Held,
     /// The sessions that created children's tasks, by (server, the child's task id): where `notifications/tasks` go.
     task_owners: Mutex<tasks::Owners>,
+    /// Tool calls relayed by the fast lane (`relay.rs`), counted by each child's lane.
+    fast_calls: Arc<std::sync::atomic::AtomicU64>,
 }
 
 enum Slot {
@@ -312,6 +315,8 @@ struct Child {
     /// each client is then sent what it asked for, `forward.rs`); `None` until one is set.
     #[allow(deprecated)]
     log_floor: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// The fast lane to a stdio child (`relay.rs`); `None` for other transports.
+    lane: Option<Arc<relay::ChildLane>>,
 }
 
 impl Proxy {
@@ -349,6 +354,7 @@ impl Proxy {
             scopes: Mutex::default(),
             held: held::Held::new(),
             task_owners: Mutex::default(),
+            fast_calls: Arc::default(),
         });
         Proxy { inner }
     }
@@ -725,35 +731,43 @@ impl Proxy {
             res = Err(self.inner.auth_failure(&server, Some(session), e).await);
         }
         let latency = started.elapsed();
-        let (ok, text) = match &res {
-            Ok(CallToolResponse::Complete(r)) => (
-                r.is_error != Some(true),
-                crate::calllog::excerpt(
-                    r.content
-                        .iter()
-                        .filter_map(|c| c.as_text().map(|t| t.text.as_str())),
-                ),
-            ),
-            Ok(CallToolResponse::Task(t)) => (true, format!("task {}", t.task.task_id)),
-            Ok(_) => (true, "input required".to_owned()),
-            Err(e) => (false, crate::calllog::excerpt([e.to_string().as_str()])),
-        };
         self.inner
-            .metrics
-            .record(child.server_id, tool, latency, ok);
-        self.inner.calllog.record(
-            server,
-            tool,
-            args.map(Value::Object).unwrap_or(Value::Null),
-            text,
-            latency,
-            ok,
-        );
-        let observer = lock(&self.inner.observer).clone();
-        if let Some(observe) = observer {
-            observe(server, tool, latency, ok);
-        }
+            .account(server, child.server_id, tool, args, latency, &res);
         res
+    }
+
+    /// The fast lane's target for an exposed tool name (`relay.rs`): the lane of a running, legacy stdio child that
+    /// exposes the tool now (allowed and approved), and the tool's own name. `None` sends the call the normal way.
+    pub(crate) fn fast_target(&self, name: &str) -> Option<(Arc<relay::ChildLane>, String)> {
+        let children = lock(&self.inner.children);
+        let (server, tool) = names::split(name, children.keys().map(String::as_str))?;
+        let Slot::Running(child) = &children[server] else {
+            return None;
+        };
+        if child.exited.borrow().is_some() || !child.protocol.has_initialize() {
+            return None;
+        }
+        let lane = child.lane.clone()?;
+        lock(&child.tools)
+            .iter()
+            .any(|t| t.name == tool)
+            .then(|| (lane, tool.to_owned()))
+    }
+
+    /// The fast lanes of the running children.
+    pub(crate) fn fast_lanes(&self) -> Vec<Arc<relay::ChildLane>> {
+        lock(&self.inner.children)
+            .values()
+            .filter_map(|s| match s {
+                Slot::Running(c) => c.lane.clone(),
+                Slot::Crashed { .. } => None,
+            })
+            .collect()
+    }
+
+    /// How many tool calls went through the fast lane since this process started (`relay.rs`).
+    pub fn fast_lane_calls(&self) -> u64 {
+        self.inner.fast_calls.load(Ordering::Relaxed)
     }
 
     /// Lists a running server's tools again (after an approval or a filter change) so exposure follows at once.
@@ -965,6 +979,45 @@ impl Proxy {
 }
 
 impl Inner {
+    /// Records a finished proxied call: metrics, the call log (with an excerpt of the answer) and the observer
+    /// (the Prometheus histogram).
+    fn account(
+        &self,
+        server: &str,
+        server_id: i64,
+        tool: &str,
+        args: Option<Map<String, Value>>,
+        latency: Duration,
+        res: &Result<CallToolResponse>,
+    ) {
+        let (ok, text) = match res {
+            Ok(CallToolResponse::Complete(r)) => (
+                r.is_error != Some(true),
+                crate::calllog::excerpt(
+                    r.content
+                        .iter()
+                        .filter_map(|c| c.as_text().map(|t| t.text.as_str())),
+                ),
+            ),
+            Ok(CallToolResponse::Task(t)) => (true, format!("task {}", t.task.task_id)),
+            Ok(_) => (true, "input required".to_owned()),
+            Err(e) => (false, crate::calllog::excerpt([e.to_string().as_str()])),
+        };
+        self.metrics.record(server_id, tool, latency, ok);
+        self.calllog.record(
+            server,
+            tool,
+            args.map(Value::Object).unwrap_or(Value::Null),
+            text,
+            latency,
+            ok,
+        );
+        let observer = lock(&self.observer).clone();
+        if let Some(observe) = observer {
+            observe(server, tool, latency, ok);
+        }
+    }
+
     /// Records a status (with its error, if any) and announces it: one write, one event.
     fn set_status(
         &self,

@@ -55,6 +55,7 @@ impl Inner {
 
         let mut auth = None;
         let progress_seen = super::typed::ProgressSeen::default();
+        let mut lane = None;
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
                 let command = server.command.as_deref().ok_or_else(|| {
@@ -69,6 +70,26 @@ impl Inner {
                     spawn::spawn(&self.guard_exe, command, &server.args, &env, stderr.clone())?;
                 let pid = spawned.child.id();
                 let pgid = spawned.pgid;
+                // Answers are decoded as the result type of the request they answer (`typed.rs`); the fast lane
+                // relays tool calls through the same pipes (`relay.rs`).
+                let transport = super::typed::TypedChildTransport::new(
+                    spawned.stdout,
+                    spawned.stdin,
+                    64 * 1024 * 1024,
+                )
+                .with_progress_seen(progress_seen.clone());
+                let child_lane = Arc::new(super::relay::ChildLane::new(
+                    Arc::downgrade(self),
+                    server.name.clone(),
+                    server.id,
+                    call_timeout,
+                    Arc::new(transport.writer()),
+                    stderr.clone(),
+                    exit_rx.clone(),
+                    self.fast_calls.clone(),
+                ));
+                let transport = transport.with_lane(child_lane.clone());
+                lane = Some(child_lane.clone());
                 let mut child_proc = spawned.child;
                 let weak = Arc::downgrade(self);
                 let name = server.name.clone();
@@ -80,17 +101,11 @@ impl Inner {
                     };
                     spawn::kill_group(pgid);
                     let _ = exit_tx.send(Some(cause.clone()));
+                    child_lane.close();
                     if let Some(inner) = weak.upgrade() {
                         inner.on_child_exit(&name, &cause, &ring);
                     }
                 });
-                // Answers are decoded as the result type of the request they answer (`typed.rs`).
-                let transport = super::typed::TypedChildTransport::new(
-                    spawned.stdout,
-                    spawned.stdin,
-                    64 * 1024 * 1024,
-                )
-                .with_progress_seen(progress_seen.clone());
                 let mut exit_watch = exit_rx.clone();
                 let connect = async {
                     tokio::select! {
@@ -287,6 +302,7 @@ impl Inner {
             auth,
             progress_seen,
             log_floor: Mutex::new(None),
+            lane,
         });
         // A 2026-07-28 child tells of list changes only on a `subscriptions/listen` stream.
         if !child.protocol.has_initialize() {

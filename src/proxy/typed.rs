@@ -157,6 +157,10 @@ pub struct TypedChildTransport<R, W> {
     pending: Pending,
     eof: bool,
     progress_seen: ProgressSeen,
+    /// The fast lane's calls through this child (`relay.rs`): their answers and progress are routed there.
+    lane: Option<Arc<super::relay::ChildLane>>,
+    /// Fronts with fast-lane answers or progress framed but not yet written: flushed once per batch read.
+    dirty: Vec<Arc<super::relay::FrontLane>>,
 }
 
 impl<R, W> TypedChildTransport<R, W>
@@ -173,7 +177,27 @@ where
             pending: Arc::default(),
             eof: false,
             progress_seen: Arc::default(),
+            lane: None,
+            dirty: Vec::new(),
         }
+    }
+
+    /// Writes what the fast lane framed for its clients while reading.
+    fn flush_fronts(&mut self) {
+        for front in self.dirty.drain(..) {
+            front.flush();
+        }
+    }
+
+    /// The writer to the child, for the fast lane (framed in the same order as rmcp's sends).
+    pub(crate) fn writer(&self) -> CoalescingWriter<W> {
+        self.writer.clone()
+    }
+
+    /// Routes the answers and progress of fast-lane calls to `lane`.
+    pub(crate) fn with_lane(mut self, lane: Arc<super::relay::ChildLane>) -> Self {
+        self.lane = Some(lane);
+        self
     }
 
     /// Counts the child's progress notifications into `seen`.
@@ -208,6 +232,15 @@ where
     /// Turns one line from the child into a message; `None` for a line to skip.
     pub(crate) fn message(&mut self, raw: &str) -> Option<(ServerJsonRpcMessage, Decoded)> {
         let peek = serde_json::from_str::<Peek<'_>>(raw).ok();
+        // The answer to a fast-lane call goes straight to its client (`relay.rs`).
+        if let Some(lane) = &self.lane
+            && let Some(peek) = &peek
+            && peek.method.is_none()
+            && let Some(id) = &peek.id
+            && lane.answer(id, peek.result.map(RawValue::get), raw, &mut self.dirty)
+        {
+            return None;
+        }
         if let Some(peek) = &peek
             && peek.method.is_none()
             && peek.error.is_none()
@@ -273,12 +306,16 @@ where
             match frame {
                 Ok(Some(raw)) => {
                     if let Some(m) = self.message(raw.get()) {
+                        self.flush_fronts();
                         return Some(m);
                     }
                     continue;
                 }
                 // With a raw JSON value as the item, `None` only ever means "no whole line yet".
-                Ok(None) if self.eof => return None,
+                Ok(None) if self.eof => {
+                    self.flush_fronts();
+                    return None;
+                }
                 Ok(None) => {}
                 Err(e) => {
                     // Not JSON, or a line over the limit (the codec skips the rest of it): skip, as rmcp does.
@@ -286,6 +323,8 @@ where
                     continue;
                 }
             }
+            // The end of what was read: the fast lane's answers to it go out together.
+            self.flush_fronts();
             if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
                 self.buf.reserve(READ_CHUNK);
             }
@@ -294,6 +333,7 @@ where
                 Ok(_) => {}
                 Err(e) => {
                     tracing::error!("reading the child's stdout failed: {e}");
+                    self.flush_fronts();
                     return None;
                 }
             }
@@ -317,16 +357,30 @@ where
     }
 
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
-        let (m, _) = self.receive_decoded().await?;
-        if let JsonRpcMessage::Notification(n) = &m
-            && let ServerNotification::ProgressNotification(p) = &n.notification
-        {
-            let mut seen = self.progress_seen.lock().unwrap_or_else(|p| p.into_inner());
-            let s = seen.entry(p.params.progress_token.clone()).or_default();
-            s.count += 1;
-            s.order.push_back(p.params.progress);
+        loop {
+            let Some((m, _)) = self.receive_decoded().await else {
+                if let Some(lane) = &self.lane {
+                    lane.on_eof();
+                }
+                return None;
+            };
+            if let JsonRpcMessage::Notification(n) = &m
+                && let ServerNotification::ProgressNotification(p) = &n.notification
+            {
+                // A fast-lane call's progress goes straight to its client, in the order read (`relay.rs`).
+                if let Some(lane) = &self.lane
+                    && lane.progress(&p.params, &mut self.dirty)
+                {
+                    continue;
+                }
+                let mut seen = self.progress_seen.lock().unwrap_or_else(|p| p.into_inner());
+                let s = seen.entry(p.params.progress_token.clone()).or_default();
+                s.count += 1;
+                s.order.push_back(p.params.progress);
+            }
+            self.flush_fronts();
+            return Some(m);
         }
-        Some(m)
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

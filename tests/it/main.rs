@@ -61,3 +61,5 @@ mod legacy;
 mod agents;
 // Issue 16: the PostgreSQL backend against a real server (initdb + postgres in a temporary directory).
 mod pg;
+// Issue 12: the fast lane of proxied tool calls (progress, timeout, cancellation, crash, sampling, error shapes).
+mod relay;

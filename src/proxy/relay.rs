@@ -1,0 +1,550 @@
+//! The fast lane of `agent-discover mcp` (stdio front): a legacy client's `tools/call` of an allowed, approved tool of
+//! a ready legacy stdio child goes from the front transport (`mcp/front.rs`) straight to the child's writer under an id
+//! of its own, and the child's answer from the child transport (`typed.rs`) straight to the front's writer under the
+//! client's id: no rmcp request task, handler future, child `Peer` round trip or response task per call. Messages are
+//! rmcp's types framed by rmcp's codec both ways.
+//!
+//! What the normal path does for a call is done here too: the call timeout (reset by progress; the child is told of
+//! the cancellation), progress forwarded to the client's token in the child's order and before the result, the
+//! client's cancellation passed on to the child (and no answer, as rmcp gives none), a child that exits failing its
+//! calls at once with its exit cause and stderr, the call log, metrics and the call observer, and the same tool error
+//! shapes (SEP-1303, through the front's `shape`). Requests the child sends during a call (sampling, elicitation,
+//! roots) and list changes go through rmcp's client service as before. Anything else falls back to the normal path
+//! before the call starts: a request with `_meta` beyond a progress token (2026-07-28 clients), an input-required
+//! retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
+    ClientRequest, ErrorData, GetMeta, JsonObject, JsonRpcError, JsonRpcMessage, JsonRpcRequest,
+    NumberOrString, ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
+    RequestMetaObject, ServerJsonRpcMessage, ServerNotification, ServerResult,
+};
+use rmcp::service::RxJsonRpcMessage;
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
+
+use super::coalesce::Sink;
+use super::{Inner, Proxy, StderrRing, with_stderr};
+use crate::error::Error;
+
+/// Fast-lane request ids and progress tokens to a child start here. rmcp numbers its own requests and tokens with a
+/// `u32` counter from 0, so the two never meet on one child connection.
+const FAST_BASE: i64 = 1 << 40;
+
+/// The fast-lane number in a request id or progress token, if it is one.
+fn fast_number(id: &NumberOrString) -> Option<i64> {
+    match id {
+        NumberOrString::Number(n) if *n >= FAST_BASE => Some(*n),
+        _ => None,
+    }
+}
+
+/// How a front shapes a failed call for its client: the tool error result with `{error, code, kind, ...}`, or the
+/// child's JSON-RPC error where the normal path passes it on.
+pub type ShapeError = fn(&Proxy, &str, &str, Error) -> Result<CallToolResponse, ErrorData>;
+
+/// One stdio client's end of the fast lane: where answers go, and what is not a proxied tool.
+pub struct FrontLane {
+    proxy: Proxy,
+    sink: Arc<dyn Sink<ServerJsonRpcMessage>>,
+    shape: ShapeError,
+    /// Names the front serves itself (the registry tool, agent tools), never relayed.
+    reserved: fn(&str) -> bool,
+}
+
+impl FrontLane {
+    pub(crate) fn new(
+        proxy: Proxy,
+        sink: Arc<dyn Sink<ServerJsonRpcMessage>>,
+        shape: ShapeError,
+        reserved: fn(&str) -> bool,
+    ) -> Arc<FrontLane> {
+        Arc::new(FrontLane {
+            proxy,
+            sink,
+            shape,
+            reserved,
+        })
+    }
+
+    /// Relays `message` when it is a `tools/call` the fast lane carries: the request is framed for the child, whose
+    /// lane is returned (the caller flushes it, once per batch of requests: [`ChildLane::flush`]). Gives the message
+    /// back otherwise.
+    #[allow(clippy::result_large_err)] // the message is given back as it came
+    pub(crate) fn try_call(
+        self: &Arc<Self>,
+        message: RxJsonRpcMessage<RoleServer>,
+    ) -> Result<Arc<ChildLane>, RxJsonRpcMessage<RoleServer>> {
+        let JsonRpcMessage::Request(JsonRpcRequest { request, .. }) = &message else {
+            return Err(message);
+        };
+        let ClientRequest::CallToolRequest(call) = request else {
+            return Err(message);
+        };
+        let p = &call.params;
+        if p.input_responses.is_some()
+            || p.request_state.is_some()
+            || p.meta.as_ref().is_some_and(|m| !m.0.0.is_empty())
+            || (self.reserved)(&p.name)
+        {
+            return Err(message);
+        }
+        // The request's `_meta` (rmcp keeps it beside the params) may hold only a progress token: a 2026-07-28
+        // client's request metadata (protocol version, capabilities, log level) is the normal path's to pass on.
+        let meta = request.get_meta();
+        let client_token = match meta.0.0.len() {
+            0 => None,
+            1 => match meta.get_progress_token() {
+                Some(t) => Some(t),
+                None => return Err(message),
+            },
+            _ => return Err(message),
+        };
+        let Some((lane, tool)) = self.proxy.fast_target(&p.name) else {
+            return Err(message);
+        };
+        let JsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            request: ClientRequest::CallToolRequest(call),
+            ..
+        }) = message
+        else {
+            unreachable!("matched above")
+        };
+        lane.start(self.clone(), id, client_token, tool, call.params.arguments);
+        Ok(lane)
+    }
+
+    /// Writes the answers and progress framed for this client so far.
+    pub(crate) fn flush(&self) {
+        self.sink.flush_now();
+    }
+
+    /// The client cancelled request `id`: when it is a fast-lane call of this front, the child is told and the call
+    /// ends without an answer. False when it is not one (rmcp's to handle).
+    pub(crate) fn cancel(self: &Arc<Self>, id: &RequestId) -> bool {
+        self.proxy
+            .fast_lanes()
+            .iter()
+            .any(|lane| lane.cancel_from(self, id))
+    }
+}
+
+/// One fast-lane call in flight.
+struct FastCall {
+    number: i64,
+    front: Arc<FrontLane>,
+    front_id: RequestId,
+    client_token: Option<ProgressToken>,
+    tool: String,
+    args: Option<JsonObject>,
+    started: std::time::Instant,
+    /// The call's start, or the child's last progress on it: the deadline is this plus the call timeout.
+    last_progress: Instant,
+}
+
+#[derive(Default)]
+struct LaneState {
+    calls: Vec<FastCall>,
+    /// When the reaper wakes next (`None`: it waits to be told of a call).
+    armed: Option<Instant>,
+    reaper: bool,
+    /// The child is gone: no more calls, the reaper ends.
+    closed: bool,
+}
+
+/// One stdio child's end of the fast lane, shared by its transport (answers and progress) and the proxy (calls).
+pub(crate) struct ChildLane {
+    server: String,
+    server_id: i64,
+    timeout: Duration,
+    writer: Arc<dyn Sink<ClientJsonRpcMessage>>,
+    stderr: Arc<StderrRing>,
+    exited: watch::Receiver<Option<String>>,
+    inner: Weak<Inner>,
+    state: Mutex<LaneState>,
+    wake: Notify,
+    next: AtomicI64,
+    /// Calls relayed by any child's fast lane (`status`, tests).
+    relayed: Arc<AtomicU64>,
+}
+
+impl ChildLane {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        inner: Weak<Inner>,
+        server: String,
+        server_id: i64,
+        timeout: Duration,
+        writer: Arc<dyn Sink<ClientJsonRpcMessage>>,
+        stderr: Arc<StderrRing>,
+        exited: watch::Receiver<Option<String>>,
+        relayed: Arc<AtomicU64>,
+    ) -> ChildLane {
+        ChildLane {
+            server,
+            server_id,
+            timeout,
+            writer,
+            stderr,
+            exited,
+            inner,
+            state: Mutex::default(),
+            wake: Notify::new(),
+            next: AtomicI64::new(FAST_BASE),
+            relayed,
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LaneState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn start(
+        self: &Arc<Self>,
+        front: Arc<FrontLane>,
+        front_id: RequestId,
+        client_token: Option<ProgressToken>,
+        tool: String,
+        args: Option<JsonObject>,
+    ) {
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut params = CallToolRequestParams::new(tool.clone());
+        params.arguments = args;
+        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+            NumberOrString::Number(number),
+        )));
+        let request = ClientJsonRpcMessage::request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            RequestId::Number(number),
+        );
+        let now = Instant::now();
+        let started = std::time::Instant::now();
+        // Framed first, so that the arguments can move to the call (for the call log) before the request is written
+        // and an answer can come.
+        let framed = self.writer.frame_now(&request);
+        let call = FastCall {
+            number,
+            front,
+            front_id,
+            client_token,
+            tool,
+            args: take_args(request),
+            started,
+            last_progress: now,
+        };
+        let mut state = self.state();
+        if state.closed || !framed {
+            drop(state);
+            let error = self.exit_error();
+            return self.finish(call, Err(error), Reply::Now);
+        }
+        self.relayed.fetch_add(1, Ordering::Relaxed);
+        let deadline = now + self.timeout;
+        if !state.reaper {
+            state.reaper = true;
+            state.armed = Some(deadline);
+            tokio::spawn(self.clone().reap());
+        } else if state.armed.is_none_or(|armed| deadline < armed) {
+            state.armed = Some(deadline);
+            self.wake.notify_one();
+        }
+        state.calls.push(call);
+    }
+
+    /// Writes the requests framed for this child so far.
+    pub(crate) fn flush(&self) {
+        self.writer.flush_now();
+    }
+
+    fn take(&self, number: i64) -> Option<FastCall> {
+        let mut state = self.state();
+        let i = state.calls.iter().position(|c| c.number == number)?;
+        Some(state.calls.swap_remove(i))
+    }
+
+    /// A line from the child that answers request `id`: true when it was a fast-lane call's (handled here, or late
+    /// and dropped), false when it is not a fast-lane id.
+    /// The answer is framed for its client, whose front is added to `dirty` for the reader to flush.
+    pub(super) fn answer(
+        &self,
+        id: &RequestId,
+        result: Option<&str>,
+        raw: &str,
+        dirty: &mut Vec<Arc<FrontLane>>,
+    ) -> bool {
+        let Some(number) = fast_number(id) else {
+            return false;
+        };
+        // Late (after a timeout or cancellation): dropped, as rmcp drops answers to requests it no longer awaits.
+        let Some(call) = self.take(number) else {
+            return true;
+        };
+        let res = match result {
+            Some(result) => match super::typed::Expect::CallTool.decode(result) {
+                Some(ServerResult::CallToolResult(r)) => Ok(r),
+                _ => Err(Error::Upstream {
+                    server: self.server.clone(),
+                    message: "the server answered tools/call with something that is not a tool result \
+                              (a task or an input request), which agent-discover does not relay here"
+                        .into(),
+                }),
+            },
+            None => match serde_json::from_str::<JsonRpcError>(raw) {
+                // The child's own JSON-RPC error, as the normal path keeps it.
+                Ok(e) => Err(Error::Child {
+                    server: self.server.clone(),
+                    error: e.error,
+                }),
+                Err(e) => Err(Error::Upstream {
+                    server: self.server.clone(),
+                    message: format!("unreadable answer: {e}"),
+                }),
+            },
+        };
+        self.finish(call, res, Reply::Deferred(dirty));
+        true
+    }
+
+    /// A progress notification from the child: true when it belongs to a fast-lane call (forwarded to the client's
+    /// token, if it gave one, and the call's deadline moved), false otherwise.
+    pub(super) fn progress(
+        &self,
+        params: &ProgressNotificationParam,
+        dirty: &mut Vec<Arc<FrontLane>>,
+    ) -> bool {
+        let Some(number) = fast_number(&params.progress_token.0) else {
+            return false;
+        };
+        let target = {
+            let mut state = self.state();
+            let Some(call) = state.calls.iter_mut().find(|c| c.number == number) else {
+                return true;
+            };
+            call.last_progress = Instant::now();
+            call.client_token
+                .clone()
+                .map(|token| (token, call.front.clone()))
+        };
+        if let Some((token, front)) = target {
+            let mut forwarded = params.clone();
+            forwarded.progress_token = token;
+            let framed = front.sink.frame_now(&ServerJsonRpcMessage::notification(
+                ServerNotification::ProgressNotification(ProgressNotification::new(forwarded)),
+            ));
+            if framed {
+                mark(dirty, front);
+            }
+        }
+        true
+    }
+
+    /// The client of `front` cancelled its request `id`: when it is a call of this child, tells the child and ends
+    /// the call (recorded, not answered).
+    fn cancel_from(&self, front: &Arc<FrontLane>, id: &RequestId) -> bool {
+        let number = {
+            let state = self.state();
+            match state
+                .calls
+                .iter()
+                .find(|c| Arc::ptr_eq(&c.front, front) && c.front_id == *id)
+            {
+                Some(c) => c.number,
+                None => return false,
+            }
+        };
+        let Some(call) = self.take(number) else {
+            return false;
+        };
+        self.cancel_child(number, "cancelled by the client");
+        let error = Error::Upstream {
+            server: self.server.clone(),
+            message: "cancelled by the client".into(),
+        };
+        self.finish(call, Err(error), Reply::None);
+        true
+    }
+
+    fn cancel_child(&self, number: i64, reason: &str) {
+        let notification =
+            ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(
+                CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(RequestId::Number(number)),
+                    Some(reason.to_owned()),
+                )),
+            ));
+        self.writer.send_now(&notification);
+    }
+
+    /// The child is gone (its process exited, or its stdout ended): every call fails now, later ones at once.
+    pub(super) fn close(&self) {
+        let calls = {
+            let mut state = self.state();
+            state.closed = true;
+            std::mem::take(&mut state.calls)
+        };
+        self.wake.notify_one();
+        for call in calls {
+            let error = self.exit_error();
+            self.finish(call, Err(error), Reply::Now);
+        }
+    }
+
+    /// The child's stdout ended: wait briefly for the exit watcher so the error names the real cause (exit code,
+    /// stderr), then fail what is left.
+    pub(super) fn on_eof(self: &Arc<Self>) {
+        if self.state().calls.is_empty() {
+            self.state().closed = true;
+            self.wake.notify_one();
+            return;
+        }
+        let lane = self.clone();
+        tokio::spawn(async move {
+            let mut exited = lane.exited.clone();
+            let _ = tokio::time::timeout(Duration::from_secs(1), exited.wait_for(|c| c.is_some()))
+                .await;
+            lane.close();
+        });
+    }
+
+    fn exit_error(&self) -> Error {
+        let cause = self
+            .exited
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| "its stdout closed".to_owned());
+        with_stderr(
+            Error::Upstream {
+                server: self.server.clone(),
+                message: format!("exited during the call: {cause}"),
+            },
+            &self.stderr,
+        )
+    }
+
+    /// Times calls out: sleeps until the earliest deadline (progress moves deadlines lazily: a call whose child
+    /// reported progress meanwhile is re-armed, as in `call.rs`). One task per child, woken only when a call's
+    /// deadline comes before the one it sleeps towards.
+    async fn reap(self: Arc<Self>) {
+        loop {
+            let (expired, next) = {
+                let mut state = self.state();
+                if state.closed {
+                    state.reaper = false;
+                    return;
+                }
+                let now = Instant::now();
+                let mut expired = Vec::new();
+                let mut i = 0;
+                while i < state.calls.len() {
+                    if state.calls[i].last_progress + self.timeout <= now {
+                        expired.push(state.calls.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+                let next = state
+                    .calls
+                    .iter()
+                    .map(|c| c.last_progress + self.timeout)
+                    .min();
+                state.armed = next;
+                (expired, next)
+            };
+            for call in expired {
+                self.cancel_child(call.number, "timed out in agent-discover");
+                let error = Error::Timeout {
+                    server: self.server.clone(),
+                    what: "tool call",
+                    ms: self.timeout.as_millis() as u64,
+                };
+                self.finish(call, Err(error), Reply::Now);
+            }
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(at) => {}
+                        _ = self.wake.notified() => {}
+                    }
+                }
+                None => self.wake.notified().await,
+            }
+        }
+    }
+
+    /// Records a finished call as the normal path does (metrics, call log, observer) and answers the client, unless
+    /// it cancelled.
+    fn finish(&self, call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
+        let latency = call.started.elapsed();
+        let res = res.map(CallToolResponse::Complete);
+        if let Some(inner) = self.inner.upgrade() {
+            inner.account(
+                &self.server,
+                self.server_id,
+                &call.tool,
+                call.args,
+                latency,
+                &res,
+            );
+        }
+        if matches!(reply, Reply::None) {
+            return;
+        }
+        let shaped = match res {
+            Ok(r) => Ok(r),
+            Err(e) => (call.front.shape)(&call.front.proxy, &self.server, &call.tool, e),
+        };
+        let message = match shaped {
+            Ok(response) => {
+                // What rmcp's server handler does for a legacy client (the fast lane serves only those).
+                let mut result = ServerResult::from(response);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                ServerJsonRpcMessage::response(result, call.front_id)
+            }
+            Err(error) => ServerJsonRpcMessage::error(error, Some(call.front_id)),
+        };
+        match reply {
+            Reply::Deferred(dirty) => {
+                if call.front.sink.frame_now(&message) {
+                    mark(dirty, call.front);
+                }
+            }
+            _ => call.front.sink.send_now(&message),
+        }
+    }
+}
+
+/// Whether and when a finished call is answered.
+enum Reply<'a> {
+    /// Not at all (the client cancelled it).
+    None,
+    /// Written now.
+    Now,
+    /// Framed now, written when the reader flushes the fronts in `dirty` (once per batch it read).
+    Deferred(&'a mut Vec<Arc<FrontLane>>),
+}
+
+/// Adds `front` to the fronts to flush, once.
+fn mark(dirty: &mut Vec<Arc<FrontLane>>, front: Arc<FrontLane>) {
+    if !dirty.iter().any(|f| Arc::ptr_eq(f, &front)) {
+        dirty.push(front);
+    }
+}
+
+/// The arguments of a `tools/call` request built above.
+fn take_args(request: ClientJsonRpcMessage) -> Option<JsonObject> {
+    match request {
+        JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::CallToolRequest(call),
+            ..
+        }) => call.params.arguments,
+        _ => None,
+    }
+}

@@ -1,0 +1,286 @@
+//! Issue 12's fast lane (`src/proxy/relay.rs`): proxied tool calls of `agent-discover mcp` relayed without rmcp's
+//! per-request machinery still carry progress, the call timeout, the client's cancellation, a child's crash, a child's
+//! sampling request mid-call, and the normal path's error shapes; calls it does not carry take the normal path.
+//! Each test checks `status.relay.fast_lane_calls` to prove which path its calls took.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::*;
+use serde_json::{Value, json};
+
+use crate::harness::{self, Agent, parse, text};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+async fn fast_lane_calls(agent: &Agent) -> u64 {
+    let status = agent.registry(json!({"action": "status"})).await;
+    status["relay"]["fast_lane_calls"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no relay count in {status}"))
+}
+
+/// The call log's newest entry.
+async fn last_logged(agent: &Agent) -> Value {
+    let status = agent.registry(json!({"action": "status"})).await;
+    status["calls"]["recent"][0].clone()
+}
+
+/// Waits (bounded) until the child's stderr tail has a line starting with `prefix`.
+async fn child_said(agent: &Agent, prefix: &str) -> bool {
+    for _ in 0..250 {
+        let status = agent.registry(json!({"action": "status"})).await;
+        if status["servers"][0]["stderr_tail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap_or("").starts_with(prefix))
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+fn sleep_call(name: &str, ms: u64, step_ms: u64, token: &str) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(
+        json!({"ms": ms, "step_ms": step_ms})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::String(token.into()),
+    )));
+    params
+}
+
+#[tokio::test]
+async fn fast_lane_forwards_progress_in_order_and_times_calls_out() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("slowpoke", &[], json!({"call_timeout_ms": 400}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "slowpoke"}))
+        .await;
+    assert_eq!(fast_lane_calls(&agent).await, 0);
+
+    // 1.2 s of work with progress every 100 ms outlives a 400 ms timeout: progress moves the deadline.
+    let r = match agent
+        .client
+        .call_tool_once(sleep_call("slowpoke__sleep", 1200, 100, "t-1"))
+        .await
+        .expect("call")
+    {
+        CallToolResponse::Complete(r) => r,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text(&r), "slept 1200 ms");
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    // Every notification, on the client's own token, in the child's order.
+    let want: Vec<f64> = (1..=12).map(|i| f64::from(i) * 100.0).collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while agent.seen.progress.lock().unwrap().len() < want.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*agent.seen.progress.lock().unwrap(), want);
+    let logged = last_logged(&agent).await;
+    assert_eq!(
+        (&logged["tool"], &logged["success"], &logged["response"]),
+        (&json!("sleep"), &json!(true), &json!("slept 1200 ms")),
+        "{logged}"
+    );
+
+    // Without progress the same limit fails the call with the normal path's typed error, and the child is told.
+    let started = Instant::now();
+    let r = agent
+        .call("slowpoke__sleep", json!({"ms": 5000, "step_ms": 5000}))
+        .await;
+    assert_eq!(r.is_error, Some(true));
+    let v = parse(&r);
+    assert_eq!(
+        (&v["kind"], &v["server"], &v["tool"]),
+        (&json!("timeout"), &json!("slowpoke"), &json!("sleep")),
+        "{v}"
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(400) && elapsed < Duration::from_secs(3),
+        "timed out after {elapsed:?}"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 2);
+    assert!(
+        child_said(&agent, "fixture: sleep cancelled").await,
+        "the child never saw the cancellation"
+    );
+    let logged = last_logged(&agent).await;
+    assert_eq!(logged["success"], false, "{logged}");
+    assert!(
+        logged["response"].as_str().unwrap().contains("timed out"),
+        "{logged}"
+    );
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn fast_lane_passes_the_clients_cancellation_to_the_child() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent.install_fixture("sleepy", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "sleepy"}))
+        .await;
+    // Dropping the pending call makes rmcp's client send notifications/cancelled.
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(300),
+        agent
+            .client
+            .call_tool_once(sleep_call("sleepy__sleep", 30000, 50, "c-1")),
+    )
+    .await;
+    assert!(dropped.is_err(), "the call should still be running");
+    assert!(
+        child_said(&agent, "fixture: sleep cancelled").await,
+        "the child never saw the cancellation"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    let logged = last_logged(&agent).await;
+    assert_eq!(logged["success"], false, "{logged}");
+    assert!(
+        logged["response"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled by the client"),
+        "{logged}"
+    );
+    // The connection is healthy afterwards, and the next call takes the fast lane too.
+    assert_eq!(
+        text(
+            &agent
+                .call("sleepy__echo", json!({"text": "still here"}))
+                .await
+        ),
+        "still here"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 2);
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn fast_lane_fails_a_call_at_once_when_the_child_crashes() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("crashy", &["--crash-after", "1"], json!({}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "crashy"}))
+        .await;
+    assert_eq!(
+        text(&agent.call("crashy__echo", json!({"text": "one"})).await),
+        "one"
+    );
+    let started = Instant::now();
+    let r = agent.call("crashy__echo", json!({"text": "two"})).await;
+    assert_eq!(r.is_error, Some(true));
+    let v = parse(&r);
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.contains("exited during the call") && msg.contains("crashing during call 2"),
+        "{msg}"
+    );
+    assert_eq!(v["server"], "crashy", "{v}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "crash took {:?} to report",
+        started.elapsed()
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 2);
+    // The crashed server restarts on a later call (the normal path does that), and its calls take the fast lane again.
+    let mut answer = String::new();
+    for _ in 0..50 {
+        let r = agent.call("crashy__echo", json!({"text": "three"})).await;
+        if r.is_error != Some(true) {
+            answer = text(&r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(answer, "three");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn fast_lane_call_reaches_the_client_for_sampling_mid_call() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], Some("sampled by the test client")).await;
+    agent.install_fixture("asker", &[], json!({})).await;
+    agent
+        .registry(json!({"action": "activate", "name": "asker"}))
+        .await;
+    let r = agent
+        .call("asker__sample", json!({"prompt": "capital of France?"}))
+        .await;
+    let t = text(&r);
+    assert!(
+        t.contains("sampled by the test client") && t.contains("capital of France?"),
+        "{t}"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn fast_lane_errors_match_the_normal_path_and_other_calls_take_it() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("fx", &["--error-tool", "boom"], json!({}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    // A child's JSON-RPC error: the same tool error whichever path carried it.
+    let fast = parse(&agent.call("fx__boom", json!({})).await);
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    let (is_error, normal) = agent
+        .try_registry(
+            json!({"action": "proxy_call", "server": "fx", "tool": "boom", "arguments": {}}),
+        )
+        .await
+        .expect("proxy_call");
+    assert!(is_error, "{normal}");
+    assert_eq!(
+        fast_lane_calls(&agent).await,
+        1,
+        "proxy_call is not relayed"
+    );
+    assert_eq!(fast, normal);
+    assert!(
+        fast["error"]
+            .as_str()
+            .unwrap()
+            .contains("boom always fails"),
+        "{fast}"
+    );
+
+    // `_meta` with more than a progress token (2026-07-28 request metadata, say) takes the normal path, and works.
+    let mut params = CallToolRequestParams::new("fx__echo")
+        .with_arguments(json!({"text": "by rmcp"}).as_object().unwrap().clone());
+    let mut meta = RequestMetaObject::new();
+    meta.0.0.insert("example.com/trace".into(), json!("t"));
+    params.meta = Some(meta);
+    let r = agent.client.call_tool(params).await.expect("call");
+    assert_eq!(text(&r), "by rmcp");
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+
+    // Unknown tools are the normal path's to answer.
+    let r = agent.call("fx__nope", json!({})).await;
+    assert_eq!(parse(&r)["kind"], "tool_not_found");
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    agent.stop().await;
+}

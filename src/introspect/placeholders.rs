@@ -115,6 +115,12 @@ pub(crate) fn plan(
             }
         }
     }
+    // A server that asked for a credential without naming it: the secret-like variables its entry script reads.
+    if env.is_empty() && diagnosis.category == Category::NeedsCredentials {
+        for n in source_secrets(Path::new(&installed.launch)) {
+            push_env(&n, "source", &mut env);
+        }
+    }
     let mut args: Vec<(String, &'static str)> = Vec::new();
     for a in &target.declared_args {
         args.push((a.clone(), "server.json"));
@@ -264,6 +270,79 @@ fn has(name: &str, words: &[&str]) -> bool {
     words
         .iter()
         .any(|w| upper.split(['_', '-']).any(|p| p == *w))
+}
+
+/// Secret-like variable names (`..._API_TOKEN`, `..._KEY`, `..._SECRET`) that a Node entry point's folder reads
+/// through `process.env.NAME` or `process.env["NAME"]`: the launched file (a `node_modules/.bin` link is followed) and
+/// its sibling scripts, bounded in count and size. Empty for anything that is not JavaScript.
+pub(crate) fn source_secrets(launch: &Path) -> Vec<String> {
+    const SECRET: &[&str] = &["KEY", "TOKEN", "TKN", "SECRET", "PASSWORD", "PAT", "APIKEY"];
+    let Ok(entry) = std::fs::canonicalize(launch) else {
+        return Vec::new();
+    };
+    let script = |p: &Path| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "js" | "mjs" | "cjs"))
+    };
+    let node_shebang = std::fs::read(&entry).ok().is_some_and(|b| {
+        b.starts_with(b"#!")
+            && b.iter()
+                .take(80)
+                .copied()
+                .collect::<Vec<_>>()
+                .windows(4)
+                .any(|w| w == b"node")
+    });
+    if !script(&entry) && !node_shebang {
+        return Vec::new();
+    }
+    let mut files = vec![entry.clone()];
+    if let Some(dir) = entry.parent()
+        && let Ok(rd) = std::fs::read_dir(dir)
+    {
+        let mut siblings: Vec<_> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| *p != entry && script(p))
+            .collect();
+        siblings.sort();
+        files.extend(siblings.into_iter().take(40));
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut budget: u64 = 8 << 20;
+    for f in files {
+        let size = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(u64::MAX);
+        if size > budget.min(2 << 20) {
+            continue;
+        }
+        budget -= size;
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("process.env") {
+            rest = &rest[i + "process.env".len()..];
+            let name = rest
+                .strip_prefix('.')
+                .or_else(|| rest.strip_prefix("[\"").or_else(|| rest.strip_prefix("['")))
+                .map(|r| {
+                    r.chars()
+                        .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                        .collect::<String>()
+                })
+                .unwrap_or_default();
+            if name.len() > 2
+                && name.contains('_')
+                && has(&name, SECRET)
+                && !out.contains(&name)
+                && out.len() < 6
+            {
+                out.push(name);
+            }
+        }
+    }
+    out
 }
 
 /// An OpenAPI document with no operations.
@@ -598,6 +677,40 @@ Or "env": {"OTHER_TOKEN": "<token>"} and "env":{} and "envelope": 1
         assert_eq!(names, ["--transport", "--stdio", "--mode"]);
         assert_eq!(o[0].literal(), Some("stdio"));
         assert_eq!(o[1].metavar, None);
+    }
+
+    #[test]
+    fn secrets_read_by_the_entry_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let dist = dir.path().join("dist");
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::write(
+            dist.join("server.js"),
+            "#!/usr/bin/env node\nlet t = process.env.SVC_API_TKN || process.env[\"SVC_API_TOKEN\"];\nconst ro = process.env.SVC_READONLY; const h = process.env.HOME;\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dist.join("client.mjs"),
+            "const k = process.env['OTHER_SECRET'];",
+        )
+        .unwrap();
+        std::fs::write(dist.join("notes.txt"), "process.env.NOT_A_SCRIPT_KEY").unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(dist.join("server.js"), bin.join("svc")).unwrap();
+        assert_eq!(
+            source_secrets(&bin.join("svc")),
+            ["SVC_API_TKN", "SVC_API_TOKEN", "OTHER_SECRET"]
+        );
+        std::fs::write(
+            dir.path().join("tool"),
+            "#!/bin/sh\necho process.env.X_API_KEY\n",
+        )
+        .unwrap();
+        assert!(
+            source_secrets(&dir.path().join("tool")).is_empty(),
+            "not JavaScript"
+        );
     }
 
     #[test]

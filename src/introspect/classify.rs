@@ -899,7 +899,8 @@ mod tests {
         let mut a = crate::introspect::probe::Attempt::new();
         a.end = crate::introspect::probe::End::ListError("fetch failed (code -32603)".into());
         assert_eq!(diagnose(&a).category, Category::NetworkRequired);
-        a.end = crate::introspect::probe::End::ListError("cannot read properties of undefined".into());
+        a.end =
+            crate::introspect::probe::End::ListError("cannot read properties of undefined".into());
         assert_eq!(diagnose(&a).category, Category::ToolsListError);
     }
 

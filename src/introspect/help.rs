@@ -234,9 +234,13 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
     for l in &lines {
         let trimmed = l.trim_start();
         let lower = l.to_ascii_lowercase();
+        // "Required for logging in stdio mode" says when it matters, not that it must be given.
         if !trimmed.starts_with('-')
             || !lower.contains("required")
             || lower.contains("not required")
+            || lower.contains("required for")
+            || lower.contains("required when")
+            || lower.contains("required if")
             || lower.contains("optional")
         {
             continue;
@@ -420,7 +424,22 @@ fn option_of(line: &str) -> Option<OptionNeed> {
     let metavar = inline
         .or_else(|| {
             let n = tokens.get(k + 1)?.trim_end_matches(',');
-            is_metavar(n).then(|| n.trim_matches(['<', '>', '{', '}']).to_owned())
+            // cobra prints the value's type in lower case (`--log-file string`, `--port int`).
+            const TYPES: &[&str] = &[
+                "string",
+                "strings",
+                "stringArray",
+                "int",
+                "int32",
+                "int64",
+                "uint",
+                "float",
+                "float64",
+                "duration",
+                "ints",
+            ];
+            (is_metavar(n) || TYPES.contains(&n))
+                .then(|| n.trim_matches(['<', '>', '{', '}']).to_owned())
         })
         .or_else(|| {
             // yargs: no metavar, the type in brackets after the description.
@@ -559,6 +578,18 @@ mod tests {
             parse("Error: something failed\n  see --verbose\n")
                 .options
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn cobra_types_and_conditional_requirements() {
+        let h = "Usage:\n  k8s [command] [options] [flags]\n\nFlags:\n      --log-file string   Defines the log file path. Required for logging in stdio mode.\n      --token string      API token (required)\n      --port int          Port\n";
+        let n = parse(h);
+        assert_eq!(names(&n), ["--token"], "`Required for ...` is conditional");
+        assert_eq!(n.options[0].metavar.as_deref(), Some("string"));
+        assert_eq!(
+            option_of("--port int          Port").and_then(|o| o.metavar),
+            Some("int".to_owned())
         );
     }
 

@@ -30,7 +30,8 @@ fn package(dir: &Path, name: &str, readme: &str, check: &str) -> String {
     std::fs::create_dir_all(root.join("dist")).unwrap();
     std::fs::write(
         root.join("package.json"),
-        serde_json::json!({"name": name, "version": "1.0.0", "bin": {name: "dist/server.js"}}).to_string(),
+        serde_json::json!({"name": name, "version": "1.0.0", "bin": {name: "dist/server.js"}})
+            .to_string(),
     )
     .unwrap();
     std::fs::write(root.join("README.md"), readme).unwrap();
@@ -105,29 +106,71 @@ async fn readme_values_entry_script_secrets_and_usage_headings_unlock_servers() 
 
     // The key gets a placeholder; the rate limit keeps the README's value (a generated one fails its format).
     let r = get(0);
-    assert_eq!(r.category, Category::Ok, "{} {:?}", r.evidence, r.placeholders);
-    assert_eq!(r.first_pass.as_ref().map(|f| f.category), Some(Category::NeedsCredentials));
+    assert_eq!(
+        r.category,
+        Category::Ok,
+        "{} {:?}",
+        r.evidence,
+        r.placeholders
+    );
+    assert_eq!(
+        r.first_pass.as_ref().map(|f| f.category),
+        Some(Category::NeedsCredentials)
+    );
     let limit = placeholder(r, "SVC_RATE_LIMIT");
-    assert_eq!((limit.value.as_str(), limit.source.as_str()), ("100/1h", "readme"));
-    assert_eq!(placeholder(r, "SVC_API_KEY").value, "placeholder-svc-api-key");
+    assert_eq!(
+        (limit.value.as_str(), limit.source.as_str()),
+        ("100/1h", "readme")
+    );
+    assert_eq!(
+        placeholder(r, "SVC_API_KEY").value,
+        "placeholder-svc-api-key"
+    );
 
     // "A Fixture api token is required." names no variable: the entry script's secret-like reads are filled.
     let r = get(1);
-    assert_eq!(r.category, Category::Ok, "{} {:?}", r.evidence, r.placeholders);
-    assert_eq!(r.first_pass.as_ref().map(|f| f.category), Some(Category::NeedsCredentials));
+    assert_eq!(
+        r.category,
+        Category::Ok,
+        "{} {:?}",
+        r.evidence,
+        r.placeholders
+    );
+    assert_eq!(
+        r.first_pass.as_ref().map(|f| f.category),
+        Some(Category::NeedsCredentials)
+    );
     assert_eq!(r.rescued_by, ["source"]);
     let names: Vec<&str> = r.placeholders.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["SVC_API_TKN", "SVC_API_TOKEN"], "not SVC_READONLY: not a secret");
+    assert_eq!(
+        names,
+        ["SVC_API_TKN", "SVC_API_TOKEN"],
+        "not SVC_READONLY: not a secret"
+    );
     assert_eq!(r.needs.env, ["SVC_API_TKN", "SVC_API_TOKEN"]);
 
     // Usage printed on stdout under `USAGE`: its help names `start`, which is passed first.
     let r = get(2);
-    assert_eq!(r.category, Category::Ok, "{} {:?} {:?}", r.evidence, r.placeholders, r.stages);
-    assert_eq!(r.first_pass.as_ref().map(|f| f.category), Some(Category::NonJsonStdout));
+    assert_eq!(
+        r.category,
+        Category::Ok,
+        "{} {:?} {:?}",
+        r.evidence,
+        r.placeholders,
+        r.stages
+    );
+    assert_eq!(
+        r.first_pass.as_ref().map(|f| f.category),
+        Some(Category::NonJsonStdout)
+    );
     assert_eq!(r.rescued_by, ["help"]);
     let cmd = placeholder(r, "command");
     assert_eq!(cmd.value, "start");
-    assert!(r.needs.args.is_empty(), "a subcommand is never asked of the user: {:?}", r.needs);
+    assert!(
+        r.needs.args.is_empty(),
+        "a subcommand is never asked of the user: {:?}",
+        r.needs
+    );
 
     for r in &records {
         assert_eq!(r.left_behind, 0, "{}", r.key);

@@ -666,6 +666,19 @@ pub(crate) fn uv_program() -> Option<String> {
     }
 }
 
+/// `uv pip install` into the environment of `python`. Bytecode is compiled at install (pip does so by default, uv
+/// does not): otherwise a large server compiles every module on its first start, inside the `initialize` limit.
+fn uv_install_args(python: &Path) -> Vec<String> {
+    vec![
+        "pip".into(),
+        "install".into(),
+        "--quiet".into(),
+        "--compile-bytecode".into(),
+        "--python".into(),
+        python.display().to_string(),
+    ]
+}
+
 /// uv does not read pip's settings: the pip variables the user set (index, extra index, local wheels, CA bundle) are
 /// handed to uv under its own names, unless uv's are set.
 pub(crate) fn uv_env_from_pip(get: impl Fn(&str) -> Option<String>) -> Vec<(&'static str, String)> {
@@ -773,13 +786,7 @@ async fn pypi(
         // Wheels only first (no build scripts); source distributions only when no wheel fits.
         let pip = |wheels_only: bool| {
             let mut args: Vec<String> = if uv {
-                vec![
-                    "pip".into(),
-                    "install".into(),
-                    "--quiet".into(),
-                    "--python".into(),
-                    python.display().to_string(),
-                ]
+                uv_install_args(&python)
             } else {
                 vec![
                     "install".into(),
@@ -1009,6 +1016,15 @@ fn console_scripts(info: &Path) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uv_compiles_bytecode_at_install() {
+        let args = uv_install_args(Path::new("/venv/bin/python"));
+        assert_eq!(&args[..2], ["pip", "install"]);
+        assert!(args.contains(&"--compile-bytecode".to_owned()));
+        let at = args.iter().position(|a| a == "--python").unwrap();
+        assert_eq!(args[at + 1], "/venv/bin/python");
+    }
 
     #[test]
     fn pip_settings_are_handed_to_uv() {

@@ -268,6 +268,14 @@ pub(crate) fn diagnose(a: &Attempt) -> Diagnosis {
                 d.needs.env = names;
                 return d;
             }
+            // A server that fetches its tool list upstream (`fetch failed`, `ECONNREFUSED`) needs the network.
+            if is_network(msg) {
+                return Diagnosis::new(
+                    Category::NetworkRequired,
+                    format!("tools/list failed: {msg}"),
+                    "the server fetches its tool list from a network service; it needs that service reachable (and usually credentials for it)",
+                );
+            }
             Diagnosis::new(
                 Category::ToolsListError,
                 format!("tools/list failed: {msg}"),
@@ -884,6 +892,16 @@ mod tests {
         ));
         assert!(is_config("Config file not found at ~/.foo.json"));
         assert!(!is_config("Server started"));
+    }
+
+    #[test]
+    fn a_tools_list_error_that_is_a_network_failure() {
+        let mut a = crate::introspect::probe::Attempt::new();
+        a.end = crate::introspect::probe::End::ListError("fetch failed (code -32603)".into());
+        assert_eq!(diagnose(&a).category, Category::NetworkRequired);
+        a.end =
+            crate::introspect::probe::End::ListError("cannot read properties of undefined".into());
+        assert_eq!(diagnose(&a).category, Category::ToolsListError);
     }
 
     #[test]

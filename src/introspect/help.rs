@@ -147,15 +147,19 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
     let mut needs = HelpNeeds::default();
     let mut wants_command = false;
     let mut choices: Vec<String> = Vec::new();
-    if let Some(i) = lines
-        .iter()
-        .position(|l| l.trim_start().to_ascii_lowercase().starts_with("usage:"))
-    {
-        // The usage line and its indented continuation lines (`Usage:` alone: the usage is on the next line).
+    let mut program: Option<String> = None;
+    if let Some(i) = lines.iter().position(|l| {
+        let t = l.trim().to_ascii_lowercase();
+        t.starts_with("usage:") || t == "usage"
+    }) {
+        // The usage line and its indented continuation lines (`Usage:` or a `USAGE` heading alone: the usage is on
+        // the next line).
         let mut block = vec![lines[i].trim()];
         let mut i = i;
-        if lines[i].trim().eq_ignore_ascii_case("usage:")
-            && let Some(next) = lines.get(i + 1).filter(|l| !l.trim().is_empty())
+        if matches!(
+            lines[i].trim().to_ascii_lowercase().as_str(),
+            "usage:" | "usage"
+        ) && let Some(next) = lines.get(i + 1).filter(|l| !l.trim().is_empty())
         {
             block.push(next.trim());
             i += 1;
@@ -169,11 +173,11 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
         }
         let usage = block.join(" ");
         needs.usage = Some(usage.clone());
-        let after = usage["usage:".len()..].trim();
+        let after = usage["usage".len()..].trim_start_matches(':').trim();
         // The program name (one word, or `python -m module`) is skipped.
         let mut tokens: Vec<&str> = after.split_whitespace().collect();
         if !tokens.is_empty() {
-            tokens.remove(0);
+            program = Some(tokens.remove(0).to_owned());
         }
         let mut depth = 0i32;
         let mut i = 0;
@@ -230,9 +234,13 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
     for l in &lines {
         let trimmed = l.trim_start();
         let lower = l.to_ascii_lowercase();
+        // "Required for logging in stdio mode" says when it matters, not that it must be given.
         if !trimmed.starts_with('-')
             || !lower.contains("required")
             || lower.contains("not required")
+            || lower.contains("required for")
+            || lower.contains("required when")
+            || lower.contains("required if")
             || lower.contains("optional")
         {
             continue;
@@ -286,6 +294,20 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
             needs.stdio_switch = Some(o);
             break;
         }
+        // A bare flag whose description says it runs MCP on stdio only (`--mcp-only  ... only run MCP on stdio`).
+        let described = lower
+            .trim_start()
+            .split_once("  ")
+            .map(|(_, d)| d.to_owned())
+            .unwrap_or_default();
+        if o.metavar.is_none()
+            && described.contains("stdio")
+            && !described.contains("not ")
+            && !described.contains("disable")
+        {
+            needs.stdio_switch = Some(o);
+            break;
+        }
         if (o.name.contains("transport") || o.name.contains("mode"))
             && lower.contains("stdio")
             && o.metavar.is_some()
@@ -314,7 +336,40 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
         }
         needs.subcommand = pick_command(&choices);
     }
+    // No subcommand found so far: a usage or example line that runs the program with words that start a server
+    // (`mcp start [--transport stdio|sse]`, `azmcp server start`, `tool server [options]  Start the server`).
+    if needs.subcommand.is_none()
+        && let Some(prog) = &program
+    {
+        needs.subcommand = invocation(&lines, prog);
+    }
     needs
+}
+
+/// The serve words that follow the program's name on a line of the help (usage lines, examples), joined by a
+/// space: the first such line wins. `prog` may be a path or a scoped package name; its last part is compared.
+fn invocation(lines: &[&str], prog: &str) -> Option<String> {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
+    let prog = base(prog);
+    for l in lines {
+        let t = l.trim().trim_start_matches("$ ");
+        let t = t
+            .split_once(':')
+            .filter(|(h, _)| h.eq_ignore_ascii_case("usage"))
+            .map_or(t, |(_, r)| r.trim());
+        let mut words = t.split_whitespace();
+        if words.next().map(base).as_deref() != Some(prog.as_str()) {
+            continue;
+        }
+        let serve: Vec<&str> = words
+            .take_while(|w| SERVE_COMMANDS.contains(w))
+            .take(2)
+            .collect();
+        if !serve.is_empty() {
+            return Some(serve.join(" "));
+        }
+    }
+    None
 }
 
 fn is_command_word(s: &str) -> bool {
@@ -369,7 +424,22 @@ fn option_of(line: &str) -> Option<OptionNeed> {
     let metavar = inline
         .or_else(|| {
             let n = tokens.get(k + 1)?.trim_end_matches(',');
-            is_metavar(n).then(|| n.trim_matches(['<', '>', '{', '}']).to_owned())
+            // cobra prints the value's type in lower case (`--log-file string`, `--port int`).
+            const TYPES: &[&str] = &[
+                "string",
+                "strings",
+                "stringArray",
+                "int",
+                "int32",
+                "int64",
+                "uint",
+                "float",
+                "float64",
+                "duration",
+                "ints",
+            ];
+            (is_metavar(n) || TYPES.contains(&n))
+                .then(|| n.trim_matches(['<', '>', '{', '}']).to_owned())
         })
         .or_else(|| {
             // yargs: no metavar, the type in brackets after the description.
@@ -390,7 +460,11 @@ fn commands_section(lines: &[&str]) -> Vec<String> {
     for l in lines {
         let t = l.trim();
         let lower = t.to_ascii_lowercase();
-        if !l.starts_with(char::is_whitespace) && lower.ends_with(':') {
+        // A heading: `Commands:`, or an upper-case one without a colon (`COMMANDS`).
+        let upper_heading = !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_ascii_uppercase() || c == ' ' || c == '_');
+        if !l.starts_with(char::is_whitespace) && (lower.ends_with(':') || upper_heading) {
             inside = lower.contains("command");
             continue;
         }
@@ -505,6 +579,44 @@ mod tests {
                 .options
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn cobra_types_and_conditional_requirements() {
+        let h = "Usage:\n  k8s [command] [options] [flags]\n\nFlags:\n      --log-file string   Defines the log file path. Required for logging in stdio mode.\n      --token string      API token (required)\n      --port int          Port\n";
+        let n = parse(h);
+        assert_eq!(names(&n), ["--token"], "`Required for ...` is conditional");
+        assert_eq!(n.options[0].metavar.as_deref(), Some("string"));
+        assert_eq!(
+            option_of("--port int          Port").and_then(|o| o.metavar),
+            Some("int".to_owned())
+        );
+    }
+
+    #[test]
+    fn upper_case_headings_and_serve_words_on_usage_and_example_lines() {
+        // stricli (Speakeasy): `USAGE` and `COMMANDS` headings, no colon; the usage line names `start`.
+        let h = "USAGE\n  mcp start [--transport stdio|sse] [--api-key value]\n  mcp --help\n\nMCP server CLI\n\nFLAGS\n  -h --help  Print help\n\nCOMMANDS\n  start  Run the Model Context Protocol server\n";
+        let n = parse(h);
+        assert_eq!(n.subcommand.as_deref(), Some("start"));
+        assert_eq!(
+            n.usage.as_deref().map(|u| u.starts_with("USAGE mcp start")),
+            Some(true)
+        );
+        // System.CommandLine: `[command]`, no commands heading, a two-word example that starts the server.
+        let h = "Usage:\n  azmcp [command] [options]\n\nOptions:\n  -?, -h, --help  Show help\n\nExamples:\n  azmcp storage account get --subscription \"my-sub\"\n  azmcp server start\n\nMCP:\n  server   MCP Server operations\n";
+        assert_eq!(parse(h).subcommand.as_deref(), Some("server start"));
+        // One usage line per command; a bare flag described as stdio-only is the stdio switch.
+        let h = "tool - MCP server\n\nUsage:\n  tool init              Setup wizard\n  tool server [options]  Start the server\n\nServer Options:\n  --port <port>   HTTP port\n  --mcp-only      Skip HTTP server, only run MCP on stdio\n";
+        let n = parse(h);
+        assert_eq!(n.subcommand.as_deref(), Some("server"));
+        assert_eq!(
+            n.stdio_switch.map(|s| s.name),
+            Some("--mcp-only".to_owned())
+        );
+        // Words that do not start a server are not taken.
+        let h = "Usage:\n  tool [command]\n\nExamples:\n  tool deploy prod\n";
+        assert_eq!(parse(h).subcommand, None);
     }
 
     #[test]

@@ -656,6 +656,51 @@ async fn node_version() -> Option<String> {
     .clone()
 }
 
+/// The uv to install PyPI packages with: `AGENT_DISCOVER_UV` (a path or a program name; empty or `0` turns uv off),
+/// else `uv` when it is on PATH; `None` falls back to `python3 -m venv` and pip.
+pub(crate) fn uv_program() -> Option<String> {
+    match std::env::var("AGENT_DISCOVER_UV") {
+        Ok(v) if v.is_empty() || v == "0" => None,
+        Ok(v) if Path::new(&v).is_file() || have(&v) => Some(v),
+        _ => have("uv").then(|| "uv".to_owned()),
+    }
+}
+
+/// `uv pip install` into the environment of `python`. Bytecode is compiled at install (pip does so by default, uv
+/// does not): otherwise a large server compiles every module on its first start, inside the `initialize` limit.
+fn uv_install_args(python: &Path) -> Vec<String> {
+    vec![
+        "pip".into(),
+        "install".into(),
+        "--quiet".into(),
+        "--compile-bytecode".into(),
+        "--python".into(),
+        python.display().to_string(),
+    ]
+}
+
+/// uv does not read pip's settings: the pip variables the user set (index, extra index, local wheels, CA bundle) are
+/// handed to uv under its own names, unless uv's are set.
+pub(crate) fn uv_env_from_pip(get: impl Fn(&str) -> Option<String>) -> Vec<(&'static str, String)> {
+    const MAP: &[(&str, &str)] = &[
+        ("PIP_INDEX_URL", "UV_DEFAULT_INDEX"),
+        ("PIP_EXTRA_INDEX_URL", "UV_INDEX"),
+        ("PIP_FIND_LINKS", "UV_FIND_LINKS"),
+        ("PIP_CERT", "SSL_CERT_FILE"),
+    ];
+    let mut out = Vec::new();
+    for (pip, uv) in MAP {
+        let already =
+            get(uv).is_some() || (*uv == "UV_DEFAULT_INDEX" && get("UV_INDEX_URL").is_some());
+        if let Some(v) = get(pip).filter(|v| !v.is_empty())
+            && !already
+        {
+            out.push((*uv, v));
+        }
+    }
+    out
+}
+
 fn have(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
@@ -686,7 +731,14 @@ async fn pypi(
     if cached {
         stages.push(stage("install", t, "cached"));
     } else {
-        let uv = have("uv");
+        let uv_exe = uv_program();
+        let uv = uv_exe.is_some();
+        let uv_exe = uv_exe.unwrap_or_default();
+        let uv_env = if uv {
+            uv_env_from_pip(|k| std::env::var(k).ok())
+        } else {
+            Vec::new()
+        };
         let python = dir.join("bin").join("python");
         let limit = options.limits.install;
         let deadline = Instant::now() + limit;
@@ -696,10 +748,10 @@ async fn pypi(
         if !python.exists() {
             let made = if uv {
                 run_tool(
-                    "uv",
+                    &uv_exe,
                     &["venv".into(), "--quiet".into(), dir.display().to_string()],
                     &parent,
-                    &[],
+                    &uv_env,
                     left(),
                 )
                 .await
@@ -734,13 +786,7 @@ async fn pypi(
         // Wheels only first (no build scripts); source distributions only when no wheel fits.
         let pip = |wheels_only: bool| {
             let mut args: Vec<String> = if uv {
-                vec![
-                    "pip".into(),
-                    "install".into(),
-                    "--quiet".into(),
-                    "--python".into(),
-                    python.display().to_string(),
-                ]
+                uv_install_args(&python)
             } else {
                 vec![
                     "install".into(),
@@ -753,14 +799,14 @@ async fn pypi(
             }
             args.push(spec.clone());
             let program = if uv {
-                "uv".to_owned()
+                uv_exe.clone()
             } else {
                 dir.join("bin").join("pip").display().to_string()
             };
             (program, args)
         };
         let (program, args) = pip(true);
-        let mut out = run_tool(&program, &args, &parent, &[], left()).await;
+        let mut out = run_tool(&program, &args, &parent, &uv_env, left()).await;
         if let Ok(o) = &out
             && o.status != Some(0)
             && no_wheel(&format!("{}\n{}", o.stderr, o.stdout))
@@ -768,7 +814,7 @@ async fn pypi(
             stages.push(stage("install", t, "failed"));
             flags_sdist = true;
             let (program, args) = pip(false);
-            out = run_tool(&program, &args, &parent, &[], left()).await;
+            out = run_tool(&program, &args, &parent, &uv_env, left()).await;
         }
         match out {
             Err(msg) => {
@@ -970,6 +1016,47 @@ fn console_scripts(info: &Path) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uv_compiles_bytecode_at_install() {
+        let args = uv_install_args(Path::new("/venv/bin/python"));
+        assert_eq!(&args[..2], ["pip", "install"]);
+        assert!(args.contains(&"--compile-bytecode".to_owned()));
+        let at = args.iter().position(|a| a == "--python").unwrap();
+        assert_eq!(args[at + 1], "/venv/bin/python");
+    }
+
+    #[test]
+    fn pip_settings_are_handed_to_uv() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let got = uv_env_from_pip(env(&[
+            ("PIP_INDEX_URL", "http://127.0.0.1:1/simple"),
+            ("PIP_FIND_LINKS", "/opt/wheels"),
+            ("PIP_CERT", "/etc/ca.pem"),
+        ]));
+        assert_eq!(
+            got,
+            [
+                ("UV_DEFAULT_INDEX", "http://127.0.0.1:1/simple".to_owned()),
+                ("UV_FIND_LINKS", "/opt/wheels".to_owned()),
+                ("SSL_CERT_FILE", "/etc/ca.pem".to_owned()),
+            ]
+        );
+        // uv's own settings win.
+        let got = uv_env_from_pip(env(&[
+            ("PIP_INDEX_URL", "http://127.0.0.1:1/simple"),
+            ("UV_INDEX_URL", "http://127.0.0.1:2/simple"),
+            ("PIP_CERT", ""),
+        ]));
+        assert!(got.is_empty(), "{got:?}");
+    }
 
     #[test]
     fn npm_errors() {

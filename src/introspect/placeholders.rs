@@ -41,7 +41,9 @@ impl Placeholder {
             Kind::Arg if self.name.starts_with("--") => std::iter::once(self.name.clone())
                 .chain((!self.value.is_empty()).then(|| self.value.clone()))
                 .collect(),
-            Kind::Arg | Kind::Subcommand => vec![self.value.clone()],
+            Kind::Arg => vec![self.value.clone()],
+            // A subcommand may be two words (`server start`).
+            Kind::Subcommand => self.value.split_whitespace().map(str::to_owned).collect(),
         }
     }
 
@@ -70,6 +72,8 @@ pub(crate) fn plan(
     scratch: &Path,
 ) -> Plan {
     let mut env: Vec<(String, &'static str)> = Vec::new();
+    // Concrete values of a README's examples (`"MAX_TOKENS": "10000"`), used instead of a generated placeholder.
+    let mut example: Vec<(String, String)> = Vec::new();
     let push_env = |name: &str, source: &'static str, env: &mut Vec<(String, &'static str)>| {
         // Variables of the runtime itself (a README's `"NODE_OPTIONS": "--max-old-space-size=..."`) are not the
         // server's settings: a placeholder there would break the runtime.
@@ -102,8 +106,19 @@ pub(crate) fn plan(
         push_env(n, "stderr", &mut env);
     }
     if let Some(readme) = &installed.readme {
-        for n in readme_env(readme) {
+        for (n, v) in readme_env(readme) {
             push_env(&n, "readme", &mut env);
+            if let Some(v) = v.filter(|v| usable_example(&n, v))
+                && !example.iter().any(|(x, _)| *x == n)
+            {
+                example.push((n, v));
+            }
+        }
+    }
+    // A server that asked for a credential without naming it: the secret-like variables its entry script reads.
+    if env.is_empty() && diagnosis.category == Category::NeedsCredentials {
+        for n in source_secrets(Path::new(&installed.launch)) {
+            push_env(&n, "source", &mut env);
         }
     }
     let mut args: Vec<(String, &'static str)> = Vec::new();
@@ -185,10 +200,15 @@ pub(crate) fn plan(
         });
     }
     for (name, source) in &env {
+        let value = example
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| env_value(name, &dir, port));
         placeholders.push(Placeholder {
             kind: Kind::Env,
             name: name.clone(),
-            value: env_value(name, &dir, port),
+            value,
             source: (*source).to_owned(),
         });
     }
@@ -252,10 +272,105 @@ fn has(name: &str, words: &[&str]) -> bool {
         .any(|w| upper.split(['_', '-']).any(|p| p == *w))
 }
 
+/// Secret-like variable names (`..._API_TOKEN`, `..._KEY`, `..._SECRET`) that a Node entry point's folder reads
+/// through `process.env.NAME` or `process.env["NAME"]`: the launched file (a `node_modules/.bin` link is followed) and
+/// its sibling scripts, bounded in count and size. Empty for anything that is not JavaScript.
+pub(crate) fn source_secrets(launch: &Path) -> Vec<String> {
+    const SECRET: &[&str] = &["KEY", "TOKEN", "TKN", "SECRET", "PASSWORD", "PAT", "APIKEY"];
+    let Ok(entry) = std::fs::canonicalize(launch) else {
+        return Vec::new();
+    };
+    let script = |p: &Path| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "js" | "mjs" | "cjs"))
+    };
+    let node_shebang = std::fs::read(&entry).ok().is_some_and(|b| {
+        b.starts_with(b"#!")
+            && b.iter()
+                .take(80)
+                .copied()
+                .collect::<Vec<_>>()
+                .windows(4)
+                .any(|w| w == b"node")
+    });
+    if !script(&entry) && !node_shebang {
+        return Vec::new();
+    }
+    let mut files = vec![entry.clone()];
+    if let Some(dir) = entry.parent()
+        && let Ok(rd) = std::fs::read_dir(dir)
+    {
+        let mut siblings: Vec<_> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| *p != entry && script(p))
+            .collect();
+        siblings.sort();
+        files.extend(siblings.into_iter().take(40));
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut budget: u64 = 8 << 20;
+    for f in files {
+        let size = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(u64::MAX);
+        if size > budget.min(2 << 20) {
+            continue;
+        }
+        budget -= size;
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("process.env") {
+            rest = &rest[i + "process.env".len()..];
+            let name = rest
+                .strip_prefix('.')
+                .or_else(|| rest.strip_prefix("[\"").or_else(|| rest.strip_prefix("['")))
+                .map(|r| {
+                    r.chars()
+                        .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                        .collect::<String>()
+                })
+                .unwrap_or_default();
+            if name.len() > 2
+                && name.contains('_')
+                && has(&name, SECRET)
+                && !out.contains(&name)
+                && out.len() < 6
+            {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// An OpenAPI document with no operations.
+const MINIMAL_OPENAPI: &str = r#"{"openapi": "3.0.0", "info": {"title": "placeholder", "version": "0.0.0"}, "paths": {}}
+"#;
+
 /// A placeholder for a variable, by what its name says it holds.
 fn env_value(name: &str, dir: &Path, port: u16) -> String {
     if has(name, &["PORT"]) && !has(name, &["URL", "URI"]) {
         return port.to_string();
+    }
+    // Numeric settings (`MAX_TOKENS`, `MCP_SERVER_REQUEST_TIMEOUT`): a number passes their checks, a word does not.
+    if has(
+        name,
+        &[
+            "MAX",
+            "MIN",
+            "TIMEOUT",
+            "LIMIT",
+            "RETRIES",
+            "TTL",
+            "INTERVAL",
+            "CONCURRENCY",
+            "SIZE",
+        ],
+    ) && !has(name, &["URL", "URI"])
+    {
+        return "60".into();
     }
     if has(
         name,
@@ -267,6 +382,12 @@ fn env_value(name: &str, dir: &Path, port: u16) -> String {
             return "127.0.0.1".into();
         }
         return format!("http://127.0.0.1:{port}");
+    }
+    // An API description the server loads at start: a minimal valid document (JSON is also YAML).
+    if has(name, &["OPENAPI", "SWAGGER", "SPEC"]) {
+        let f = dir.join(format!("{}.json", name.to_ascii_lowercase()));
+        let _ = std::fs::write(&f, MINIMAL_OPENAPI);
+        return f.display().to_string();
     }
     if has(name, &["FILE", "CONFIG", "JSON"]) {
         let f = dir.join(format!("{}.json", name.to_ascii_lowercase()));
@@ -295,6 +416,9 @@ fn env_value(name: &str, dir: &Path, port: u16) -> String {
     if has(name, &["DEBUG", "VERBOSE"]) {
         return "false".into();
     }
+    if has(name, &["LEVEL"]) {
+        return "info".into();
+    }
     format!(
         "placeholder-{}",
         name.to_ascii_lowercase().replace('_', "-")
@@ -310,7 +434,10 @@ fn arg_value(label: &str, dir: &Path, port: u16) -> String {
     }
     if l.contains("file") || l.contains(".json") || l.contains("db") || l.contains("database") {
         let f = dir.join(format!("arg-{}", sanitize(label)));
-        let _ = std::fs::write(&f, "");
+        // A configuration file is read as JSON (or YAML, of which `{}` is also a document); a database file stays
+        // empty (SQLite opens an empty file as a new database).
+        let config = l.contains("config") || l.contains("json") || l.contains("settings");
+        let _ = std::fs::write(&f, if config { "{}\n" } else { "" });
         return f.display().to_string();
     }
     let d = dir.join(format!("arg-{}", sanitize(label)));
@@ -376,8 +503,67 @@ pub(crate) fn readme_options(readme: &str) -> Vec<OptionNeed> {
     out
 }
 
-/// Variable names in the `"env": { ... }` objects of a README's client-config examples.
-pub(crate) fn readme_env(readme: &str) -> Vec<String> {
+/// Whether a README example's value for a variable can be used as is: a concrete setting (`10000`, `100/1h`,
+/// `space,project`), not something the user is told to fill in (`your-api-key`, `<token>`, `sk-...`), not a secret
+/// by the variable's name, and not an address or a path (those get a loopback or scratch placeholder).
+fn usable_example(name: &str, value: &str) -> bool {
+    const SECRET: &[&str] = &[
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASS",
+        "PWD",
+        "AUTH",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "COOKIE",
+        "SESSION",
+        "PAT",
+        "APIKEY",
+    ];
+    const FILL_IN: &[&str] = &[
+        "your",
+        "<",
+        ">",
+        "xxx",
+        "...",
+        "…",
+        "here",
+        "replace",
+        "placeholder",
+        "change",
+        "example",
+        "$",
+        "{",
+        "insert",
+        "enter",
+        "todo",
+        "my-",
+        "my_",
+    ];
+    let lower = value.to_ascii_lowercase();
+    let address = lower.contains("://")
+        || value.starts_with(['/', '~', '.', '\\'])
+        || value.contains(['@', '\\', ' '])
+        || (value.contains('.') && value.chars().any(|c| c.is_ascii_alphabetic()))
+        || has(
+            name,
+            &[
+                "URL", "URI", "ENDPOINT", "HOST", "SERVER", "ADDRESS", "DOMAIN", "PATH", "DIR",
+                "FILE",
+            ],
+        );
+    !value.is_empty()
+        && value.len() <= 100
+        && !has(name, SECRET)
+        && !address
+        && !FILL_IN.iter().any(|w| lower.contains(w))
+}
+
+/// Variables in the `"env": { ... }` objects of a README's client-config examples, with the example's value when it
+/// is a string, number or boolean.
+pub(crate) fn readme_env(readme: &str) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
     let mut rest = readme;
     while let Some(i) = rest.find("\"env\"") {
@@ -398,23 +584,34 @@ pub(crate) fn readme_env(readme: &str) -> Vec<String> {
             let Some(close) = tail.find('"') else { break };
             let key = &tail[..close];
             let after_key = tail[close + 1..].trim_start();
-            if after_key.starts_with(':')
+            let is_key = after_key.starts_with(':')
                 && !key.is_empty()
                 && key.len() <= 64
-                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !out.iter().any(|o| o == key)
-            {
-                out.push(key.to_owned());
-            }
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             s = &tail[close + 1..];
-            // Skip the value string, if any.
+            // The value: a string (skipped over), or a bare number or boolean.
+            let mut value = None;
             if let Some(v) = s.trim_start().strip_prefix(':') {
                 let v = v.trim_start();
                 if let Some(vs) = v.strip_prefix('"') {
-                    s = vs.find('"').map(|j| &vs[j + 1..]).unwrap_or("");
+                    let end = vs.find('"');
+                    value = end.map(|j| vs[..j].to_owned());
+                    s = end.map(|j| &vs[j + 1..]).unwrap_or("");
                 } else {
+                    let end = v.find([',', '\n', '}']).unwrap_or(v.len());
+                    let bare = v[..end].trim();
+                    if !bare.is_empty()
+                        && bare
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+                    {
+                        value = Some(bare.to_owned());
+                    }
                     s = v;
                 }
+            }
+            if is_key && !out.iter().any(|(o, _)| o == key) {
+                out.push((key.to_owned(), value));
             }
         }
         rest = &body[end..];
@@ -436,9 +633,38 @@ Add to claude_desktop_config.json:
 ```
 Or "env": {"OTHER_TOKEN": "<token>"} and "env":{} and "envelope": 1
 "#;
+        let env = readme_env(readme);
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, vec!["BRAVE_API_KEY", "BRAVE_REGION", "OTHER_TOKEN"]);
+        assert_eq!(env[1].1.as_deref(), Some("us"));
+    }
+
+    #[test]
+    fn readme_example_values_are_used_when_concrete() {
+        // Optional settings shown with concrete values keep them (a placeholder would fail their format checks);
+        // values the user is told to fill in, secrets, addresses and paths get generated placeholders.
+        let readme = r#""env": { "SVC_API_KEY": "your-api-key", "SVC_DOMAIN": "your-domain.example.com",
+            "MAX_TOKENS": "10000", "RATE_LIMIT": "100/1h", "ENABLE_TOOLSETS": "space,project",
+            "OPTIMIZE": 1, "DEBUG": true, "SVC_TOKEN": "abc123", "SVC_URL": "https://api.svc.io",
+            "DATA_DIR": "/Users/me/data", "MODE": "<mode>" }"#;
+        let env = readme_env(readme);
+        let usable: Vec<(&str, &str)> = env
+            .iter()
+            .filter_map(|(n, v)| {
+                v.as_deref()
+                    .filter(|v| usable_example(n, v))
+                    .map(|v| (n.as_str(), v))
+            })
+            .collect();
         assert_eq!(
-            readme_env(readme),
-            vec!["BRAVE_API_KEY", "BRAVE_REGION", "OTHER_TOKEN"]
+            usable,
+            vec![
+                ("MAX_TOKENS", "10000"),
+                ("RATE_LIMIT", "100/1h"),
+                ("ENABLE_TOOLSETS", "space,project"),
+                ("OPTIMIZE", "1"),
+                ("DEBUG", "true"),
+            ]
         );
     }
 
@@ -451,6 +677,40 @@ Or "env": {"OTHER_TOKEN": "<token>"} and "env":{} and "envelope": 1
         assert_eq!(names, ["--transport", "--stdio", "--mode"]);
         assert_eq!(o[0].literal(), Some("stdio"));
         assert_eq!(o[1].metavar, None);
+    }
+
+    #[test]
+    fn secrets_read_by_the_entry_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let dist = dir.path().join("dist");
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::write(
+            dist.join("server.js"),
+            "#!/usr/bin/env node\nlet t = process.env.SVC_API_TKN || process.env[\"SVC_API_TOKEN\"];\nconst ro = process.env.SVC_READONLY; const h = process.env.HOME;\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dist.join("client.mjs"),
+            "const k = process.env['OTHER_SECRET'];",
+        )
+        .unwrap();
+        std::fs::write(dist.join("notes.txt"), "process.env.NOT_A_SCRIPT_KEY").unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(dist.join("server.js"), bin.join("svc")).unwrap();
+        assert_eq!(
+            source_secrets(&bin.join("svc")),
+            ["SVC_API_TKN", "SVC_API_TOKEN", "OTHER_SECRET"]
+        );
+        std::fs::write(
+            dir.path().join("tool"),
+            "#!/bin/sh\necho process.env.X_API_KEY\n",
+        )
+        .unwrap();
+        assert!(
+            source_secrets(&dir.path().join("tool")).is_empty(),
+            "not JavaScript"
+        );
     }
 
     #[test]
@@ -471,6 +731,20 @@ Or "env": {"OTHER_TOKEN": "<token>"} and "env":{} and "envelope": 1
         assert!(Path::new(&p).is_dir() && p.starts_with(&*dir.path().to_string_lossy()));
         let f = env_value("CONFIG_FILE", dir.path(), port);
         assert!(Path::new(&f).is_file());
+        assert_eq!(env_value("MAX_TOKENS", dir.path(), port), "60");
+        assert_eq!(
+            env_value("MCP_SERVER_REQUEST_TIMEOUT", dir.path(), port),
+            "60"
+        );
+        assert_eq!(env_value("LOG_LEVEL", dir.path(), port), "info");
+        let spec = env_value("OPENAPI_SPEC_PATH", dir.path(), port);
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&spec).unwrap()).unwrap();
+        assert_eq!(doc["openapi"], "3.0.0");
+        let c = arg_value("config-file-path", dir.path(), port);
+        assert_eq!(std::fs::read_to_string(&c).unwrap(), "{}\n");
+        let db = arg_value("db-path", dir.path(), port);
+        assert_eq!(std::fs::read_to_string(&db).unwrap(), "");
         let a = arg_value("allowed-directory", dir.path(), port);
         assert!(Path::new(&a).is_dir());
         assert_eq!(

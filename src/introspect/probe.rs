@@ -95,7 +95,7 @@ pub(crate) struct Attempt {
 }
 
 impl Attempt {
-    fn new() -> Attempt {
+    pub(crate) fn new() -> Attempt {
         Attempt {
             stages: Vec::new(),
             end: End::Listed,

@@ -48,6 +48,8 @@ mod team;
 mod migrate;
 // Issue 14: install scripts skipped at first and run only when a failure says they were needed.
 mod introspect_scripts;
+// Issue 14: second-pass rules (README values, entry-script secrets, USAGE headings) on local packages.
+mod introspect_rules;
 
 // Issue 10: the dashboard port taken over when its leader exits (SIGKILL and clean exit).
 mod leadership;

@@ -16,7 +16,7 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 
-use super::{Caller, Child, Inner, lock, with_stderr};
+use super::{Caller, Child, Inner, exited_during_call, lock};
 use crate::error::{Error, Result};
 
 pub(super) struct ProgressRoute {
@@ -160,7 +160,7 @@ impl Inner {
                 }
                 Ok(_) = exited.wait_for(|c| c.is_some()) => {
                     let cause = child.exited.borrow().clone().unwrap_or_default();
-                    return Err(with_stderr(upstream(format!("exited during the call: {cause}")), &child.stderr));
+                    return Err(exited_during_call(&child.name, &cause, &child.stderr));
                 }
                 _ = &mut cancelled => {
                     cancel_child("cancelled by the client");

@@ -1134,13 +1134,7 @@ impl Child {
         }
         let cause = self.exited.borrow().clone();
         match cause {
-            Some(c) => with_stderr(
-                Error::Upstream {
-                    server: self.name.clone(),
-                    message: format!("exited during the call: {c}"),
-                },
-                &self.stderr,
-            ),
+            Some(c) => exited_during_call(&self.name, &c, &self.stderr),
             None => Error::Upstream {
                 server: self.name.clone(),
                 message: transport_error,
@@ -1188,6 +1182,17 @@ fn child_error(server: &str, e: rmcp::ServiceError) -> Error {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A child's exit while a call waited on it: the cause, with the last lines it wrote on stderr.
+fn exited_during_call(server: &str, cause: &str, stderr: &StderrRing) -> Error {
+    with_stderr(
+        Error::Upstream {
+            server: server.to_owned(),
+            message: format!("exited during the call: {cause}"),
+        },
+        stderr,
+    )
 }
 
 fn with_stderr(err: Error, stderr: &StderrRing) -> Error {

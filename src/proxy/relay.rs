@@ -30,7 +30,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use super::coalesce::Sink;
-use super::{Inner, Proxy, StderrRing, with_stderr};
+use super::{Inner, Proxy, StderrRing, exited_during_call};
 use crate::error::Error;
 
 /// Fast-lane request ids and progress tokens to a child start here. rmcp numbers its own requests and tokens with a
@@ -419,13 +419,7 @@ impl ChildLane {
             .borrow()
             .clone()
             .unwrap_or_else(|| "its stdout closed".to_owned());
-        with_stderr(
-            Error::Upstream {
-                server: self.server.clone(),
-                message: format!("exited during the call: {cause}"),
-            },
-            &self.stderr,
-        )
+        exited_during_call(&self.server, &cause, &self.stderr)
     }
 
     /// Times calls out: sleeps until the earliest deadline (progress moves deadlines lazily: a call whose child

@@ -240,11 +240,14 @@ async fn crash_mid_call_fails_at_once_then_restarts_on_next_use() {
         msg.contains("exited during the call") && msg.contains("crashing during call 2"),
         "{msg}"
     );
+    assert_eq!(v["server"], "crashy", "{v}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "crash took {:?} to report",
         started.elapsed()
     );
+    // Both calls took `mcp`'s fast lane (`proxy/relay.rs`), which fails a call at once when its child exits.
+    assert_eq!(crate::relay::fast_lane_calls(&agent).await, 2);
     let status = agent.registry(json!({"action": "status"})).await;
     assert_eq!(status["servers"][0]["status"], "error");
     // Its tools stay listed so the agent can call again; the next call after the back-off restarts it.

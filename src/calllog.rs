@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::events::{Event, EventBus};
 
@@ -21,13 +22,58 @@ pub struct LogEntry {
     pub unix_ms: u64,
     pub server: String,
     pub tool: String,
-    pub args: serde_json::Value,
+    pub args: Args,
     pub response: String,
     pub latency_ms: u64,
     pub success: bool,
     /// The replica that proxied the call, for entries read from the shared call log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+}
+
+/// A call's arguments as JSON text: kept as they came, so that recording a call never parses or re-serialises them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct Args(Box<RawValue>);
+
+impl Args {
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The arguments as a JSON value (a string when the text is not JSON).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.as_str()).unwrap_or_else(|_| self.as_str().into())
+    }
+}
+
+impl PartialEq for Args {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<Box<RawValue>> for Args {
+    fn from(raw: Box<RawValue>) -> Self {
+        Args(raw)
+    }
+}
+
+impl From<serde_json::Value> for Args {
+    fn from(value: serde_json::Value) -> Self {
+        // Serialising a `Value` cannot fail (its map keys are strings).
+        Args(serde_json::value::to_raw_value(&value).expect("a JSON value serialises"))
+    }
+}
+
+impl From<String> for Args {
+    /// JSON text as it was stored; anything that is not JSON is kept as a JSON string.
+    fn from(text: String) -> Self {
+        match RawValue::from_string(text.clone()) {
+            Ok(raw) => Args(raw),
+            Err(_) => serde_json::Value::String(text).into(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -165,12 +211,20 @@ impl CallLog {
         &self,
         server: &str,
         tool: &str,
-        args: serde_json::Value,
+        args: impl Into<Args>,
         response: String,
         latency: Duration,
         success: bool,
     ) -> u64 {
-        self.record_at(now_ms(), server, tool, args, response, latency, success)
+        self.record_at(
+            now_ms(),
+            server,
+            tool,
+            args.into(),
+            response,
+            latency,
+            success,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -179,7 +233,7 @@ impl CallLog {
         now: u64,
         server: &str,
         tool: &str,
-        args: serde_json::Value,
+        args: Args,
         response: String,
         latency: Duration,
         success: bool,
@@ -216,7 +270,7 @@ impl CallLog {
                         unix_ms: i64::try_from(now).unwrap_or(i64::MAX),
                         server: entry.server.clone(),
                         tool: entry.tool.clone(),
-                        args: entry.args.to_string(),
+                        args: entry.args.as_str().to_owned(),
                         response: entry.response.clone(),
                         latency_ms: i64::try_from(entry.latency_ms).unwrap_or(i64::MAX),
                         success,
@@ -249,8 +303,7 @@ impl CallLog {
                             unix_ms: u64::try_from(c.unix_ms).unwrap_or(0),
                             server: c.server,
                             tool: c.tool,
-                            args: serde_json::from_str(&c.args)
-                                .unwrap_or(serde_json::Value::String(c.args)),
+                            args: c.args.into(),
                             response: c.response,
                             latency_ms: u64::try_from(c.latency_ms).unwrap_or(0),
                             success: c.success,
@@ -329,16 +382,23 @@ pub fn excerpt<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
     for (i, part) in parts.into_iter().enumerate() {
         let sep = if i == 0 { "" } else { "\n" };
         total += sep.len() + part.len();
-        for ch in sep.chars().chain(part.chars()) {
+        for piece in [sep, part] {
             if cut {
                 break;
             }
-            if chars == RESPONSE_CHARS {
-                cut = true;
-                break;
+            // Whole slices, not a character at a time: answers are often long, and this runs for every call.
+            let room = RESPONSE_CHARS - chars;
+            match piece.char_indices().nth(room) {
+                Some((at, _)) => {
+                    out.push_str(&piece[..at]);
+                    chars = RESPONSE_CHARS;
+                    cut = true;
+                }
+                None => {
+                    out.push_str(piece);
+                    chars += piece.chars().count();
+                }
             }
-            out.push(ch);
-            chars += 1;
         }
     }
     if cut {
@@ -403,7 +463,7 @@ mod tests {
                 at,
                 "s",
                 tool,
-                serde_json::Value::Null,
+                serde_json::Value::Null.into(),
                 String::new(),
                 Duration::ZERO,
                 true,
@@ -465,7 +525,10 @@ mod tests {
             seen.contains(&("two", Some("b"))) && seen.contains(&("three", Some("a"))),
             "{seen:?}"
         );
-        assert_eq!(entries[0].args, serde_json::json!({"t": entries[0].tool}));
+        assert_eq!(
+            entries[0].args.to_value(),
+            serde_json::json!({"t": entries[0].tool})
+        );
         assert_eq!(b.entries(10, 0).1, 3);
         let v = serde_json::to_value(&entries[0]).unwrap();
         assert!(v["replica"].is_string(), "{v}");

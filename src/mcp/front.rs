@@ -269,19 +269,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioFront<R,
                     return None;
                 }
             };
-            if let Some(message) = typed_request(raw.get()) {
-                let Some(lane) = self.fast.get() else {
-                    return Some(message);
-                };
-                match lane.try_call(message) {
-                    Ok(child) => {
-                        if !self.unflushed.iter().any(|c| Arc::ptr_eq(c, &child)) {
-                            self.unflushed.push(child);
-                        }
-                        continue;
-                    }
-                    Err(message) => return Some(message),
+            if let Some(lane) = self.fast.get()
+                && let Some(child) = lane.try_call(raw.get())
+            {
+                if !self.unflushed.iter().any(|c| Arc::ptr_eq(c, &child)) {
+                    self.unflushed.push(child);
                 }
+                continue;
+            }
+            if let Some(message) = typed_request(raw.get()) {
+                return Some(message);
             }
             if let Some(lane) = self.fast.get()
                 && let Some(id) = cancelled_request(raw.get())

@@ -125,6 +125,10 @@ pub(crate) trait Sink<T>: Send + Sync {
     /// [`Sink::flush_now`] or send. False when it could not be framed (the writer is closed).
     fn frame_now(&self, item: &T) -> bool;
 
+    /// Frames whatever `encode` puts into the buffer (a message of another type, framed by rmcp's codec there), in
+    /// place like [`Sink::frame_now`]; what it wrote is taken back when it fails. False when closed or failed.
+    fn frame_with(&self, encode: &mut dyn FnMut(&mut BytesMut) -> bool) -> bool;
+
     /// Writes what is framed now if the pipe takes it; otherwise a task finishes the write. A write error is only
     /// logged: the connection's reader sees the end.
     fn flush_now(&self);
@@ -146,6 +150,20 @@ impl<T: Serialize, W: AsyncWrite + Send + Unpin + 'static> Sink<T> for Coalescin
                 false
             }
         }
+    }
+
+    fn frame_with(&self, encode: &mut dyn FnMut(&mut BytesMut) -> bool) -> bool {
+        let mut pending = self.pending();
+        let Some(buf) = pending.as_mut() else {
+            return false;
+        };
+        let before = buf.len();
+        if encode(buf) {
+            return true;
+        }
+        // Never leave half a message for the next send to write.
+        buf.truncate(before);
+        false
     }
 
     fn flush_now(&self) {
@@ -219,5 +237,29 @@ mod tests {
         assert_eq!(got, b"1\n2\n3\n");
         w.close().await.unwrap();
         assert!(!sink.frame_now(&json!(4)), "closed");
+        assert!(!sink.frame_with(&mut |_| true), "closed");
+    }
+
+    /// `frame_with` keeps its place among the other sends, and a failed encoding leaves nothing behind.
+    #[tokio::test]
+    async fn frame_with_keeps_order_and_takes_back_a_failure() {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 16);
+        let w = CoalescingWriter::new(ours);
+        let sink: &dyn Sink<Value> = &w;
+        assert!(sink.frame_now(&json!(1)));
+        assert!(!sink.frame_with(&mut |buf| {
+            buf.extend_from_slice(b"half");
+            false
+        }));
+        assert!(sink.frame_with(&mut |buf| {
+            JsonRpcMessageCodec::<Value>::default()
+                .encode(json!(2), buf)
+                .is_ok()
+        }));
+        sink.send_now(&json!(3));
+        let mut got = vec![0u8; 6];
+        theirs.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, b"1\n2\n3\n");
+        w.close().await.unwrap();
     }
 }

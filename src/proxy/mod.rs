@@ -978,6 +978,23 @@ impl Proxy {
     }
 }
 
+/// A call's success and the call log's excerpt of its answer.
+fn outcome(res: &Result<CallToolResponse>) -> (bool, String) {
+    match res {
+        Ok(CallToolResponse::Complete(r)) => (
+            r.is_error != Some(true),
+            crate::calllog::excerpt(
+                r.content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.as_str())),
+            ),
+        ),
+        Ok(CallToolResponse::Task(t)) => (true, format!("task {}", t.task.task_id)),
+        Ok(_) => (true, "input required".to_owned()),
+        Err(e) => (false, crate::calllog::excerpt([e.to_string().as_str()])),
+    }
+}
+
 impl Inner {
     /// Records a finished proxied call: metrics, the call log (with an excerpt of the answer) and the observer
     /// (the Prometheus histogram).
@@ -990,28 +1007,25 @@ impl Inner {
         latency: Duration,
         res: &Result<CallToolResponse>,
     ) {
-        let (ok, text) = match res {
-            Ok(CallToolResponse::Complete(r)) => (
-                r.is_error != Some(true),
-                crate::calllog::excerpt(
-                    r.content
-                        .iter()
-                        .filter_map(|c| c.as_text().map(|t| t.text.as_str())),
-                ),
-            ),
-            Ok(CallToolResponse::Task(t)) => (true, format!("task {}", t.task.task_id)),
-            Ok(_) => (true, "input required".to_owned()),
-            Err(e) => (false, crate::calllog::excerpt([e.to_string().as_str()])),
-        };
+        let (ok, text) = outcome(res);
+        let args = args.map(Value::Object).unwrap_or(Value::Null);
+        self.record_call(server, server_id, tool, args.into(), latency, ok, text);
+    }
+
+    /// [`Inner::account`] for a call whose outcome is already summed up: success and the call log's excerpt.
+    #[allow(clippy::too_many_arguments)]
+    fn record_call(
+        &self,
+        server: &str,
+        server_id: i64,
+        tool: &str,
+        args: crate::calllog::Args,
+        latency: Duration,
+        ok: bool,
+        text: String,
+    ) {
         self.metrics.record(server_id, tool, latency, ok);
-        self.calllog.record(
-            server,
-            tool,
-            args.map(Value::Object).unwrap_or(Value::Null),
-            text,
-            latency,
-            ok,
-        );
+        self.calllog.record(server, tool, args, text, latency, ok);
         let observer = lock(&self.observer).clone();
         if let Some(observe) = observer {
             observe(server, tool, latency, ok);

@@ -17,17 +17,21 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use rmcp::RoleServer;
+use std::borrow::Cow;
+
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
-    ClientRequest, ErrorData, GetMeta, JsonObject, JsonRpcError, JsonRpcMessage, JsonRpcRequest,
+    CallToolResponse, CallToolResult, CancelledNotification, CancelledNotificationParam,
+    ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcError, JsonRpcVersion2_0,
     NumberOrString, ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
-    RequestMetaObject, ServerJsonRpcMessage, ServerNotification, ServerResult,
+    ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
-use rmcp::service::RxJsonRpcMessage;
+use rmcp::transport::async_rw::JsonRpcMessageCodec;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
+use tokio_util::codec::Encoder;
 
 use super::coalesce::Sink;
 use super::{Inner, Proxy, StderrRing, exited_during_call};
@@ -73,52 +77,18 @@ impl FrontLane {
         })
     }
 
-    /// Relays `message` when it is a `tools/call` the fast lane carries: the request is framed for the child, whose
-    /// lane is returned (the caller flushes it, once per batch of requests: [`ChildLane::flush`]). Gives the message
-    /// back otherwise.
-    #[allow(clippy::result_large_err)] // the message is given back as it came
-    pub(crate) fn try_call(
-        self: &Arc<Self>,
-        message: RxJsonRpcMessage<RoleServer>,
-    ) -> Result<Arc<ChildLane>, RxJsonRpcMessage<RoleServer>> {
-        let JsonRpcMessage::Request(JsonRpcRequest { request, .. }) = &message else {
-            return Err(message);
-        };
-        let ClientRequest::CallToolRequest(call) = request else {
-            return Err(message);
-        };
-        let p = &call.params;
-        if p.input_responses.is_some()
-            || p.request_state.is_some()
-            || p.meta.as_ref().is_some_and(|m| !m.0.0.is_empty())
-            || (self.reserved)(&p.name)
-        {
-            return Err(message);
+    /// Relays the client's message `raw` when it is a `tools/call` the fast lane carries: the request is framed for
+    /// the child, whose lane is returned (the caller flushes it, once per batch of requests: [`ChildLane::flush`]).
+    /// `None` otherwise: the message is the normal path's, untouched.
+    pub(crate) fn try_call(self: &Arc<Self>, raw: &str) -> Option<Arc<ChildLane>> {
+        let (id, params) = read_call(raw)?;
+        if (self.reserved)(&params.name) {
+            return None;
         }
-        // The request's `_meta` (rmcp keeps it beside the params) may hold only a progress token: a 2026-07-28
-        // client's request metadata (protocol version, capabilities, log level) is the normal path's to pass on.
-        let meta = request.get_meta();
-        let client_token = match meta.0.0.len() {
-            0 => None,
-            1 => match meta.get_progress_token() {
-                Some(t) => Some(t),
-                None => return Err(message),
-            },
-            _ => return Err(message),
-        };
-        let Some((lane, tool)) = self.proxy.fast_target(&p.name) else {
-            return Err(message);
-        };
-        let JsonRpcMessage::Request(JsonRpcRequest {
-            id,
-            request: ClientRequest::CallToolRequest(call),
-            ..
-        }) = message
-        else {
-            unreachable!("matched above")
-        };
-        lane.start(self.clone(), id, client_token, tool, call.params.arguments);
-        Ok(lane)
+        let (lane, tool) = self.proxy.fast_target(&params.name)?;
+        let token = params.meta.and_then(|m| m.progress_token);
+        lane.start(self.clone(), id, token, tool, params.arguments);
+        Some(lane)
     }
 
     /// Writes the answers and progress framed for this client so far.
@@ -143,7 +113,8 @@ struct FastCall {
     front_id: RequestId,
     client_token: Option<ProgressToken>,
     tool: String,
-    args: Option<JsonObject>,
+    /// The arguments as the client wrote them (for the call log).
+    args: Option<Box<RawValue>>,
     started: std::time::Instant,
     /// The call's start, or the child's last progress on it: the deadline is this plus the call timeout.
     last_progress: Instant,
@@ -212,30 +183,32 @@ impl ChildLane {
         front_id: RequestId,
         client_token: Option<ProgressToken>,
         tool: String,
-        args: Option<JsonObject>,
+        args: Option<&RawValue>,
     ) {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut params = CallToolRequestParams::new(tool.clone());
-        params.arguments = args;
-        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
-            NumberOrString::Number(number),
-        )));
-        let request = ClientJsonRpcMessage::request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            RequestId::Number(number),
-        );
-        let now = Instant::now();
+        let request = ChildCall {
+            jsonrpc: JsonRpcVersion2_0,
+            id: number,
+            method: "tools/call",
+            params: ChildCallParams {
+                meta: ProgressMeta {
+                    progress_token: Some(ProgressToken(NumberOrString::Number(number))),
+                },
+                name: &tool,
+                arguments: args,
+            },
+        };
         let started = std::time::Instant::now();
-        // Framed first, so that the arguments can move to the call (for the call log) before the request is written
-        // and an answer can come.
-        let framed = self.writer.frame_now(&request);
+        let now = Instant::from_std(started);
+        // Framed before the call is registered: an answer cannot come before the request is written (by the flush).
+        let framed = frame(&*self.writer, &request);
         let call = FastCall {
             number,
             front,
             front_id,
             client_token,
             tool,
-            args: take_args(request),
+            args: args.map(ToOwned::to_owned),
             started,
             last_progress: now,
         };
@@ -275,7 +248,7 @@ impl ChildLane {
     pub(super) fn answer(
         &self,
         id: &RequestId,
-        result: Option<&str>,
+        result: Option<&RawValue>,
         raw: &str,
         dirty: &mut Vec<Arc<FrontLane>>,
     ) -> bool {
@@ -283,11 +256,26 @@ impl ChildLane {
             return false;
         };
         // Late (after a timeout or cancellation): dropped, as rmcp drops answers to requests it no longer awaits.
-        let Some(call) = self.take(number) else {
+        let Some(mut call) = self.take(number) else {
             return true;
         };
+        // A plain tool result goes to the client as the child wrote it; anything else is decoded and shaped.
+        if let Some(result) = result
+            && let Some((ok, text)) = plain_result(result.get())
+        {
+            self.record(&mut call, ok, text);
+            let answer = RawResponse {
+                jsonrpc: JsonRpcVersion2_0,
+                id: &call.front_id,
+                result,
+            };
+            if frame(&*call.front.sink, &answer) {
+                mark(dirty, call.front);
+            }
+            return true;
+        }
         let res = match result {
-            Some(result) => match super::typed::Expect::CallTool.decode(result) {
+            Some(result) => match super::typed::Expect::CallTool.decode(result.get()) {
                 Some(ServerResult::CallToolResult(r)) => Ok(r),
                 _ => Err(Error::Upstream {
                     server: self.server.clone(),
@@ -475,18 +463,10 @@ impl ChildLane {
     /// Records a finished call as the normal path does (metrics, call log, observer) and answers the client, unless
     /// it cancelled.
     fn finish(&self, call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
-        let latency = call.started.elapsed();
+        let mut call = call;
         let res = res.map(CallToolResponse::Complete);
-        if let Some(inner) = self.inner.upgrade() {
-            inner.account(
-                &self.server,
-                self.server_id,
-                &call.tool,
-                call.args,
-                latency,
-                &res,
-            );
-        }
+        let (ok, text) = super::outcome(&res);
+        self.record(&mut call, ok, text);
         if matches!(reply, Reply::None) {
             return;
         }
@@ -515,6 +495,23 @@ impl ChildLane {
     }
 }
 
+impl ChildLane {
+    /// Records a call answered with a plain tool result as the normal path does (metrics, call log, observer).
+    fn record(&self, call: &mut FastCall, ok: bool, text: String) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.record_call(
+                &self.server,
+                self.server_id,
+                &call.tool,
+                logged_args(call.args.take()),
+                call.started.elapsed(),
+                ok,
+                text,
+            );
+        }
+    }
+}
+
 /// Whether and when a finished call is answered.
 enum Reply<'a> {
     /// Not at all (the client cancelled it).
@@ -525,6 +522,15 @@ enum Reply<'a> {
     Deferred(&'a mut Vec<Arc<FrontLane>>),
 }
 
+/// Frames `message` for `sink` with rmcp's codec.
+fn frame<T, M: Serialize>(sink: &dyn Sink<T>, message: &M) -> bool {
+    sink.frame_with(&mut |buf| {
+        JsonRpcMessageCodec::<&M>::default()
+            .encode(message, buf)
+            .is_ok()
+    })
+}
+
 /// Adds `front` to the fronts to flush, once.
 fn mark(dirty: &mut Vec<Arc<FrontLane>>, front: Arc<FrontLane>) {
     if !dirty.iter().any(|f| Arc::ptr_eq(f, &front)) {
@@ -532,13 +538,386 @@ fn mark(dirty: &mut Vec<Arc<FrontLane>>, front: Arc<FrontLane>) {
     }
 }
 
-/// The arguments of a `tools/call` request built above.
-fn take_args(request: ClientJsonRpcMessage) -> Option<JsonObject> {
-    match request {
-        JsonRpcMessage::Request(JsonRpcRequest {
-            request: ClientRequest::CallToolRequest(call),
-            ..
-        }) => call.params.arguments,
+/// The arguments of a call as the call log keeps them: as the client wrote them (an object), or `null`.
+fn logged_args(args: Option<Box<RawValue>>) -> crate::calllog::Args {
+    args.map(Into::into)
+        .unwrap_or_else(|| serde_json::Value::Null.into())
+}
+
+/// A client's message when it is a `tools/call` the fast lane can relay as written: its id and parameters.
+fn read_call(raw: &str) -> Option<(RequestId, RawCallParams<'_>)> {
+    let call: RawCall<'_> = serde_json::from_str(raw).ok()?;
+    // rmcp types the arguments as an object (or none): anything else is the normal path's to refuse.
+    let args_fit = call
+        .params
+        .arguments
+        .is_none_or(|a| a.get().starts_with('{'));
+    (call.jsonrpc == "2.0" && call.method == "tools/call" && args_fit)
+        .then_some((call.id, call.params))
+}
+
+/// A client's `tools/call` as the fast lane reads it: borrowed, its arguments left as the client wrote them. A field
+/// beyond these (a task request, input responses, request state, `_meta` beyond a progress token, as 2026-07-28
+/// clients send) makes the parse fail and leaves the message to the normal path. Checked against rmcp's own
+/// decoding in the tests below.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall<'a> {
+    /// "2.0" (checked after the parse: rmcp's own type for it reads it into a `String` first).
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    id: RequestId,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    params: RawCallParams<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<ProgressMeta>,
+}
+
+/// Request metadata holding at most a progress token.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgressMeta {
+    #[serde(
+        default,
+        rename = "progressToken",
+        skip_serializing_if = "Option::is_none"
+    )]
+    progress_token: Option<ProgressToken>,
+}
+
+/// The request to the child: rmcp's `tools/call` request shape (a test checks rmcp reads it back as one), with the
+/// arguments copied as the client wrote them.
+#[derive(Serialize)]
+struct ChildCall<'a> {
+    jsonrpc: JsonRpcVersion2_0,
+    id: i64,
+    method: &'static str,
+    params: ChildCallParams<'a>,
+}
+
+#[derive(Serialize)]
+struct ChildCallParams<'a> {
+    #[serde(rename = "_meta")]
+    meta: ProgressMeta,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a RawValue>,
+}
+
+/// The answer to the client: rmcp's response shape under the client's id, with the result as the child wrote it.
+#[derive(Serialize)]
+struct RawResponse<'a> {
+    jsonrpc: JsonRpcVersion2_0,
+    id: &'a RequestId,
+    result: &'a RawValue,
+}
+
+/// What the fast lane reads of a tool result: enough to tell it is a plain one and to log it.
+#[derive(Deserialize)]
+struct PlainResult<'a> {
+    #[serde(borrow)]
+    content: Vec<Block<'a>>,
+    #[serde(default, rename = "isError")]
+    is_error: Option<bool>,
+    /// Present, `null` included (a `null` is not an object either).
+    #[serde(
+        default,
+        rename = "structuredContent",
+        borrow,
+        deserialize_with = "present"
+    )]
+    structured: Option<&'a RawValue>,
+    #[serde(default, rename = "resultType")]
+    result_type: Option<IgnoredAny>,
+    #[serde(default)]
+    task: Option<IgnoredAny>,
+    #[serde(default, rename = "inputRequests")]
+    input_requests: Option<IgnoredAny>,
+}
+
+/// A field that is there, whatever its value (`Option` alone reads a `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// One content block: its type, its text, and whether the fields its type requires are there.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    data: Option<IgnoredAny>,
+    #[serde(default, rename = "mimeType")]
+    mime_type: Option<IgnoredAny>,
+    #[serde(default)]
+    resource: Option<IgnoredAny>,
+    #[serde(default)]
+    uri: Option<IgnoredAny>,
+    #[serde(default)]
+    name: Option<IgnoredAny>,
+}
+
+impl Block<'_> {
+    /// Whether rmcp would read this block as one of the spec's content blocks (its required fields present).
+    fn is_known(&self) -> bool {
+        match self.kind.as_ref() {
+            "text" => self.text.is_some(),
+            "image" | "audio" => self.data.is_some() && self.mime_type.is_some(),
+            "resource" => self.resource.is_some(),
+            "resource_link" => self.uri.is_some() && self.name.is_some(),
+            _ => false,
+        }
+    }
+}
+
+/// Success and the call log's excerpt of a tool result a legacy client can get exactly as the child wrote it: the
+/// content blocks are the spec's, there is no `resultType` to strip (a 2026-07-28 field), no task or input request,
+/// and `structuredContent`, if any, is an object (what rmcp's handler would strip for a legacy client otherwise).
+/// `None` for anything else, which is decoded and shaped as before.
+fn plain_result(result: &str) -> Option<(bool, String)> {
+    let r: PlainResult<'_> = serde_json::from_str(result).ok()?;
+    if r.result_type.is_some()
+        || r.task.is_some()
+        || r.input_requests.is_some()
+        || r.structured.is_some_and(|s| !s.get().starts_with('{'))
+        || !r.content.iter().all(Block::is_known)
+    {
+        return None;
+    }
+    let text = crate::calllog::excerpt(r.content.iter().filter_map(|b| match b.kind.as_ref() {
+        "text" => b.text.as_deref(),
         _ => None,
+    }));
+    Some((r.is_error != Some(true), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::RoleServer;
+    use rmcp::model::{
+        CallToolRequest, CallToolRequestParams, ClientRequest, GetMeta, JsonRpcMessage,
+    };
+    use rmcp::service::RxJsonRpcMessage;
+    use serde_json::{Value, json};
+
+    /// What rmcp reads from a client's line, when it is a `tools/call`: id, name, arguments, progress token.
+    fn rmcp_call(line: &str) -> Option<(RequestId, String, Option<Value>, Option<ProgressToken>)> {
+        let JsonRpcMessage::Request(r) =
+            serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(line).ok()?
+        else {
+            return None;
+        };
+        let token = r.request.get_meta().get_progress_token();
+        let ClientRequest::CallToolRequest(call) = r.request else {
+            return None;
+        };
+        let p = call.params;
+        Some((
+            r.id,
+            p.name.to_string(),
+            p.arguments.map(Value::Object),
+            token,
+        ))
+    }
+
+    /// Every line the fast lane takes is a `tools/call` rmcp reads the same way; the lines it leaves (other
+    /// methods, fields it does not relay, metadata beyond a progress token, arguments that are not an object) go to
+    /// the normal path.
+    #[test]
+    fn the_calls_it_takes_read_as_rmcp_reads_them() {
+        let taken = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}"#,
+            r#"{"method":"tools/call","params":{"arguments":{"a":[1,{"b":null}]},"name":"s__t","_meta":{"progressToken":"p"}},"id":"abc","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","_meta":{"progressToken":9}}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fx__echo","arguments":null,"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__\u00e9cho","arguments":{"t":"a\"b\\n"}}}"#,
+        ];
+        for line in taken {
+            let (id, params) = read_call(line).unwrap_or_else(|| panic!("not taken: {line}"));
+            let (rid, name, args, token) = rmcp_call(line).expect("rmcp reads it");
+            assert_eq!(id, rid, "{line}");
+            assert_eq!(params.name, name, "{line}");
+            assert_eq!(
+                params
+                    .arguments
+                    .map(|a| serde_json::from_str::<Value>(a.get()).unwrap()),
+                args,
+                "{line}"
+            );
+            assert_eq!(params.meta.and_then(|m| m.progress_token), token, "{line}");
+        }
+        let left = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":1000}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","inputResponses":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":"x"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+        ];
+        for line in left {
+            assert!(read_call(line).is_none(), "taken: {line}");
+        }
+    }
+
+    /// The request written to the child is rmcp's `tools/call` with the fast lane's id and progress token.
+    #[test]
+    fn the_request_to_the_child_is_rmcps_tools_call() {
+        let args = RawValue::from_string(r#"{"text":"ping","n":[1,2]}"#.to_owned()).unwrap();
+        for arguments in [Some(&*args), None] {
+            let ours = ChildCall {
+                jsonrpc: JsonRpcVersion2_0,
+                id: FAST_BASE + 3,
+                method: "tools/call",
+                params: ChildCallParams {
+                    meta: ProgressMeta {
+                        progress_token: Some(ProgressToken(NumberOrString::Number(FAST_BASE + 3))),
+                    },
+                    name: "echo",
+                    arguments,
+                },
+            };
+            let mut params = CallToolRequestParams::new("echo");
+            params.arguments = arguments.map(|a| serde_json::from_str(a.get()).unwrap());
+            params.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(
+                ProgressToken(NumberOrString::Number(FAST_BASE + 3)),
+            ));
+            let theirs = ClientJsonRpcMessage::request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                RequestId::Number(FAST_BASE + 3),
+            );
+            let ours = serde_json::to_string(&ours).unwrap();
+            let decoded: ClientJsonRpcMessage = serde_json::from_str(&ours).unwrap();
+            assert_eq!(
+                serde_json::to_value(&decoded).unwrap(),
+                serde_json::to_value(&theirs).unwrap()
+            );
+            assert_eq!(
+                serde_json::from_str::<Value>(&ours).unwrap(),
+                serde_json::to_value(&theirs).unwrap()
+            );
+        }
+    }
+
+    /// The answer to the client is rmcp's response under the client's id, the result exactly as the child wrote it.
+    #[test]
+    fn the_answer_is_rmcps_response_with_the_childs_result() {
+        let result = RawValue::from_string(
+            r#"{"content":[{"type":"text","text":"a"}],"structuredContent":{"n":1},"_meta":{"x":2},"future":true}"#
+                .to_owned(),
+        )
+        .unwrap();
+        for id in [RequestId::Number(41), RequestId::String("s-1".into())] {
+            let line = serde_json::to_string(&RawResponse {
+                jsonrpc: JsonRpcVersion2_0,
+                id: &id,
+                result: &result,
+            })
+            .unwrap();
+            let JsonRpcMessage::Response(r) =
+                serde_json::from_str::<ServerJsonRpcMessage>(&line).unwrap()
+            else {
+                panic!("not a response: {line}");
+            };
+            assert_eq!(r.id, id);
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                v["result"],
+                serde_json::from_str::<Value>(result.get()).unwrap()
+            );
+        }
+    }
+
+    /// Plain tool results pass as written, with success and the call log's excerpt; results a legacy client must
+    /// not get as written, or that rmcp would not read as a tool result, are left to the typed path.
+    #[test]
+    fn plain_results_pass_others_are_decoded() {
+        let plain = [
+            (
+                json!({"content": [{"type": "text", "text": "hi"}]}),
+                true,
+                "hi",
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "isError": true}),
+                false,
+                "a\nb",
+            ),
+            (
+                json!({"content": [], "structuredContent": {"k": [1]}, "_meta": {"m": 1}}),
+                true,
+                "",
+            ),
+            (
+                json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png", "annotations": {"priority": 1}}]}),
+                true,
+                "",
+            ),
+            (
+                json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]}),
+                true,
+                "",
+            ),
+            (
+                json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]}),
+                true,
+                "",
+            ),
+            (
+                json!({"content": [{"type": "resource", "resource": {"uri": "file:///a", "text": "t"}}], "isError": false}),
+                true,
+                "",
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "x", "_meta": {"a": 1}}], "unknownField": 1}),
+                true,
+                "x",
+            ),
+        ];
+        for (result, ok, text) in plain {
+            let got = plain_result(&result.to_string());
+            assert_eq!(got, Some((ok, text.to_owned())), "{result}");
+            // rmcp reads each of them as a tool result too.
+            assert!(
+                serde_json::from_value::<CallToolResult>(result.clone()).is_ok(),
+                "{result}"
+            );
+        }
+        let decoded = [
+            json!({"content": [{"type": "text", "text": "x"}], "resultType": "complete"}),
+            json!({"content": [], "structuredContent": [1, 2]}),
+            json!({"content": [], "structuredContent": null}),
+            json!({"task": {"taskId": "t"}}),
+            json!({"content": [], "inputRequests": {}}),
+            json!({"content": [{"type": "text"}]}),
+            json!({"content": [{"type": "image", "data": "AA=="}]}),
+            json!({"content": [{"type": "video", "data": "x"}]}),
+            json!({"content": [{"type": "resource_link", "uri": "file:///a"}]}),
+            json!({"content": [{"type": "text", "text": "x"}], "isError": "yes"}),
+            json!({"structuredContent": {"a": 1}}),
+            json!([1]),
+        ];
+        for result in decoded {
+            assert_eq!(plain_result(&result.to_string()), None, "{result}");
+        }
     }
 }

@@ -11,9 +11,9 @@ use rmcp::RoleClient;
 use rmcp::model::{
     CallToolResult, ClientJsonRpcMessage, ClientNotification, ClientRequest, CompleteResult,
     EmptyResult, ErrorData, GetPromptResult, InitializeResult, JsonRpcError, JsonRpcMessage,
-    JsonRpcVersion2_0, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, ProgressToken, ReadResourceResult, RequestId, ResultType,
-    ServerJsonRpcMessage, ServerNotification, ServerResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    ProgressToken, ReadResourceResult, RequestId, ResultType, ServerJsonRpcMessage,
+    ServerNotification, ServerResult,
 };
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::JsonRpcMessageCodec;
@@ -103,8 +103,9 @@ impl Expect {
 /// The fields that tell a message's kind, read without decoding its payload.
 #[derive(Deserialize)]
 struct Peek<'a> {
-    #[allow(dead_code)] // checked for being "2.0"
-    jsonrpc: JsonRpcVersion2_0,
+    /// "2.0" (checked after the parse: rmcp's own type for it reads it into a `String` first).
+    #[serde(borrow)]
+    jsonrpc: std::borrow::Cow<'a, str>,
     #[serde(default)]
     id: Option<RequestId>,
     #[serde(default)]
@@ -231,13 +232,15 @@ where
 
     /// Turns one line from the child into a message; `None` for a line to skip.
     pub(crate) fn message(&mut self, raw: &str) -> Option<(ServerJsonRpcMessage, Decoded)> {
-        let peek = serde_json::from_str::<Peek<'_>>(raw).ok();
+        let peek = serde_json::from_str::<Peek<'_>>(raw)
+            .ok()
+            .filter(|p| p.jsonrpc == "2.0");
         // The answer to a fast-lane call goes straight to its client (`relay.rs`).
         if let Some(lane) = &self.lane
             && let Some(peek) = &peek
             && peek.method.is_none()
             && let Some(id) = &peek.id
-            && lane.answer(id, peek.result.map(RawValue::get), raw, &mut self.dirty)
+            && lane.answer(id, peek.result, raw, &mut self.dirty)
         {
             return None;
         }

@@ -95,14 +95,56 @@ impl<W: AsyncWrite + Send + Unpin + 'static> CoalescingWriter<W> {
                 Some(buf) => buf.split(),
                 None => return Err(closed()),
             };
-            // Empty: an earlier send, which held the writer, wrote this message with its own.
-            if batch.is_empty() {
-                return Ok(());
-            }
             let write = out.as_mut().ok_or_else(closed)?;
-            write.write_all(&batch).await?;
+            // Empty: an earlier send, which held the writer, wrote this message with its own (the flush is
+            // still done here, in case that send left it to us).
+            if !batch.is_empty() {
+                write.write_all(&batch).await?;
+            }
             write.flush().await
         }
+    }
+
+    /// Writes everything framed so far at once when the writer is free and the pipe takes it all, without a future
+    /// or a task (the fast lane's common case). False when that could not be done: whatever was not written is back
+    /// at the head of the buffer, in order, for [`Self::write_out`].
+    fn try_write_now(&self) -> bool {
+        let Ok(mut out) = self.shared.out.try_lock() else {
+            return false;
+        };
+        let Some(write) = out.as_mut() else {
+            return false;
+        };
+        let mut batch = match self.pending().as_mut() {
+            Some(buf) => buf.split(),
+            None => return false,
+        };
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut written = 0;
+        while written < batch.len() {
+            match std::pin::Pin::new(&mut *write).poll_write(&mut cx, &batch[written..]) {
+                std::task::Poll::Ready(Ok(n)) if n > 0 => written += n,
+                std::task::Poll::Ready(Err(e)) => {
+                    tracing::debug!("fast lane write failed: {e}");
+                    return true;
+                }
+                // Full pipe (or a zero-length write): the rest goes the slow way.
+                _ => break,
+            }
+        }
+        if written == batch.len() {
+            return std::pin::Pin::new(&mut *write)
+                .poll_flush(&mut cx)
+                .is_ready();
+        }
+        let _ = batch.split_to(written);
+        let mut pending = self.pending();
+        if let Some(buf) = pending.as_mut() {
+            // What was framed meanwhile goes after the rest of this batch.
+            batch.extend_from_slice(buf);
+            *buf = batch;
+        }
+        false
     }
 
     /// Writes what is still buffered, then closes the write half; later sends fail.
@@ -167,6 +209,9 @@ impl<T: Serialize, W: AsyncWrite + Send + Unpin + 'static> Sink<T> for Coalescin
     }
 
     fn flush_now(&self) {
+        if self.try_write_now() {
+            return;
+        }
         let mut write = Box::pin(self.write_out(Ok(())));
         // One poll in place: the writer is free and the pipe has room nearly always, and then no task is needed.
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
@@ -238,6 +283,21 @@ mod tests {
         w.close().await.unwrap();
         assert!(!sink.frame_now(&json!(4)), "closed");
         assert!(!sink.frame_with(&mut |_| true), "closed");
+    }
+
+    /// A pipe that takes only part of a batch: the rest is written by a task, before anything framed later.
+    #[tokio::test]
+    async fn a_full_pipe_gets_the_rest_later_in_order() {
+        let (ours, mut theirs) = tokio::io::duplex(8);
+        let w = CoalescingWriter::new(ours);
+        let sink: &dyn Sink<Value> = &w;
+        assert!(sink.frame_now(&json!("abcdef")));
+        assert!(sink.frame_now(&json!("ghijkl")));
+        sink.flush_now();
+        sink.send_now(&json!(1));
+        let mut got = vec![0u8; 20];
+        theirs.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, b"\"abcdef\"\n\"ghijkl\"\n1\n");
     }
 
     /// `frame_with` keeps its place among the other sends, and a failed encoding leaves nothing behind.

@@ -249,7 +249,7 @@ impl ChildLane {
         &self,
         id: &RequestId,
         result: Option<&RawValue>,
-        raw: &str,
+        parts: &super::typed::Parts,
         dirty: &mut Vec<Arc<FrontLane>>,
     ) -> bool {
         let Some(number) = fast_number(id) else {
@@ -284,7 +284,7 @@ impl ChildLane {
                         .into(),
                 }),
             },
-            None => match serde_json::from_str::<JsonRpcError>(raw) {
+            None => match serde_json::from_str::<JsonRpcError>(&parts.text()) {
                 // The child's own JSON-RPC error, as the normal path keeps it.
                 Ok(e) => Err(Error::Child {
                     server: self.server.clone(),

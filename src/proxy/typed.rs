@@ -17,8 +17,7 @@ use rmcp::model::{
 };
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::JsonRpcMessageCodec;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio_util::bytes::BytesMut;
@@ -100,20 +99,86 @@ impl Expect {
     }
 }
 
-/// The fields that tell a message's kind, read without decoding its payload.
-#[derive(Deserialize)]
+/// A line from the child split into its JSON-RPC members, each kept as the JSON text the child wrote: the codec's
+/// one pass over the line also reads what tells the message's kind (which request it answers, and how), without
+/// decoding any payload. Other members are dropped, as rmcp's decoding ignores them. Serialised back, it is the line
+/// for rmcp's own decoder (requests, notifications, errors, unknown ids, unusual results).
+#[derive(Deserialize, Serialize)]
+pub(crate) struct Parts {
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    jsonrpc: Option<Box<RawValue>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    id: Option<Box<RawValue>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    method: Option<Box<RawValue>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    params: Option<Box<RawValue>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    result: Option<Box<RawValue>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    error: Option<Box<RawValue>>,
+}
+
+/// A member that is there, whatever its value (`Option` alone reads a `null` as absent, and the line must keep it).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+/// What tells a message's kind, from its [`Parts`].
 struct Peek<'a> {
-    /// "2.0" (checked after the parse: rmcp's own type for it reads it into a `String` first).
-    #[serde(borrow)]
-    jsonrpc: std::borrow::Cow<'a, str>,
-    #[serde(default)]
     id: Option<RequestId>,
-    #[serde(default)]
-    method: Option<IgnoredAny>,
-    #[serde(default, borrow)]
+    method: bool,
     result: Option<&'a RawValue>,
-    #[serde(default)]
-    error: Option<IgnoredAny>,
+    error: bool,
+}
+
+impl Parts {
+    /// The message's kind, when its envelope is well formed (`jsonrpc` is "2.0", the id a number or a string).
+    fn peek(&self) -> Option<Peek<'_>> {
+        if self.jsonrpc.as_deref().map(RawValue::get) != Some("\"2.0\"") {
+            return None;
+        }
+        let id = match self.id.as_deref() {
+            None => None,
+            Some(id) if id.get() == "null" => None,
+            Some(id) => Some(serde_json::from_str::<RequestId>(id.get()).ok()?),
+        };
+        Some(Peek {
+            id,
+            method: self.method.as_deref().is_some_and(|m| m.get() != "null"),
+            result: self.result.as_deref().filter(|r| r.get() != "null"),
+            error: self.error.as_deref().is_some_and(|e| e.get() != "null"),
+        })
+    }
+
+    /// The line again, for rmcp's decoder.
+    pub(crate) fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 /// How a message from the child was decoded (for tests and the bench's accounting).
@@ -154,7 +219,7 @@ pub struct TypedChildTransport<R, W> {
     writer: CoalescingWriter<W>,
     read: R,
     buf: BytesMut,
-    codec: JsonRpcMessageCodec<Box<RawValue>>,
+    codec: JsonRpcMessageCodec<Parts>,
     pending: Pending,
     eof: bool,
     progress_seen: ProgressSeen,
@@ -231,22 +296,20 @@ where
     }
 
     /// Turns one line from the child into a message; `None` for a line to skip.
-    pub(crate) fn message(&mut self, raw: &str) -> Option<(ServerJsonRpcMessage, Decoded)> {
-        let peek = serde_json::from_str::<Peek<'_>>(raw)
-            .ok()
-            .filter(|p| p.jsonrpc == "2.0");
+    pub(crate) fn message(&mut self, parts: &Parts) -> Option<(ServerJsonRpcMessage, Decoded)> {
+        let peek = parts.peek();
         // The answer to a fast-lane call goes straight to its client (`relay.rs`).
         if let Some(lane) = &self.lane
             && let Some(peek) = &peek
-            && peek.method.is_none()
+            && !peek.method
             && let Some(id) = &peek.id
-            && lane.answer(id, peek.result, raw, &mut self.dirty)
+            && lane.answer(id, peek.result, parts, &mut self.dirty)
         {
             return None;
         }
         if let Some(peek) = &peek
-            && peek.method.is_none()
-            && peek.error.is_none()
+            && !peek.method
+            && !peek.error
             && let (Some(id), Some(result)) = (&peek.id, peek.result)
             && let Some(expect) = lock(&self.pending).remove(id)
             && let Some(result) = expect.decode(result.get())
@@ -256,17 +319,18 @@ where
                 Decoded::Typed,
             ));
         }
+        let raw = parts.text();
         if let Some(peek) = &peek
-            && peek.method.is_none()
-            && peek.error.is_some()
-            && let Ok(error) = serde_json::from_str::<JsonRpcError>(raw)
+            && !peek.method
+            && peek.error
+            && let Ok(error) = serde_json::from_str::<JsonRpcError>(&raw)
         {
             if let Some(id) = &error.id {
                 lock(&self.pending).remove(id);
             }
             return Some((JsonRpcMessage::Error(error), Decoded::Rmcp));
         }
-        match serde_json::from_str::<ServerJsonRpcMessage>(raw) {
+        match serde_json::from_str::<ServerJsonRpcMessage>(&raw) {
             Ok(m) => {
                 if let JsonRpcMessage::Response(r) = &m {
                     lock(&self.pending).remove(&r.id);
@@ -278,7 +342,7 @@ where
                 // rmcp's own transport does with unknown notifications.
                 tracing::debug!("ignoring a message the child sent: {e}");
                 if let Some(peek) = peek
-                    && peek.method.is_some()
+                    && peek.method
                     && let Some(id) = peek.id
                 {
                     let reply = ClientJsonRpcMessage::error(
@@ -307,14 +371,14 @@ where
                 self.codec.decode(&mut self.buf)
             };
             match frame {
-                Ok(Some(raw)) => {
-                    if let Some(m) = self.message(raw.get()) {
+                Ok(Some(parts)) => {
+                    if let Some(m) = self.message(&parts) {
                         self.flush_fronts();
                         return Some(m);
                     }
                     continue;
                 }
-                // With a raw JSON value as the item, `None` only ever means "no whole line yet".
+                // With a JSON object's members as the item, `None` only ever means "no whole line yet".
                 Ok(None) if self.eof => {
                     self.flush_fronts();
                     return None;

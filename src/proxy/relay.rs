@@ -140,6 +140,9 @@ pub(crate) struct ChildLane {
     exited: watch::Receiver<Option<String>>,
     inner: Weak<Inner>,
     state: Mutex<LaneState>,
+    /// Calls answered with a plain result whose answer is framed but not yet recorded: recorded once the answers
+    /// are written ([`ChildLane::record_answered`]), so that the call log and metrics do not delay them.
+    answered: Mutex<Vec<Answered>>,
     wake: Notify,
     next: AtomicI64,
     /// Calls relayed by any child's fast lane (`status`, tests).
@@ -167,6 +170,7 @@ impl ChildLane {
             exited,
             inner,
             state: Mutex::default(),
+            answered: Mutex::default(),
             wake: Notify::new(),
             next: AtomicI64::new(FAST_BASE),
             relayed,
@@ -256,22 +260,32 @@ impl ChildLane {
             return false;
         };
         // Late (after a timeout or cancellation): dropped, as rmcp drops answers to requests it no longer awaits.
-        let Some(mut call) = self.take(number) else {
+        let Some(call) = self.take(number) else {
             return true;
         };
         // A plain tool result goes to the client as the child wrote it; anything else is decoded and shaped.
         if let Some(result) = result
             && let Some((ok, text)) = plain_result(result.get())
         {
-            self.record(&mut call, ok, text);
+            let latency = call.started.elapsed();
             let answer = RawResponse {
                 jsonrpc: JsonRpcVersion2_0,
                 id: &call.front_id,
                 result,
             };
             if frame(&*call.front.sink, &answer) {
-                mark(dirty, call.front);
+                mark(dirty, call.front.clone());
             }
+            self.answered
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Answered {
+                    tool: call.tool,
+                    args: call.args,
+                    latency,
+                    ok,
+                    text,
+                });
             return true;
         }
         let res = match result {
@@ -496,7 +510,7 @@ impl ChildLane {
 }
 
 impl ChildLane {
-    /// Records a call answered with a plain tool result as the normal path does (metrics, call log, observer).
+    /// Records a call answered with a plain result as the normal path does (metrics, call log, observer).
     fn record(&self, call: &mut FastCall, ok: bool, text: String) {
         if let Some(inner) = self.inner.upgrade() {
             inner.record_call(
@@ -510,6 +524,40 @@ impl ChildLane {
             );
         }
     }
+
+    /// Records the calls answered since the last time (their answers have been written).
+    pub(super) fn record_answered(&self) {
+        // Only the child's reader pushes and records, so holding the list meanwhile blocks nobody (and keeps its
+        // allocation for the next batch).
+        let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
+        if answered.is_empty() {
+            return;
+        }
+        let Some(inner) = self.inner.upgrade() else {
+            answered.clear();
+            return;
+        };
+        for a in answered.drain(..) {
+            inner.record_call(
+                &self.server,
+                self.server_id,
+                &a.tool,
+                logged_args(a.args),
+                a.latency,
+                a.ok,
+                a.text,
+            );
+        }
+    }
+}
+
+/// A call answered with a plain result, to be recorded.
+struct Answered {
+    tool: String,
+    args: Option<Box<RawValue>>,
+    latency: Duration,
+    ok: bool,
+    text: String,
 }
 
 /// Whether and when a finished call is answered.

@@ -253,6 +253,10 @@ where
         for front in self.dirty.drain(..) {
             front.flush();
         }
+        // The answers are out: now the bookkeeping of the calls they finished.
+        if let Some(lane) = &self.lane {
+            lane.record_answered();
+        }
     }
 
     /// The writer to the child, for the fast lane (framed in the same order as rmcp's sends).

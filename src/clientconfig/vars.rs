@@ -149,6 +149,18 @@ impl Resolver<'_, '_> {
         }
     }
 
+    /// A built-in variable's value, or the error naming the reference `whole` when it has none here.
+    fn builtin_value(&self, field: &str, b: &str, whole: &str) -> Result<String> {
+        self.builtin(b).ok_or_else(|| {
+            bad(
+                self.file,
+                Some(self.server),
+                Some(field),
+                format!("{whole} has no value here"),
+            )
+        })
+    }
+
     pub(super) fn resolve(
         &self,
         field: &str,
@@ -173,17 +185,9 @@ impl Resolver<'_, '_> {
             for p in parts {
                 match p {
                     Ok(t) => text.push_str(&t),
-                    Err((Ref::Builtin(b), whole)) => match self.builtin(b) {
-                        Some(v) => text.push_str(&v),
-                        None => {
-                            return Err(bad(
-                                self.file,
-                                Some(self.server),
-                                Some(field),
-                                format!("{whole} has no value here"),
-                            ));
-                        }
-                    },
+                    Err((Ref::Builtin(b), whole)) => {
+                        text.push_str(&self.builtin_value(field, b, &whole)?)
+                    }
                     Err(_) => unreachable!("checked above"),
                 }
             }
@@ -301,17 +305,9 @@ impl Resolver<'_, '_> {
                 for p in parts {
                     match p {
                         Ok(t) => text.push_str(&t),
-                        Err((Ref::Builtin(b), whole)) => match self.builtin(b) {
-                            Some(v) => text.push_str(&v),
-                            None => {
-                                return Err(bad(
-                                    self.file,
-                                    Some(self.server),
-                                    Some(field),
-                                    format!("{whole} has no value here"),
-                                ));
-                            }
-                        },
+                        Err((Ref::Builtin(b), whole)) => {
+                            text.push_str(&self.builtin_value(field, b, &whole)?)
+                        }
                         Err((r, whole)) => {
                             let key = match &r {
                                 Ref::Env { name, .. } => name.clone(),

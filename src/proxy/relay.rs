@@ -142,7 +142,7 @@ pub(crate) struct ChildLane {
     state: Mutex<LaneState>,
     /// Calls answered with a plain result whose answer is framed but not yet recorded: recorded once the answers
     /// are written ([`ChildLane::record_answered`]), so that the call log and metrics do not delay them.
-    answered: Mutex<Vec<Answered>>,
+    answered: Mutex<Vec<Finished>>,
     wake: Notify,
     next: AtomicI64,
     /// Calls relayed by any child's fast lane (`status`, tests).
@@ -274,12 +274,12 @@ impl ChildLane {
                 result,
             };
             if frame(&*call.front.sink, &answer) {
-                mark(dirty, call.front.clone());
+                mark(dirty, call.front);
             }
             self.answered
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push(Answered {
+                .push(Finished {
                     tool: call.tool,
                     args: call.args,
                     latency,
@@ -476,11 +476,16 @@ impl ChildLane {
 
     /// Records a finished call as the normal path does (metrics, call log, observer) and answers the client, unless
     /// it cancelled.
-    fn finish(&self, call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
-        let mut call = call;
+    fn finish(&self, mut call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
         let res = res.map(CallToolResponse::Complete);
         let (ok, text) = super::outcome(&res);
-        self.record(&mut call, ok, text);
+        self.record([Finished {
+            tool: call.tool.clone(),
+            args: call.args.take(),
+            latency: call.started.elapsed(),
+            ok,
+            text,
+        }]);
         if matches!(reply, Reply::None) {
             return;
         }
@@ -507,20 +512,21 @@ impl ChildLane {
             _ => call.front.sink.send_now(&message),
         }
     }
-}
 
-impl ChildLane {
-    /// Records a call answered with a plain result as the normal path does (metrics, call log, observer).
-    fn record(&self, call: &mut FastCall, ok: bool, text: String) {
-        if let Some(inner) = self.inner.upgrade() {
+    /// Records finished calls as the normal path does (metrics, call log, observer).
+    fn record(&self, calls: impl IntoIterator<Item = Finished>) {
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        for c in calls {
             inner.record_call(
                 &self.server,
                 self.server_id,
-                &call.tool,
-                logged_args(call.args.take()),
-                call.started.elapsed(),
-                ok,
-                text,
+                &c.tool,
+                logged_args(c.args),
+                c.latency,
+                c.ok,
+                c.text,
             );
         }
     }
@@ -530,29 +536,14 @@ impl ChildLane {
         // Only the child's reader pushes and records, so holding the list meanwhile blocks nobody (and keeps its
         // allocation for the next batch).
         let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
-        if answered.is_empty() {
-            return;
-        }
-        let Some(inner) = self.inner.upgrade() else {
-            answered.clear();
-            return;
-        };
-        for a in answered.drain(..) {
-            inner.record_call(
-                &self.server,
-                self.server_id,
-                &a.tool,
-                logged_args(a.args),
-                a.latency,
-                a.ok,
-                a.text,
-            );
+        if !answered.is_empty() {
+            self.record(answered.drain(..));
         }
     }
 }
 
-/// A call answered with a plain result, to be recorded.
-struct Answered {
+/// A finished call, to be recorded.
+struct Finished {
     tool: String,
     args: Option<Box<RawValue>>,
     latency: Duration,
@@ -683,7 +674,7 @@ struct PlainResult<'a> {
         default,
         rename = "structuredContent",
         borrow,
-        deserialize_with = "present"
+        deserialize_with = "super::typed::present"
     )]
     structured: Option<&'a RawValue>,
     #[serde(default, rename = "resultType")]
@@ -692,11 +683,6 @@ struct PlainResult<'a> {
     task: Option<IgnoredAny>,
     #[serde(default, rename = "inputRequests")]
     input_requests: Option<IgnoredAny>,
-}
-
-/// A field that is there, whatever its value (`Option` alone reads a `null` as absent).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// One content block: its type, its text, and whether the fields its type requires are there.

@@ -143,9 +143,13 @@ pub(crate) struct Parts {
     error: Option<Box<RawValue>>,
 }
 
-/// A member that is there, whatever its value (`Option` alone reads a `null` as absent, and the line must keep it).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
+/// A member that is there, whatever its value: `Option` alone reads a `null` as absent (for `deserialize_with`).
+pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }
 
 /// What tells a message's kind, from its [`Parts`].

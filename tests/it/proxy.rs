@@ -390,6 +390,8 @@ async fn sampling_is_forwarded_only_to_clients_that_declared_it() {
         t.contains("sampled by the test client") && t.contains("capital of France?"),
         "{t}"
     );
+    // The call took the fast lane; the child's sampling request mid-call still reached the client.
+    assert_eq!(crate::relay::fast_lane_calls(&agent).await, 1);
     agent.stop().await;
 
     let agent = harness::spawn(dir.path(), &[], None).await;

@@ -173,26 +173,6 @@ async fn fast_lane_passes_the_clients_cancellation_to_the_child() {
 }
 
 #[tokio::test]
-async fn fast_lane_call_reaches_the_client_for_sampling_mid_call() {
-    let dir = tmp();
-    let agent = harness::spawn(dir.path(), &[], Some("sampled by the test client")).await;
-    agent.install_fixture("asker", &[], json!({})).await;
-    agent
-        .registry(json!({"action": "activate", "name": "asker"}))
-        .await;
-    let r = agent
-        .call("asker__sample", json!({"prompt": "capital of France?"}))
-        .await;
-    let t = text(&r);
-    assert!(
-        t.contains("sampled by the test client") && t.contains("capital of France?"),
-        "{t}"
-    );
-    assert_eq!(fast_lane_calls(&agent).await, 1);
-    agent.stop().await;
-}
-
-#[tokio::test]
 async fn fast_lane_errors_match_the_normal_path_and_other_calls_take_it() {
     let dir = tmp();
     let agent = harness::spawn(dir.path(), &[], None).await;

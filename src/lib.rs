@@ -7,6 +7,7 @@ pub mod authflow;
 pub mod calllog;
 pub mod cli;
 pub mod clientconfig;
+pub mod clock;
 pub mod config;
 pub mod configimport;
 pub mod embed;

@@ -4,7 +4,7 @@
 //! (server, tool) pair is seen, and does no I/O. Persistent per-tool totals are the store's `server_metrics`; these
 //! counters are this process's since it started, which is what a Prometheus scraper expects.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -23,8 +23,9 @@ struct Series {
     sum_micros: u64,
 }
 
-/// server → tool → series. Nested so a lookup by `&str` needs no allocation.
-type Table = HashMap<String, HashMap<String, Series>>;
+/// server → tool → series. Nested so a lookup by `&str` needs no allocation; ordered maps because comparing a few
+/// short names costs less than hashing them (SipHash) on every call, and a scrape lists them in order.
+type Table = BTreeMap<String, BTreeMap<String, Series>>;
 
 #[derive(Debug, Default)]
 pub struct Telemetry {
@@ -69,7 +70,7 @@ impl Telemetry {
     /// The Prometheus text exposition (format 0.0.4) of every series plus the two gauges given.
     pub fn render_prometheus(&self, active_servers: usize, children: usize) -> String {
         // Copy out under the lock, format outside it: a scrape must not stall calls.
-        let mut rows: Vec<(String, String, Series)> = {
+        let rows: Vec<(String, String, Series)> = {
             let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
             table
                 .iter()
@@ -80,7 +81,6 @@ impl Telemetry {
                 })
                 .collect()
         };
-        rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         let mut out = String::with_capacity(256 + rows.len() * 1200);
         let replica = self
             .replica

@@ -57,14 +57,17 @@ pub fn spawn(
         let mut seen = store.data_version().unwrap_or(0);
         // A commit's last step (the wal-index in `-shm`, written through mmap) makes no file event, so the check right
         // after the last event of a burst can be too early; one more check shortly after the burst settles catches it.
-        let mut settle: Option<tokio::time::Instant> = None;
+        // The settle deadline is the clock thread's, not a tokio timer: our own writes (the call metrics, every few
+        // hundred milliseconds while calls flow) make events too, and a pending tokio timer costs every proxied
+        // call (`clock.rs`).
+        let mut settle: Option<std::time::Instant> = None;
         loop {
             tokio::select! {
                 _ = cancel.cancelled() => break,
                 _ = kick.notified(), if watcher.is_some() => {
-                    settle = Some(tokio::time::Instant::now() + SETTLE);
+                    settle = Some(std::time::Instant::now() + SETTLE);
                 }
-                _ = tokio::time::sleep_until(settle.unwrap_or_else(tokio::time::Instant::now)), if settle.is_some() => {
+                _ = crate::clock::sleep_until(settle.unwrap_or_else(std::time::Instant::now)), if settle.is_some() => {
                     settle = None;
                 }
                 _ = tokio::time::sleep(FALLBACK_EVERY), if watcher.is_none() => {}

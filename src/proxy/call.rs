@@ -149,7 +149,8 @@ impl Inner {
         let res = loop {
             tokio::select! {
                 res = &mut response => break res,
-                _ = tokio::time::sleep_until(deadline) => {
+                // Not a tokio timer, which would be pending while the call runs: see `clock.rs`.
+                _ = crate::clock::sleep_until(deadline.into_std()) => {
                     let extended = *lock(&last_progress) + timeout;
                     if extended > Instant::now() {
                         deadline = extended;

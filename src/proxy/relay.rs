@@ -465,7 +465,8 @@ impl ChildLane {
             match next {
                 Some(at) => {
                     tokio::select! {
-                        _ = tokio::time::sleep_until(at) => {}
+                        // Not a tokio timer: see `clock.rs`.
+                        _ = crate::clock::sleep_until(at.into_std()) => {}
                         _ = self.wake.notified() => {}
                     }
                 }

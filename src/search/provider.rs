@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-// Tokio's clock, so tests can pause time and step over the idle period.
+// Tokio's clock, so tests can pause time and step over the idle period (`LocalModel::with_tokio_timer`).
 use tokio::time::Instant;
 
 use serde_json::json;
@@ -61,6 +61,8 @@ pub struct LocalModel {
     loaded: Condvar,
     /// Whether a task is waiting to unload the model.
     reaper: AtomicBool,
+    /// The idle period is timed by tokio's timer (tests that pause and step tokio's clock), not the clock thread.
+    tokio_timer: bool,
 }
 
 enum ModelState {
@@ -103,7 +105,16 @@ impl LocalModel {
             state: Mutex::new(ModelState::Unloaded),
             loaded: Condvar::new(),
             reaper: AtomicBool::new(false),
+            tokio_timer: false,
         }
+    }
+
+    /// Times the idle period with tokio's timer, which tests can pause and step. Otherwise it is the clock thread's
+    /// (`crate::clock`): the idle period lasts minutes after a search, and a pending tokio timer would cost every
+    /// proxied call meanwhile.
+    pub fn with_tokio_timer(mut self) -> LocalModel {
+        self.tokio_timer = true;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ModelState> {
@@ -169,7 +180,11 @@ impl LocalModel {
                     _ => Duration::ZERO,
                 };
                 if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
+                    if me.tokio_timer {
+                        tokio::time::sleep(wait).await;
+                    } else {
+                        crate::clock::sleep(wait).await;
+                    }
                     continue;
                 }
                 let unloaded = {

@@ -156,7 +156,7 @@ fn any_text_gives_a_unit_vector() {
 #[tokio::test(start_paused = true)]
 async fn the_local_model_is_unloaded_when_idle() {
     let idle = Duration::from_secs(60);
-    let local = Arc::new(LocalModel::new(model_dir(), idle));
+    let local = Arc::new(LocalModel::new(model_dir(), idle).with_tokio_timer());
     let provider = Provider::Local(local.clone());
     assert!(!local.is_loaded(), "loaded before any use");
     let first = provider
@@ -183,4 +183,31 @@ async fn the_local_model_is_unloaded_when_idle() {
         .unwrap();
     assert!(local.is_loaded());
     assert_eq!(first, again, "a reloaded model gives the same vector");
+}
+
+/// Outside tests that step tokio's clock, the idle period is timed by the clock thread (`agent_discover::clock`,
+/// real time): the model is given back, and not before the idle period has passed since its use began.
+#[tokio::test]
+async fn the_clock_thread_unloads_the_idle_model() {
+    let idle = Duration::from_millis(300);
+    let local = Arc::new(LocalModel::new(model_dir(), idle));
+    let provider = Provider::Local(local.clone());
+    let began = std::time::Instant::now();
+    provider
+        .embed(vec!["list open issues".into()])
+        .await
+        .unwrap();
+    let deadline = began + Duration::from_secs(30);
+    while local.is_loaded() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still loaded 30 s after use"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        began.elapsed() >= idle,
+        "unloaded {:?} after the use began, before the idle period ({idle:?}) was over",
+        began.elapsed()
+    );
 }

@@ -135,18 +135,28 @@ impl Drop for Sleep {
 mod tests {
     use super::*;
 
+    /// Each sleep ends at its deadline, not before; when both are due at one wake, the earlier one is woken first.
     #[tokio::test]
     async fn sleeps_end_at_their_deadline_in_order() {
         let start = Instant::now();
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let later = sleep(Duration::from_millis(60));
         let sooner = sleep(Duration::from_millis(20));
-        sooner.await;
-        let first = start.elapsed();
-        later.await;
-        let second = start.elapsed();
-        assert!(first >= Duration::from_millis(20), "{first:?}");
-        assert!(second >= Duration::from_millis(60), "{second:?}");
-        assert!(first < second);
+        let (o1, o2) = (order.clone(), order.clone());
+        let a = tokio::spawn(async move {
+            later.await;
+            o1.lock().unwrap().push(("later", start.elapsed()));
+        });
+        let b = tokio::spawn(async move {
+            sooner.await;
+            o2.lock().unwrap().push(("sooner", start.elapsed()));
+        });
+        a.await.unwrap();
+        b.await.unwrap();
+        let order = order.lock().unwrap();
+        assert_eq!(order[0].0, "sooner", "{order:?}");
+        assert!(order[0].1 >= Duration::from_millis(20), "{order:?}");
+        assert!(order[1].1 >= Duration::from_millis(60), "{order:?}");
     }
 
     /// A deadline earlier than the one the thread sleeps towards is kept: the thread is told, not left sleeping

@@ -210,7 +210,7 @@ impl CallLog {
     pub fn record(
         &self,
         server: &str,
-        tool: &str,
+        tool: impl Into<String>,
         args: impl Into<Args>,
         response: String,
         latency: Duration,
@@ -219,7 +219,7 @@ impl CallLog {
         self.record_at(
             now_ms(),
             server,
-            tool,
+            tool.into(),
             args.into(),
             response,
             latency,
@@ -232,7 +232,7 @@ impl CallLog {
         &self,
         now: u64,
         server: &str,
-        tool: &str,
+        tool: String,
         args: Args,
         response: String,
         latency: Duration,
@@ -252,7 +252,7 @@ impl CallLog {
                 id,
                 unix_ms: now,
                 server: server.to_owned(),
-                tool: tool.to_owned(),
+                tool,
                 args,
                 response,
                 latency_ms: latency.as_millis() as u64,
@@ -439,7 +439,7 @@ mod tests {
         for i in 0..600 {
             log.record(
                 "s",
-                &format!("t{i}"),
+                format!("t{i}"),
                 serde_json::Value::Null,
                 "ok".into(),
                 Duration::from_millis(1),
@@ -462,7 +462,7 @@ mod tests {
             log.record_at(
                 at,
                 "s",
-                tool,
+                tool.to_owned(),
                 serde_json::Value::Null.into(),
                 String::new(),
                 Duration::ZERO,

@@ -1009,7 +1009,15 @@ impl Inner {
     ) {
         let (ok, text) = outcome(res);
         let args = args.map(Value::Object).unwrap_or(Value::Null);
-        self.record_call(server, server_id, tool, args.into(), latency, ok, text);
+        self.record_call(
+            server,
+            server_id,
+            tool.to_owned(),
+            args.into(),
+            latency,
+            ok,
+            text,
+        );
     }
 
     /// [`Inner::account`] for a call whose outcome is already summed up: success and the call log's excerpt.
@@ -1018,18 +1026,19 @@ impl Inner {
         &self,
         server: &str,
         server_id: i64,
-        tool: &str,
+        tool: String,
         args: crate::calllog::Args,
         latency: Duration,
         ok: bool,
         text: String,
     ) {
-        self.metrics.record(server_id, tool, latency, ok);
-        self.calllog.record(server, tool, args, text, latency, ok);
+        self.metrics.record(server_id, &tool, latency, ok);
         let observer = lock(&self.observer).clone();
         if let Some(observe) = observer {
-            observe(server, tool, latency, ok);
+            observe(server, &tool, latency, ok);
         }
+        // Last: the call log keeps the tool's name (moved, not copied).
+        self.calllog.record(server, tool, args, text, latency, ok);
     }
 
     /// Records a status (with its error, if any) and announces it: one write, one event.

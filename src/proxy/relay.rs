@@ -523,7 +523,7 @@ impl ChildLane {
             inner.record_call(
                 &self.server,
                 self.server_id,
-                &c.tool,
+                c.tool,
                 logged_args(c.args),
                 c.latency,
                 c.ok,

@@ -103,6 +103,8 @@ impl Expect {
 /// one pass over the line also reads what tells the message's kind (which request it answers, and how), without
 /// decoding any payload. Other members are dropped, as rmcp's decoding ignores them. Serialised back, it is the line
 /// for rmcp's own decoder (requests, notifications, errors, unknown ids, unusual results).
+/// `jsonrpc` and `id` are read as they are, not kept as text: no allocation and no second parse for the usual
+/// `"2.0"` and integer ids ([`Scalar`]).
 #[derive(Deserialize, Serialize)]
 pub(crate) struct Parts {
     #[serde(
@@ -110,13 +112,13 @@ pub(crate) struct Parts {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "present"
     )]
-    jsonrpc: Option<Box<RawValue>>,
+    jsonrpc: Option<Scalar>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "present"
     )]
-    id: Option<Box<RawValue>>,
+    id: Option<Scalar>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -143,6 +145,70 @@ pub(crate) struct Parts {
     error: Option<Box<RawValue>>,
 }
 
+/// A short member of the envelope read as a value: `"2.0"` without allocating, integers and strings typed, anything
+/// else (rare: floats, `null`, objects) as a [`serde_json::Value`]. Serialised back, it is the same JSON value.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Scalar {
+    V2,
+    Int(i64),
+    Str(String),
+    Other(serde_json::Value),
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        use serde_json::Value;
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(if v == "2.0" {
+                    Scalar::V2
+                } else {
+                    Scalar::Str(v.to_owned())
+                })
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Int(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(i64::try_from(v).map_or(Scalar::Other(Value::from(v)), Scalar::Int))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Other(Value::from(v)))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar::Other(Value::Bool(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Other(Value::Null))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<Scalar, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(m)).map(Scalar::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, q: A) -> Result<Scalar, A::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(q)).map(Scalar::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for Scalar {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Scalar::V2 => s.serialize_str("2.0"),
+            Scalar::Int(n) => s.serialize_i64(*n),
+            Scalar::Str(v) => s.serialize_str(v),
+            Scalar::Other(v) => v.serialize(s),
+        }
+    }
+}
+
 /// A member that is there, whatever its value: `Option` alone reads a `null` as absent (for `deserialize_with`).
 pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
@@ -163,13 +229,16 @@ struct Peek<'a> {
 impl Parts {
     /// The message's kind, when its envelope is well formed (`jsonrpc` is "2.0", the id a number or a string).
     fn peek(&self) -> Option<Peek<'_>> {
-        if self.jsonrpc.as_deref().map(RawValue::get) != Some("\"2.0\"") {
+        if self.jsonrpc != Some(Scalar::V2) {
             return None;
         }
-        let id = match self.id.as_deref() {
-            None => None,
-            Some(id) if id.get() == "null" => None,
-            Some(id) => Some(serde_json::from_str::<RequestId>(id.get()).ok()?),
+        let id = match &self.id {
+            None | Some(Scalar::Other(serde_json::Value::Null)) => None,
+            Some(Scalar::Int(n)) => Some(RequestId::Number(*n)),
+            Some(Scalar::Str(s)) => Some(RequestId::String(s.as_str().into())),
+            // What rmcp reads as an id besides (`1.0`, `1e2`), read as rmcp reads it.
+            Some(Scalar::V2) => Some(RequestId::String("2.0".into())),
+            Some(Scalar::Other(v)) => Some(RequestId::deserialize(v).ok()?),
         };
         Some(Peek {
             id,
@@ -628,6 +697,65 @@ mod tests {
             assert_eq!(serde_json::to_value(&r.result).unwrap(), result, "{method}");
         }
         assert_eq!(t.pending_len(), 0);
+    }
+
+    /// The envelope read without keeping its text: the id a line answers is the one rmcp reads from it (integers,
+    /// strings, integers in float form), a line is typed only with `jsonrpc` "2.0", and the line rebuilt for rmcp's
+    /// decoder is the same JSON.
+    #[test]
+    fn the_envelope_reads_as_rmcp_reads_it() {
+        let ids = [
+            json!(7),
+            json!(-5),
+            json!(1099511627776_i64),
+            json!("abc"),
+            json!("2.0"),
+            json!(1.0),
+            json!(1e2),
+            json!(1.5),
+            json!(9223372036854775808_u64),
+            json!(null),
+            json!(true),
+            json!({"a": 1}),
+            json!([1]),
+        ];
+        for id in ids {
+            let line = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}).to_string();
+            let parts: Parts = serde_json::from_str(&line).unwrap();
+            let rmcp_id = match &id {
+                Value::Null => None,
+                v => RequestId::deserialize(v).ok(),
+            };
+            let peeked = parts.peek();
+            let readable = id.is_null() || rmcp_id.is_some();
+            assert_eq!(peeked.is_some(), readable, "{line}");
+            if let Some(p) = peeked {
+                assert_eq!(p.id, rmcp_id, "{line}");
+            }
+            assert_eq!(
+                serde_json::from_str::<Value>(&parts.text()).unwrap(),
+                serde_json::from_str::<Value>(&line).unwrap(),
+                "{line}"
+            );
+        }
+        for (jsonrpc, typed) in [
+            (r#""2.0""#, true),
+            (r#""2\u002e0""#, true),
+            (r#""1.0""#, false),
+            ("2", false),
+            ("null", false),
+        ] {
+            let line = format!(r#"{{"jsonrpc":{jsonrpc},"id":1,"result":{{}}}}"#);
+            let parts: Parts = serde_json::from_str(&line).unwrap();
+            assert_eq!(parts.peek().is_some(), typed, "{line}");
+            assert_eq!(
+                serde_json::from_str::<Value>(&parts.text()).unwrap(),
+                serde_json::from_str::<Value>(&line).unwrap(),
+                "{line}"
+            );
+        }
+        let parts: Parts = serde_json::from_str(r#"{"id":1,"result":{}}"#).unwrap();
+        assert!(parts.peek().is_none(), "no jsonrpc member");
     }
 
     #[tokio::test]

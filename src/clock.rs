@@ -88,20 +88,13 @@ fn clock() -> &'static Clock {
     })
 }
 
-/// Completes at `deadline` (or soon after); dropping it cancels it.
+/// Completes at `deadline` (or soon after); dropping it cancels it. Like tokio's, it is registered when first
+/// polled: a sleep that is never polled (a disabled `select!` branch) costs nothing and wakes no thread.
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    let clock = clock();
-    let (tx, rx) = oneshot::channel();
-    let mut state = clock.lock();
-    let key = (deadline, state.next);
-    state.next += 1;
-    state.due.insert(key, tx);
-    // The thread sleeps towards a later deadline (or none): it must look again. Otherwise it wakes in time anyway.
-    if state.armed.is_none_or(|armed| deadline < armed) {
-        state.armed = Some(deadline);
-        clock.changed.notify_one();
+    Sleep {
+        deadline,
+        waiting: None,
     }
-    Sleep { key, rx }
 }
 
 /// Completes after `duration`.
@@ -111,23 +104,47 @@ pub fn sleep(duration: Duration) -> Sleep {
 
 /// A pending [`sleep_until`].
 pub struct Sleep {
-    key: (Instant, u64),
-    rx: oneshot::Receiver<()>,
+    deadline: Instant,
+    /// Its key in the clock's table and the end the clock fires, once registered.
+    waiting: Option<((Instant, u64), oneshot::Receiver<()>)>,
+}
+
+impl Sleep {
+    fn register(deadline: Instant) -> ((Instant, u64), oneshot::Receiver<()>) {
+        let clock = clock();
+        let (tx, rx) = oneshot::channel();
+        let mut state = clock.lock();
+        let key = (deadline, state.next);
+        state.next += 1;
+        state.due.insert(key, tx);
+        // The thread sleeps towards a later deadline (or none): it must look again. Otherwise it wakes in time anyway.
+        if state.armed.is_none_or(|armed| deadline < armed) {
+            state.armed = Some(deadline);
+            clock.changed.notify_one();
+        }
+        (key, rx)
+    }
 }
 
 impl Future for Sleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = self.deadline;
+        let (_, rx) = self
+            .waiting
+            .get_or_insert_with(|| Sleep::register(deadline));
         // The sender is only dropped by firing it (the clock lives as long as the process).
-        Pin::new(&mut self.rx).poll(cx).map(|_| ())
+        Pin::new(rx).poll(cx).map(|_| ())
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
         // Gone already when it fired. The thread may still wake at this deadline, finding nothing to do.
-        clock().lock().due.remove(&self.key);
+        if let Some((key, _)) = &self.waiting {
+            clock().lock().due.remove(key);
+        }
     }
 }
 
@@ -171,10 +188,13 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(30));
     }
 
+    /// A sleep is registered when first polled, and a dropped one leaves nothing behind.
     #[tokio::test]
     async fn a_dropped_sleep_leaves_nothing_behind() {
-        let s = sleep(Duration::from_secs(3600));
-        let key = s.key;
+        let mut s = sleep(Duration::from_secs(3600));
+        assert!(s.waiting.is_none(), "registered before it was polled");
+        assert!(futures::poll!(&mut s).is_pending());
+        let key = s.waiting.as_ref().unwrap().0;
         assert!(clock().lock().due.contains_key(&key));
         drop(s);
         assert!(!clock().lock().due.contains_key(&key));

@@ -4,8 +4,9 @@
 //! kernel timer each time the proxy waits for its client or a child: twice per relayed call, for calls that never
 //! time out. On this project's VMs that measured 1.5-3 us of each proxied call (BENCHMARKS.md, "Fast lane, fifth
 //! pass"). The timers that stay pending while calls flow (call deadlines, the metrics window, the database watch's
-//! settle delay after our own writes) sleep here instead: the runtime parks without a timeout, and this thread wakes
-//! it only when a deadline passes. The thread arms a kernel timer once per deadline it sleeps towards, not per wait.
+//! settle delay after our own writes, the local model's idle unload) sleep here instead: the runtime parks without a
+//! timeout, and this thread wakes it only when a deadline passes. The thread arms a kernel timer once per deadline it
+//! sleeps towards, not per wait.
 //!
 //! For deadlines where a millisecond of lateness does not matter; not under tokio's paused time (tests): these
 //! sleeps follow the real clock.
@@ -13,13 +14,12 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, Once};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-#[derive(Default)]
 struct State {
     /// Waiting sleeps by deadline (and a number, for sleeps with the same deadline).
     due: BTreeMap<(Instant, u64), oneshot::Sender<()>>,
@@ -73,19 +73,24 @@ impl Clock {
     }
 }
 
+/// The clock; its thread starts with the first use.
 fn clock() -> &'static Clock {
-    static CLOCK: OnceLock<&'static Clock> = OnceLock::new();
-    CLOCK.get_or_init(|| {
-        let clock: &'static Clock = Box::leak(Box::new(Clock {
-            state: Mutex::default(),
-            changed: Condvar::new(),
-        }));
+    static CLOCK: Clock = Clock {
+        state: Mutex::new(State {
+            due: BTreeMap::new(),
+            next: 0,
+            armed: None,
+        }),
+        changed: Condvar::new(),
+    };
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
         std::thread::Builder::new()
             .name("agent-discover-clock".into())
-            .spawn(move || clock.run())
+            .spawn(|| CLOCK.run())
             .expect("cannot start the clock thread");
-        clock
-    })
+    });
+    &CLOCK
 }
 
 /// Completes at `deadline` (or soon after); dropping it cancels it. Like tokio's, it is registered when first

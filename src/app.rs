@@ -368,7 +368,7 @@ impl App {
                         return None;
                     }
                     Some(
-                        crate::introspect::catalog::install_info(self, &server)
+                        crate::catalog::install_info(self, &server)
                             .ok()
                             .flatten()
                             .unwrap_or_else(|| serde_json::json!({})),

@@ -1,38 +1,36 @@
-//! agent-discover: an MCP server registry, marketplace and proxy. Modules in reading order, from the bottom layer up.
+//! agent-discover, the application: the composition root (`app`), the use cases over it (lifecycle, health, the
+//! OAuth authorization flow, config import, the registry feed, install, pinning review, the catalog, migrate) and the
+//! fronts that adapt them (MCP in `mcp`, REST and WebSocket in `http`, the command line in `cli`).
+//!
+//! Must not know: SQL (the store crate's), how a child is spawned or framed (the proxy crate's), file formats of MCP
+//! clients (clientconfig's), or any test server. The lower crates are re-exported under their module names so tests,
+//! benches and examples reach the whole system through one path (`agent_discover::store`, ...).
 
-pub mod a2a;
-pub mod agents;
+pub use ad_a2a as a2a;
+pub use ad_agents as agents;
+pub use ad_clientconfig as clientconfig;
+pub use ad_core::{clock, error, events, model, telemetry};
+pub use ad_embed as embed;
+pub use ad_introspect as introspect;
+pub use ad_marketplace as marketplace;
+pub use ad_oauth as oauth;
+pub use ad_proxy as proxy;
+pub use ad_proxy::guard;
+pub use ad_registry::{calllog, config, pinning, registry, secrets};
+pub use ad_search as search;
+pub use ad_store as store;
+pub use ad_store::args;
+
 pub mod app;
 pub mod authflow;
-pub mod calllog;
+pub mod catalog;
 pub mod cli;
-pub mod clientconfig;
-pub mod clock;
-pub mod config;
 pub mod configimport;
-pub mod embed;
-pub mod error;
-pub mod events;
 pub mod feed;
-pub mod fixture;
-pub mod fixture_conformance;
-pub mod fixture_conformance_2026;
-pub mod fixture_tasks;
-pub mod guard;
 pub mod health;
 pub mod http;
 pub mod install;
-pub mod introspect;
 pub mod lifecycle;
-pub mod marketplace;
 pub mod mcp;
 pub mod migrate;
-pub mod model;
-pub mod oauth;
-pub mod pinning;
-pub mod proxy;
-pub mod registry;
-pub mod search;
-pub mod secrets;
-pub mod store;
-pub mod telemetry;
+pub mod pins;

@@ -12,7 +12,8 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::one_line;
 use crate::app::App;
-use crate::introspect::{self, Category, Ecosystem, Progress, Record, Target, catalog};
+use crate::catalog;
+use crate::introspect::{self, Category, Ecosystem, Progress, Record, Target};
 
 #[derive(Debug, Args)]
 pub struct IntrospectArgs {

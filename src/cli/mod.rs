@@ -198,10 +198,6 @@ pub enum Command {
     /// Import a client's servers, then rewrite its config file so it launches agent-discover instead (a
     /// timestamped backup is kept; `--undo` restores it).
     Connect(configs::ConnectArgs),
-    /// A test MCP server with switchable misbehaviours (for agent-discover's own tests). It answers `--help` itself
-    /// (see `--fail help-only`).
-    #[command(hide = true, disable_help_flag = true)]
-    FixtureServer(crate::fixture::FixtureArgs),
     /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
@@ -268,9 +264,6 @@ fn parse_kv(s: &str) -> Result<(String, String), String> {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Command::FixtureServer(args) = cli.command {
-        return crate::fixture::run(args).await;
-    }
     if let Command::Migrate {
         from,
         to,
@@ -842,7 +835,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::FixtureServer(_) | Command::Migrate { .. } => unreachable!("handled above"),
+        Command::Migrate { .. } => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,

@@ -1,5 +1,5 @@
 //! REST route for batch introspection: the stored records (headlines) and the count per category. A thin handler over
-//! [`crate::introspect::catalog::overview`] (the dashboard's section reads it too).
+//! [`crate::catalog::overview`] (the dashboard's section reads it too).
 
 use axum::Json;
 use axum::extract::State;
@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::error::{ApiResult, Params};
+use crate::catalog;
 use crate::error::Error;
-use crate::introspect::{Category, catalog};
+use crate::introspect::Category;
 
 #[derive(Deserialize)]
 pub struct IntrospectionQuery {

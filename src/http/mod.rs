@@ -49,7 +49,7 @@ use crate::app::App;
 use crate::mcp::{McpServer, ToolsMode};
 
 /// The default dashboard port (seed 000).
-pub const DEFAULT_PORT: u16 = 3424;
+pub use ad_registry::config::DEFAULT_PORT;
 /// Largest JSON request body the REST API reads.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 /// Largest JSON-RPC message `/mcp` reads (tool arguments can be large).

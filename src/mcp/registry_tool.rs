@@ -162,7 +162,7 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             url: None,
             inputs,
             ..
-        } if crate::introspect::catalog::is_entry(app, &name)? => {
+        } if crate::catalog::is_entry(app, &name)? => {
             catalog_install(app, name, inputs, &caller).await
         }
         Action::Install {
@@ -604,7 +604,7 @@ async fn market_install(
 /// `install` explicitly. The outcome is `install_consent`: `accepted`, `declined`, `cancelled`, `failed` (the
 /// request failed) or `not_asked` (the client did not declare elicitation).
 async fn offer_install(app: &App, v: &mut Value, caller: &Caller) {
-    use crate::introspect::catalog::{EntryInstall, entry_inputs, install_entry};
+    use crate::catalog::{EntryInstall, entry_inputs, install_entry};
     if v["found"] != true || v["installed"] != false {
         return;
     }
@@ -747,7 +747,7 @@ async fn catalog_install(
     inputs: Option<std::collections::BTreeMap<String, String>>,
     caller: &Caller,
 ) -> Outcome {
-    use crate::introspect::catalog::{EntryInstall, install_entry};
+    use crate::catalog::{EntryInstall, install_entry};
     let mut inputs = inputs.unwrap_or_default();
     let mut outcome = install_entry(app, &name, &inputs)?;
     if let (EntryInstall::NeedsInput { missing, .. }, Some(peer)) = (&outcome, &caller.peer)

@@ -529,7 +529,7 @@ async fn catalog_entries_listed_under_placeholders_say_which_secrets_installing_
 /// its catalog entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn introspection_results_are_stored_and_served_over_rest() {
-    use agent_discover::introspect::catalog;
+    use agent_discover::catalog;
     let dir = tmp();
     let mut config = agent_discover::config::Config::in_dir(dir.path());
     config.guard_exe = Some(BIN.into());

@@ -1,0 +1,247 @@
+//! The crate's one error type: variants chosen by what the caller decides (bad input, not found, conflict, upstream, internal).
+
+use std::fmt;
+
+/// What kind of failure an [`Error`] is, as a stable machine-readable code.
+///
+/// Every transport maps this once: REST to a status, MCP to invalid-params or an `isError` result, CLI to exit 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidInput,
+    NotFound,
+    Conflict,
+    Upstream,
+    Timeout,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::Upstream => "upstream_error",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::Unavailable => "unavailable",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The caller sent something we refuse; the message says what and how to fix it.
+    #[error("invalid {what}: {reason}")]
+    Invalid { what: &'static str, reason: String },
+    #[error("{what} `{name}` not found")]
+    NotFound { what: &'static str, name: String },
+    #[error("{what} `{name}` already exists")]
+    Conflict { what: &'static str, name: String },
+    /// A child server or remote source failed; `message` names the cause.
+    #[error("server `{server}`: {message}")]
+    Upstream { server: String, message: String },
+    #[error("server `{server}`: {what} timed out after {ms} ms")]
+    Timeout {
+        server: String,
+        what: &'static str,
+        ms: u64,
+    },
+    /// Something this machine lacks (a tool, a model file, a port).
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("database error: {0}")]
+    Store(StoreError),
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// A tool whose definition changed since it was approved (tool pinning); withheld until approved again.
+    #[error(
+        "tool `{tool}` of server `{server}` changed since it was approved and is withheld until approved again (`agent-discover tools diff {server} {tool}`, then `tools approve {server} {tool}`)"
+    )]
+    ToolChanged { server: String, tool: String },
+    /// The child answered a forwarded request with a JSON-RPC error; kept as it is so fronts can pass it on.
+    #[error("server `{server}` answered with error {}: {}", error.code.0, error.message)]
+    Child {
+        server: String,
+        error: rmcp::ErrorData,
+    },
+    /// A remote server needs a person to authorize agent-discover (OAuth): `auth_url` is where.
+    #[error(
+        "server `{server}` needs authorization: open {auth_url} (or run `agent-discover auth {server}`)"
+    )]
+    AuthRequired { server: String, auth_url: String },
+    /// A child asked the caller for `what` (elicitation, sampling, roots) during a call, and the caller cannot answer:
+    /// it has no MCP client (REST, CLI) or its client did not declare that capability. The call is ended.
+    #[error(
+        "server `{server}` asks the client for {what} (input_required), which this caller cannot answer: it has no MCP client, or one that did not declare the {what} capability"
+    )]
+    InputRequired { server: String, what: String },
+}
+
+impl Error {
+    pub fn invalid(what: &'static str, reason: impl Into<String>) -> Error {
+        Error::Invalid {
+            what,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn not_found(what: &'static str, name: impl Into<String>) -> Error {
+        Error::NotFound {
+            what,
+            name: name.into(),
+        }
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Invalid { .. } => ErrorCode::InvalidInput,
+            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
+            Error::Upstream { .. } | Error::Child { .. } => ErrorCode::Upstream,
+            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::Unavailable(_) | Error::AuthRequired { .. } | Error::InputRequired { .. } => {
+                ErrorCode::Unavailable
+            }
+            Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+/// What kind of failure a server or a proxied call had, as the McpRegistry contract names it (seed 001's
+/// `McpToolError.kind`). The same kinds appear on a server's `error` and on failed proxied calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    AuthUnavailable,
+    TransportError,
+    Timeout,
+    ServerError,
+    ToolNotFound,
+}
+
+impl ToolErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::AuthUnavailable => "auth_unavailable",
+            ToolErrorKind::TransportError => "transport_error",
+            ToolErrorKind::Timeout => "timeout",
+            ToolErrorKind::ServerError => "server_error",
+            ToolErrorKind::ToolNotFound => "tool_not_found",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ToolErrorKind> {
+        [
+            ToolErrorKind::AuthUnavailable,
+            ToolErrorKind::TransportError,
+            ToolErrorKind::Timeout,
+            ToolErrorKind::ServerError,
+            ToolErrorKind::ToolNotFound,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+/// `{kind, message, details?}`: a failure as subscribers, `AddServerResult` and proxied calls show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolError {
+    pub kind: ToolErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
+impl Error {
+    /// The one mapping from our errors to the contract's kinds. A broken or unreachable server (it would not start,
+    /// exited, refused the connection, is not running) is `transport_error`; a server that answered with an error,
+    /// and failures of agent-discover itself, are `server_error`; `details.code` keeps our finer [`ErrorCode`].
+    pub fn tool_error_kind(&self) -> ToolErrorKind {
+        match self {
+            Error::Timeout { .. } => ToolErrorKind::Timeout,
+            Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
+            Error::NotFound { what: "tool", .. } | Error::ToolChanged { .. } => {
+                ToolErrorKind::ToolNotFound
+            }
+            Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
+                ToolErrorKind::TransportError
+            }
+            // The contract has no kind for it; MCP's proxy_call says `input_required` (`mcp::proxy_call_response`).
+            Error::InputRequired { .. }
+            | Error::Child { .. }
+            | Error::Invalid { .. }
+            | Error::NotFound { .. }
+            | Error::Conflict { .. }
+            | Error::Store(_)
+            | Error::Internal(_) => ToolErrorKind::ServerError,
+        }
+    }
+
+    pub fn to_tool_error(&self) -> ToolError {
+        ToolError {
+            kind: self.tool_error_kind(),
+            message: self.to_string(),
+            details: Some(serde_json::json!({ "code": self.code().as_str() })),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What kind of database failure happened, where callers act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// A UNIQUE or PRIMARY KEY constraint refused the row.
+    Unique,
+    /// A FOREIGN KEY constraint refused the row.
+    ForeignKey,
+    /// The engine asks to retry: SQLite busy/locked, PostgreSQL serialization failure or deadlock.
+    Retry,
+    Other,
+}
+
+/// A database failure, whichever backend raised it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct StoreError {
+    pub kind: StoreErrorKind,
+    pub message: String,
+}
+
+impl StoreError {
+    pub fn other(message: impl Into<String>) -> StoreError {
+        StoreError {
+            kind: StoreErrorKind::Other,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Error {
+        Error::Store(e)
+    }
+}
+
+impl Error {
+    /// Whether this is a database refusal of a duplicate key.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(
+            self,
+            Error::Store(StoreError {
+                kind: StoreErrorKind::Unique,
+                ..
+            })
+        )
+    }
+}

@@ -1,0 +1,12 @@
+//! agent-discover's vocabulary: the domain model (servers, tools, statuses, limits), the one error type, the event bus,
+//! the clock thread and call telemetry. Every other crate speaks these types.
+//!
+//! Must not know: storage (no SQL, no database driver), processes, HTTP, MCP transports, or any crate of this
+//! workspace. Nothing here does I/O beyond the clock's own thread.
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod error;
+pub mod events;
+pub mod model;
+pub mod telemetry;

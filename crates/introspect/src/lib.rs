@@ -1,0 +1,555 @@
+//! Batch introspection of MCP packages: install each into a cache, start it walled off from our environment, list its
+//! tools, prompts and resources through rmcp, tear it down, and file the outcome under one category of a failure
+//! taxonomy with the evidence line and a fix hint. A failed package is retried once with placeholder values for the
+//! variables and arguments it was found to need (second pass).
+//!
+//! Stages are timed apart, each under its own limit ([`Limits`]): install (not counted against the protocol),
+//! pre-flight, spawn, initialize, tools/list, prompts/list and resources/list, teardown; the whole protocol part is
+//! also under a hard limit. Every child runs under the child guard in its own process group with an empty HOME and
+//! working directory; teardown ends the group, and the record says how many processes outlived it (0 expected).
+//!
+//! Knows nothing about the CLI or SQLite: the application's `catalog` use case stores records and feeds the tool catalog.
+
+mod classify;
+mod help;
+mod install;
+mod placeholders;
+mod probe;
+pub mod targets;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use classify::{Category, Diagnosis};
+pub use placeholders::Placeholder;
+pub use probe::{IntrospectedTool, ServerInfo};
+pub use targets::{Ecosystem, Target};
+
+/// Time limits of the stages (seed 002's tiers; install is apart from the protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub install: Duration,
+    pub initialize: Duration,
+    pub list: Duration,
+    /// Grace between SIGTERM and SIGKILL at teardown.
+    pub term_grace: Duration,
+    /// The whole protocol part of one attempt (spawn to teardown).
+    pub hard: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            install: Duration::from_secs(180),
+            initialize: Duration::from_secs(15),
+            list: Duration::from_secs(15),
+            term_grace: Duration::from_secs(2),
+            hard: Duration::from_secs(120),
+        }
+    }
+}
+
+/// How a batch runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub limits: Limits,
+    /// Packages introspected at once (default: cores + 1).
+    pub concurrency: usize,
+    /// Where packages are installed (`<dir>/npm/...`, `<dir>/pypi/...`) and attempts get their scratch directories.
+    pub cache_dir: PathBuf,
+    /// The program that runs `child-guard` (this executable).
+    pub guard_exe: PathBuf,
+    /// Retry a failed package once with placeholders.
+    pub second_pass: bool,
+}
+
+impl Options {
+    pub fn new(cache_dir: PathBuf, guard_exe: PathBuf) -> Options {
+        Options {
+            limits: Limits::default(),
+            concurrency: default_concurrency(),
+            cache_dir,
+            guard_exe,
+            second_pass: true,
+        }
+    }
+}
+
+/// Cores + 1.
+pub fn default_concurrency() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        + 1
+}
+
+/// How long one stage took and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageTime {
+    pub stage: String,
+    pub ms: u64,
+    /// `ok`, `cached`, `failed`, `timeout`, `skipped`.
+    pub outcome: String,
+}
+
+/// What installing the package needs, for the catalog (`install` arguments and secrets).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Needs {
+    /// Environment variables the server asked for (by stderr, README or server.json).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Positional arguments its usage text asks for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+/// The outcome of the first attempt when a second one was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstPass {
+    pub category: Category,
+    pub evidence: String,
+}
+
+/// Everything learned about one package.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// `npm:<name>`, `pypi:<name>` or `command:<program>`.
+    pub key: String,
+    pub ecosystem: Ecosystem,
+    pub package: String,
+    /// The installed version (or the requested one when install failed).
+    pub version: Option<String>,
+    /// The package's own description (npm `description`, PyPI `Summary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub category: Category,
+    pub evidence: String,
+    pub hint: String,
+    /// 1, or 2 when the second pass ran.
+    pub pass: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pass: Option<FirstPass>,
+    /// The placeholder values of the second pass (never real secrets). When the second pass enumerated the server,
+    /// these are what unlocked it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placeholders: Vec<Placeholder>,
+    /// When the second pass enumerated a server that the first did not: where the placeholders that unlocked it were
+    /// found (`help` for a server rescued by its `--help`, `usage`, `stderr`, `readme`, `server.json`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rescued_by: Vec<String>,
+    /// The package is a library, not a program: no npm `bin`, no console script. It cannot be an MCP server run by
+    /// npx or uvx, so batch figures may exclude it (category `no_entry_point`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub library: bool,
+    #[serde(default)]
+    pub needs: Needs,
+    /// The command that was started (after install).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
+    #[serde(default)]
+    pub tools: Vec<IntrospectedTool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<usize>,
+    /// Oddities that did not decide the category (`stdout_noise`, `untyped_schema`, `engines`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    pub stages: Vec<StageTime>,
+    /// Processes of the package still alive after teardown (across both passes).
+    pub left_behind: usize,
+    pub duration_ms: u64,
+    /// The official registry's name when the target came from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_name: Option<String>,
+}
+
+impl Record {
+    fn failed(
+        target: &Target,
+        diagnosis: Diagnosis,
+        stages: Vec<StageTime>,
+        started: Instant,
+    ) -> Record {
+        Record {
+            key: target.key(),
+            ecosystem: target.ecosystem,
+            package: target.package.clone(),
+            version: target.version.clone(),
+            description: None,
+            category: diagnosis.category,
+            evidence: diagnosis.evidence,
+            hint: diagnosis.hint,
+            pass: 1,
+            first_pass: None,
+            placeholders: Vec::new(),
+            rescued_by: Vec::new(),
+            library: diagnosis.library,
+            needs: diagnosis.needs,
+            launch: None,
+            server: None,
+            tools: Vec::new(),
+            prompts: None,
+            resources: None,
+            flags: Vec::new(),
+            stages,
+            left_behind: 0,
+            duration_ms: started.elapsed().as_millis() as u64,
+            registry_name: target.registry_name.clone(),
+        }
+    }
+}
+
+/// Progress of a batch, for a progress bar.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    Started {
+        key: String,
+    },
+    Finished {
+        record: Box<Record>,
+        done: usize,
+        total: usize,
+    },
+}
+
+/// Introspects every target, `options.concurrency` at a time; `on_progress` sees each start and each record as it
+/// is finished (in completion order). Returns the records in completion order.
+pub async fn run_batch(
+    targets: Vec<Target>,
+    options: &Options,
+    mut on_progress: impl FnMut(Progress),
+) -> Vec<Record> {
+    use futures::StreamExt;
+    let total = targets.len();
+    let options = Arc::new(options.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mut stream = futures::stream::iter(targets.into_iter().map(|t| {
+        let options = options.clone();
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(t.key());
+            introspect(&t, &options).await
+        }
+    }))
+    .buffer_unordered(options.concurrency.max(1));
+    let mut records = Vec::with_capacity(total);
+    loop {
+        tokio::select! {
+            biased;
+            Some(key) = rx.recv() => on_progress(Progress::Started { key }),
+            next = stream.next() => match next {
+                Some(record) => {
+                    while let Ok(key) = rx.try_recv() {
+                        on_progress(Progress::Started { key });
+                    }
+                    records.push(record.clone());
+                    on_progress(Progress::Finished { record: Box::new(record), done: records.len(), total });
+                }
+                None => break,
+            },
+        }
+    }
+    records
+}
+
+/// Introspects one target: install, pre-flight, first attempt, and (when it failed for a reason placeholders may
+/// lift) a second attempt.
+pub async fn introspect(target: &Target, options: &Options) -> Record {
+    let started = Instant::now();
+    let mut stages = Vec::new();
+    let installed = match install::install(target, options, &mut stages).await {
+        Ok(i) => i,
+        Err(diagnosis) => return Record::failed(target, diagnosis, stages, started),
+    };
+    let scratch = match Scratch::new(&options.cache_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            let d = Diagnosis::new(
+                Category::CrashedOnStart,
+                format!("cannot create a scratch directory: {e}"),
+                "check that the cache directory is writable",
+            );
+            return Record::failed(target, d, stages, started);
+        }
+    };
+    let mut env = target.env.clone();
+    let mut attempt = probe::run(
+        &installed.launch,
+        &target.args,
+        &env,
+        &scratch.path,
+        options,
+        "",
+    )
+    .await;
+    stages.extend(attempt.stages.iter().cloned());
+    let mut diagnosis = classify::diagnose(&attempt);
+    let mut left_behind = attempt.left_behind;
+    let mut flags = installed.flags.clone();
+    // Install scripts were skipped: when the start-up failure is one they explain, run them and start again.
+    if !diagnosis.category.is_ok()
+        && let Some(dir) = &installed.scripts_skipped_in
+    {
+        let lines: Vec<&str> = attempt
+            .stderr
+            .iter()
+            .chain(attempt.stdout_noise.iter())
+            .map(String::as_str)
+            .collect();
+        if let Some(why) = install::scripts_explain(&lines) {
+            if let Err(d) = install::run_scripts(dir, options, &mut stages, &why).await {
+                let mut r = Record::failed(target, d, stages, started);
+                r.left_behind = left_behind;
+                r.flags = vec![format!("started without install scripts: {why}")];
+                return r;
+            }
+            flags.push(format!("install scripts run: {why}"));
+            let again = probe::run(
+                &installed.launch,
+                &target.args,
+                &env,
+                &scratch.path,
+                options,
+                "",
+            )
+            .await;
+            stages.extend(again.stages.iter().map(|s| StageTime {
+                stage: format!("{} (after scripts)", s.stage),
+                ..s.clone()
+            }));
+            left_behind += again.left_behind;
+            attempt = again;
+            diagnosis = classify::diagnose(&attempt);
+        }
+    }
+    flags.extend(attempt.flags.iter().cloned());
+    let mut record = Record {
+        key: target.key(),
+        ecosystem: target.ecosystem,
+        package: installed.name.clone(),
+        version: installed.version.clone().or_else(|| target.version.clone()),
+        description: installed.description.clone(),
+        category: diagnosis.category,
+        evidence: String::new(),
+        hint: String::new(),
+        pass: 1,
+        first_pass: None,
+        placeholders: Vec::new(),
+        rescued_by: Vec::new(),
+        library: false,
+        needs: Needs::default(),
+        launch: Some(
+            std::iter::once(installed.launch.clone())
+                .chain(target.args.iter().cloned())
+                .collect(),
+        ),
+        server: attempt.server.clone(),
+        tools: attempt.tools.clone(),
+        prompts: attempt.prompts,
+        resources: attempt.resources,
+        flags: Vec::new(),
+        stages: Vec::new(),
+        left_behind: 0,
+        duration_ms: 0,
+        registry_name: target.registry_name.clone(),
+    };
+    let mut needs = diagnosis.needs.clone();
+    if options.second_pass && diagnosis.category.retry_with_placeholders() {
+        // A server that wants arguments (or a stdio switch) is asked for its `--help` first.
+        let help = if diagnosis.category.asks_for_help() {
+            let (text, st) =
+                help::run(&installed.launch, &target.args, &scratch.path, options).await;
+            stages.push(st);
+            text.map(|t| help::parse(&t)).filter(|h| !h.is_empty())
+        } else {
+            None
+        };
+        if let Some(usage) = help.as_ref().and_then(|h| h.usage.as_ref()) {
+            let mut u = format!("help: {usage}");
+            clip(&mut u, 300);
+            flags.push(u);
+        }
+        let plan = placeholders::plan(
+            target,
+            &installed,
+            &attempt,
+            &diagnosis,
+            help.as_ref(),
+            &scratch.path,
+        );
+        needs = merge_needs(&needs, &plan.needs);
+        if !plan.placeholders.is_empty() {
+            for p in plan
+                .placeholders
+                .iter()
+                .filter(|p| p.kind == placeholders::Kind::Env)
+            {
+                env.insert(p.name.clone(), p.value.clone());
+            }
+            let mut args = target.args.clone();
+            args.extend(plan.placeholders.iter().flat_map(Placeholder::argv));
+            let second =
+                probe::run(&installed.launch, &args, &env, &scratch.path, options, "2").await;
+            stages.extend(second.stages.iter().map(|s| StageTime {
+                stage: format!("{} (pass 2)", s.stage),
+                ..s.clone()
+            }));
+            left_behind += second.left_behind;
+            let second_diagnosis = classify::diagnose(&second);
+            record.first_pass = Some(FirstPass {
+                category: diagnosis.category,
+                evidence: diagnosis.evidence.clone(),
+            });
+            record.pass = 2;
+            record.placeholders = plan.placeholders;
+            needs = merge_needs(&needs, &second_diagnosis.needs);
+            flags.extend(second.flags.iter().map(|f| format!("{f} (pass 2)")));
+            record.server = second.server.clone();
+            record.tools = second
+                .tools
+                .iter()
+                .cloned()
+                .map(|mut t| {
+                    t.under_placeholders = true;
+                    t
+                })
+                .collect();
+            record.prompts = second.prompts;
+            record.resources = second.resources;
+            record.launch = Some(
+                std::iter::once(installed.launch.clone())
+                    .chain(args.iter().cloned())
+                    .collect(),
+            );
+            if second_diagnosis.category.is_ok() {
+                let mut sources: Vec<String> = record
+                    .placeholders
+                    .iter()
+                    .map(|p| p.source.clone())
+                    .collect();
+                sources.sort();
+                sources.dedup();
+                record.rescued_by = sources;
+            }
+            diagnosis = second_diagnosis;
+        }
+    }
+    record.category = diagnosis.category;
+    record.evidence = diagnosis.evidence;
+    record.hint = diagnosis.hint;
+    record.needs = needs;
+    record.flags = flags;
+    record.stages = stages;
+    record.left_behind = left_behind;
+    record.duration_ms = started.elapsed().as_millis() as u64;
+    drop(scratch);
+    record
+}
+
+fn merge_needs(a: &Needs, b: &Needs) -> Needs {
+    let mut env = a.env.clone();
+    for n in &b.env {
+        if !env.contains(n) {
+            env.push(n.clone());
+        }
+    }
+    let mut args = a.args.clone();
+    for n in &b.args {
+        if !args.contains(n) {
+            args.push(n.clone());
+        }
+    }
+    Needs { env, args }
+}
+
+/// A per-package scratch directory (HOME, working directory, placeholder paths), removed when dropped.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(cache_dir: &Path) -> std::io::Result<Scratch> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = cache_dir
+            .join("scratch")
+            .join(format!("{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path)?;
+        Ok(Scratch { path })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A package ready to start: what to run and what pre-flight learned.
+#[derive(Debug, Clone)]
+pub(crate) struct Installed {
+    /// The package's own name (read from its manifest; for a local path this differs from the target).
+    pub name: String,
+    pub version: Option<String>,
+    pub description: Option<String>,
+    /// The executable (absolute path, or a program on PATH for command targets).
+    pub launch: String,
+    /// README text (npm README file, PyPI long description), for client-config examples.
+    pub readme: Option<String>,
+    pub flags: Vec<String>,
+    /// The npm install folder, when the package's lifecycle scripts were skipped there and have not run since.
+    pub scripts_skipped_in: Option<PathBuf>,
+}
+
+/// Shortens `s` to at most `max` bytes, at a character boundary.
+pub fn clip(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
+/// Milliseconds since `t`.
+fn ms(t: Instant) -> u64 {
+    t.elapsed().as_millis() as u64
+}
+
+fn stage(stage: &str, started: Instant, outcome: &str) -> StageTime {
+    StageTime {
+        stage: stage.to_owned(),
+        ms: ms(started),
+        outcome: outcome.to_owned(),
+    }
+}
+
+/// The environment every child starts from: our PATH and locale, nothing else (no inherited secrets).
+pub(crate) fn base_env(home: &Path) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for key in ["PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT"] {
+        if let Ok(v) = std::env::var(key) {
+            env.insert(key.to_owned(), v);
+        }
+    }
+    // The test harness's marker, so leftovers of test runs can still be found.
+    if let Ok(v) = std::env::var("AGENT_DISCOVER_TEST_RUN") {
+        env.insert("AGENT_DISCOVER_TEST_RUN".into(), v);
+    }
+    let home = home.display().to_string();
+    env.insert("HOME".into(), home.clone());
+    env.insert("USERPROFILE".into(), home.clone());
+    env.insert("TMPDIR".into(), home);
+    env.insert("NO_COLOR".into(), "1".into());
+    env
+}

@@ -1,0 +1,122 @@
+//! Resources, resource templates and prompts of every running child, aggregated for clients: resource URIs become
+//! `agent-discover://server/uri` and prompts `server__prompt`, so reads and gets route back to their owner.
+
+use rmcp::model::{
+    GetPromptRequestParams, GetPromptResponse, Prompt, ReadResourceRequestParams,
+    ReadResourceResponse, Resource, ResourceContents, ResourceTemplate, ResultType,
+};
+
+use std::sync::Arc;
+
+use super::{Caller, Child, Proxy, names};
+use ad_core::error::{Error, Result};
+
+impl Proxy {
+    /// Resources of every running child, their URIs namespaced so reads route back.
+    pub async fn list_resources(&self) -> Vec<Resource> {
+        let mut out = Vec::new();
+        for child in self.inner.running_with(|c| c.resources.is_some()) {
+            if let Ok(items) = child.peer.list_all_resources().await {
+                for mut r in items {
+                    r.uri = names::expose_uri(&child.name, &r.uri);
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
+    pub async fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
+        let mut out = Vec::new();
+        for child in self.inner.running_with(|c| c.resources.is_some()) {
+            if let Ok(items) = child.peer.list_all_resource_templates().await {
+                for mut r in items {
+                    r.uri_template = names::expose_uri(&child.name, &r.uri_template);
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
+    /// `resources/read` of an exposed URI; for a 2026-07-28 caller, a legacy child's requests during the read are
+    /// minted into input-required results (`held.rs`).
+    pub async fn read_resource(&self, uri: &str, caller: &Caller) -> Result<ReadResourceResponse> {
+        let (server, original) =
+            names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
+        let child = self.inner.ready_child(server).await?;
+        let res = if caller.mints_for(&child) {
+            self.read_minting(&child, original, caller).await?
+        } else {
+            child
+                .peer
+                .read_resource(ReadResourceRequestParams::new(original))
+                .await
+                .map_err(|e| super::child_error(server, e))?
+                .into()
+        };
+        let ReadResourceResponse::Complete(mut res) = res else {
+            return Ok(res);
+        };
+        res.result_type.get_or_insert(ResultType::COMPLETE);
+        for c in &mut res.contents {
+            match c {
+                ResourceContents::TextResourceContents { uri, .. }
+                | ResourceContents::BlobResourceContents { uri, .. } => {
+                    *uri = names::expose_uri(server, uri)
+                }
+                #[allow(unreachable_patterns)]
+                _ => {}
+            }
+        }
+        Ok(res.into())
+    }
+
+    pub async fn list_prompts(&self) -> Vec<Prompt> {
+        let mut out = Vec::new();
+        for child in self.inner.running_with(|c| c.prompts.is_some()) {
+            if let Ok(items) = child.peer.list_all_prompts().await {
+                for mut p in items {
+                    p.name = names::expose(&child.name, &p.name);
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// `prompts/get` of an exposed prompt `request.name`; on the retry of an input-required result the client's
+    /// answers and the echoed state go to the same child untouched.
+    pub async fn get_prompt(
+        &self,
+        mut request: GetPromptRequestParams,
+        caller: &Caller,
+    ) -> Result<GetPromptResponse> {
+        let (child, prompt) = self.find_prompt(&request.name).await?;
+        request.name = prompt;
+        if caller.mints_for(&child) {
+            return self.prompt_minting(&child, request, caller).await;
+        }
+        request.meta = None;
+        let res = child
+            .peer
+            .get_prompt_once(request)
+            .await
+            .map_err(|e| super::child_error(&child.name, e))?;
+        Ok(super::single::complete_prompt(res))
+    }
+
+    /// The running child offering the exposed prompt `name`, and the prompt's own name.
+    pub(super) async fn find_prompt(&self, name: &str) -> Result<(Arc<Child>, String)> {
+        for child in self.inner.running_with(|c| c.prompts.is_some()) {
+            if let Ok(items) = child.peer.list_all_prompts().await
+                && let Some(p) = items
+                    .into_iter()
+                    .find(|p| names::expose(&child.name, &p.name) == names::strip_mcp(name))
+            {
+                return Ok((child, p.name));
+            }
+        }
+        Err(Error::not_found("prompt", name))
+    }
+}

@@ -1,0 +1,372 @@
+//! Forwarding one tool call to a child: the call timeout, reset by progress; cancellation in both directions; failure
+//! at once when the child dies. And the way back: a child's progress goes to the caller's token, and its requests
+//! (sampling, elicitation, roots) to the calling client if it declared the capability.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::time::Instant;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    ClientCapabilities, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, InputRequest, InputRequests,
+    InputResponses, ProgressNotificationParam, ProgressToken, RequestMetaObject, ResultType,
+    ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value};
+
+use super::{Caller, Child, Inner, exited_during_call, lock};
+use ad_core::error::{Error, Result};
+
+pub(super) struct ProgressRoute {
+    caller: Option<(Peer<RoleServer>, ProgressToken)>,
+    /// When the child last reported progress on this call; the call's deadline is measured from it.
+    last_progress: Arc<Mutex<Instant>>,
+    /// Held while a progress notification of this call is being forwarded, so the result waits for it.
+    forwarding: Arc<tokio::sync::Mutex<()>>,
+    /// How many of this call's progress notifications have been forwarded (or dropped for want of a caller).
+    forwarded: Arc<tokio::sync::watch::Sender<u64>>,
+    /// The child's progress as its transport read it (stdio children), which sets the forwarding order.
+    seen: super::typed::ProgressSeen,
+}
+
+impl Inner {
+    /// One tool call. A 2026-07-28 child's input-required result goes back to a caller that takes it (a 2026-07-28
+    /// client, or a caller without a client); for a legacy client its input requests become elicitation, sampling and
+    /// roots requests to that client, and the child is called again with the answers, round after round.
+    pub(super) async fn call(
+        &self,
+        child: &Arc<Child>,
+        tool: &str,
+        args: Option<Map<String, Value>>,
+        caller: &Caller,
+    ) -> Result<CallToolResponse> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = args;
+        params.input_responses = caller.input_responses.clone();
+        params.request_state = caller.request_state.clone();
+        let mut rounds = 0;
+        loop {
+            let response = self.call_round(child, params.clone(), caller).await?;
+            let CallToolResponse::InputRequired(asked) = response else {
+                return Ok(response);
+            };
+            let peer = match &caller.peer {
+                Some(peer) if !caller.takes_input_required() => peer,
+                _ => return Ok(CallToolResponse::InputRequired(asked)),
+            };
+            rounds += 1;
+            if rounds > DEFAULT_MRTR_MAX_ROUNDS {
+                return Err(Error::Upstream {
+                    server: child.name.clone(),
+                    message: format!("still asks for input after {DEFAULT_MRTR_MAX_ROUNDS} rounds"),
+                });
+            }
+            let requests = asked.input_requests.unwrap_or_default();
+            params.input_responses = Some(fulfil(peer, &child.name, requests).await?);
+            params.request_state = asked.request_state;
+        }
+    }
+
+    async fn call_round(
+        &self,
+        child: &Arc<Child>,
+        params: CallToolRequestParams,
+        caller: &Caller,
+    ) -> Result<CallToolResponse> {
+        let upstream = |message: String| Error::Upstream {
+            server: child.name.clone(),
+            message,
+        };
+        // A 2026-07-28 child learns from each request what the calling client can do (nothing, without a client).
+        let mut options = PeerRequestOptions::no_options();
+        if !child.protocol.has_initialize() {
+            let mut meta = RequestMetaObject::default();
+            meta.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
+            if let Some(level) = caller.log_level {
+                meta.set_log_level(level);
+            }
+            options.meta = Some(meta);
+        }
+        // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match child.peer.send_request_with_option(request, options).await {
+            Ok(h) => h,
+            Err(e) => return Err(child.explain_failure(e.to_string()).await),
+        };
+        let token = handle.progress_token.clone();
+        let request_id = handle.id.clone();
+        let last_progress = Arc::new(Mutex::new(Instant::now()));
+        let forwarding = Arc::new(tokio::sync::Mutex::new(()));
+        let forwarded = Arc::new(tokio::sync::watch::Sender::new(0u64));
+        let route = ProgressRoute {
+            caller: caller.peer.clone().zip(caller.progress_token.clone()),
+            last_progress: last_progress.clone(),
+            forwarding: forwarding.clone(),
+            forwarded: forwarded.clone(),
+            seen: child.progress_seen.clone(),
+        };
+        lock(&self.progress).insert(token.clone(), route);
+        if let Some(peer) = &caller.peer {
+            let mut callers = lock(&self.callers);
+            match callers.get_mut(&child.name) {
+                Some(v) => v.push(peer.clone()),
+                None => {
+                    callers.insert(child.name.clone(), vec![peer.clone()]);
+                }
+            }
+        }
+        let logs = self.watch_logs(&child.name, caller);
+        let _cleanup = scopeguard(|| {
+            lock(&self.progress).remove(&token);
+            lock(&child.progress_seen).remove(&token);
+            if caller.peer.is_some()
+                && let Some(v) = lock(&self.callers).get_mut(&child.name)
+            {
+                v.pop();
+            }
+        });
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let mut exited = child.exited.clone();
+        let cancelled = async {
+            match &caller.cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(cancelled);
+        let timeout = child.call_timeout;
+        // Progress moves the deadline lazily: when the timer fires, it is re-armed from the last progress if any came.
+        let mut deadline = Instant::now() + timeout;
+        let cancel_child = |reason: &str| {
+            let peer = child.peer.clone();
+            let param =
+                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_owned()));
+            tokio::spawn(async move { peer.notify_cancelled(param).await });
+        };
+        let res = loop {
+            tokio::select! {
+                res = &mut response => break res,
+                // Not a tokio timer, which would be pending while the call runs: see `clock.rs`.
+                _ = ad_core::clock::sleep_until(deadline.into_std()) => {
+                    let extended = *lock(&last_progress) + timeout;
+                    if extended > Instant::now() {
+                        deadline = extended;
+                        continue;
+                    }
+                    cancel_child("timed out in agent-discover");
+                    return Err(Error::Timeout { server: child.name.clone(), what: "tool call", ms: timeout.as_millis() as u64 });
+                }
+                Ok(_) = exited.wait_for(|c| c.is_some()) => {
+                    let cause = child.exited.borrow().clone().unwrap_or_default();
+                    return Err(exited_during_call(&child.name, &cause, &child.stderr));
+                }
+                _ = &mut cancelled => {
+                    cancel_child("cancelled by the client");
+                    return Err(upstream("cancelled by the client".into()));
+                }
+            }
+        };
+        // rmcp hands each child notification to its own task, so progress sent just before the result may still be
+        // on its way to the caller, who must get it before the result (as it would from the child directly). A stdio
+        // child's transport counted the progress it read before this result (`typed.rs`): wait until as many are
+        // forwarded (bounded, should a forward be stuck on a dead client). Other transports count nothing: there,
+        // let those tasks run and wait for a forward in flight.
+        let seen = lock(&child.progress_seen)
+            .get(&token)
+            .map(|s| s.count)
+            .unwrap_or(0);
+        if seen > 0 {
+            let mut done = forwarded.subscribe();
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                done.wait_for(|n| *n >= seen),
+            )
+            .await;
+        } else if caller.progress_token.is_some() {
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            drop(forwarding.lock().await);
+        }
+        if logs.is_some() {
+            self.flush_logs().await;
+        }
+        drop(logs);
+        match res {
+            // A legacy child's result has no resultType; a 2026-07-28 client requires one.
+            Ok(ServerResult::CallToolResult(mut r)) => {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+                Ok(r.into())
+            }
+            Ok(ServerResult::InputRequiredResult(r)) => Ok(r.into()),
+            // SEP-2663: the child made a task; its id stays the child's here (the aggregated front prefixes it).
+            Ok(ServerResult::CreateTaskResult(r)) => Ok(CallToolResponse::Task(r)),
+            Ok(_) => Err(upstream(
+                "the server answered a tool call with something else than its result".into(),
+            )),
+            // The child's own JSON-RPC error, kept so the fronts can pass its code and message on.
+            Err(rmcp::ServiceError::McpError(error)) => Err(Error::Child {
+                server: child.name.clone(),
+                error,
+            }),
+            Err(e) => Err(child.explain_failure(e.to_string()).await),
+        }
+    }
+
+    pub(super) async fn route_progress(&self, params: ProgressNotificationParam) {
+        let target = {
+            let routes = lock(&self.progress);
+            let Some(route) = routes.get(&params.progress_token) else {
+                return;
+            };
+            *lock(&route.last_progress) = Instant::now();
+            (
+                route.caller.clone(),
+                route.forwarding.clone(),
+                route.forwarded.clone(),
+                route.seen.clone(),
+            )
+        };
+        let (target, forwarding, count, seen) = target;
+        let _forwarding = forwarding.lock_owned().await;
+        // In the child's order: this notification, and any held ones, once the values before them went out.
+        let ready = {
+            let mut seen = lock(&seen);
+            match seen.get_mut(&params.progress_token) {
+                Some(s) if !s.order.is_empty() => {
+                    s.held.push(params);
+                    let mut ready = Vec::new();
+                    while let Some(next) = s.order.front()
+                        && let Some(i) = s.held.iter().position(|p| p.progress == *next)
+                    {
+                        ready.push(s.held.swap_remove(i));
+                        s.order.pop_front();
+                    }
+                    ready
+                }
+                _ => vec![params],
+            }
+        };
+        for params in ready {
+            if let Some((peer, token)) = &target {
+                let mut forwarded = params;
+                forwarded.progress_token = token.clone();
+                let _ = peer.notify_progress(forwarded).await;
+            }
+            count.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The client to forward a child's request to: the one calling that child now, else the newest connected one,
+    /// provided it declared the capability.
+    pub(super) fn client_for(
+        &self,
+        server: &str,
+        has: impl Fn(&ClientCapabilities) -> bool,
+    ) -> Option<Peer<RoleServer>> {
+        let declared = |p: &Peer<RoleServer>| p.peer_info().is_some_and(|i| has(&i.capabilities));
+        if let Some(p) = lock(&self.callers)
+            .get(server)
+            .and_then(|v| v.last().cloned())
+        {
+            return declared(&p).then_some(p);
+        }
+        lock(&self.clients)
+            .iter()
+            .rev()
+            .filter(|(id, _)| self.sees(*id, server))
+            .map(|(_, p)| p.clone())
+            .find(|p| !p.is_transport_closed() && declared(p))
+    }
+}
+
+/// Asks a legacy client what a 2026-07-28 child's input requests need, each only if the client declared the
+/// capability (else [`Error::InputRequired`]); the answers keyed as the requests were.
+async fn fulfil(
+    peer: &Peer<RoleServer>,
+    server: &str,
+    requests: InputRequests,
+) -> Result<InputResponses> {
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        answers.insert(key, ask_client(peer, server, request).await?);
+    }
+    Ok(answers)
+}
+
+/// What an input request asks for, as its capability is named.
+pub(super) fn asks_for(request: &InputRequest) -> &'static str {
+    match request {
+        InputRequest::Elicitation(_) => "elicitation",
+        InputRequest::CreateMessage(_) => "sampling",
+        InputRequest::ListRoots(_) => "roots",
+        _ => "input",
+    }
+}
+
+/// Whether a client that declared `caps` can be asked `request`.
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but are how legacy clients answer.
+pub(super) fn can_answer(caps: &ClientCapabilities, request: &InputRequest) -> bool {
+    match request {
+        InputRequest::Elicitation(_) => caps.elicitation.is_some(),
+        InputRequest::CreateMessage(_) => caps.sampling.is_some(),
+        InputRequest::ListRoots(_) => caps.roots.is_some(),
+        _ => false,
+    }
+}
+
+/// Asks a legacy client one request of a child, if it declared the capability; its answer as JSON.
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but are how legacy clients answer.
+pub(super) async fn ask_client(
+    peer: &Peer<RoleServer>,
+    server: &str,
+    request: InputRequest,
+) -> Result<Value> {
+    let caps = peer
+        .peer_info()
+        .map(|i| i.capabilities.clone())
+        .unwrap_or_default();
+    let what = asks_for(&request);
+    if !can_answer(&caps, &request) {
+        return Err(Error::InputRequired {
+            server: server.to_owned(),
+            what: what.to_owned(),
+        });
+    }
+    let refused = |why: String| Error::Upstream {
+        server: server.to_owned(),
+        message: format!("the tool asks the client for {what}, but {why}"),
+    };
+    let answer = match request {
+        InputRequest::Elicitation(r) => peer
+            .create_elicitation(r.params)
+            .await
+            .map_err(|e| refused(e.to_string()))
+            .map(serde_json::to_value)?,
+        InputRequest::CreateMessage(r) => peer
+            .create_message(r.params)
+            .await
+            .map_err(|e| refused(e.to_string()))
+            .map(serde_json::to_value)?,
+        InputRequest::ListRoots(_) => peer
+            .list_roots()
+            .await
+            .map_err(|e| refused(e.to_string()))
+            .map(serde_json::to_value)?,
+        _ => return Err(refused("agent-discover does not know that request".into())),
+    };
+    answer.map_err(|e| refused(e.to_string()))
+}
+
+struct ScopeGuard<F: FnMut()>(F);
+impl<F: FnMut()> Drop for ScopeGuard<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+fn scopeguard<F: FnMut()>(f: F) -> ScopeGuard<F> {
+    ScopeGuard(f)
+}

@@ -1,0 +1,270 @@
+//! `ChildClient`: our rmcp client handler for one child. Follows the child's list changes, routes its progress
+//! notifications to the caller, its log messages and resource updates to clients, and forwards its sampling, elicitation and roots requests to a connected client.
+
+use std::sync::{Arc, Weak};
+
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
+
+use super::{Child, Inner};
+
+impl Inner {
+    /// Opens a `subscriptions/listen` stream to a 2026-07-28 child for the list changes it declares, and follows
+    /// them as a legacy child's notifications are followed; ends with the child's connection.
+    pub(super) fn follow_list_changes(self: &Arc<Self>, child: &Arc<Child>) {
+        let caps = &child.capabilities;
+        let mut filter = SubscriptionFilter::default();
+        if caps
+            .tools
+            .as_ref()
+            .is_some_and(|t| t.list_changed == Some(true))
+        {
+            filter.tools_list_changed = Some(true);
+        }
+        if caps
+            .prompts
+            .as_ref()
+            .is_some_and(|p| p.list_changed == Some(true))
+        {
+            filter.prompts_list_changed = Some(true);
+        }
+        if caps
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.list_changed == Some(true))
+        {
+            filter.resources_list_changed = Some(true);
+        }
+        if filter == SubscriptionFilter::default() {
+            return;
+        }
+        let (peer, server, inner) = (child.peer.clone(), child.name.clone(), Arc::downgrade(self));
+        tokio::spawn(async move {
+            let mut sub = match peer.listen(filter).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(%server, error = %e, "subscriptions/listen refused");
+                    return;
+                }
+            };
+            while let Ok(Some(notification)) = sub.next().await {
+                let Some(inner) = inner.upgrade() else { return };
+                match notification {
+                    ServerNotification::ToolListChangedNotification(_) => {
+                        inner.refresh_tools(&server).await
+                    }
+                    ServerNotification::PromptListChangedNotification(_)
+                    | ServerNotification::ResourceListChangedNotification(_) => {
+                        inner.events.emit(ad_core::events::Event::ToolsChanged {
+                            name: server.clone(),
+                        })
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+}
+
+#[derive(Clone)]
+pub struct ChildClient {
+    pub(super) proxy: Weak<Inner>,
+    pub(super) server: String,
+}
+
+impl ChildClient {
+    /// When a 2026-07-28 client's request to this child is in flight, the child's request goes to it as an
+    /// input-required result (`held.rs`) and its answer comes back here; `None` when there is no such request.
+    async fn ask_held<T: serde::de::DeserializeOwned>(
+        &self,
+        request: InputRequest,
+    ) -> Option<Result<T, McpError>> {
+        let inner = self.proxy.upgrade()?;
+        let asking = inner.held.asking_for(&self.server)?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        asking
+            .send(super::held::Step::Ask { request, reply })
+            .await
+            .ok()?;
+        Some(match answer.await {
+            Ok(Ok(v)) => serde_json::from_value(v)
+                .map_err(|e| McpError::invalid_params(format!("the client's answer: {e}"), None)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(McpError::invalid_request(
+                format!(
+                    "agent-discover holds no answer for `{}`: the client's request ended before it answered",
+                    self.server
+                ),
+                None,
+            )),
+        })
+    }
+
+    fn refused(&self, what: &str, why: &str) -> McpError {
+        McpError::invalid_request(
+            format!(
+                "agent-discover cannot forward the {what} request of `{}`: {why}",
+                self.server
+            ),
+            None,
+        )
+    }
+}
+
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577, but legacy children still send them.
+impl ClientHandler for ChildClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = ClientCapabilities::builder()
+            .enable_roots()
+            .enable_sampling()
+            .enable_elicitation()
+            .build();
+        ClientConfig::new(
+            caps,
+            Implementation::new("agent-discover", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(inner) = self.proxy.upgrade() {
+            let server = self.server.clone();
+            // Re-listing needs the same connection this notification came in on, so it runs outside the handler.
+            tokio::spawn(async move { inner.refresh_tools(&server).await });
+        }
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.events.emit(ad_core::events::Event::ToolsChanged {
+                name: self.server.clone(),
+            });
+        }
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.events.emit(ad_core::events::Event::ToolsChanged {
+                name: self.server.clone(),
+            });
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.forward_log(&self.server, params).await;
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.forward_resource_updated(&self.server, params).await;
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.route_progress(params).await;
+        }
+    }
+
+    /// SEP-2663 `notifications/tasks`: to the session that created the task (`tasks.rs`).
+    async fn on_task_status(
+        &self,
+        params: TaskStatusNotificationParams,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.proxy.upgrade() {
+            inner.route_task_status(&self.server, params).await;
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        let held = InputRequest::CreateMessage(CreateMessageRequest::new(params.clone()));
+        if let Some(answer) = self.ask_held(held).await {
+            return answer;
+        }
+        let inner = self
+            .proxy
+            .upgrade()
+            .ok_or_else(|| self.refused("sampling", "shutting down"))?;
+        let peer = inner
+            .client_for(&self.server, |caps| caps.sampling.is_some())
+            .ok_or_else(|| {
+                self.refused(
+                    "sampling",
+                    "no connected client declared the sampling capability",
+                )
+            })?;
+        peer.create_message(params)
+            .await
+            .map_err(|e| self.refused("sampling", &e.to_string()))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let held = InputRequest::Elicitation(ElicitRequest::new(request.clone()));
+        if let Some(answer) = self.ask_held(held).await {
+            return answer;
+        }
+        let inner = self
+            .proxy
+            .upgrade()
+            .ok_or_else(|| self.refused("elicitation", "shutting down"))?;
+        let peer = inner
+            .client_for(&self.server, |caps| caps.elicitation.is_some())
+            .ok_or_else(|| {
+                self.refused(
+                    "elicitation",
+                    "no connected client declared the elicitation capability",
+                )
+            })?;
+        peer.create_elicitation(request)
+            .await
+            .map_err(|e| self.refused("elicitation", &e.to_string()))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, McpError> {
+        if let Some(answer) = self
+            .ask_held(InputRequest::ListRoots(Default::default()))
+            .await
+        {
+            return answer;
+        }
+        let inner = self
+            .proxy
+            .upgrade()
+            .ok_or_else(|| self.refused("roots", "shutting down"))?;
+        let peer = inner
+            .client_for(&self.server, |caps| caps.roots.is_some())
+            .ok_or_else(|| {
+                self.refused("roots", "no connected client declared the roots capability")
+            })?;
+        peer.list_roots()
+            .await
+            .map_err(|e| self.refused("roots", &e.to_string()))
+    }
+}

@@ -1,0 +1,847 @@
+//! Input-required results minted for legacy children (SEP-2322 across eras, issue 18). When a 2026-07-28 client's
+//! `tools/call`, `prompts/get` or `resources/read` reaches a handshake-era child that asks the client something
+//! mid-request (sampling, elicitation, roots), the child's request is held here and the client gets an
+//! input-required result asking the same thing. Its `requestState` is a token this process signs (HMAC-SHA-256 with a
+//! per-process key), bound to the server, method, name and arguments of the request and expiring with the call's
+//! deadline. The client's retry answers the held request and waits for what the child does next: another question
+//! (another round, another token) or its final result.
+
+// Sampling and roots are deprecated by SEP-2577, but they are what legacy children ask for.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, ClientCapabilities, CreateMessageResult, ElicitResult,
+    GetPromptRequestParams, GetPromptResponse, InputRequest, InputRequiredResult, ListRootsResult,
+    ReadResourceRequestParams, ReadResourceResponse,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::{Caller, Child, Inner, Proxy, lock};
+use ad_core::error::{Error, Result};
+
+/// How long a legacy child's requests are gathered into one input-required result: until it has been quiet this
+/// long, and at most the second (its requests sent together arrive together, each through a task of its own, but a
+/// loaded machine can hold one back for tens of milliseconds). A person or a model answers the result, which takes
+/// seconds, so the wait costs little.
+const GATHER_QUIET: std::time::Duration = std::time::Duration::from_millis(150);
+const GATHER_AT_MOST: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The prefix of the tokens minted here (a 2026-07-28 child's own `requestState` is never looked at).
+const PREFIX: &str = "adrs1";
+
+/// What a held exchange ends with.
+pub(super) enum Outcome {
+    Call(CallToolResponse),
+    Prompt(GetPromptResponse),
+    Read(ReadResourceResponse),
+}
+
+/// What the exchange with the child reports to the request that drives it.
+pub(super) enum Step {
+    /// The child asks the client something; the client's result (as JSON) or a refusal goes back on `reply`.
+    Ask {
+        request: InputRequest,
+        reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+    },
+    Done(Result<Outcome>),
+}
+
+/// The request a token belongs to: a retry must repeat it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Binding {
+    pub server: String,
+    /// `tools/call`, `prompts/get` or `resources/read`.
+    pub method: String,
+    /// The tool, prompt or resource URI as the child knows it.
+    pub name: String,
+    /// SHA-256 of the request's arguments (JSON), hex.
+    pub args: String,
+}
+
+impl Binding {
+    pub fn new(server: &str, method: &str, name: &str, args: Option<&Value>) -> Binding {
+        let args = serde_json::to_vec(args.unwrap_or(&Value::Null)).unwrap_or_default();
+        Binding {
+            server: server.to_owned(),
+            method: method.to_owned(),
+            name: name.to_owned(),
+            args: Sha256::digest(&args)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        }
+    }
+
+    fn asking(&self, asked: InputRequiredResult) -> Outcome {
+        match self.method.as_str() {
+            "prompts/get" => Outcome::Prompt(asked.into()),
+            "resources/read" => Outcome::Read(asked.into()),
+            _ => Outcome::Call(asked.into()),
+        }
+    }
+}
+
+/// What a token says, signed.
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    /// The process that minted it.
+    p: String,
+    /// The held exchange.
+    i: u64,
+    /// Expiry, milliseconds since the Unix epoch.
+    e: u64,
+    b: Binding,
+}
+
+/// Why a token is refused (the `requestState` value in the error's data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// Not a token of ours, or altered.
+    Tampered,
+    Expired,
+    /// Minted for another request (server, method, name or arguments differ).
+    Mismatched,
+    /// Minted by another agent-discover process, which holds the call.
+    Elsewhere,
+    /// Ours and valid, but the call has ended or was answered already.
+    Gone,
+}
+
+impl Refusal {
+    fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Tampered => "tampered",
+            Refusal::Expired => "expired",
+            Refusal::Mismatched => "mismatched",
+            Refusal::Elsewhere => "elsewhere",
+            Refusal::Gone => "gone",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Refusal::Tampered => "requestState failed its integrity check",
+            Refusal::Expired => {
+                "requestState has expired: the call it belongs to passed its deadline"
+            }
+            Refusal::Mismatched => {
+                "requestState belongs to another request (server, tool, prompt, resource or arguments differ)"
+            }
+            Refusal::Elsewhere => {
+                "requestState was issued by another agent-discover process, which holds the call; send the retry there"
+            }
+            Refusal::Gone => {
+                "the call this requestState belongs to has ended or was answered already"
+            }
+        }
+    }
+
+    /// The JSON-RPC error the client gets: invalid params, the reason in `data.requestState`.
+    pub fn error(self, server: &str) -> Error {
+        Error::Child {
+            server: server.to_owned(),
+            error: McpError::invalid_params(
+                self.message(),
+                Some(json!({"requestState": self.as_str()})),
+            ),
+        }
+    }
+}
+
+/// One child request asked of the client: the key its answer comes under, the request, and where the answer goes.
+struct Asked {
+    key: String,
+    request: InputRequest,
+    reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+}
+
+/// A child's requests waiting for the client's answers.
+struct Parked {
+    steps: mpsc::Receiver<Step>,
+    asks: Vec<Asked>,
+    token: String,
+    expires: u64,
+    cancel: CancellationToken,
+    /// What the child was refused earlier in the exchange (the caller could not answer it).
+    refused: Option<&'static str>,
+}
+
+impl Parked {
+    /// The input-required result asking what is still unanswered.
+    fn asking(&self, binding: &Binding) -> Outcome {
+        binding.asking(InputRequiredResult::new(
+            Some(
+                self.asks
+                    .iter()
+                    .map(|a| (a.key.clone(), a.request.clone()))
+                    .collect(),
+            ),
+            Some(self.token.clone()),
+        ))
+    }
+}
+
+/// One exchange in flight: its id and where its child's requests go.
+type Asking = (u64, mpsc::Sender<Step>);
+
+/// The signing key, the held requests and the exchanges that take a child's requests.
+pub(super) struct Held {
+    key: aws_lc_rs::hmac::Key,
+    process: String,
+    next: AtomicU64,
+    parked: std::sync::Mutex<HashMap<u64, Parked>>,
+    /// Exchanges in flight per server whose child requests are minted into input-required results, newest last.
+    asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+impl Held {
+    pub fn new() -> Held {
+        let random = ad_registry::secrets::random_bytes();
+        Held {
+            key: aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &random),
+            process: random[..6].iter().map(|b| format!("{b:02x}")).collect(),
+            next: AtomicU64::new(1),
+            parked: Default::default(),
+            asking: Default::default(),
+        }
+    }
+
+    fn seal(&self, claims: &Claims) -> String {
+        let payload = B64.encode(serde_json::to_vec(claims).unwrap_or_default());
+        let signed = format!("{PREFIX}.{payload}");
+        let tag = aws_lc_rs::hmac::sign(&self.key, signed.as_bytes());
+        format!("{signed}.{}", B64.encode(tag.as_ref()))
+    }
+
+    /// The held exchange a token names, checked against the retry's request at time `now` (ms).
+    fn open(&self, token: &str, binding: &Binding, now: u64) -> std::result::Result<u64, Refusal> {
+        let (signed, tag) = token.rsplit_once('.').ok_or(Refusal::Tampered)?;
+        let payload = signed
+            .strip_prefix(PREFIX)
+            .and_then(|p| p.strip_prefix('.'))
+            .ok_or(Refusal::Tampered)?;
+        let tag = B64.decode(tag).map_err(|_| Refusal::Tampered)?;
+        let claims: Option<Claims> = B64
+            .decode(payload)
+            .ok()
+            .and_then(|p| serde_json::from_slice(&p).ok());
+        if aws_lc_rs::hmac::verify(&self.key, signed.as_bytes(), &tag).is_err() {
+            // Not signed with our key: another process's (it names itself), or forged.
+            return Err(match claims {
+                Some(c) if c.p != self.process => Refusal::Elsewhere,
+                _ => Refusal::Tampered,
+            });
+        }
+        let claims = claims.ok_or(Refusal::Tampered)?;
+        if &claims.b != binding {
+            return Err(Refusal::Mismatched);
+        }
+        if now >= claims.e {
+            return Err(Refusal::Expired);
+        }
+        Ok(claims.i)
+    }
+
+    /// The exchange with `server` a child request belongs to: a legacy child does not say which of our requests it
+    /// asks for, so the newest one that is not already waiting for the client's answer (a child blocked on an answer
+    /// rarely asks again), else the newest.
+    pub fn asking_for(&self, server: &str) -> Option<mpsc::Sender<Step>> {
+        let asking = lock(&self.asking);
+        let all = asking.get(server)?;
+        let parked = lock(&self.parked);
+        all.iter()
+            .rev()
+            .find(|(id, _)| !parked.contains_key(id))
+            .or(all.last())
+            .map(|(_, tx)| tx.clone())
+    }
+
+    fn forget(&self, server: &str, id: u64) {
+        let mut asking = lock(&self.asking);
+        if let Some(v) = asking.get_mut(server) {
+            v.retain(|(i, _)| *i != id);
+            if v.is_empty() {
+                asking.remove(server);
+            }
+        }
+        lock(&self.parked).remove(&id);
+    }
+
+    fn park(&self, id: u64, parked: Parked) {
+        let now = now_ms();
+        let mut all = lock(&self.parked);
+        // Requests nobody came back for: their calls are timed out by now; dropping them refuses the child's request.
+        all.retain(|_, p| {
+            let live = p.expires > now;
+            if !live {
+                p.cancel.cancel();
+            }
+            live
+        });
+        all.insert(id, parked);
+    }
+}
+
+/// The key under which a minted result asks for one child request, named for what it asks.
+fn key_for(request: &InputRequest) -> &'static str {
+    match request {
+        InputRequest::Elicitation(_) => "elicitation",
+        InputRequest::CreateMessage(_) => "sampling",
+        InputRequest::ListRoots(_) => "roots",
+        _ => "input",
+    }
+}
+
+/// The capability `what` (`elicitation`, `sampling`, `roots`) as -32021's `requiredCapabilities` names it.
+#[allow(deprecated)]
+fn required(what: &str) -> ClientCapabilities {
+    let caps = ClientCapabilities::builder();
+    match what {
+        "elicitation" => caps.enable_elicitation().build(),
+        "sampling" => caps.enable_sampling().build(),
+        "roots" => caps.enable_roots().build(),
+        _ => caps.build(),
+    }
+}
+
+/// The client's answer checked against what was asked, so a malformed one is refused here rather than by the child.
+fn check_answer(request: &InputRequest, answer: &Value) -> std::result::Result<(), String> {
+    let res = match request {
+        InputRequest::Elicitation(_) => {
+            serde_json::from_value::<ElicitResult>(answer.clone()).map(drop)
+        }
+        InputRequest::CreateMessage(_) => {
+            serde_json::from_value::<CreateMessageResult>(answer.clone()).map(drop)
+        }
+        InputRequest::ListRoots(_) => {
+            serde_json::from_value::<ListRootsResult>(answer.clone()).map(drop)
+        }
+        _ => Ok(()),
+    };
+    res.map_err(|e| e.to_string())
+}
+
+impl Proxy {
+    /// A `tools/call` of a legacy child whose requests go to this caller alone: minted into input-required results
+    /// for a 2026-07-28 caller; asked of a legacy caller's client that declared the capability; else the call ends
+    /// with [`Error::InputRequired`] (`drive`).
+    pub(super) async fn call_held(
+        &self,
+        child: &Arc<Child>,
+        tool: &str,
+        args: Option<serde_json::Map<String, Value>>,
+        caller: &Caller,
+    ) -> Result<CallToolResponse> {
+        let binding = Binding::new(
+            &child.name,
+            "tools/call",
+            tool,
+            args.clone().map(Value::Object).as_ref(),
+        );
+        // The child is called as a legacy client's call would be: progress to the first request, nothing to retry.
+        let quiet = Caller {
+            peer: caller.peer.clone(),
+            progress_token: caller.progress_token.clone(),
+            capabilities: caller.capabilities.clone(),
+            log_level: caller.log_level,
+            ..Caller::default()
+        };
+        let (child2, tool) = (child.clone(), tool.to_owned());
+        let outcome = self
+            .exchange(child, binding, caller, move |inner, cancel| async move {
+                let quiet = Caller {
+                    cancel: Some(cancel),
+                    ..quiet
+                };
+                inner
+                    .call(&child2, &tool, args, &quiet)
+                    .await
+                    .map(Outcome::Call)
+            })
+            .await?;
+        match outcome {
+            Outcome::Call(r) => Ok(r),
+            _ => Err(Error::Upstream {
+                server: child.name.clone(),
+                message: "a tool call ended with another request's result".into(),
+            }),
+        }
+    }
+
+    /// A 2026-07-28 caller's `prompts/get` of a legacy child (`request.name` is the child's own prompt name).
+    pub(super) async fn prompt_minting(
+        &self,
+        child: &Arc<Child>,
+        mut request: GetPromptRequestParams,
+        caller: &Caller,
+    ) -> Result<GetPromptResponse> {
+        let binding = Binding::new(
+            &child.name,
+            "prompts/get",
+            &request.name,
+            request.arguments.clone().map(Value::Object).as_ref(),
+        );
+        request.meta = None;
+        request.input_responses = None;
+        request.request_state = None;
+        let child2 = child.clone();
+        let outcome = self
+            .exchange(child, binding, caller, move |_, cancel| async move {
+                tokio::select! {
+                    res = child2.peer.get_prompt_once(request) => res
+                        .map(|r| Outcome::Prompt(super::single::complete_prompt(r)))
+                        .map_err(|e| super::child_error(&child2.name, e)),
+                    _ = cancel.cancelled() => Err(Error::Upstream {
+                        server: child2.name.clone(),
+                        message: "cancelled by the client".into(),
+                    }),
+                }
+            })
+            .await?;
+        match outcome {
+            Outcome::Prompt(r) => Ok(r),
+            _ => Err(Error::Upstream {
+                server: child.name.clone(),
+                message: "prompts/get ended with another request's result".into(),
+            }),
+        }
+    }
+
+    /// A 2026-07-28 caller's `resources/read` of a legacy child (`uri` is the child's own URI); the result as the
+    /// child sent it.
+    pub(super) async fn read_minting(
+        &self,
+        child: &Arc<Child>,
+        uri: &str,
+        caller: &Caller,
+    ) -> Result<ReadResourceResponse> {
+        let binding = Binding::new(&child.name, "resources/read", uri, None);
+        let (child2, uri) = (child.clone(), uri.to_owned());
+        let outcome = self
+            .exchange(child, binding, caller, move |_, cancel| async move {
+                tokio::select! {
+                    res = child2.peer.read_resource(ReadResourceRequestParams::new(uri)) => res
+                        .map(|r| Outcome::Read(r.into()))
+                        .map_err(|e| super::child_error(&child2.name, e)),
+                    _ = cancel.cancelled() => Err(Error::Upstream {
+                        server: child2.name.clone(),
+                        message: "cancelled by the client".into(),
+                    }),
+                }
+            })
+            .await?;
+        match outcome {
+            Outcome::Read(r) => Ok(r),
+            _ => Err(Error::Upstream {
+                server: child.name.clone(),
+                message: "resources/read ended with another request's result".into(),
+            }),
+        }
+    }
+
+    /// Runs one request of a 2026-07-28 caller against a legacy child as an exchange whose child requests become
+    /// input-required results (`work` does the request; it gets the exchange's cancellation), or, on a retry that
+    /// carries one of our tokens, answers the held child request and goes on with that exchange.
+    pub(super) async fn exchange<W, F>(
+        &self,
+        child: &Arc<Child>,
+        binding: Binding,
+        caller: &Caller,
+        work: W,
+    ) -> Result<Outcome>
+    where
+        W: FnOnce(Arc<Inner>, CancellationToken) -> F,
+        F: std::future::Future<Output = Result<Outcome>> + Send + 'static,
+    {
+        let held = &self.inner.held;
+        // A legacy child has no per-request level: set it low enough for this caller (`forward.rs`).
+        if let Some(level) = caller.log_level.filter(|_| caller.takes_input_required()) {
+            self.inner.lower_log_level(child, level).await;
+        }
+        if let Some(token) = caller
+            .request_state
+            .as_deref()
+            .filter(|_| caller.takes_input_required())
+        {
+            let id = held
+                .open(token, &binding, now_ms())
+                .map_err(|r| r.error(&child.name))?;
+            let mut parked = lock(&held.parked)
+                .remove(&id)
+                .ok_or_else(|| Refusal::Gone.error(&child.name))?;
+            let responses = caller.input_responses.clone().unwrap_or_default();
+            // Every answer given is checked before any reaches the child.
+            for a in &parked.asks {
+                if let Some(answer) = responses.get(&a.key)
+                    && let Err(why) = check_answer(&a.request, answer)
+                {
+                    let key = a.key.clone();
+                    held.park(id, parked);
+                    return Err(Error::Child {
+                        server: child.name.clone(),
+                        error: McpError::invalid_params(
+                            format!("inputResponses.{key} does not answer what was asked: {why}"),
+                            Some(json!({"inputResponse": key})),
+                        ),
+                    });
+                }
+            }
+            let (answered, missing): (Vec<Asked>, Vec<Asked>) = std::mem::take(&mut parked.asks)
+                .into_iter()
+                .partition(|a| responses.contains_key(&a.key));
+            parked.asks = missing;
+            for a in answered {
+                let _ = a.reply.send(Ok(responses[&a.key].clone()));
+            }
+            if !parked.asks.is_empty() {
+                // Not (all) answered: what is missing is asked again, same token (SEP-2322 re-requests missing
+                // input); answers given went to the child, which waits for the rest.
+                let again = parked.asking(&binding);
+                held.park(id, parked);
+                return Ok(again);
+            }
+            let Parked {
+                steps,
+                cancel,
+                refused,
+                ..
+            } = parked;
+            return self
+                .drive(child, id, steps, binding, caller, cancel, refused)
+                .await;
+        }
+        let id = held.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, steps) = mpsc::channel(4);
+        lock(&held.asking)
+            .entry(child.name.clone())
+            .or_default()
+            .push((id, tx.clone()));
+        let cancel = CancellationToken::new();
+        let task = work(self.inner.clone(), cancel.clone());
+        let (inner, server) = (Arc::downgrade(&self.inner), child.name.clone());
+        tokio::spawn(async move {
+            let res = task.await;
+            if let Some(inner) = inner.upgrade() {
+                inner.held.forget(&server, id);
+            }
+            let _ = tx.send(Step::Done(res)).await;
+        });
+        self.drive(child, id, steps, binding, caller, cancel, None)
+            .await
+    }
+
+    /// Waits for the exchange's next step: its result, or a child request. For a 2026-07-28 caller the request is
+    /// held and asked of the client as an input-required result; for another caller it is asked of its client.
+    /// A request the caller cannot answer (it did not declare the capability, or has no client) is never put to
+    /// anyone else: the child is refused and decides; should the call then fail, the caller is told what it lacked:
+    /// -32021 naming the capability for a 2026-07-28 caller (SEP-2575: the child relied on a capability
+    /// agent-discover declared on its behalf), [`Error::InputRequired`] for others.
+    #[allow(clippy::too_many_arguments)]
+    async fn drive(
+        &self,
+        child: &Arc<Child>,
+        id: u64,
+        mut steps: mpsc::Receiver<Step>,
+        binding: Binding,
+        caller: &Caller,
+        cancel: CancellationToken,
+        mut refused: Option<&'static str>,
+    ) -> Result<Outcome> {
+        let caps = caller.capabilities.clone().unwrap_or_default();
+        let logs = self.inner.watch_logs(&child.name, caller);
+        let cancelled = || async {
+            match &caller.cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let gone = || Error::Upstream {
+            server: child.name.clone(),
+            message: "cancelled by the client".into(),
+        };
+        loop {
+            let step = tokio::select! {
+                s = steps.recv() => s,
+                _ = cancelled() => {
+                    cancel.cancel();
+                    return Err(gone());
+                }
+            };
+            let (request, reply) = match step {
+                None => {
+                    return Err(Error::Upstream {
+                        server: child.name.clone(),
+                        message: "the request ended without a result".into(),
+                    });
+                }
+                Some(Step::Done(res)) => {
+                    return self
+                        .finish(child, caller, res, refused, logs.is_some())
+                        .await;
+                }
+                Some(Step::Ask { request, reply }) => (request, reply),
+            };
+            let what = super::call::asks_for(&request);
+            let client = if caller.takes_input_required() {
+                super::call::can_answer(&caps, &request).then_some(None)
+            } else {
+                caller
+                    .peer
+                    .as_ref()
+                    .filter(|p| {
+                        p.peer_info()
+                            .is_some_and(|i| super::call::can_answer(&i.capabilities, &request))
+                    })
+                    .map(Some)
+            };
+            match client {
+                None => {
+                    refused = Some(what);
+                    let _ = reply.send(Err(McpError::invalid_request(
+                        format!(
+                            "agent-discover cannot forward the {what} request: the calling client did not declare the {what} capability"
+                        ),
+                        None,
+                    )));
+                }
+                // A legacy caller's client answers at once, and the child goes on.
+                Some(Some(peer)) => {
+                    let answer = tokio::select! {
+                        a = super::call::ask_client(peer, &child.name, request) => a,
+                        _ = cancelled() => {
+                            cancel.cancel();
+                            return Err(gone());
+                        }
+                    };
+                    let _ = reply
+                        .send(answer.map_err(|e| McpError::invalid_request(e.to_string(), None)));
+                }
+                Some(None) => {
+                    // A legacy child may ask several things at once: what it asks before it goes quiet is asked of
+                    // the client in one input-required result.
+                    let mut asks = vec![Asked {
+                        key: key_for(&request).to_owned(),
+                        request,
+                        reply,
+                    }];
+                    let until = tokio::time::Instant::now() + GATHER_AT_MOST;
+                    while let Ok(Some(step)) = tokio::time::timeout_at(
+                        until.min(tokio::time::Instant::now() + GATHER_QUIET),
+                        steps.recv(),
+                    )
+                    .await
+                    {
+                        match step {
+                            Step::Done(res) => {
+                                // Its questions are moot: the replies dropped refuse them.
+                                drop(asks);
+                                return self
+                                    .finish(child, caller, res, refused, logs.is_some())
+                                    .await;
+                            }
+                            Step::Ask { request, reply } => {
+                                if !super::call::can_answer(&caps, &request) {
+                                    let what = super::call::asks_for(&request);
+                                    refused = Some(what);
+                                    let _ = reply.send(Err(McpError::invalid_request(
+                                        format!(
+                                            "agent-discover cannot forward the {what} request: the calling client did not declare the {what} capability"
+                                        ),
+                                        None,
+                                    )));
+                                    continue;
+                                }
+                                let base = key_for(&request);
+                                let n = asks.iter().filter(|a| a.key.starts_with(base)).count();
+                                let key = if n == 0 {
+                                    base.to_owned()
+                                } else {
+                                    format!("{base}_{}", n + 1)
+                                };
+                                asks.push(Asked {
+                                    key,
+                                    request,
+                                    reply,
+                                });
+                            }
+                        }
+                    }
+                    let expires = now_ms() + child.call_timeout.as_millis() as u64;
+                    let token = self.inner.held.seal(&Claims {
+                        p: self.inner.held.process.clone(),
+                        i: id,
+                        e: expires,
+                        b: binding.clone(),
+                    });
+                    let parked = Parked {
+                        steps,
+                        asks,
+                        token,
+                        expires,
+                        cancel,
+                        refused,
+                    };
+                    let asked = parked.asking(&binding);
+                    self.inner.held.park(id, parked);
+                    return Ok(asked);
+                }
+            }
+        }
+    }
+
+    /// The end of an exchange: log messages of the call delivered first; a failure after a refusal says what the
+    /// caller lacked.
+    async fn finish(
+        &self,
+        child: &Child,
+        caller: &Caller,
+        res: Result<Outcome>,
+        refused: Option<&'static str>,
+        logs: bool,
+    ) -> Result<Outcome> {
+        if logs {
+            self.inner.flush_logs().await;
+        }
+        match refused {
+            Some(what) if failed(&res) => Err(self.lacking(child, caller, what)),
+            _ => res,
+        }
+    }
+
+    /// What the caller is told when the child failed after asking for `what`, which the caller could not give.
+    fn lacking(&self, child: &Child, caller: &Caller, what: &str) -> Error {
+        if caller.takes_input_required() {
+            Error::Child {
+                server: child.name.clone(),
+                error: McpError::missing_required_client_capability(required(what)),
+            }
+        } else {
+            Error::InputRequired {
+                server: child.name.clone(),
+                what: what.to_owned(),
+            }
+        }
+    }
+}
+
+/// Whether an exchange ended in failure: an error, or a tool result flagged `isError`.
+fn failed(res: &Result<Outcome>) -> bool {
+    match res {
+        Err(_) => true,
+        Ok(Outcome::Call(CallToolResponse::Complete(r))) => r.is_error == Some(true),
+        Ok(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding() -> Binding {
+        Binding::new(
+            "fx",
+            "tools/call",
+            "test_elicitation",
+            Some(&json!({"a": 1})),
+        )
+    }
+
+    fn mint(held: &Held, id: u64, expires: u64) -> String {
+        held.seal(&Claims {
+            p: held.process.clone(),
+            i: id,
+            e: expires,
+            b: binding(),
+        })
+    }
+
+    #[test]
+    fn a_token_opens_only_for_its_own_request_before_it_expires() {
+        let held = Held::new();
+        let token = mint(&held, 7, 10_000);
+        assert_eq!(held.open(&token, &binding(), 9_999), Ok(7));
+        assert_eq!(held.open(&token, &binding(), 10_000), Err(Refusal::Expired));
+        let other_args = Binding::new(
+            "fx",
+            "tools/call",
+            "test_elicitation",
+            Some(&json!({"a": 2})),
+        );
+        assert_eq!(held.open(&token, &other_args, 0), Err(Refusal::Mismatched));
+        let other_tool = Binding::new("fx", "tools/call", "test_sampling", Some(&json!({"a": 1})));
+        assert_eq!(held.open(&token, &other_tool, 0), Err(Refusal::Mismatched));
+        let other_method = Binding::new(
+            "fx",
+            "prompts/get",
+            "test_elicitation",
+            Some(&json!({"a": 1})),
+        );
+        assert_eq!(
+            held.open(&token, &other_method, 0),
+            Err(Refusal::Mismatched)
+        );
+    }
+
+    #[test]
+    fn altered_forged_and_foreign_tokens_are_refused() {
+        let held = Held::new();
+        let token = mint(&held, 7, u64::MAX);
+        assert_eq!(
+            held.open(&format!("{token}-TAMPERED"), &binding(), 0),
+            Err(Refusal::Tampered)
+        );
+        // A payload rewritten (another call id, a later expiry) keeps the old tag: refused.
+        let (_, tag) = token.rsplit_once('.').unwrap();
+        let forged_claims = Claims {
+            p: held.process.clone(),
+            i: 8,
+            e: u64::MAX,
+            b: binding(),
+        };
+        let forged = format!(
+            "{PREFIX}.{}.{tag}",
+            B64.encode(serde_json::to_vec(&forged_claims).unwrap())
+        );
+        assert_eq!(held.open(&forged, &binding(), 0), Err(Refusal::Tampered));
+        for junk in ["", "x", "adrs1.", "adrs1.e30.AAAA", "a.b.c"] {
+            assert_eq!(
+                held.open(junk, &binding(), 0),
+                Err(Refusal::Tampered),
+                "{junk}"
+            );
+        }
+        // Another process's token (its own key and name): it holds the call.
+        let other = Held::new();
+        let theirs = mint(&other, 7, u64::MAX);
+        assert_eq!(held.open(&theirs, &binding(), 0), Err(Refusal::Elsewhere));
+        assert_eq!(other.open(&theirs, &binding(), 0), Ok(7));
+    }
+
+    #[test]
+    fn a_refusal_is_invalid_params_naming_why() {
+        let Error::Child { error, .. } = Refusal::Expired.error("fx") else {
+            panic!("not a JSON-RPC error")
+        };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(error.data, Some(json!({"requestState": "expired"})));
+    }
+}

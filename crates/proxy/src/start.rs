@@ -1,0 +1,386 @@
+//! Connecting to a child: a stdio process under the child guard, a Streamable HTTP server or a legacy SSE server;
+//! the handshake and the first `tools/list` within the activation timeout; and what happens when the process ends.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use tokio::sync::watch;
+
+use super::client::ChildClient;
+use super::{Child, Inner, StderrRing, spawn, sse, with_stderr};
+use ad_core::error::{Error, Result};
+use ad_core::model::{Server, Transport};
+
+impl Inner {
+    /// Connects to a server and lists its tools, within the activation timeout.
+    pub(super) async fn start(
+        self: &Arc<Self>,
+        server: &Server,
+        failures: u32,
+    ) -> Result<Arc<Child>> {
+        let timeout = server
+            .activate_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(self.timeouts.activate);
+        let call_timeout = server
+            .call_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(self.timeouts.call);
+        let secrets = self.secrets.env_for(server.id)?;
+        let handler = ChildClient {
+            proxy: Arc::downgrade(self),
+            server: server.name.clone(),
+        };
+        let stderr = Arc::new(StderrRing::default());
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let started_at = ad_registry::calllog::rfc3339(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+        );
+        let upstream = |message: String| Error::Upstream {
+            server: server.name.clone(),
+            message,
+        };
+        let timed_out = |what: &'static str| Error::Timeout {
+            server: server.name.clone(),
+            what,
+            ms: timeout.as_millis() as u64,
+        };
+
+        let mut auth = None;
+        let progress_seen = super::typed::ProgressSeen::default();
+        let mut lane = None;
+        let (service, pid, pgid, lifeline) = match server.transport {
+            Transport::Stdio => {
+                let command = server.command.as_deref().ok_or_else(|| {
+                    Error::invalid(
+                        "command",
+                        format!("server `{}` has no command", server.name),
+                    )
+                })?;
+                let mut env = server.env.clone();
+                env.extend(secrets);
+                let spawned =
+                    spawn::spawn(&self.guard_exe, command, &server.args, &env, stderr.clone())?;
+                let pid = spawned.child.id();
+                let pgid = spawned.pgid;
+                // Answers are decoded as the result type of the request they answer (`typed.rs`); the fast lane
+                // relays tool calls through the same pipes (`relay.rs`).
+                let transport = super::typed::TypedChildTransport::new(
+                    spawned.stdout,
+                    spawned.stdin,
+                    64 * 1024 * 1024,
+                )
+                .with_progress_seen(progress_seen.clone());
+                let child_lane = Arc::new(super::relay::ChildLane::new(
+                    Arc::downgrade(self),
+                    server.name.clone(),
+                    server.id,
+                    call_timeout,
+                    Arc::new(transport.writer()),
+                    stderr.clone(),
+                    exit_rx.clone(),
+                    self.fast_calls.clone(),
+                ));
+                let transport = transport.with_lane(child_lane.clone());
+                lane = Some(child_lane.clone());
+                let mut child_proc = spawned.child;
+                let weak = Arc::downgrade(self);
+                let name = server.name.clone();
+                let ring = stderr.clone();
+                tokio::spawn(async move {
+                    let cause = match child_proc.wait().await {
+                        Ok(status) => describe_exit(status),
+                        Err(e) => format!("wait failed: {e}"),
+                    };
+                    spawn::kill_group(pgid);
+                    let _ = exit_tx.send(Some(cause.clone()));
+                    child_lane.close();
+                    if let Some(inner) = weak.upgrade() {
+                        inner.on_child_exit(&name, &cause, &ring);
+                    }
+                });
+                let mut exit_watch = exit_rx.clone();
+                let connect = async {
+                    tokio::select! {
+                        r = handler.serve_with_lifecycle(transport, newest_era()) => r.map_err(|e| upstream(format!("initialize failed: {e}"))),
+                        _ = exit_watch.wait_for(|c| c.is_some()) => Err(upstream(String::new())),
+                    }
+                };
+                let service = match tokio::time::timeout(timeout, connect).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        spawn::kill_group(pgid);
+                        // Give the exit watcher a moment to report why the process ended.
+                        let mut w = exit_rx.clone();
+                        let _ = tokio::time::timeout(
+                            Duration::from_millis(500),
+                            w.wait_for(|c| c.is_some()),
+                        )
+                        .await;
+                        let cause = exit_rx.borrow().clone();
+                        return Err(failure(server, e, cause, &stderr));
+                    }
+                    Err(_) => {
+                        spawn::kill_group(pgid);
+                        return Err(with_stderr(timed_out("activation (initialize)"), &stderr));
+                    }
+                };
+                (service, pid, pgid, spawned.lifeline)
+            }
+            Transport::StreamableHttp => {
+                let url = substitute(
+                    server.url.as_deref().unwrap_or_default(),
+                    &secrets,
+                    &server.env,
+                );
+                let mut headers = HashMap::new();
+                for (k, v) in &server.headers {
+                    let name = http::HeaderName::try_from(k.as_str())
+                        .map_err(|e| Error::invalid("headers", e.to_string()))?;
+                    let value = http::HeaderValue::try_from(substitute(v, &secrets, &server.env))
+                        .map_err(|e| Error::invalid("headers", e.to_string()))?;
+                    headers.insert(name, value);
+                }
+                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers.clone());
+                // OAuth unless the server is configured with its own Authorization header.
+                let plain = headers.contains_key(&http::header::AUTHORIZATION);
+                if !plain {
+                    auth = Some(ad_oauth::Session::new(self.oauth.clone(), server.clone()));
+                }
+                let deadline = tokio::time::Instant::now() + timeout;
+                let connect = |handler: ChildClient, mode: Option<ClientLifecycleMode>| {
+                    let config = config.clone();
+                    let session = auth.clone();
+                    async move {
+                        let run = async move {
+                            match (session, mode) {
+                                (None, None) => handler
+                                    .serve(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            reqwest::Client::new(),
+                                            config,
+                                        ),
+                                    )
+                                    .await,
+                                (None, Some(m)) => handler
+                                    .serve_with_lifecycle(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            reqwest::Client::new(),
+                                            config,
+                                        ),
+                                        m,
+                                    )
+                                    .await,
+                                (Some(s), None) => handler
+                                    .serve(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            ad_oauth::AuthedClient::new(s),
+                                            config,
+                                        ),
+                                    )
+                                    .await,
+                                (Some(s), Some(m)) => handler
+                                    .serve_with_lifecycle(
+                                        rmcp::transport::StreamableHttpClientTransport::with_client(
+                                            ad_oauth::AuthedClient::new(s),
+                                            config,
+                                        ),
+                                        m,
+                                    )
+                                    .await,
+                            }
+                        };
+                        tokio::time::timeout_at(deadline, run).await
+                    }
+                };
+                // The newest era first (`server/discover`, falling back to `initialize` when the server says it
+                // does not know the method).
+                let mut service = connect(handler.clone(), Some(newest_era())).await;
+                // Some legacy servers refuse a request before `initialize` without naming it (HTTP 400, no id):
+                // connect again with the legacy handshake alone.
+                if let Ok(Err(e)) = &service {
+                    tracing::debug!(server = %server.name, error = %e, "server/discover failed; trying initialize");
+                    service = connect(handler.clone(), None).await;
+                }
+                let service = match service {
+                    Err(_) => return Err(timed_out("activation (initialize)")),
+                    Ok(Err(e)) => {
+                        let e = upstream(format!("initialize failed: {e}"));
+                        return Err(self.auth_failure(server, auth.as_deref(), e).await);
+                    }
+                    Ok(Ok(s)) => s,
+                };
+                (service, None, 0, None)
+            }
+            Transport::Sse => {
+                let url = substitute(
+                    server.url.as_deref().unwrap_or_default(),
+                    &secrets,
+                    &server.env,
+                );
+                let headers: HashMap<String, String> = server
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), substitute(v, &secrets, &server.env)))
+                    .collect();
+                let (sink, stream) =
+                    sse::connect(&url, &headers, timeout)
+                        .await
+                        .map_err(|e| match e {
+                            Error::Upstream { message, .. } => upstream(message),
+                            other => other,
+                        })?;
+                let service = tokio::time::timeout(timeout, handler.serve((sink, stream)))
+                    .await
+                    .map_err(|_| timed_out("activation (initialize)"))?
+                    .map_err(|e| upstream(format!("initialize failed: {e}")))?;
+                (service, None, 0, None)
+            }
+        };
+        let peer = service.peer().clone();
+        let capabilities = peer
+            .peer_info()
+            .map(|i| i.capabilities.clone())
+            .unwrap_or_default();
+        let protocol = peer
+            .peer_info()
+            .map(|i| i.protocol_version.clone())
+            .unwrap_or_default();
+        tracing::debug!(server = %server.name, protocol = %protocol, "connected");
+        // Recorded for `list --json`, REST and the dashboard, which read the registry.
+        if let Err(e) = self
+            .registry
+            .store()
+            .set_protocol(server.id, protocol.as_str())
+        {
+            tracing::warn!(server = %server.name, error = %e, "could not record the protocol revision");
+        }
+        let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
+            // Only tools that pass the server's filters and pins are kept (`pinning.rs`).
+            Ok(Ok(t)) => self.registry.gate_tools(server.id, &server.name, t),
+            Ok(Err(e)) => {
+                spawn::kill_group(pgid);
+                let e = upstream(format!("tools/list failed: {e}"));
+                return Err(with_stderr(
+                    self.auth_failure(server, auth.as_deref(), e).await,
+                    &stderr,
+                ));
+            }
+            Err(_) => {
+                spawn::kill_group(pgid);
+                return Err(with_stderr(timed_out("tools/list"), &stderr));
+            }
+        };
+        let child = Arc::new(Child {
+            name: server.name.clone(),
+            server_id: server.id,
+            transport: server.transport,
+            peer,
+            service: tokio::sync::Mutex::new(Some(service)),
+            tools: Mutex::new(tools),
+            capabilities,
+            pid,
+            pgid,
+            lifeline: Mutex::new(lifeline),
+            stderr,
+            exited: exit_rx,
+            stopping: AtomicBool::new(false),
+            started_at,
+            failures,
+            call_timeout,
+            protocol,
+            auth,
+            progress_seen,
+            log_floor: Mutex::new(None),
+            lane,
+        });
+        // A 2026-07-28 child tells of list changes only on a `subscriptions/listen` stream.
+        if !child.protocol.has_initialize() {
+            self.follow_list_changes(&child);
+        }
+        // A log level a client set before this child started applies to it too.
+        self.apply_log_level(&child).await;
+        Ok(child)
+    }
+}
+
+impl Inner {
+    /// A request failed: when the server asked for authorization (401) or more scope (403), starts the
+    /// authorization and answers with its URL instead of `err`.
+    pub(super) async fn auth_failure(
+        &self,
+        server: &Server,
+        session: Option<&ad_oauth::Session>,
+        err: Error,
+    ) -> Error {
+        let Some((status, challenge)) = session.and_then(|s| s.take_challenge()) else {
+            return err;
+        };
+        let step_up = status == 403;
+        if step_up && challenge.error.as_deref() != Some("insufficient_scope") {
+            return err;
+        }
+        match self.oauth.begin(server, Some(&challenge), step_up).await {
+            Ok(auth_url) => Error::AuthRequired {
+                server: server.name.clone(),
+                auth_url,
+            },
+            Err(e) => e,
+        }
+    }
+}
+
+/// How children are connected: `server/discover` of 2026-07-28 first, the legacy `initialize` handshake (2025-11-25)
+/// when the server does not know it.
+fn newest_era() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::LATEST],
+        legacy_version: Some(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return format!("killed by signal {sig}");
+        }
+    }
+    match status.code() {
+        Some(127) => "exit code 127 (command not found)".into(),
+        Some(c) => format!("exit code {c}"),
+        None => "exited".into(),
+    }
+}
+
+fn failure(server: &Server, err: Error, exit: Option<String>, stderr: &StderrRing) -> Error {
+    let err = match (exit, err) {
+        (Some(cause), _) => Error::Upstream {
+            server: server.name.clone(),
+            message: format!("exited before completing initialize ({cause})"),
+        },
+        (None, e) => e,
+    };
+    with_stderr(err, stderr)
+}
+
+/// Replaces `${NAME}` in a URL or header with a secret or env value of the server.
+fn substitute(
+    s: &str,
+    secrets: &BTreeMap<String, String>,
+    env: &BTreeMap<String, String>,
+) -> String {
+    let mut out = s.to_owned();
+    for (k, v) in env.iter().chain(secrets.iter()) {
+        out = out.replace(&format!("${{{k}}}"), v);
+    }
+    out
+}

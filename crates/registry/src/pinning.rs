@@ -1,0 +1,380 @@
+//! Tool pinning (the rug-pull defence) and per-server allow/deny filters: which of a child's tools are exposed.
+//!
+//! Every tool a child lists passes [`Registry::gate_tools`] before the proxy keeps it: a tool the server's filters
+//! hide is dropped (to callers it does not exist); every other tool is fingerprinted (SHA-256 over its name, title,
+//! description, input and output schema and annotations) and compared with its approved pin. A tool whose
+//! fingerprint differs from the approved one is withheld (not listed, not indexed for `find_tool`, calls refused
+//! with `tool_changed`) until someone approves it. Tools of a server seen for the first time, and new tools of a
+//! known server, are approved automatically unless the [`Policy`] says to hold them.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rmcp::model::Tool;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::registry::Registry;
+use ad_core::error::{Error, Result};
+use ad_core::events::Event;
+use ad_store::PinRow;
+
+/// Environment variable: `approve` (default) or `hold` the tools of a server seen for the first time.
+pub const ENV_NEW_SERVERS: &str = "AGENT_DISCOVER_PIN_NEW_SERVERS";
+/// Environment variable: `approve` (default) or `hold` tools that an already pinned server adds later.
+pub const ENV_NEW_TOOLS: &str = "AGENT_DISCOVER_PIN_NEW_TOOLS";
+
+/// Whether unseen tools are approved on sight. A changed tool is always withheld.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    pub approve_new_servers: bool,
+    pub approve_new_tools: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            approve_new_servers: true,
+            approve_new_tools: true,
+        }
+    }
+}
+
+impl Policy {
+    /// Reads [`ENV_NEW_SERVERS`] and [`ENV_NEW_TOOLS`] (`approve` or `hold`; unset means `approve`).
+    pub fn from_env() -> Result<Policy> {
+        let read = |key: &'static str| -> Result<bool> {
+            match std::env::var(key).ok().as_deref().map(str::trim) {
+                None | Some("") | Some("approve") => Ok(true),
+                Some("hold") => Ok(false),
+                Some(other) => Err(Error::invalid(
+                    key,
+                    format!(
+                        "{:?}: expected approve or hold",
+                        ad_core::model::truncate_for_message(other)
+                    ),
+                )),
+            }
+        };
+        Ok(Policy {
+            approve_new_servers: read(ENV_NEW_SERVERS)?,
+            approve_new_tools: read(ENV_NEW_TOOLS)?,
+        })
+    }
+}
+
+/// The pinned parts of a tool, with object keys sorted at every depth (the fingerprint must not depend on the order
+/// in which a server happens to send keys).
+pub fn definition(tool: &Tool) -> Value {
+    let full = serde_json::to_value(tool).unwrap_or(Value::Null);
+    let mut d = serde_json::Map::new();
+    for key in [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ] {
+        d.insert(key.into(), canonical(full.get(key).unwrap_or(&Value::Null)));
+    }
+    Value::Object(d)
+}
+
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let sorted: BTreeMap<&String, Value> =
+                m.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let mut out = serde_json::Map::new();
+            for (k, v) in sorted {
+                out.insert(k.clone(), v);
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Hex SHA-256 of a definition's compact JSON (keys sorted by [`definition`]).
+pub fn fingerprint(definition: &Value) -> String {
+    let digest = Sha256::digest(definition.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `*` matches any run of characters, `?` any one; everything else matches itself.
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// A server's filters: with an allow list, only matching tools; a deny match always hides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolFilter {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    pub fn allows(&self, tool: &str) -> bool {
+        (self.allow.is_empty() || self.allow.iter().any(|p| glob_matches(p, tool)))
+            && !self.deny.iter().any(|p| glob_matches(p, tool))
+    }
+
+    /// At most 64 patterns per list, each 1-128 printable characters.
+    pub fn validate(&self) -> Result<()> {
+        for (what, list) in [("allow", &self.allow), ("deny", &self.deny)] {
+            if list.len() > 64 {
+                return Err(Error::invalid(what, "at most 64 patterns"));
+            }
+            for p in list {
+                if p.is_empty() || p.len() > 128 || p.chars().any(char::is_control) {
+                    return Err(Error::invalid(
+                        what,
+                        format!(
+                            "pattern {:?} must be 1-128 printable characters (`*` and `?` are wildcards)",
+                            ad_core::model::truncate_for_message(p)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Registry {
+    /// A server's tool filter (none: everything passes).
+    pub fn tool_filter(&self, server_id: i64) -> Result<ToolFilter> {
+        let (allow, deny) = self.store().tool_filter(server_id)?;
+        Ok(ToolFilter { allow, deny })
+    }
+
+    /// Whether `tool` of `server` passes its filter (a server that does not exist has no tools to pass).
+    pub fn tool_allowed(&self, server: &str, tool: &str) -> bool {
+        self.get(server)
+            .and_then(|s| self.tool_filter(s.id))
+            .is_ok_and(|f| f.allows(tool))
+    }
+
+    /// The tools of a fresh listing that may be exposed (see the module comment); records what it saw and emits an
+    /// event for each change. Fails closed: if the pins cannot be read, nothing is exposed.
+    pub fn gate_tools(&self, server_id: i64, server: &str, listed: Vec<Tool>) -> Vec<Tool> {
+        match self.try_gate(server_id, server, listed) {
+            Ok(tools) => tools,
+            Err(e) => {
+                tracing::warn!(server, error = %e, "cannot check tool pins; withholding every tool");
+                Vec::new()
+            }
+        }
+    }
+
+    fn try_gate(&self, server_id: i64, server: &str, listed: Vec<Tool>) -> Result<Vec<Tool>> {
+        let filter = self.tool_filter(server_id)?;
+        let pins: HashMap<String, PinRow> = self
+            .store()
+            .pins_of(server_id)?
+            .into_iter()
+            .map(|p| (p.tool.clone(), p))
+            .collect();
+        let first_sight = pins.is_empty();
+        let policy = self.pin_policy();
+        let mut exposed = Vec::with_capacity(listed.len());
+        for tool in listed {
+            if !filter.allows(&tool.name) {
+                continue;
+            }
+            let def = definition(&tool);
+            let fp = fingerprint(&def);
+            let name = tool.name.to_string();
+            match pins.get(&name) {
+                None => {
+                    let approve = if first_sight {
+                        policy.approve_new_servers
+                    } else {
+                        policy.approve_new_tools
+                    };
+                    self.store()
+                        .record_pin(server_id, &name, &fp, &def, approve)?;
+                    self.emit(Event::ToolPinChanged {
+                        name: server.to_owned(),
+                        tool: name.clone(),
+                        change: "new",
+                        withheld: !approve,
+                    });
+                    if approve {
+                        self.emit(Event::ToolApproved {
+                            name: server.to_owned(),
+                            tool: name,
+                            by: "policy",
+                        });
+                        exposed.push(tool);
+                    }
+                }
+                Some(pin) if pin.approved_fingerprint.as_deref() == Some(fp.as_str()) => {
+                    if pin.current_fingerprint != fp {
+                        // Changed, then changed back to what was approved.
+                        self.store()
+                            .record_pin(server_id, &name, &fp, &def, false)?;
+                        self.emit(Event::ToolPinChanged {
+                            name: server.to_owned(),
+                            tool: name,
+                            change: "reverted",
+                            withheld: false,
+                        });
+                    }
+                    exposed.push(tool);
+                }
+                Some(pin) => {
+                    if pin.current_fingerprint != fp {
+                        self.store()
+                            .record_pin(server_id, &name, &fp, &def, false)?;
+                        self.emit(Event::ToolPinChanged {
+                            name: server.to_owned(),
+                            tool: name.clone(),
+                            change: if pin.approved_fingerprint.is_some() {
+                                "changed"
+                            } else {
+                                "new"
+                            },
+                            withheld: true,
+                        });
+                        tracing::warn!(
+                            server,
+                            tool = %name,
+                            "tool definition differs from the approved one; withheld until approved"
+                        );
+                    }
+                }
+            }
+        }
+        Ok(exposed)
+    }
+
+    /// Whether `tool` of `server` is withheld because it differs from (or was never given) an approval.
+    pub fn tool_withheld(&self, server: &str, tool: &str) -> bool {
+        self.store()
+            .pin(server, tool)
+            .ok()
+            .flatten()
+            .is_some_and(|p| p.pending() && self.tool_allowed(server, tool))
+    }
+}
+
+/// One pinned field that differs between the approved and the current definition.
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldChange {
+    pub field: String,
+    pub approved: Value,
+    pub current: Value,
+}
+
+/// What changed in a tool since it was approved.
+pub fn diff(pin: &PinRow) -> Vec<FieldChange> {
+    let empty = Value::Null;
+    let approved = pin.approved_definition.as_ref().unwrap_or(&empty);
+    let fields = [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ];
+    fields
+        .iter()
+        .filter_map(|f| {
+            let (a, c) = (
+                approved.get(*f).unwrap_or(&Value::Null),
+                pin.current_definition.get(*f).unwrap_or(&Value::Null),
+            );
+            (a != c).then(|| FieldChange {
+                field: (*f).to_owned(),
+                approved: a.clone(),
+                current: c.clone(),
+            })
+        })
+        .collect()
+}
+
+/// A pending tool as the surfaces show it.
+pub fn pending_view(p: &PinRow) -> Value {
+    json!({
+        "server": p.server, "tool": p.tool,
+        "status": if p.approved_fingerprint.is_some() { "changed" } else { "new" },
+        "approved_fingerprint": p.approved_fingerprint, "current_fingerprint": p.current_fingerprint,
+        "approved_at": p.approved_at, "seen_at": p.seen_at,
+        "changes": diff(p),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_matches("*", "anything"));
+        assert!(glob_matches("delete_*", "delete_file"));
+        assert!(!glob_matches("delete_*", "read_file"));
+        assert!(glob_matches("*_file", "read_file"));
+        assert!(glob_matches("r?ad*", "read_file"));
+        assert!(glob_matches("a*b*c", "aXXbYYc"));
+        assert!(!glob_matches("a*b*c", "aXXbYY"));
+        assert!(glob_matches("exact", "exact"));
+        assert!(!glob_matches("exact", "exactly"));
+        let f = ToolFilter {
+            allow: vec!["read_*".into(), "list_*".into()],
+            deny: vec!["*secret*".into()],
+        };
+        assert!(f.allows("read_file"));
+        assert!(!f.allows("write_file"));
+        assert!(!f.allows("read_secret_key"));
+        assert!(ToolFilter::default().allows("x"));
+    }
+
+    #[test]
+    fn fingerprints_cover_the_pinned_fields_and_ignore_key_order() {
+        let t: Tool = serde_json::from_value(json!({"name": "t", "description": "d",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}}}}))
+        .unwrap();
+        let reordered: Tool = serde_json::from_value(json!({"description": "d", "name": "t",
+            "inputSchema": {"properties": {"b": {"type": "number"}, "a": {"type": "string"}}, "type": "object"}}))
+        .unwrap();
+        let fp = fingerprint(&definition(&t));
+        assert_eq!(fp.len(), 64);
+        assert_eq!(fp, fingerprint(&definition(&reordered)));
+        for change in [
+            json!({"description": "d2"}),
+            json!({"title": "T"}),
+            json!({"annotations": {"destructiveHint": true}}),
+            json!({"outputSchema": {"type": "object"}}),
+            json!({"inputSchema": {"type": "object"}}),
+        ] {
+            let mut v = serde_json::to_value(&t).unwrap();
+            for (k, x) in change.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            let changed: Tool = serde_json::from_value(v).unwrap();
+            assert_ne!(fp, fingerprint(&definition(&changed)), "{change}");
+        }
+    }
+}

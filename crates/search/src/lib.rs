@@ -1,0 +1,755 @@
+//! Tool search: `find_tool` across every server whose tools are known, by BM25 (FTS5) and, when an embedding
+//! provider is available, hybrid ranking `0.7 x cosine + 0.3 x normalised BM25`.
+//!
+//! Embeddings are stored with their model id in `server_tools`; an in-memory vector index is rebuilt when the
+//! stored tools change (here or in another process). Knows nothing about MCP; `mcp` shapes the answer.
+
+pub mod provider;
+pub mod query;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use ad_core::error::{Error, Result};
+use ad_core::model::ToolRecord;
+use ad_store::Store;
+pub use provider::{Provider, ProviderStatus};
+
+/// Below this top score, `find_tool` answers "not found" rather than a bad match.
+pub const NO_MATCH: f64 = 0.25;
+const CANDIDATES: usize = 50;
+
+/// One ranked tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub tool: ToolRecord,
+    pub score: f64,
+    /// BM25 relevance normalised to [0, 1] within this query (0 when BM25 did not match).
+    pub bm25: f64,
+    pub cosine: Option<f64>,
+}
+
+/// The answer to one query: ranked hits and a confidence label.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ranking {
+    pub hits: Vec<Hit>,
+    pub confidence: &'static str,
+    pub hybrid: bool,
+}
+
+#[derive(Clone)]
+pub struct Search {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    /// The provider and its status; replaced when the local model arrives after start-up.
+    current: RwLock<(Provider, ProviderStatus)>,
+    /// Obtains the local model in the background when it is wanted but absent.
+    fetcher: std::sync::OnceLock<Arc<ad_embed::fetch::Fetcher>>,
+    index: RwLock<Option<VectorIndex>>,
+    /// Bumped whenever tools or embeddings change in this process; with `PRAGMA data_version` it tells whether the
+    /// index is stale.
+    generation: AtomicU64,
+    embedding: tokio::sync::Mutex<()>,
+    /// `(model, generation, data_version)` at which `embed_pending` last found every tool embedded: while both
+    /// counters are unchanged a query skips that scan (it reads every row's embedding, milliseconds at 10k tools).
+    settled: Mutex<Option<(String, u64, i64)>>,
+    last_error: Mutex<Option<String>>,
+    /// Embeddings of recent queries (agents repeat and retry them); keyed by model id and query text.
+    recent: Mutex<RecentQueries>,
+}
+
+/// Queries whose embedding is remembered, at most.
+const RECENT_QUERIES: usize = 512;
+
+/// A small least-recently-used map from (model, query) to its embedding.
+#[derive(Default)]
+struct RecentQueries {
+    map: HashMap<(String, String), (Vec<f32>, u64)>,
+    tick: u64,
+}
+
+impl RecentQueries {
+    fn get(&mut self, model: &str, query: &str) -> Option<Vec<f32>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let e = self.map.get_mut(&(model.to_owned(), query.to_owned()))?;
+        e.1 = tick;
+        Some(e.0.clone())
+    }
+
+    fn put(&mut self, model: &str, query: &str, v: Vec<f32>) {
+        if self.map.len() >= RECENT_QUERIES
+            && let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, (_, t))| *t)
+                .map(|(k, _)| k.clone())
+        {
+            self.map.remove(&oldest);
+        }
+        self.tick += 1;
+        self.map
+            .insert((model.to_owned(), query.to_owned()), (v, self.tick));
+    }
+}
+
+struct VectorIndex {
+    model: String,
+    generation: u64,
+    data_version: i64,
+    dim: usize,
+    ids: Vec<i64>,
+    /// Row of each id, for scoring BM25 candidates outside the cosine top-k.
+    rows: HashMap<i64, usize>,
+    /// `ids.len() * dim` values, row-major: each unit vector quantised to int8 with its own scale (a quarter of
+    /// f32's memory: 100k tools x 384 dimensions in 39 MB; cosine changes by about 1e-3).
+    data: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl std::fmt::Debug for Search {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Search")
+            .field("provider", &self.current().1.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Search {
+    pub fn new(store: Store, provider: Provider, status: ProviderStatus) -> Search {
+        Search {
+            inner: Arc::new(Inner {
+                store,
+                current: RwLock::new((provider, status)),
+                fetcher: std::sync::OnceLock::new(),
+                index: RwLock::new(None),
+                generation: AtomicU64::new(0),
+                embedding: tokio::sync::Mutex::new(()),
+                settled: Mutex::new(None),
+                last_error: Mutex::new(None),
+                recent: Mutex::new(RecentQueries::default()),
+            }),
+        }
+    }
+
+    pub fn status(&self) -> Value {
+        let (provider, status) = self.current();
+        let mut v = serde_json::to_value(&status).unwrap_or_default();
+        if let Provider::Local(local) = &provider {
+            v["model_loaded"] = Value::Bool(local.is_loaded());
+        }
+        if let Some(f) = self.inner.fetcher.get() {
+            let state = f.state();
+            if !matches!(provider, Provider::Local(_)) {
+                v["fallback_reason"] = Value::String(download_reason(&state));
+            }
+            v["model_download"] = serde_json::to_value(&state).unwrap_or_default();
+        }
+        if let Some(e) = self
+            .inner
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            v["last_error"] = Value::String(e);
+        }
+        v
+    }
+
+    pub fn hybrid(&self) -> bool {
+        self.provider().model_id().is_some()
+    }
+
+    fn current(&self) -> (Provider, ProviderStatus) {
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn provider(&self) -> Provider {
+        self.current().0
+    }
+
+    /// Bytes held by the in-memory vector index (vectors, scales, ids), 0 before the first hybrid query.
+    pub fn index_bytes(&self) -> usize {
+        self.inner
+            .index
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |i| {
+                i.data.len() + i.scales.len() * 4 + i.ids.len() * 8 + i.rows.capacity() * 24
+            })
+    }
+
+    /// The background download of the local model, if one was started.
+    pub fn model_fetcher(&self) -> Option<Arc<ad_embed::fetch::Fetcher>> {
+        self.inner.fetcher.get().cloned()
+    }
+
+    /// When the local model is wanted (the default) but its files are absent: downloads it in the background from
+    /// the configured sources (`AGENT_DISCOVER_MODEL_SOURCE`), BM25 answering meanwhile, then switches to hybrid
+    /// search and embeds the catalog. Call it in long-running modes (MCP, dashboard); at most once.
+    pub fn start_model_download(&self) {
+        let (provider, status) = self.current();
+        if !matches!(provider, Provider::None) || !status.local_wanted {
+            return;
+        }
+        let Some(dir) = provider::local_model_target() else {
+            return;
+        };
+        let fetcher = match ad_embed::fetch::sources_from_env() {
+            Ok(sources) => ad_embed::fetch::Fetcher::new(dir, sources),
+            Err(e) => {
+                let mut st = status.clone();
+                st.fallback_reason = Some(format!("{e}; using BM25 only"));
+                self.inner
+                    .current
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .1 = st;
+                return;
+            }
+        };
+        let fetcher = Arc::new(fetcher);
+        if self.inner.fetcher.set(fetcher.clone()).is_err() || fetcher.sources().is_empty() {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            match fetcher.install().await {
+                Ok(dir) => {
+                    tracing::info!(dir = %dir.display(), "local embedding model installed; hybrid search on");
+                    me.use_local_model(dir);
+                    if let Err(e) = me.embed_pending().await {
+                        tracing::warn!(error = %e, "embedding the catalog failed");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the local embedding model could not be downloaded; BM25 only")
+                }
+            }
+        });
+    }
+
+    /// Switches to the local model in `dir`.
+    pub fn use_local_model(&self, dir: std::path::PathBuf) {
+        let (provider, status) = Provider::local(dir);
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = (provider, status);
+        self.tools_changed();
+    }
+
+    /// Tells the index that stored tools changed in this process.
+    pub fn tools_changed(&self) {
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Embeds every stored tool that lacks an embedding from the current model. Safe to call often.
+    pub async fn embed_pending(&self) -> Result<usize> {
+        let provider = self.provider();
+        let Some(model) = provider.model_id() else {
+            return Ok(0);
+        };
+        let _one_at_a_time = self.inner.embedding.lock().await;
+        let mut done = 0;
+        loop {
+            // Read before the scan: a change made during it bumps one of them, so the next query scans again.
+            let seen = (
+                self.inner.generation.load(Ordering::SeqCst),
+                self.inner.store.data_version()?,
+            );
+            let store = self.inner.store.clone();
+            let m = model.clone();
+            let batch = tokio::task::spawn_blocking(move || store.tools_needing_embedding(&m, 256))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??;
+            if batch.is_empty() {
+                *self.inner.settled.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((model.clone(), seen.0, seen.1));
+                break;
+            }
+            let texts: Vec<String> = batch
+                .iter()
+                .map(|(_, name, desc)| tool_text(name, desc))
+                .collect();
+            tracing::debug!(tools = texts.len(), model = %model, "embedding tools");
+            let vectors = match provider.embed(texts).await {
+                Ok(v) => v,
+                Err(e) => {
+                    *self
+                        .inner
+                        .last_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    return Err(e);
+                }
+            };
+            let items: Vec<(i64, Vec<f32>)> =
+                batch.iter().map(|(id, _, _)| *id).zip(vectors).collect();
+            let store = self.inner.store.clone();
+            let m = model.clone();
+            let n = items.len();
+            tokio::task::spawn_blocking(move || store.set_embeddings(&m, &items))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??;
+            done += n;
+            self.tools_changed();
+        }
+        Ok(done)
+    }
+
+    /// Ranks the catalog for `query`. With embeddings: union of BM25 and cosine candidates, 0.7 cos + 0.3 BM25.
+    pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
+        check_query(query)?;
+        let vector = match self.provider().model_id() {
+            Some(model) => self.query_vector(query).await.map(|v| (v, model)),
+            None => None,
+        };
+        self.rank_with(query, vector, limit).await
+    }
+
+    /// Ranks with a query vector computed elsewhere (`(vector, model id)`), or BM25 only when `None`.
+    pub async fn rank_with(
+        &self,
+        query: &str,
+        vector: Option<(Vec<f32>, String)>,
+        limit: usize,
+    ) -> Result<Ranking> {
+        check_query(query)?;
+        // These queries take well under a millisecond; a blocking-pool hop would cost more than it saves.
+        let terms = query::terms(query);
+        let store = self.inner.store.clone();
+        let fts = query::fts(&terms);
+        let bm25 = match fts {
+            Some(f) => store.search_tools_bm25(&f, CANDIDATES)?,
+            None => Vec::new(),
+        };
+        let max_bm25 = bm25.iter().map(|h| h.score).fold(0.0_f64, f64::max);
+        // BM25 normalised by the best match, then scaled by how much of the query the tool covers, so a single
+        // weak word match does not look like a confident answer.
+        let mut hits: Vec<Hit> = bm25
+            .into_iter()
+            .map(|h| {
+                let cov =
+                    query::coverage(&terms, &format!("{} {}", h.tool.name, h.tool.description));
+                let norm = if max_bm25 > 0.0 {
+                    h.score / max_bm25
+                } else {
+                    0.0
+                } * cov;
+                Hit {
+                    tool: h.tool,
+                    score: norm,
+                    bm25: norm,
+                    cosine: None,
+                }
+            })
+            .collect();
+
+        let hybrid = match vector {
+            Some((qv, model)) => {
+                let cos = self.cosine_top(&model, &qv, CANDIDATES).await?;
+                let mut missing: Vec<i64> = Vec::new();
+                for (id, c) in &cos {
+                    match hits.iter_mut().find(|h| h.tool.id == *id) {
+                        Some(h) => h.cosine = Some(*c),
+                        None => missing.push(*id),
+                    }
+                }
+                if !missing.is_empty() {
+                    let tools = self.inner.store.tools_by_ids(&missing)?;
+                    for t in tools {
+                        let c = cos.iter().find(|(id, _)| *id == t.id).map(|(_, c)| *c);
+                        hits.push(Hit {
+                            tool: t,
+                            score: 0.0,
+                            bm25: 0.0,
+                            cosine: c,
+                        });
+                    }
+                }
+                // BM25 candidates outside the cosine top-k still get their own cosine.
+                if let Some(index) = self
+                    .inner
+                    .index
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                {
+                    for h in hits.iter_mut().filter(|h| h.cosine.is_none()) {
+                        h.cosine = index.cosine_of(h.tool.id, &qv);
+                    }
+                }
+                for h in &mut hits {
+                    h.score = 0.7 * h.cosine.unwrap_or(0.0).max(0.0) + 0.3 * h.bm25;
+                }
+                true
+            }
+            None => false,
+        };
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.tool.name.len().cmp(&b.tool.name.len()))
+        });
+        hits.truncate(limit.max(1));
+        // Candidates were read without their schemas; load the full records of the few returned.
+        let ids: Vec<i64> = hits
+            .iter()
+            .filter(|h| h.tool.input_schema.is_null())
+            .map(|h| h.tool.id)
+            .collect();
+        if !ids.is_empty() {
+            let store = self.inner.store.clone();
+            let full = store.tools_by_ids(&ids)?;
+            for h in &mut hits {
+                if let Some(t) = full.iter().find(|t| t.id == h.tool.id) {
+                    h.tool.input_schema = t.input_schema.clone();
+                }
+            }
+        }
+        let confidence = confidence(&hits);
+        Ok(Ranking {
+            hits,
+            confidence,
+            hybrid,
+        })
+    }
+
+    async fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
+        let provider = self.provider();
+        let model = provider.model_id()?;
+        // Embed lazily-missing tools first so the index covers the catalog (unless nothing changed since the last
+        // time every tool was found embedded).
+        if !self.settled(&model)
+            && let Err(e) = self.embed_pending().await
+        {
+            tracing::warn!(error = %e, "embedding tools failed; searching with BM25 only");
+            return None;
+        }
+        let recent = || self.inner.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = recent().get(&model, query) {
+            return Some(v);
+        }
+        match provider.embed(vec![query.to_owned()]).await {
+            Ok(mut v) => {
+                let v = v.pop()?;
+                recent().put(&model, query, v.clone());
+                Some(v)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "embedding the query failed; searching with BM25 only");
+                None
+            }
+        }
+    }
+
+    /// Whether every tool was embedded by `model` as of the current generation and data version.
+    fn settled(&self, model: &str) -> bool {
+        let Ok(data_version) = self.inner.store.data_version() else {
+            return false;
+        };
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        self.inner
+            .settled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|(m, g, d)| m == model && *g == generation && *d == data_version)
+    }
+
+    /// The `k` most similar tools by cosine, rebuilding the in-memory index first if it is stale.
+    async fn cosine_top(&self, model: &str, q: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        let data_version = self.inner.store.data_version()?;
+        let fresh = self
+            .inner
+            .index
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|i| {
+                i.model == model && i.generation == generation && i.data_version == data_version
+            });
+        if !fresh {
+            // Reading every vector takes tens of milliseconds at 10k tools: off the async thread, which in `mcp`
+            // is the one that relays calls.
+            let store = self.inner.store.clone();
+            let m = model.to_owned();
+            let index = tokio::task::spawn_blocking(move || {
+                VectorIndex::load(&store, &m, generation, data_version)
+            })
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
+            *self.inner.index.write().unwrap_or_else(|p| p.into_inner()) = Some(index);
+        }
+        let guard = self.inner.index.read().unwrap_or_else(|p| p.into_inner());
+        let Some(index) = guard.as_ref() else {
+            return Ok(vec![]);
+        };
+        Ok(index.top(q, k))
+    }
+}
+
+impl VectorIndex {
+    fn load(store: &Store, model: &str, generation: u64, data_version: i64) -> Result<VectorIndex> {
+        let rows = store.embeddings(model)?;
+        let dim = rows.first().map(|(_, v)| v.len()).unwrap_or(0);
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut data = Vec::with_capacity(rows.len() * dim);
+        let mut scales = Vec::with_capacity(rows.len());
+        for (id, v) in rows.into_iter().filter(|(_, v)| v.len() == dim) {
+            ids.push(id);
+            scales.push(quantize(&v, &mut data));
+        }
+        let rows = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        Ok(VectorIndex {
+            model: model.to_owned(),
+            generation,
+            data_version,
+            dim,
+            ids,
+            rows,
+            data,
+            scales,
+        })
+    }
+
+    fn top(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
+        if self.dim == 0 || q.len() != self.dim {
+            return vec![];
+        }
+        let mut scored: Vec<(i64, f64)> = self
+            .data
+            .chunks_exact(self.dim)
+            .zip(&self.scales)
+            .zip(&self.ids)
+            .map(|((row, s), id)| (*id, (dot_i8(row, q) * s) as f64))
+            .collect();
+        let k = k.min(scored.len());
+        if k == 0 {
+            return scored;
+        }
+        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        scored.truncate(k);
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scored
+    }
+
+    fn cosine_of(&self, id: i64, q: &[f32]) -> Option<f64> {
+        let i = *self.rows.get(&id)?;
+        Some((dot_i8(&self.data[i * self.dim..(i + 1) * self.dim], q) * self.scales[i]) as f64)
+    }
+}
+
+/// `status`'s `fallback_reason` while the local model is not there yet.
+fn download_reason(state: &ad_embed::fetch::State) -> String {
+    use ad_embed::fetch::State;
+    match state {
+        State::Ready { .. } => "the local model was just installed; switching to hybrid search".into(),
+        State::Absent { reason, .. } => format!("no all-MiniLM-L6-v2 model files found: {reason}; using BM25 only"),
+        State::Waiting { .. } => {
+            "another agent-discover process is downloading the all-MiniLM-L6-v2 model; BM25 only until it is done".into()
+        }
+        State::Downloading { source, bytes, total, .. } => format!(
+            "downloading the all-MiniLM-L6-v2 model ({source}: {} of {} MB); BM25 only until it is done",
+            bytes / 1_000_000,
+            total.map(|t| (t / 1_000_000).to_string()).unwrap_or_else(|| "?".into())
+        ),
+        State::Verifying { .. } => {
+            "verifying the downloaded all-MiniLM-L6-v2 model; BM25 only until it is done".into()
+        }
+        State::Failed { error, .. } => {
+            format!("the all-MiniLM-L6-v2 model could not be downloaded ({error}); using BM25 only")
+        }
+    }
+}
+
+fn check_query(query: &str) -> Result<()> {
+    if query.trim().is_empty() {
+        return Err(Error::invalid(
+            "query",
+            "empty; describe what the tool should do",
+        ));
+    }
+    if query.len() > ad_core::model::limits::QUERY {
+        return Err(Error::invalid(
+            "query",
+            format!(
+                "{} bytes is over the limit of {}",
+                query.len(),
+                ad_core::model::limits::QUERY
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Appends `v` quantised to int8 (`round(x / scale)`, scale = max |x| / 127) to `out`; returns the scale.
+fn quantize(v: &[f32], out: &mut Vec<i8>) -> f32 {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    out.extend(
+        v.iter()
+            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
+    );
+    scale
+}
+
+/// Dot product of an int8 row and an f32 query (eight accumulators, so the compiler vectorises it).
+fn dot_i8(a: &[i8], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| f32::from(*x) * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for j in 0..8 {
+            acc[j] += f32::from(x[j]) * y[j];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// Dot product with eight independent accumulators so the compiler vectorises it.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for j in 0..8 {
+            acc[j] += x[j] * y[j];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// The text embedded for a tool: its name in words, then its description.
+pub fn tool_text(name: &str, description: &str) -> String {
+    format!("{}: {}", name.replace(['_', '-'], " "), description)
+}
+
+/// high / medium / low from the BM25 gap between the top two results (a clear lexical winner is trustworthy).
+fn confidence(hits: &[Hit]) -> &'static str {
+    match hits {
+        [] => "low",
+        [only] => {
+            if only.score >= 0.5 {
+                "high"
+            } else {
+                "medium"
+            }
+        }
+        [a, b, ..] => {
+            let gap = a.bm25 - b.bm25;
+            if gap >= 0.5 {
+                "high"
+            } else if gap >= 0.15 || a.score - b.score >= 0.15 {
+                "medium"
+            } else {
+                "low"
+            }
+        }
+    }
+}
+
+/// Required arguments (name, type, description) and the number of optional ones, from a JSON Schema.
+pub fn compact_schema(schema: &Value) -> (Vec<Value>, usize) {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let args = required
+        .iter()
+        .map(|name| {
+            let p = props.and_then(|p| p.get(*name));
+            serde_json::json!({
+                "name": name,
+                "type": p.and_then(|p| p.get("type")).cloned().unwrap_or(Value::String("unknown".into())),
+                "description": p.and_then(|p| p.get("description")).cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    let optional = props
+        .map(|p| p.len())
+        .unwrap_or(0)
+        .saturating_sub(required.len());
+    (args, optional)
+}
+
+#[cfg(test)]
+mod recent_tests {
+    use super::*;
+
+    #[test]
+    fn recent_queries_keep_the_most_recently_used() {
+        let mut r = RecentQueries::default();
+        for i in 0..RECENT_QUERIES {
+            r.put("m", &format!("q{i}"), vec![i as f32]);
+        }
+        // Touch q0 so q1 is the oldest, then overflow by one.
+        assert_eq!(r.get("m", "q0"), Some(vec![0.0]));
+        r.put("m", "new", vec![-1.0]);
+        assert_eq!(r.map.len(), RECENT_QUERIES);
+        assert_eq!(r.get("m", "q1"), None);
+        assert_eq!(r.get("m", "q0"), Some(vec![0.0]));
+        assert_eq!(r.get("m", "new"), Some(vec![-1.0]));
+        assert_eq!(r.get("other-model", "q0"), None);
+    }
+}
+
+#[cfg(test)]
+mod quantize_tests {
+    use super::*;
+
+    #[test]
+    fn int8_vectors_keep_the_cosine_within_a_hundredth() {
+        let mut seed = 7u64;
+        let mut unit = || {
+            let v: Vec<f32> = (0..384)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                })
+                .collect();
+            provider::normalize(v)
+        };
+        for _ in 0..50 {
+            let (a, b) = (unit(), unit());
+            let mut q = Vec::new();
+            let scale = quantize(&a, &mut q);
+            let exact = dot(&a, &b);
+            let approx = dot_i8(&q, &b) * scale;
+            assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+        }
+        let mut q = Vec::new();
+        assert_eq!(quantize(&[0.0; 4], &mut q), 1.0);
+        assert_eq!(q, [0; 4]);
+    }
+}

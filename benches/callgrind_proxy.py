@@ -3,7 +3,8 @@
 # N `echo` calls through it with the official MCP Python SDK, and prints instructions per call: the total of a run
 # with N calls minus that of a run with none.
 #
-# Usage (after `cargo build --release` and `scripts/test.sh`, which installs the SDK into .ci/cache/venv):
+# Usage (after `cargo build --release -p agent-discover -p ad-fixture` and `scripts/test.sh`, which installs the SDK
+# into .ci/cache/venv):
 #   .ci/cache/venv/bin/python benches/callgrind_proxy.py [N] [--null BENCH_EXECUTABLE]
 # then `callgrind_annotate --inclusive=yes target/callgrind-proxy-N.out` shows where they go.
 import os
@@ -18,11 +19,13 @@ from mcp import Client, StdioServerParameters
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # AGENT_DISCOVER_BIN: another build to measure (say a copy of an earlier one, for a before/after comparison).
 BIN = os.environ.get("AGENT_DISCOVER_BIN") or os.path.join(ROOT, "target", "release", "agent-discover")
+# AGENT_DISCOVER_FIXTURE: the test MCP server whose `echo` is called (package ad-fixture; default: the release build).
+FIXTURE = os.environ.get("AGENT_DISCOVER_FIXTURE") or os.path.join(ROOT, "target", "release", "agent-discover-fixture")
 
 
 async def run(calls: int, null: str | None) -> int:
     out = os.path.join(ROOT, "target", f"callgrind-{'null' if null else 'proxy'}-{calls}.out")
-    target = [null, "null-proxy", BIN] if null else [BIN, "--data-dir", tempfile.mkdtemp(), "mcp"]
+    target = [null, "null-proxy", FIXTURE] if null else [BIN, "--data-dir", tempfile.mkdtemp(), "mcp"]
     env = dict(os.environ, AGENT_DISCOVER_DASHBOARD="off", AGENT_DISCOVER_EMBEDDING_PROVIDER="none")
     params = StdioServerParameters(
         command="valgrind",
@@ -32,7 +35,7 @@ async def run(calls: int, null: str | None) -> int:
     async with Client(params, mode="legacy", raise_exceptions=True) as client:
         tool = "echo"
         if not null:
-            for args in ({"action": "install", "name": "fx", "command": BIN, "args": ["fixture-server"]},
+            for args in ({"action": "install", "name": "fx", "command": FIXTURE, "args": []},
                          {"action": "activate", "name": "fx"}):
                 r = await client.call_tool("registry", args)
                 assert not r.is_error, r
@@ -46,6 +49,9 @@ async def run(calls: int, null: str | None) -> int:
 
 
 def main() -> None:
+    if not os.path.isfile(FIXTURE):
+        sys.exit(f"{FIXTURE} is missing: run `cargo build --release -p ad-fixture` first "
+                 "(or set AGENT_DISCOVER_FIXTURE)")
     args = sys.argv[1:]
     null = None
     if "--null" in args:

@@ -6,7 +6,8 @@
 //! stdio server with `call_tool` forwarded by rmcp's client, nothing else), the floor for any proxy that speaks MCP
 //! through rmcp on this machine.
 //!
-//! Run: `cargo build --release && cargo bench --bench proxy`. Uses target/release/agent-discover.
+//! Run: `cargo build --release -p agent-discover -p ad-fixture && cargo bench --bench proxy`. Uses
+//! target/release/agent-discover and the test server target/release/agent-discover-fixture.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +31,17 @@ fn bin() -> PathBuf {
     assert!(
         p.exists(),
         "{} is missing: run `cargo build --release` first",
+        p.display()
+    );
+    p
+}
+
+/// The test MCP server (package `ad-fixture`), next to agent-discover in target/release.
+fn fixture() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/agent-discover-fixture");
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --release -p ad-fixture` first",
         p.display()
     );
     p
@@ -238,10 +250,8 @@ impl rmcp::ServerHandler for NullProxy {
     }
 }
 
-async fn null_proxy(bin: PathBuf) {
-    let mut cmd = tokio::process::Command::new(bin);
-    cmd.arg("fixture-server");
-    let (child, _) = connect(cmd).await;
+async fn null_proxy(fixture: PathBuf) {
+    let (child, _) = connect(tokio::process::Command::new(fixture)).await;
     let server = NullProxy {
         child: child.peer().clone(),
     }
@@ -271,11 +281,10 @@ fn main() {
 
 async fn bench() {
     let bin = bin();
+    let fixture = fixture();
     let dir = tempfile::tempdir().unwrap();
 
-    let mut direct_cmd = tokio::process::Command::new(&bin);
-    direct_cmd.arg("fixture-server");
-    let (direct, _) = connect(direct_cmd).await;
+    let (direct, _) = connect(tokio::process::Command::new(&fixture)).await;
     let mut proxied_cmd = tokio::process::Command::new(&bin);
     proxied_cmd
         .arg("--data-dir")
@@ -286,7 +295,7 @@ async fn bench() {
         .env("AGENT_DISCOVER_MODEL_IDLE_SECS", "2");
     let (proxied, pid) = connect(proxied_cmd).await;
     let mut null_cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
-    null_cmd.arg("null-proxy").arg(&bin);
+    null_cmd.arg("null-proxy").arg(&fixture);
     let (null, _) = connect(null_cmd).await;
     // Idle RSS with no child.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -294,7 +303,7 @@ async fn bench() {
 
     registry(
         &proxied,
-        json!({"action": "install", "name": "fx", "command": bin, "args": ["fixture-server"]}),
+        json!({"action": "install", "name": "fx", "command": fixture, "args": []}),
     )
     .await;
     registry(&proxied, json!({"action": "activate", "name": "fx"})).await;
@@ -322,7 +331,11 @@ async fn bench() {
     }
     let rss1 = rss_kb(pid);
     for i in 1..10 {
-        registry(&proxied, json!({"action": "install", "name": format!("fx{i}"), "command": bin, "args": ["fixture-server"]})).await;
+        registry(
+            &proxied,
+            json!({"action": "install", "name": format!("fx{i}"), "command": fixture, "args": []}),
+        )
+        .await;
         registry(
             &proxied,
             json!({"action": "activate", "name": format!("fx{i}")}),

@@ -8,8 +8,9 @@
 //! it at the end, its process group only; replicas run in process groups of their own and are stopped the same way;
 //! every process it started is checked gone before it exits.
 //!
-//! Run: `cargo build --release --bin agent-discover && cargo bench --bench replicas`. Uses
-//! target/release/agent-discover and Debian's PostgreSQL (/usr/lib/postgresql/*/bin).
+//! Run: `cargo build --release -p agent-discover --bin agent-discover -p ad-fixture && cargo bench --bench replicas`.
+//! Uses target/release/agent-discover, the test server target/release/agent-discover-fixture and Debian's PostgreSQL
+//! (/usr/lib/postgresql/*/bin).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -46,6 +47,17 @@ fn bin() -> PathBuf {
     assert!(
         p.exists(),
         "{} is missing: run `cargo build --release --bin agent-discover` first",
+        p.display()
+    );
+    p
+}
+
+/// The test MCP server (package `ad-fixture`), next to agent-discover in target/release.
+fn fixture() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/agent-discover-fixture");
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --release -p ad-fixture` first",
         p.display()
     );
     p
@@ -156,7 +168,7 @@ fn descendants(pid: u32) -> Vec<u32> {
 async fn register_fixture(http: &reqwest::Client, r: &Replica) {
     let created = http
         .post(format!("{}/api/servers", r.url))
-        .json(&json!({"name": "fx", "command": bin(), "args": ["fixture-server", "--name", "fx"]}))
+        .json(&json!({"name": "fx", "command": fixture(), "args": ["--name", "fx"]}))
         .send()
         .await
         .unwrap();

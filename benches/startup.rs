@@ -1,7 +1,8 @@
 //! Startup benchmark (not a test): time from spawn to the `initialize` response, and idle RSS, of `agent-discover mcp`
 //! with an empty registry and with 1,000 servers.
 //!
-//! Run: `cargo build --release && cargo bench --bench startup`. Uses target/release/agent-discover.
+//! Run: `cargo build --release -p agent-discover -p ad-fixture && cargo bench --bench startup`. Uses
+//! target/release/agent-discover; the registered servers name the test server target/release/agent-discover-fixture.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -16,6 +17,18 @@ fn bin() -> PathBuf {
     assert!(
         p.exists(),
         "{} is missing: run `cargo build --release` first",
+        p.display()
+    );
+    p
+}
+
+/// The test MCP server (package `ad-fixture`), next to agent-discover in target/release: the command of the seeded
+/// servers.
+fn fixture() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/agent-discover-fixture");
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --release -p ad-fixture` first",
         p.display()
     );
     p
@@ -61,7 +74,7 @@ fn start_once(bin: &Path, dir: &Path, measure_rss: bool) -> (Duration, Option<u6
     (elapsed, rss)
 }
 
-fn seed(bin: &Path, dir: &Path, n: usize) {
+fn seed(fixture: &Path, dir: &Path, n: usize) {
     let store = agent_discover::store::Store::open(&dir.join("agent-discover.db")).unwrap();
     let registry =
         agent_discover::registry::Registry::new(store, agent_discover::events::EventBus::default());
@@ -71,8 +84,8 @@ fn seed(bin: &Path, dir: &Path, n: usize) {
             description: format!(
                 "Benchmark server number {i} with a description long enough to look real"
             ),
-            command: Some(bin.display().to_string()),
-            args: vec!["fixture-server".into()],
+            command: Some(fixture.display().to_string()),
+            args: vec![],
             tags: vec!["bench".into(), format!("group-{}", i % 10)],
             ..Default::default()
         };
@@ -82,6 +95,7 @@ fn seed(bin: &Path, dir: &Path, n: usize) {
 
 fn main() {
     let bin = bin();
+    let fixture = fixture();
     println!("## Startup (issue 2)\n");
     println!(
         "`agent-discover mcp`, spawn to initialize response, {RUNS} runs each, release build; RSS read from /proc after 1 s idle.\n"
@@ -89,7 +103,7 @@ fn main() {
     println!("| registry | min | p50 | p95 | idle RSS |\n|---|---|---|---|---|");
     for n in [0usize, 1000] {
         let dir = tempfile::tempdir().unwrap();
-        seed(&bin, dir.path(), n);
+        seed(&fixture, dir.path(), n);
         start_once(&bin, dir.path(), false); // warm the page cache and create the secrets key
         let mut times: Vec<Duration> = (0..RUNS)
             .map(|_| start_once(&bin, dir.path(), false).0)

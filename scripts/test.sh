@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the integration tests need (real MCP servers from npm and PyPI, the Python MCP SDK,
 # the local embedding model, PostgreSQL)
-# into .ci/cache, then runs `cargo test`. Idempotent; a second run only runs the tests.
+# into .ci/cache, builds the test server (ad-fixture), then runs `cargo test --workspace`. Idempotent; a second run
+# only runs the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=.ci/cache
@@ -73,7 +74,12 @@ export AGENT_DISCOVER_TEST_CACHE="$PWD/$cache"
 # Every process the tests start inherits this marker, so leftovers can be found afterwards.
 export AGENT_DISCOVER_TEST_RUN="run-$$-$RANDOM"
 status=0
-cargo test "$@" || status=$?
+# The test MCP server the integration tests start as a child (tests/it/harness.rs `fixture()`): a binary of the
+# workspace package ad-fixture, which `cargo test` does not build for the root package's tests. The tests look for it
+# next to agent-discover in target/debug (a `cargo test --release` would need `cargo build --release -p ad-fixture`).
+cargo build -p ad-fixture
+# Every package of the workspace (the library crates' own tests too), not only the root package.
+cargo test --workspace "$@" || status=$?
 # The marketplace against the real npm and PyPI registries, at the addresses npm and pip are configured with.
 cargo run --quiet --example live_registry_check || status=$?
 

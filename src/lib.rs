@@ -27,6 +27,7 @@ pub mod catalog;
 pub mod cli;
 pub mod configimport;
 pub mod feed;
+pub mod find;
 pub mod health;
 pub mod http;
 pub mod install;

@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("AGENT_DISCOVER_LOG")
-                .unwrap_or_else(|_| "agent_discover=info,warn".into()),
+                .unwrap_or_else(|_| "agent_discover=info,ad_=info,warn".into()),
         )
         .init();
     // `serve` answers many HTTP clients at once and gets a worker per core. Everything else (above all `mcp`, one

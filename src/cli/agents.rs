@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{one_line, parse_kv, print_json};
+use super::common::{one_line, parse_kv, print_json};
 use crate::agents::AddAgent;
 use crate::app::App;
 

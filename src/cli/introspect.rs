@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::one_line;
+use super::common::one_line;
 use crate::app::App;
 use crate::catalog;
 use crate::introspect::{self, Category, Ecosystem, Progress, Record, Target};

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::json;
 
-use super::print_json;
+use super::common::print_json;
 use crate::embed::fetch::{self, State};
 
 #[derive(Debug, Subcommand)]

@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Subcommand;
 use serde_json::Value;
 
-use super::{one_line, print_json};
+use super::common::{one_line, print_json};
 use crate::app::App;
 use crate::pinning::ToolFilter;
 

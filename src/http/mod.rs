@@ -20,10 +20,7 @@ mod pins;
 mod registry_events;
 pub mod security;
 mod servers;
-mod watch;
 mod ws;
-
-pub(crate) use watch::spawn as watch_database;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

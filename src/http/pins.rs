@@ -1,5 +1,5 @@
 //! REST routes for tool pinning and filters: pending tools, one tool's diff, approvals, a server's allow/deny
-//! patterns. Thin handlers over the `App` methods in `pinning.rs` (the same the CLI and the `registry` tool use).
+//! patterns. Thin handlers over the `App` methods in `src/pins.rs` (the same the CLI and the `registry` tool use).
 
 use axum::Json;
 use axum::extract::{Path, State};

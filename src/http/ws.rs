@@ -2,7 +2,7 @@
 //! each call-log entry as it happens.
 //!
 //! One [`Hub`] per router builds snapshots; connections only forward. Changes come from the event bus (this process)
-//! and from [`super::watch`] (other processes on the same database). Snapshots are coalesced: a burst of events while
+//! and from `ad_store::watch` (other processes on the same database). Snapshots are coalesced: a burst of events while
 //! one is being built costs one more build, not one per event. A client that falls behind gets the latest snapshot.
 //!
 //! Messages (server to client): `{type:"state", seq, version, servers, active}`, `{type:"registry", seq, servers}`
@@ -144,7 +144,7 @@ impl Hub {
             cancel.clone(),
         ));
         let weak = Arc::downgrade(&hub);
-        super::watch::spawn(
+        ad_store::watch::spawn(
             app.registry.store().clone(),
             &app.config.db_path,
             move || {

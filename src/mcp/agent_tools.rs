@@ -10,7 +10,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, Tool};
 use serde_json::{Map, Value, json};
 
-use super::json_result;
+use super::shape::json_result;
 use crate::agents::{BridgeError, Progress};
 use crate::app::App;
 use crate::proxy::Caller;

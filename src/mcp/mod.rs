@@ -5,13 +5,16 @@
 
 mod actions;
 mod agent_tools;
+pub(crate) mod calls;
+mod clients;
 pub mod front;
 mod registry_resource;
 mod registry_tool;
+pub(crate) mod shape;
 mod single;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use rmcp::model::*;
 use rmcp::service::{RequestContext, SubscriptionContext};
@@ -22,7 +25,13 @@ use crate::app::App;
 use crate::error::Error;
 use crate::events::Received;
 use crate::proxy::Caller;
+use calls::{own_task, proxy_call_response, shape_fast_lane_error, unknown_tool};
+use clients::NEXT_CLIENT;
+use shape::{
+    forwarded_error, resource_not_found_2164, stream_gone, takes_2026_errors, unserved_request,
+};
 
+pub use clients::shutdown_signal;
 pub use registry_tool::actions;
 pub use single::{ServerView, serve_stdio_server};
 
@@ -37,8 +46,6 @@ pub enum ToolsMode {
     /// Only the `registry` tool; proxied tools are reached with `proxy_call` (for clients that ignore list_changed).
     Static,
 }
-
-static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
 
 /// The MCP face of one `App`; one per connection (stdio) or session (HTTP).
 #[derive(Clone)]
@@ -468,70 +475,6 @@ impl McpServer {
     }
 }
 
-/// Records the session that created a child's task, when it is one that can be told of the task's status later
-/// (a handshake-era session; a 2026-07-28 request has no stream once answered).
-pub(crate) fn own_task(
-    app: &App,
-    context: &RequestContext<RoleServer>,
-    server: &str,
-    id: &str,
-    exposed: &str,
-) {
-    if context
-        .protocol_version()
-        .is_some_and(|v| v.has_initialize())
-    {
-        app.proxy
-            .own_task(server, id, context.peer.clone(), exposed.to_owned());
-    }
-}
-
-/// Whether the calling request is of the 2026-07-28 revision (or later).
-pub(crate) fn takes_2026_errors(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| !v.has_initialize())
-}
-
-/// SEP-2164, for 2026-07-28 clients: a child's "resource not found" to `resources/read` (the older -32002) is passed
-/// on as invalid params (-32602) with the URI in `data.uri`; any other error is left as it is.
-pub(crate) fn resource_not_found_2164(mut error: McpError, uri: &str) -> McpError {
-    if error.code == rmcp::model::ErrorCode::RESOURCE_NOT_FOUND {
-        error.code = rmcp::model::ErrorCode::INVALID_PARAMS;
-    }
-    if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
-        match &mut error.data {
-            Some(serde_json::Value::Object(data)) => {
-                data.entry("uri").or_insert_with(|| json!(uri));
-            }
-            None => error.data = Some(json!({ "uri": uri })),
-            Some(_) => {}
-        }
-    }
-    error
-}
-
-/// A forwarded request's failure: unknown names and unsupported features are invalid params, the rest internal.
-fn forwarded_error(e: Error) -> McpError {
-    match e {
-        // The child's own JSON-RPC error, passed on as it sent it.
-        Error::Child { error, .. } => error,
-        Error::NotFound { .. } | Error::Unavailable(_) | Error::Invalid { .. } => {
-            McpError::invalid_params(e.to_string(), None)
-        }
-        e => McpError::internal_error(e.to_string(), None),
-    }
-}
-
-/// Whether a listen stream's send failed because the stream is gone (not because the client's filter refused it).
-pub(crate) fn stream_gone(r: &Result<(), rmcp::service::SubscriptionSendError>) -> bool {
-    matches!(
-        r,
-        Err(rmcp::service::SubscriptionSendError::SubscriptionClosed
-            | rmcp::service::SubscriptionSendError::Service(_))
-    )
-}
-
 fn changes_lists(r: &Received) -> bool {
     match r {
         Received::Event(ev) => ev.changes_tool_list(),
@@ -559,246 +502,12 @@ pub fn spawn_list_changed_forwarder(app: Arc<App>, peer: Peer<RoleServer>, mode:
     });
 }
 
-/// Calls a proxied tool for the registry's `proxy_call`. A child's question during the call goes to this caller
-/// alone: a 2026-07-28 client gets the input-required result as the `registry` call's own, and answers it by
-/// retrying that call (same arguments, plus `inputResponses` and `requestState`); a legacy client is asked it if it
-/// declared the capability; otherwise the call fails with the typed error `kind: input_required`.
-pub(crate) async fn proxy_call(
-    app: &App,
-    server: &str,
-    tool: &str,
-    args: Option<serde_json::Map<String, serde_json::Value>>,
-    mut caller: Caller,
-) -> Result<CallToolResponse, McpError> {
-    caller.questions_to_caller = true;
-    let takes = caller.takes_input_required();
-    match proxy_call_response(app, server, tool, args, caller).await? {
-        r @ CallToolResponse::InputRequired(_) if takes => Ok(r),
-        CallToolResponse::Complete(r) => Ok(r.into()),
-        // SEP-2663: the child made a task (the client declared the extension); it is followed by its front id.
-        CallToolResponse::Task(created) => Ok(CallToolResult::success(vec![ContentBlock::text(
-            json!({
-                "task_id": crate::proxy::Proxy::expose_task_id(server, &created.task.task_id),
-                "status": created.task.status,
-                "note": "the tool runs as a task: follow it with tasks/get, answer it with tasks/update, stop it with tasks/cancel",
-            })
-            .to_string(),
-        )])
-        .into()),
-        // A 2026-07-28 child asked a caller that cannot take input-required results (rmcp answers a legacy
-        // client's questions before this; this is the case of a caller without a client).
-        _ => Ok(CallToolResult::error(vec![ContentBlock::text(
-            input_required_body(
-                &app.proxy,
-                server,
-                tool,
-                &Error::InputRequired {
-                    server: server.to_owned(),
-                    what: "input".into(),
-                },
-            )
-            .to_string(),
-        )])
-        .into()),
-    }
-}
-
-/// The typed error of a call that needs input its caller cannot give.
-fn input_required_body(
-    proxy: &crate::proxy::Proxy,
-    server: &str,
-    tool: &str,
-    e: &Error,
-) -> serde_json::Value {
-    let what = match e {
-        Error::InputRequired { what, .. } => what.as_str(),
-        _ => "input",
-    };
-    json!({
-        "error": e.to_string(),
-        "code": e.code().as_str(),
-        "kind": "input_required",
-        "needs": what,
-        "server": server,
-        "tool": tool,
-        "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
-    })
-}
-
-/// Calls a proxied tool and shapes failures for agents: a typed error with a kind and similar tools to try. A
-/// child's refusal for a capability the client did not declare (-32021), and any child error on the retry of an
-/// input-required result (a tampered or stale `requestState`), stay JSON-RPC errors as the child sent them.
-pub(crate) async fn proxy_call_response(
-    app: &App,
-    server: &str,
-    tool: &str,
-    args: Option<serde_json::Map<String, serde_json::Value>>,
-    caller: Caller,
-) -> Result<CallToolResponse, McpError> {
-    let peer = caller.peer.clone();
-    let retry = caller.input_responses.is_some() || caller.request_state.is_some();
-    match app
-        .proxy
-        .call_tool_response(server, tool, args, caller)
-        .await
-    {
-        Ok(r) => Ok(r),
-        Err(e) => {
-            if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
-                ask_to_authorize(peer, server, auth_url);
-            }
-            shape_call_error(&app.proxy, server, tool, e, retry)
-        }
-    }
-}
-
-/// A failed proxied call as its caller gets it: a tool error result with `{error, code, kind, server, tool,
-/// did_you_mean}` (SEP-1303), or the child's own JSON-RPC error where it must stay one.
-fn shape_call_error(
-    proxy: &crate::proxy::Proxy,
-    server: &str,
-    tool: &str,
-    e: Error,
-    retry: bool,
-) -> Result<CallToolResponse, McpError> {
-    match e {
-        Error::Child { error, .. }
-            if retry
-                || error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
-        {
-            Err(error)
-        }
-        e @ Error::InputRequired { .. } => Ok(CallToolResult::error(vec![ContentBlock::text(
-            input_required_body(proxy, server, tool, &e).to_string(),
-        )])
-        .into()),
-        e => {
-            // Issue 12's `tool_changed` (a withheld tool) is kept apart; everything else is seed 001's kind.
-            let kind = match &e {
-                Error::ToolChanged { .. } => "tool_changed",
-                e => e.tool_error_kind().as_str(),
-            };
-            let mut body = json!({
-                "error": e.to_string(),
-                "code": e.code().as_str(),
-                "kind": kind,
-                "server": server,
-                "tool": tool,
-                "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
-            });
-            if let Error::AuthRequired { auth_url, .. } = &e {
-                body["authUrl"] = json!(auth_url);
-            }
-            Ok(CallToolResult::error(vec![ContentBlock::text(body.to_string())]).into())
-        }
-    }
-}
-
-/// [`shape_call_error`] for the fast lane's calls (never a retry; they are only ever first calls).
-fn shape_fast_lane_error(
-    proxy: &crate::proxy::Proxy,
-    server: &str,
-    tool: &str,
-    e: Error,
-) -> Result<CallToolResponse, McpError> {
-    shape_call_error(proxy, server, tool, e, false)
-}
-
 /// `off`: `agent-discover mcp` relays every tool call through rmcp's handler, none through the fast lane.
 pub const ENV_FAST_LANE: &str = "AGENT_DISCOVER_FAST_LANE";
 
 /// Tool names our front serves itself, which the fast lane never relays.
 fn served_here(name: &str) -> bool {
     name == registry_tool::NAME || agent_tools::is_agent_tool(name)
-}
-
-/// A client that supports URL-mode elicitation is sent the authorize URL of a server waiting for OAuth (in the
-/// background: the call's answer, with the same URL, does not wait for the person).
-fn ask_to_authorize(peer: rmcp::Peer<rmcp::RoleServer>, server: &str, url: &str) {
-    let supports_url = peer.peer_info().is_some_and(|i| {
-        i.capabilities
-            .elicitation
-            .as_ref()
-            .is_some_and(|e| e.url.is_some())
-    });
-    if !supports_url {
-        return;
-    }
-    let params = rmcp::model::ElicitRequestParams::UrlElicitationParams {
-        meta: None,
-        message: format!("Authorize agent-discover to use the server `{server}`"),
-        url: url.to_owned(),
-        elicitation_id: format!("auth-{server}-{}", crate::oauth::now_secs()),
-    };
-    tokio::spawn(async move {
-        if let Err(e) = peer.create_elicitation(params).await {
-            tracing::debug!(error = %e, "the client did not take the authorization URL");
-        }
-    });
-}
-
-/// Request methods this server answers; one of them only arrives as a custom request when its params are malformed.
-const SERVED_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-    "subscriptions/listen",
-    "logging/setLevel",
-    "completion/complete",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
-
-/// The error for a request rmcp could not type: invalid params (saying what is wrong) for a method we serve,
-/// method not found (naming it) for any other.
-fn unserved_request(method: &str, params: Option<&serde_json::Value>) -> McpError {
-    use serde_json::Value;
-    let method = crate::model::truncate_for_message(method);
-    if !SERVED_METHODS.contains(&method.as_str()) {
-        return McpError::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("method not found: `{method}`"),
-            None,
-        );
-    }
-    let problem = match (method.as_str(), params) {
-        (_, Some(p)) if !p.is_object() => "`params` must be an object",
-        ("tools/call", Some(Value::Object(p))) if !p.get("name").is_some_and(Value::is_string) => {
-            "`name` must be a string"
-        }
-        ("tools/call", Some(Value::Object(p)))
-            if p.get("arguments")
-                .is_some_and(|a| !a.is_object() && !a.is_null()) =>
-        {
-            "`arguments` must be an object"
-        }
-        _ => "they do not match the MCP schema of this method",
-    };
-    McpError::invalid_params(format!("malformed params for `{method}`: {problem}"), None)
-}
-
-fn unknown_tool(app: &App, name: &str) -> CallToolResult {
-    let body = json!({
-        "error": format!("unknown tool `{}`: no active server offers it", crate::model::truncate_for_message(name)),
-        "code": "not_found",
-        "kind": "tool_not_found",
-        "hint": "activate the server that has it (registry action `activate`), or call it with `proxy_call`",
-        "did_you_mean": app.proxy.did_you_mean(name, 3),
-    });
-    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
-}
-
-/// Renders a domain value as the JSON text block agent-discover's tools return.
-pub(crate) fn json_result(value: &serde_json::Value) -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text(
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
-    )])
 }
 
 /// Serves MCP on stdin/stdout until the client disconnects, then stops every child. Nothing else writes to stdout.
@@ -828,29 +537,4 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     registry_resource::unsubscribe(client_id);
     app.proxy.shutdown().await;
     res
-}
-
-/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when the future is first
-/// polled, so a signal that arrives right after a caller announced readiness is not fatal.
-pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let signals = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        );
-        async move {
-            let (Ok(mut term), Ok(mut int)) = signals else {
-                return std::future::pending().await;
-            };
-            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -12,7 +12,7 @@ use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 
-use super::NEXT_CLIENT;
+use super::clients::NEXT_CLIENT;
 use crate::app::App;
 use crate::error::Error;
 use crate::proxy::{Caller, Proxy, ServerError};
@@ -154,7 +154,7 @@ impl ServerHandler for ServerView {
         {
             Ok(CallToolResponse::Task(created)) => {
                 let id = created.task.task_id.clone();
-                super::own_task(&self.app, &context, &self.server, &id, &id);
+                super::calls::own_task(&self.app, &context, &self.server, &id, &id);
                 Ok(CallToolResponse::Task(created))
             }
             Ok(r) => Ok(r),
@@ -271,8 +271,8 @@ impl ServerHandler for ServerView {
         .map_err(|e| {
             let e = self.server_error(e);
             // A 2026-07-28 client gets SEP-2164's shape; a legacy one the child's error unchanged.
-            if super::takes_2026_errors(&context) {
-                super::resource_not_found_2164(e, &request.uri)
+            if super::shape::takes_2026_errors(&context) {
+                super::shape::resource_not_found_2164(e, &request.uri)
             } else {
                 e
             }
@@ -386,7 +386,7 @@ impl ServerHandler for ServerView {
                         sink.notify_resource_list_changed().await,
                         sink.notify_prompt_list_changed().await,
                     ];
-                    if sent.iter().any(super::stream_gone) {
+                    if sent.iter().any(super::shape::stream_gone) {
                         return Ok(());
                     }
                 }
@@ -454,7 +454,7 @@ pub async fn serve_stdio_server(app: Arc<App>, server: String) -> anyhow::Result
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), server);
     let res = tokio::select! {
         r = service.waiting() => r.map(|_| ()).map_err(anyhow::Error::from),
-        _ = super::shutdown_signal() => Ok(()),
+        _ = super::clients::shutdown_signal() => Ok(()),
     };
     app.proxy.unregister_client(client_id);
     app.proxy.shutdown().await;

@@ -1,7 +1,8 @@
 # Interop check with the official MCP Python SDK: activation, proxied calls, resources, prompts and list_changed
 # through `agent-discover mcp`, in both protocol eras; a tool that elicits, on a legacy-era child and on a 2026-07-28
-# child, called directly and through the registry's `proxy_call`. Usage: python python_proxy_check.py BIN DATA_DIR MODE
-# (MODE is "auto", which negotiates 2026-07-28, or "legacy"). Exits non-zero with a message on any failure.
+# child, called directly and through the registry's `proxy_call`. Usage:
+# python python_proxy_check.py BIN FIXTURE DATA_DIR MODE (BIN is agent-discover, FIXTURE the agent-discover-fixture
+# test server; MODE is "auto", which negotiates 2026-07-28, or "legacy"). Exits non-zero with a message on any failure.
 import asyncio
 import json
 import os
@@ -19,7 +20,7 @@ def payload(result):
         return text
 
 
-async def main(bin_path: str, data_dir: str, mode: str) -> None:
+async def main(bin_path: str, fixture_path: str, data_dir: str, mode: str) -> None:
     env = dict(os.environ, AGENT_DISCOVER_DASHBOARD="off")
     params = StdioServerParameters(command=bin_path, args=["--data-dir", data_dir, "mcp"], env=env)
     changed = anyio.Event()
@@ -46,8 +47,8 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
         if expected:
             assert version == expected, f"negotiated {version}, expected {expected}"
         name = f"pyfx{mode}"
-        r = await client.call_tool("registry", {"action": "install", "name": name, "command": bin_path,
-                                                "args": ["fixture-server", "--resources", "1", "--prompts", "1"]})
+        r = await client.call_tool("registry", {"action": "install", "name": name, "command": fixture_path,
+                                                "args": ["--resources", "1", "--prompts", "1"]})
         assert not r.is_error, payload(r)
         listed = payload(await client.call_tool("registry", {"action": "list"}))
         assert [s["name"] for s in listed] == [name], listed
@@ -88,8 +89,8 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
             ("pyold", [], "elicit", {"message": "Your name?"}),
             ("pynew", ["--conformance"], "test_input_required_result_elicitation", {}),
         ]:
-            r = await client.call_tool("registry", {"action": "install", "name": child, "command": bin_path,
-                                                    "args": ["fixture-server", "--name", child, *flags]})
+            r = await client.call_tool("registry", {"action": "install", "name": child, "command": fixture_path,
+                                                    "args": ["--name", child, *flags]})
             assert not r.is_error, payload(r)
             r = await client.call_tool("registry", {"action": "activate", "name": child})
             assert not r.is_error, payload(r)
@@ -113,7 +114,7 @@ async def main(bin_path: str, data_dir: str, mode: str) -> None:
 
 if __name__ == "__main__":
     try:
-        asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+        asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]))
     except Exception as e:  # report the failure as one line and a non-zero exit
         import traceback; traceback.print_exc()
         print(f"FAILED: {type(e).__name__}: {e}", file=sys.stderr)

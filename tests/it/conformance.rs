@@ -320,15 +320,8 @@ const REQUIREMENTS: &[&str] = &["2025-11-25", "2026-07-28"];
 
 #[tokio::test]
 async fn conformance_fixture_passes_directly_and_through_the_proxy() {
-    let mut fixture = tokio::process::Command::new(harness::BIN)
-        .args([
-            "fixture-server",
-            "--conformance",
-            "--name",
-            "fx",
-            "--http",
-            "0",
-        ])
+    let mut fixture = tokio::process::Command::new(harness::fixture())
+        .args(["--conformance", "--name", "fx", "--http", "0"])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -345,22 +338,11 @@ async fn conformance_fixture_passes_directly_and_through_the_proxy() {
     let (mut serve, url) = serve_all(
         dir.path(),
         &[
-            (
-                "fx",
-                harness::BIN,
-                &["fixture-server", "--conformance", "--name", "fx"],
-            ),
+            ("fx", harness::fixture(), &["--conformance", "--name", "fx"]),
             (
                 "fxl",
-                harness::BIN,
-                &[
-                    "fixture-server",
-                    "--conformance",
-                    "--name",
-                    "fxl",
-                    "--era",
-                    "legacy",
-                ],
+                harness::fixture(),
+                &["--conformance", "--name", "fxl", "--era", "legacy"],
             ),
         ],
     )

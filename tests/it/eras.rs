@@ -28,8 +28,8 @@ pub(crate) async fn serve(
     let setup = harness::spawn(dir, &[], None).await;
     setup
         .registry(
-            json!({"action": "install", "name": "fx", "command": harness::BIN,
-            "args": ["fixture-server", "--conformance", "--name", "fx"]}),
+            json!({"action": "install", "name": "fx", "command": harness::fixture(),
+            "args": ["--conformance", "--name", "fx"]}),
         )
         .await;
     for m in more {
@@ -411,15 +411,8 @@ async fn running(url: &str) -> Value {
 #[tokio::test]
 async fn an_http_2026_child_and_a_legacy_child_keep_their_eras() {
     // A 2026-07-28 child over Streamable HTTP: rmcp's server refuses 2026 requests without `Mcp-Method`/`Mcp-Name`.
-    let mut http_child = tokio::process::Command::new(harness::BIN)
-        .args([
-            "fixture-server",
-            "--conformance",
-            "--name",
-            "fxh",
-            "--http",
-            "0",
-        ])
+    let mut http_child = tokio::process::Command::new(harness::fixture())
+        .args(["--conformance", "--name", "fxh", "--http", "0"])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -435,8 +428,8 @@ async fn an_http_2026_child_and_a_legacy_child_keep_their_eras() {
         dir.path(),
         &[
             json!({"action": "install", "name": "fxh", "transport": "streamable-http", "url": child_url}),
-            json!({"action": "install", "name": "old", "command": harness::BIN,
-                "args": ["fixture-server", "--conformance", "--name", "old", "--era", "legacy"]}),
+            json!({"action": "install", "name": "old", "command": harness::fixture(),
+                "args": ["--conformance", "--name", "old", "--era", "legacy"]}),
         ],
     )
     .await;
@@ -620,8 +613,8 @@ async fn a_legacy_childs_requests_reach_a_2026_client_as_input_required_results(
     let (mut serve, url) = serve(
         dir.path(),
         &[
-            json!({"action": "install", "name": "old", "command": harness::BIN,
-            "args": ["fixture-server", "--conformance", "--name", "old", "--era", "legacy"]}),
+            json!({"action": "install", "name": "old", "command": harness::fixture(),
+            "args": ["--conformance", "--name", "old", "--era", "legacy"]}),
         ],
     )
     .await;

@@ -15,6 +15,22 @@ use tokio::sync::Notify;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agent-discover");
 
+/// The dev-only test MCP server `agent-discover-fixture` (package `ad-fixture`, crates/fixture) that tests start as a
+/// child. Cargo names only this package's binaries in `CARGO_BIN_EXE_*`; the fixture is built into the same target
+/// directory, as a sibling of agent-discover, by `cargo build -p ad-fixture` (scripts/test.sh runs it before the
+/// tests). Tests use [`fixture`], which checks that the file is there.
+pub const FIXTURE: &str = concat!(env!("CARGO_BIN_EXE_agent-discover"), "-fixture");
+
+/// [`FIXTURE`], after checking that it was built: a test that needs the fixture fails loudly without it, never skips.
+pub fn fixture() -> &'static str {
+    assert!(
+        Path::new(FIXTURE).is_file(),
+        "the test MCP server {FIXTURE} does not exist: build it first: cargo build -p ad-fixture, which scripts/test.sh \
+         does"
+    );
+    FIXTURE
+}
+
 /// What the test client saw from agent-discover.
 #[derive(Default)]
 pub struct Seen {
@@ -169,7 +185,9 @@ pub fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
         .env_remove("AGENT_DISCOVER_DB")
         // Never download the embedding model from the network in tests (tests/it/model.rs points it at a stub).
         .env("AGENT_DISCOVER_MODEL_SOURCE", "off")
-        .env("AGENT_DISCOVER_LOG", "agent_discover=debug,warn");
+        // Debug logs of agent-discover's own code: the root package and the workspace's ad-* crates (a directive
+        // matches targets by prefix: `ad_` covers `ad_core::events`, `ad_proxy`, ...).
+        .env("AGENT_DISCOVER_LOG", "agent_discover=debug,ad_=debug,warn");
     cmd
 }
 
@@ -278,9 +296,9 @@ impl Agent {
 
     /// Installs the fixture server under `name` with extra fixture flags and install arguments.
     pub async fn install_fixture(&self, name: &str, flags: &[&str], extra: Value) -> Value {
-        let mut args = vec!["fixture-server".to_owned(), "--name".into(), name.into()];
+        let mut args = vec!["--name".to_owned(), name.into()];
         args.extend(flags.iter().map(|s| s.to_string()));
-        let mut req = json!({"action": "install", "name": name, "command": BIN, "args": args, "description": format!("fixture {name}")});
+        let mut req = json!({"action": "install", "name": name, "command": fixture(), "args": args, "description": format!("fixture {name}")});
         if let (Value::Object(r), Value::Object(e)) = (&mut req, extra) {
             r.extend(e);
         }

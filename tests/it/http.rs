@@ -35,9 +35,9 @@ fn app_in(dir: &Path) -> Arc<App> {
 }
 
 fn fixture(name: &str, flags: &[&str]) -> Value {
-    let mut args = vec!["fixture-server".to_owned(), "--name".into(), name.into()];
+    let mut args = vec!["--name".to_owned(), name.into()];
     args.extend(flags.iter().map(|s| s.to_string()));
-    json!({"name": name, "command": BIN, "args": args, "description": format!("fixture {name}")})
+    json!({"name": name, "command": harness::fixture(), "args": args, "description": format!("fixture {name}")})
 }
 
 // ---------- router tests: no socket ----------
@@ -1305,7 +1305,7 @@ async fn changes_by_another_process_reach_the_dashboard_without_polling() {
 
     // Another agent-discover process (the CLI) registers a server in the same database.
     let started = Instant::now();
-    let out = harness::command(dir.path(), &["add", "other", "--", BIN, "fixture-server"])
+    let out = harness::command(dir.path(), &["add", "other", "--", harness::fixture()])
         .output()
         .await
         .expect("run agent-discover add");
@@ -1487,7 +1487,7 @@ async fn dashboard_in_a_real_browser() {
         .arg(root.join("tests/browser/dashboard.mjs"))
         .arg(format!("{}/", served.url))
         .arg(&shot)
-        .env("FIXTURE_COMMAND", BIN)
+        .env("FIXTURE_COMMAND", harness::fixture())
         .env("PLAYWRIGHT_CORE", &playwright)
         .env("CHROMIUM", &chromium)
         .kill_on_drop(true)

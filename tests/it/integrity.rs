@@ -754,17 +754,11 @@ async fn rest_reviews_and_approves_a_tool_changed_at_run_time_and_filters_calls(
         }
     };
     use reqwest::Method as M;
-    let args = json!([
-        "fixture-server",
-        "--name",
-        "shop",
-        "--tool-file",
-        file.display().to_string()
-    ]);
+    let args = json!(["--name", "shop", "--tool-file", file.display().to_string()]);
     let (st, v) = send(
         M::POST,
         "/api/servers",
-        Some(json!({"name": "shop", "command": harness::BIN, "args": args})),
+        Some(json!({"name": "shop", "command": harness::fixture(), "args": args})),
     )
     .await;
     assert_eq!(st, 201, "{v}");

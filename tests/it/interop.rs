@@ -40,6 +40,7 @@ async fn python_sdk_drives_the_proxy_in_both_protocol_eras() {
         let out = tokio::process::Command::new(&python)
             .arg(&script)
             .arg(harness::BIN)
+            .arg(harness::fixture())
             .arg(dir.path())
             .arg(mode)
             .output()

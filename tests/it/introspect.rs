@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use agent_discover::introspect::{self, Category, Limits, Options, Record, Target};
 
-use crate::harness::{BIN, processes_with_args};
+use crate::harness::{self, BIN, processes_with_args};
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
@@ -29,7 +29,7 @@ fn options(cache: &std::path::Path, second_pass: bool) -> Options {
 }
 
 fn fixture(flags: &str) -> Target {
-    Target::command(&format!("{BIN} fixture-server {flags}")).expect("command target")
+    Target::command(&format!("{} {flags}", harness::fixture())).expect("command target")
 }
 
 fn by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
@@ -474,7 +474,8 @@ async fn real_npm_and_pypi_servers_are_enumerated_and_their_tools_found_but_not_
 async fn catalog_entries_listed_under_placeholders_say_which_secrets_installing_needs() {
     let dir = tmp();
     let line = format!(
-        "{BIN} fixture-server --name forecaster --require-env FORECAST_API_KEY --tool summon_weather_forecast=Forecast_the_weather_for_a_city"
+        "{} --name forecaster --require-env FORECAST_API_KEY --tool summon_weather_forecast=Forecast_the_weather_for_a_city",
+        harness::fixture()
     );
     let out = crate::harness::command(
         dir.path(),

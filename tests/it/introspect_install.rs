@@ -11,7 +11,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::harness::{BIN, command, parse};
+use crate::harness::{BIN, command, fixture, parse};
 
 /// The messages and requested field names of the elicitations a client received.
 type Asked = Arc<Mutex<Vec<(String, Vec<String>)>>>;
@@ -76,7 +76,8 @@ async fn registry(client: &RunningService<RoleClient, Consent>, args: Value) -> 
 /// Introspects the fixture as a weather server that needs FORECAST_API_KEY: a catalog entry with that need.
 async fn catalog_with_forecaster(dir: &std::path::Path) {
     let line = format!(
-        "{BIN} fixture-server --name forecaster --require-env FORECAST_API_KEY --tool summon_weather_forecast=Forecast_the_weather_for_a_city"
+        "{} --name forecaster --require-env FORECAST_API_KEY --tool summon_weather_forecast=Forecast_the_weather_for_a_city",
+        fixture()
     );
     let out = command(
         dir,
@@ -251,8 +252,7 @@ async fn without_elicitation_the_agent_is_told_to_install_explicitly_and_auto_ac
 async fn the_second_pass_fills_required_options_and_installing_asks_only_for_their_values() {
     use agent_discover::introspect::{self, Category, Limits, Options, Target};
     let dir = tempfile::tempdir().unwrap();
-    let target =
-        Target::command(&format!("{BIN} fixture-server --name opts --fail options")).unwrap();
+    let target = Target::command(&format!("{} --name opts --fail options", fixture())).unwrap();
     let mut o = Options::new(dir.path().join("cache"), BIN.into());
     o.limits = Limits {
         initialize: std::time::Duration::from_secs(4),
@@ -312,7 +312,7 @@ async fn the_second_pass_fills_required_options_and_installing_asks_only_for_the
         &[
             "introspect",
             "--command",
-            &format!("{BIN} fixture-server --name opts --fail options"),
+            &format!("{} --name opts --fail options", fixture()),
             "--json",
             "--init-timeout",
             "5",

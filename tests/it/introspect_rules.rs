@@ -39,9 +39,9 @@ fn package(dir: &Path, name: &str, readme: &str, check: &str) -> String {
         root.join("dist").join("server.js"),
         format!(
             "#!/usr/bin/env node\n{check}\n\
-             const r = require('child_process').spawnSync({bin:?}, ['fixture-server', '--name', {name:?}], {{stdio: 'inherit'}});\n\
+             const r = require('child_process').spawnSync({bin:?}, ['--name', {name:?}], {{stdio: 'inherit'}});\n\
              process.exit(r.status === null ? 1 : r.status);\n",
-            bin = BIN,
+            bin = crate::harness::fixture(),
         ),
     )
     .unwrap();

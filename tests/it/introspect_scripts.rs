@@ -62,9 +62,9 @@ fn package(dir: &Path, name: &str, needs_build: bool, postinstall_ok: bool) -> S
                console.error(\"Error: Could not locate the bindings file. Tried: build/Release/addon.node\");\n\
                process.exit(1);\n\
              }}\n\
-             const r = require('child_process').spawnSync({bin:?}, ['fixture-server', '--name', {name:?}], {{stdio: 'inherit'}});\n\
+             const r = require('child_process').spawnSync({bin:?}, ['--name', {name:?}], {{stdio: 'inherit'}});\n\
              process.exit(r.status === null ? 1 : r.status);\n",
-            bin = BIN,
+            bin = crate::harness::fixture(),
         ),
     )
     .unwrap();

@@ -17,8 +17,8 @@ use crate::harness;
 /// The plain fixture as `old`: legacy era only, with `--logging` (it honours `logging/setLevel`; its `log` tool
 /// sends debug, info, warning and error, those the level lets through).
 fn old_fixture() -> Value {
-    json!({"action": "install", "name": "old", "command": harness::BIN,
-        "args": ["fixture-server", "--name", "old", "--logging"]})
+    json!({"action": "install", "name": "old", "command": harness::fixture(),
+        "args": ["--name", "old", "--logging"]})
 }
 
 /// The log messages a client has received as (logger, data), once there are at least `n` (20 s at most).
@@ -99,8 +99,8 @@ async fn a_legacy_childs_log_messages_reach_2026_callers_at_their_level() {
         dir.path(),
         &[
             old_fixture(),
-            json!({"action": "install", "name": "fxl", "command": harness::BIN,
-                "args": ["fixture-server", "--conformance", "--name", "fxl", "--era", "legacy"]}),
+            json!({"action": "install", "name": "fxl", "command": harness::fixture(),
+                "args": ["--conformance", "--name", "fxl", "--era", "legacy"]}),
         ],
     )
     .await;
@@ -349,8 +349,8 @@ async fn a_legacy_childs_requests_sent_together_are_asked_in_one_round() {
     let (mut serve, url) = eras::serve(
         dir.path(),
         &[
-            json!({"action": "install", "name": "fxl", "command": harness::BIN,
-                "args": ["fixture-server", "--conformance", "--name", "fxl", "--era", "legacy"]}),
+            json!({"action": "install", "name": "fxl", "command": harness::fixture(),
+                "args": ["--conformance", "--name", "fxl", "--era", "legacy"]}),
         ],
     )
     .await;

@@ -29,9 +29,8 @@ fn fixture(name: &str, variant: u32) -> ServerSpec {
     ServerSpec {
         name: name.into(),
         description: format!("fixture {name}"),
-        command: Some(BIN.into()),
+        command: Some(crate::harness::fixture().into()),
         args: vec![
-            "fixture-server".into(),
             "--name".into(),
             name.into(),
             "--tool".into(),

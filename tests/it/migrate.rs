@@ -47,15 +47,7 @@ async fn personal_registry_copies_into_a_team_registry_once() {
     // The personal registry: the fixture registered, activated once (its tools stored), a secret set.
     let (ok, _, err) = run(
         p,
-        &[
-            "add",
-            "fx",
-            "--",
-            harness::BIN,
-            "fixture-server",
-            "--name",
-            "fx",
-        ],
+        &["add", "fx", "--", harness::fixture(), "--name", "fx"],
         &[],
     )
     .await;

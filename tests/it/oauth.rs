@@ -209,11 +209,12 @@ async fn sdk_example_server_is_authorized_through_serve_and_keeps_its_tokens() {
     .await
     .unwrap();
     assert!(added.status.success(), "{added:?}");
-    // Trace level for agent-discover and the crates that carry the token (rmcp's client, reqwest); the HTTP
-    // machinery's own trace lines (connection pools, frames) would only slow the run down.
+    // Trace level for agent-discover (the root package and the workspace's ad-* crates: a directive matches targets
+    // by prefix) and the crates that carry the token (rmcp's client, reqwest); the HTTP machinery's own trace lines
+    // (connection pools, frames) would only slow the run down.
     let trace = [(
         "AGENT_DISCOVER_LOG",
-        "agent_discover=trace,rmcp=trace,reqwest=trace,info".to_owned(),
+        "agent_discover=trace,ad_=trace,rmcp=trace,reqwest=trace,info".to_owned(),
     )];
     let served = crate::http::serve_env(dir.path(), &[], &trace).await;
     let base = served.url.clone();

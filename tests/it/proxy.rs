@@ -781,8 +781,7 @@ async fn cli_secrets_activate_status_deactivate() {
             "--env",
             "FIXTURE_API_KEY=from-the-config",
             "--",
-            harness::BIN,
-            "fixture-server",
+            harness::fixture(),
         ],
         None,
     )

@@ -47,7 +47,7 @@ pub async fn replica(dir: &std::path::Path, env: &[(&str, String)]) -> Replica {
 pub async fn register_fixture(http: &reqwest::Client, r: &Replica, name: &str) {
     let created = http
         .post(format!("{}/api/servers", r.url))
-        .json(&json!({"name": name, "command": harness::BIN, "args": ["fixture-server", "--name", name]}))
+        .json(&json!({"name": name, "command": harness::fixture(), "args": ["--name", name]}))
         .send()
         .await
         .unwrap();

@@ -27,8 +27,8 @@ fn fixture(name: &str) -> ServerSpec {
     ServerSpec {
         name: name.into(),
         description: format!("fixture {name}"),
-        command: Some(BIN.into()),
-        args: vec!["fixture-server".into(), "--name".into(), name.into()],
+        command: Some(harness::fixture().into()),
+        args: vec!["--name".into(), name.into()],
         ..Default::default()
     }
 }
@@ -141,8 +141,7 @@ async fn registry_events_over_sse_and_the_mcp_resource_follow_changes_made_by_an
             "add",
             "elsewhere",
             "--",
-            BIN,
-            "fixture-server",
+            harness::fixture(),
             "--name",
             "elsewhere",
         ],

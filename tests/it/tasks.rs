@@ -13,7 +13,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::harness::{self, BIN};
+use crate::harness::{self, fixture};
 
 /// The status notifications a client received, in order: (task id, status).
 #[derive(Default)]
@@ -123,8 +123,10 @@ async fn a_childs_task_through_the_aggregated_front() {
     let dir = tempfile::tempdir().unwrap();
     let setup = harness::spawn(dir.path(), &[], None).await;
     setup
-        .registry(json!({"action": "install", "name": "fx", "command": BIN,
-            "args": ["fixture-server", "--conformance", "--name", "fx"]}))
+        .registry(
+            json!({"action": "install", "name": "fx", "command": fixture(),
+            "args": ["--conformance", "--name", "fx"]}),
+        )
         .await;
     setup.stop().await;
 
@@ -283,8 +285,10 @@ async fn a_2026_client_follows_a_childs_task_on_the_aggregated_http_front() {
     let dir = tempfile::tempdir().unwrap();
     let setup = harness::spawn(dir.path(), &[], None).await;
     setup
-        .registry(json!({"action": "install", "name": "fx", "command": BIN,
-            "args": ["fixture-server", "--conformance", "--name", "fx"]}))
+        .registry(
+            json!({"action": "install", "name": "fx", "command": fixture(),
+            "args": ["--conformance", "--name", "fx"]}),
+        )
         .await;
     setup.stop().await;
     let mut served = crate::replicas::replica(dir.path(), &[]).await;

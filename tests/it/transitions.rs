@@ -14,7 +14,7 @@ use agent_discover::config::Config;
 use agent_discover::feed::ListedEntry;
 use agent_discover::model::{ServerSpec, Transport};
 
-use crate::harness::BIN;
+use crate::harness::{BIN, fixture};
 
 fn app_in(dir: &Path) -> Arc<App> {
     let mut config = Config::in_dir(dir);
@@ -24,7 +24,7 @@ fn app_in(dir: &Path) -> Arc<App> {
 
 /// The fixture in one of two configurations with different tool sets: `alpha`+`beta`, or `gamma`.
 fn fx(config_b: bool) -> ServerSpec {
-    let mut args = vec!["fixture-server".into(), "--name".into(), "fx".into()];
+    let mut args = vec!["--name".into(), "fx".into()];
     let tools: &[&str] = if config_b {
         &["gamma"]
     } else {
@@ -37,7 +37,7 @@ fn fx(config_b: bool) -> ServerSpec {
     ServerSpec {
         name: "fx".into(),
         description: "fixture fx".into(),
-        command: Some(BIN.into()),
+        command: Some(fixture().into()),
         args,
         ..Default::default()
     }

@@ -4,6 +4,9 @@
 //! `message/stream`, `tasks/get`, `tasks/cancel`), with streamed answers read from Server-Sent Events.
 //!
 //! Every wire shape is normalised here into [`Update`]s and [`TaskState`]s, so nothing above knows the version.
+//!
+//! Must not know: agents' sessions and executors (`ad-agents`), storage, MCP or the composition root.
+#![forbid(unsafe_code)]
 
 mod card;
 mod update;

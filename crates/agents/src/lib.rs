@@ -7,6 +7,9 @@
 //! `agentId` is looked up in-process first, then among workers; without one, `defaultAgentId`, else the first
 //! in-process agent, else the worker executor's first agent. A session stays with the executor that created it.
 //! Routing failures are [`BridgeError`]s typed `config`, `upstream` or `internal` with the seed's messages.
+//!
+//! Must not know: the composition root, MCP or HTTP fronts (they adapt `Agents`), or SQL (the store's agent rows).
+#![forbid(unsafe_code)]
 
 mod inprocess;
 mod session;

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{Format, jsonc};
+use crate::format::Format;
+use crate::jsonc;
 use ad_core::error::{Error, Result};
 
 /// A client config file location.

@@ -3,8 +3,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Format;
-use super::vars::{Ref, scan};
+use crate::format::Format;
+use crate::vars::{Ref, scan};
 use ad_core::error::{Error, Result};
 use ad_core::model::{ServerSpec, Transport};
 

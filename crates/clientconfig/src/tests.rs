@@ -1,6 +1,10 @@
 //! Unit tests of the client config parser and renderer over in-memory text.
 
 use super::*;
+use crate::parse::unique_name;
+use ad_core::error::Result;
+use ad_core::model::{ServerName, ServerSpec, Transport};
+use std::collections::BTreeSet;
 
 fn env_with(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
     move |k| {
@@ -318,10 +322,11 @@ fn export_then_import_round_trips_for_every_format() {
     }
 }
 
-/// The example files under tests/data/clientconfig, written from each client's documentation.
+/// The example files under the workspace's tests/data/clientconfig, written from each client's documentation.
 #[test]
 fn example_files_of_every_client_parse() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/clientconfig");
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/clientconfig");
     let cases: [(&str, Format, &[&str], usize); 8] = [
         (
             "claude-desktop/claude_desktop_config.json",

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Env, Format, InputDef, NeedsInput, bad};
+use crate::format::Format;
+use crate::types::{Env, InputDef, NeedsInput, bad};
 use ad_core::error::Result;
 
 /// A `${...}` reference inside a string.

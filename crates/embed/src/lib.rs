@@ -6,6 +6,9 @@
 //! weights, `tokenizer` (with its Unicode `tables`) turns text into ids, `bert` runs the encoder on top of the
 //! matrix kernels in `kernels` (f32 and f16 weights) and `quant` (int8 weights; `AGENT_DISCOVER_EMBED_WEIGHTS`
 //! chooses). Model files come from `scripts/install-model.sh` or a Hugging Face cache.
+//!
+//! Must not know: tools, servers, storage or any other crate of this workspace; it turns text into vectors. `unsafe`
+//! is confined to the SIMD kernels, reading the weights and the model download's file handling.
 
 mod bert;
 pub mod fetch;

@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 
-use super::classify::{OptionNeed, usage_options};
-use super::{Options, StageTime, base_env, stage};
+use crate::child_env::base_env;
+use crate::messages::{OptionNeed, usage_options};
+use crate::options::Options;
+use crate::types::{StageTime, stage};
 use ad_proxy::spawn::{self, Isolation, StderrRing};
 
 /// Most bytes of stdout read from a `--help` run.

@@ -8,104 +8,34 @@
 //! also under a hard limit. Every child runs under the child guard in its own process group with an empty HOME and
 //! working directory; teardown ends the group, and the record says how many processes outlived it (0 expected).
 //!
-//! Knows nothing about the CLI or SQLite: the application's `catalog` use case stores records and feeds the tool catalog.
+//! It must not know the composition root (the root package's `App`), the catalog use case (the root package's
+//! `src/catalog.rs`, which fronts the CLI, stores the records and feeds the tool catalog), or SQL: it hands back
+//! [`Record`]s, and storing them is the caller's job.
 
+mod category;
+mod child_env;
 mod classify;
 mod help;
 mod install;
+mod messages;
+mod options;
 mod placeholders;
 mod probe;
 pub mod targets;
+mod types;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-pub use classify::{Category, Diagnosis};
+pub use category::{Category, Diagnosis};
+pub use options::{Limits, Options, default_concurrency};
 pub use placeholders::Placeholder;
 pub use probe::{IntrospectedTool, ServerInfo};
 pub use targets::{Ecosystem, Target};
-
-/// Time limits of the stages (seed 002's tiers; install is apart from the protocol).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub install: Duration,
-    pub initialize: Duration,
-    pub list: Duration,
-    /// Grace between SIGTERM and SIGKILL at teardown.
-    pub term_grace: Duration,
-    /// The whole protocol part of one attempt (spawn to teardown).
-    pub hard: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            install: Duration::from_secs(180),
-            initialize: Duration::from_secs(15),
-            list: Duration::from_secs(15),
-            term_grace: Duration::from_secs(2),
-            hard: Duration::from_secs(120),
-        }
-    }
-}
-
-/// How a batch runs.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub limits: Limits,
-    /// Packages introspected at once (default: cores + 1).
-    pub concurrency: usize,
-    /// Where packages are installed (`<dir>/npm/...`, `<dir>/pypi/...`) and attempts get their scratch directories.
-    pub cache_dir: PathBuf,
-    /// The program that runs `child-guard` (this executable).
-    pub guard_exe: PathBuf,
-    /// Retry a failed package once with placeholders.
-    pub second_pass: bool,
-}
-
-impl Options {
-    pub fn new(cache_dir: PathBuf, guard_exe: PathBuf) -> Options {
-        Options {
-            limits: Limits::default(),
-            concurrency: default_concurrency(),
-            cache_dir,
-            guard_exe,
-            second_pass: true,
-        }
-    }
-}
-
-/// Cores + 1.
-pub fn default_concurrency() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        + 1
-}
-
-/// How long one stage took and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StageTime {
-    pub stage: String,
-    pub ms: u64,
-    /// `ok`, `cached`, `failed`, `timeout`, `skipped`.
-    pub outcome: String,
-}
-
-/// What installing the package needs, for the catalog (`install` arguments and secrets).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Needs {
-    /// Environment variables the server asked for (by stderr, README or server.json).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<String>,
-    /// Positional arguments its usage text asks for.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-}
+pub use types::{Needs, StageTime, clip};
 
 /// The outcome of the first attempt when a second one was made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -492,64 +422,4 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
-}
-
-/// A package ready to start: what to run and what pre-flight learned.
-#[derive(Debug, Clone)]
-pub(crate) struct Installed {
-    /// The package's own name (read from its manifest; for a local path this differs from the target).
-    pub name: String,
-    pub version: Option<String>,
-    pub description: Option<String>,
-    /// The executable (absolute path, or a program on PATH for command targets).
-    pub launch: String,
-    /// README text (npm README file, PyPI long description), for client-config examples.
-    pub readme: Option<String>,
-    pub flags: Vec<String>,
-    /// The npm install folder, when the package's lifecycle scripts were skipped there and have not run since.
-    pub scripts_skipped_in: Option<PathBuf>,
-}
-
-/// Shortens `s` to at most `max` bytes, at a character boundary.
-pub fn clip(s: &mut String, max: usize) {
-    if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
-    }
-}
-
-/// Milliseconds since `t`.
-fn ms(t: Instant) -> u64 {
-    t.elapsed().as_millis() as u64
-}
-
-fn stage(stage: &str, started: Instant, outcome: &str) -> StageTime {
-    StageTime {
-        stage: stage.to_owned(),
-        ms: ms(started),
-        outcome: outcome.to_owned(),
-    }
-}
-
-/// The environment every child starts from: our PATH and locale, nothing else (no inherited secrets).
-pub(crate) fn base_env(home: &Path) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    for key in ["PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT"] {
-        if let Ok(v) = std::env::var(key) {
-            env.insert(key.to_owned(), v);
-        }
-    }
-    // The test harness's marker, so leftovers of test runs can still be found.
-    if let Ok(v) = std::env::var("AGENT_DISCOVER_TEST_RUN") {
-        env.insert("AGENT_DISCOVER_TEST_RUN".into(), v);
-    }
-    let home = home.display().to_string();
-    env.insert("HOME".into(), home.clone());
-    env.insert("USERPROFILE".into(), home.clone());
-    env.insert("TMPDIR".into(), home);
-    env.insert("NO_COLOR".into(), "1".into());
-    env
 }

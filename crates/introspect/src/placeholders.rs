@@ -8,10 +8,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::{Category, Diagnosis, OptionNeed, credential_names, usage_options};
-use super::help::HelpNeeds;
-use super::probe::Attempt;
-use super::{Installed, Needs, Target};
+use crate::category::{Category, Diagnosis};
+use crate::help::HelpNeeds;
+use crate::messages::{OptionNeed, credential_names, usage_options};
+use crate::probe::Attempt;
+use crate::targets::Target;
+use crate::types::{Installed, Needs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -18,7 +18,9 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
-use super::{Options, StageTime, base_env, stage};
+use crate::child_env::base_env;
+use crate::options::Options;
+use crate::types::{StageTime, clip, stage};
 use ad_proxy::spawn::{self, Isolation, StderrRing};
 
 /// Lines of noise (non-JSON stdout) kept as evidence.
@@ -221,7 +223,7 @@ pub(crate) async fn run(
                 l.noise_count += 1;
                 if l.noise.len() < NOISE_KEPT {
                     let mut s = String::from_utf8_lossy(trimmed).into_owned();
-                    crate::clip(&mut s, 500);
+                    clip(&mut s, 500);
                     l.noise.push(s);
                 }
             }
@@ -637,7 +639,7 @@ fn describe(status: std::process::ExitStatus) -> (String, Option<i32>) {
 
 fn short(s: &str) -> String {
     let mut s = s.replace('\n', " ");
-    crate::clip(&mut s, 300);
+    clip(&mut s, 300);
     s
 }
 

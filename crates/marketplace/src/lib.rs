@@ -1,5 +1,11 @@
 //! The marketplace: one browse over the official MCP registry, npm and PyPI (cached, each source on its own time limit), lookups by name, and the installer.
 //!
+//! For finding MCP servers that are not installed yet and planning how to install one: what to run or where to
+//! connect, with the values it still needs ([`plan_install`]). It must not know the registry of installed servers
+//! (registering the plan, storing its secrets: the caller's job), running or supervising server processes (it only
+//! runs package managers for a moment: warming a download cache, asking npm and pip for their addresses, probing tool
+//! versions), or SQL beyond the `ad_store::market_cache` API its answer cache goes through.
+//!
 //! # Browse
 //! [`Marketplace::browse`] asks the three sources in parallel and merges their rows: registry rows first (in the
 //! registry's order), then npm, then PyPI. Each row has a cross-source key `<source>:<name>`; a row appears once per
@@ -27,6 +33,7 @@ mod http;
 mod installer;
 mod npm;
 mod official;
+mod page;
 mod pypi;
 mod semver;
 use ad_store::market_cache as store_cache;
@@ -35,7 +42,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::OnceCell;
 
 pub use config::{
@@ -55,6 +62,7 @@ pub use installer::{
     warm_cache_with_timeout,
 };
 pub use official::parse_server_json;
+use page::Page;
 pub use semver::compare as compare_versions;
 
 /// Whether `name` is a valid PyPI project name (PEP 508).
@@ -64,14 +72,6 @@ pub fn valid_pypi_name(name: &str) -> bool {
 
 /// Largest `limit` a browse accepts (the official registry's own maximum).
 pub const MAX_LIMIT: usize = 100;
-
-/// One source's rows as fetched and cached.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct Page {
-    pub(crate) servers: Vec<MarketEntry>,
-    #[serde(default)]
-    pub(crate) next_cursor: Option<String>,
-}
 
 /// How one source did in a browse.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

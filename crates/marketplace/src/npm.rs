@@ -2,13 +2,13 @@
 
 use serde_json::Value;
 
-use super::Page;
 use super::entry::{
     MarketEntry, MarketSource, Package, field, normalize_repository_url, parse_repository,
     str_field,
 };
 use super::error::MarketError;
 use super::http::{Fetched, build_url, get_json};
+use super::page::Page;
 
 /// npm's search endpoint returns at most this many objects per query.
 const MAX_SEARCH_SIZE: usize = 250;

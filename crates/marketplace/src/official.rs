@@ -8,12 +8,12 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::Page;
 use super::entry::{
     MarketEntry, MarketSource, field, parse_packages, parse_remotes, parse_repository, str_field,
 };
 use super::error::MarketError;
 use super::http::{Fetched, build_url, get_json};
+use super::page::Page;
 use super::semver;
 
 const OFFICIAL_META: &str = "io.modelcontextprotocol.registry/official";

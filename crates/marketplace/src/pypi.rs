@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Page;
 use super::entry::{
     MarketEntry, MarketSource, Package, field, normalize_repository_url, str_field,
 };
 use super::error::MarketError;
 use super::http::{Fetched, build_url, get_json, get_text};
+use super::page::Page;
 
 /// The marker in PyPI's search results before each project name.
 const SNIPPET_NAME: &str = "package-snippet__name\">";

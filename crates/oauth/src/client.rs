@@ -14,7 +14,8 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpResponseLimits,
 };
 
-use super::{Challenge, OAuth};
+use crate::discovery::Challenge;
+use crate::service::{OAuth, lock};
 use ad_core::model::Server;
 
 /// One connection's view of a server's authorization.
@@ -36,7 +37,7 @@ impl Session {
 
     /// The last 401 or 403 challenge, cleared.
     pub fn take_challenge(&self) -> Option<(u16, Challenge)> {
-        super::lock(&self.challenge).take()
+        lock(&self.challenge).take()
     }
 
     fn record<T>(&self, result: &Result<T, StreamableHttpError<reqwest::Error>>) {
@@ -50,7 +51,7 @@ impl Session {
             _ => None,
         };
         if let Some(seen) = seen {
-            *super::lock(&self.challenge) = Some(seen);
+            *lock(&self.challenge) = Some(seen);
         }
     }
 }

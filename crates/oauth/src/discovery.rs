@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use url::Url;
 
-use super::OAuthError;
+use crate::error::OAuthError;
 
 /// A parsed `WWW-Authenticate: Bearer ...` challenge.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use super::discovery::AuthServer;
-use super::{ClientIdentity, OAuthError, Pending, TokenAuth, Tokens, now_secs};
+use crate::discovery::AuthServer;
+use crate::error::OAuthError;
+use crate::model::{ClientIdentity, Pending, TokenAuth, Tokens, now_secs};
 
 const CLIENT_NAME: &str = "agent-discover";
 

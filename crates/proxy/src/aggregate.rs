@@ -8,8 +8,13 @@ use rmcp::model::{
 
 use std::sync::Arc;
 
-use super::{Caller, Child, Proxy, names};
 use ad_core::error::{Error, Result};
+
+use crate::caller::Caller;
+use crate::failure::child_error;
+use crate::names;
+use crate::single::complete_prompt;
+use crate::state::{Child, Proxy};
 
 impl Proxy {
     /// Resources of every running child, their URIs namespaced so reads route back.
@@ -52,7 +57,7 @@ impl Proxy {
                 .peer
                 .read_resource(ReadResourceRequestParams::new(original))
                 .await
-                .map_err(|e| super::child_error(server, e))?
+                .map_err(|e| child_error(server, e))?
                 .into()
         };
         let ReadResourceResponse::Complete(mut res) = res else {
@@ -102,8 +107,8 @@ impl Proxy {
             .peer
             .get_prompt_once(request)
             .await
-            .map_err(|e| super::child_error(&child.name, e))?;
-        Ok(super::single::complete_prompt(res))
+            .map_err(|e| child_error(&child.name, e))?;
+        Ok(complete_prompt(res))
     }
 
     /// The running child offering the exposed prompt `name`, and the prompt's own name.

@@ -9,27 +9,18 @@ use tokio::time::Instant;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
     ClientCapabilities, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, InputRequest, InputRequests,
-    InputResponses, ProgressNotificationParam, ProgressToken, RequestMetaObject, ResultType,
-    ServerResult,
+    InputResponses, ProgressNotificationParam, RequestMetaObject, ResultType, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 
-use super::{Caller, Child, Inner, exited_during_call, lock};
 use ad_core::error::{Error, Result};
 
-pub(super) struct ProgressRoute {
-    caller: Option<(Peer<RoleServer>, ProgressToken)>,
-    /// When the child last reported progress on this call; the call's deadline is measured from it.
-    last_progress: Arc<Mutex<Instant>>,
-    /// Held while a progress notification of this call is being forwarded, so the result waits for it.
-    forwarding: Arc<tokio::sync::Mutex<()>>,
-    /// How many of this call's progress notifications have been forwarded (or dropped for want of a caller).
-    forwarded: Arc<tokio::sync::watch::Sender<u64>>,
-    /// The child's progress as its transport read it (stdio children), which sets the forwarding order.
-    seen: super::typed::ProgressSeen,
-}
+use crate::caller::Caller;
+use crate::failure::exited_during_call;
+use crate::state::{Child, Inner, ProgressRoute};
+use crate::sync::lock;
 
 impl Inner {
     /// One tool call. A 2026-07-28 child's input-required result goes back to a caller that takes it (a 2026-07-28

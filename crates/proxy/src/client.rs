@@ -1,13 +1,14 @@
 //! `ChildClient`: our rmcp client handler for one child. Follows the child's list changes, routes its progress
 //! notifications to the caller, its log messages and resource updates to clients, and forwards its sampling, elicitation and roots requests to a connected client.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 
-use super::{Child, Inner};
+use crate::held::store::Step;
+use crate::state::{Child, ChildClient, Inner};
 
 impl Inner {
     /// Opens a `subscriptions/listen` stream to a 2026-07-28 child for the list changes it declares, and follows
@@ -67,12 +68,6 @@ impl Inner {
     }
 }
 
-#[derive(Clone)]
-pub struct ChildClient {
-    pub(super) proxy: Weak<Inner>,
-    pub(super) server: String,
-}
-
 impl ChildClient {
     /// When a 2026-07-28 client's request to this child is in flight, the child's request goes to it as an
     /// input-required result (`held.rs`) and its answer comes back here; `None` when there is no such request.
@@ -83,10 +78,7 @@ impl ChildClient {
         let inner = self.proxy.upgrade()?;
         let asking = inner.held.asking_for(&self.server)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
-        asking
-            .send(super::held::Step::Ask { request, reply })
-            .await
-            .ok()?;
+        asking.send(Step::Ask { request, reply }).await.ok()?;
         Some(match answer.await {
             Ok(Ok(v)) => serde_json::from_value(v)
                 .map_err(|e| McpError::invalid_params(format!("the client's answer: {e}"), None)),

@@ -1,6 +1,7 @@
 //! What the proxy forwards besides calls and lists: the client's log level to every child and the children's log
 //! messages back (the server named in `logger`), completions routed to the child owning the prompt or resource
-//! template, and resource subscriptions with their update notifications, under the names clients see.
+//! template, and resource subscriptions with their update notifications, under the names clients see; and the
+//! connected clients all of it goes to (registered, scoped to one server, forgotten).
 
 // Logging and resources/subscribe are deprecated by SEP-2577 / 2026-07-28, but legacy clients and children use them.
 #![allow(deprecated)]
@@ -14,17 +15,13 @@ use rmcp::model::{
 };
 use rmcp::{Peer, RoleServer};
 
-use super::{Child, Inner, Proxy, lock, names};
 use ad_core::error::{Error, Result};
 
-/// One client's subscription to one exposed resource URI.
-pub(super) struct Subscription {
-    uri: String,
-    client: u64,
-    peer: Peer<RoleServer>,
-    /// A per-server client: updates carry the child's own URI.
-    raw: bool,
-}
+use crate::caller::Caller;
+use crate::failure::child_error;
+use crate::names;
+use crate::state::{Child, Inner, LogCaller, Proxy, Slot, Subscription};
+use crate::sync::lock;
 
 impl Proxy {
     /// Sets the log level of every running child that declares logging; children started later get it too.
@@ -80,7 +77,7 @@ impl Proxy {
             .peer
             .complete(params)
             .await
-            .map_err(|e| super::child_error(&child.name, e))?;
+            .map_err(|e| child_error(&child.name, e))?;
         // A legacy child's result has no resultType; a 2026-07-28 client requires one.
         res.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(res)
@@ -193,6 +190,19 @@ impl Proxy {
         Ok(())
     }
 
+    /// A connected client, for forwarding child requests. `id` identifies the connection.
+    pub fn register_client(&self, id: u64, peer: Peer<RoleServer>) {
+        let mut clients = lock(&self.inner.clients);
+        clients.retain(|(i, p)| *i != id && !p.is_transport_closed());
+        clients.push((id, peer));
+    }
+
+    pub fn unregister_client(&self, id: u64) {
+        lock(&self.inner.clients).retain(|(i, _)| *i != id);
+        self.drop_subscriptions(id);
+        lock(&self.inner.scopes).remove(&id);
+    }
+
     /// Registers a client of the per-server endpoint of `server`: it gets that server's log messages (logger
     /// unchanged) and its requests, and nothing of other servers.
     pub fn register_scoped_client(&self, id: u64, peer: Peer<RoleServer>, server: &str) {
@@ -234,7 +244,7 @@ impl Child {
     }
 }
 
-/// Removes a [`super::LogCaller`] when the request it stands for stops waiting on the child.
+/// Removes a [`LogCaller`] when the request it stands for stops waiting on the child.
 pub(super) struct LogWatch<'a> {
     inner: &'a Inner,
     server: String,
@@ -256,7 +266,7 @@ impl Drop for LogWatch<'_> {
 impl Inner {
     /// A 2026-07-28 request that set a logLevel gets `server`'s log messages at or above it on its own stream while
     /// the returned guard lives; `None` (nothing registered) for other callers.
-    pub(super) fn watch_logs(&self, server: &str, caller: &super::Caller) -> Option<LogWatch<'_>> {
+    pub(super) fn watch_logs(&self, server: &str, caller: &Caller) -> Option<LogWatch<'_>> {
         let level = caller.log_level.filter(|_| caller.takes_input_required())?;
         let peer = caller.peer.clone()?;
         let id = self
@@ -265,7 +275,7 @@ impl Inner {
         lock(&self.log_callers)
             .entry(server.to_owned())
             .or_default()
-            .push(super::LogCaller {
+            .push(LogCaller {
                 id,
                 peer,
                 level,
@@ -303,7 +313,7 @@ impl Inner {
 
     pub(super) fn running(&self, name: &str) -> Option<Arc<Child>> {
         match lock(&self.children).get(name) {
-            Some(super::Slot::Running(c)) => Some(c.clone()),
+            Some(Slot::Running(c)) => Some(c.clone()),
             _ => None,
         }
     }

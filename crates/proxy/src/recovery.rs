@@ -7,10 +7,16 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::Tool;
 
-use super::{Child, Inner, MAX_FAILURES, Slot, StderrRing, lock};
 use ad_core::error::{Error, Result};
 use ad_core::events::Event;
 use ad_core::model::Transport;
+
+use crate::spawn::StderrRing;
+use crate::state::{Child, Inner, Slot};
+use crate::sync::lock;
+
+/// Consecutive crashes after which a server stays down until activated again.
+pub const MAX_FAILURES: u32 = 5;
 
 impl Inner {
     /// The running child for `server`, restarting a crashed one whose back-off has passed.

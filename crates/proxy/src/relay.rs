@@ -12,55 +12,43 @@
 //! roots) and list changes go through rmcp's client service as before. Anything else falls back to the normal path
 //! before the call starts: a request with `_meta` beyond a progress token (2026-07-28 clients), an input-required
 //! retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running.
+//!
+//! The lane's data ([`FrontLane`], [`ChildLane`], the calls in flight) is declared in `state.rs` with the rest of the
+//! object graph it points back into; its wire shapes are in `relay/wire.rs`.
 
+mod wire;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Mutex, Weak};
 use std::time::Duration;
-
-use std::borrow::Cow;
 
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelledNotification, CancelledNotificationParam,
-    ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcError, JsonRpcVersion2_0,
-    NumberOrString, ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
+    ClientJsonRpcMessage, ClientNotification, JsonRpcError, JsonRpcVersion2_0, NumberOrString,
+    ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
     ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
 use rmcp::transport::async_rw::JsonRpcMessageCodec;
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::codec::Encoder;
 
-use super::coalesce::Sink;
-use super::{Inner, Proxy, StderrRing, exited_during_call};
 use ad_core::error::Error;
 
-/// Fast-lane request ids and progress tokens to a child start here. rmcp numbers its own requests and tokens with a
-/// `u32` counter from 0, so the two never meet on one child connection.
-const FAST_BASE: i64 = 1 << 40;
-
-/// The fast-lane number in a request id or progress token, if it is one.
-fn fast_number(id: &NumberOrString) -> Option<i64> {
-    match id {
-        NumberOrString::Number(n) if *n >= FAST_BASE => Some(*n),
-        _ => None,
-    }
-}
-
-/// How a front shapes a failed call for its client: the tool error result with `{error, code, kind, ...}`, or the
-/// child's JSON-RPC error where the normal path passes it on.
-pub type ShapeError = fn(&Proxy, &str, &str, Error) -> Result<CallToolResponse, ErrorData>;
-
-/// One stdio client's end of the fast lane: where answers go, and what is not a proxied tool.
-pub struct FrontLane {
-    proxy: Proxy,
-    sink: Arc<dyn Sink<ServerJsonRpcMessage>>,
-    shape: ShapeError,
-    /// Names the front serves itself (the registry tool, agent tools), never relayed.
-    reserved: fn(&str) -> bool,
-}
+use crate::accounting::outcome;
+use crate::coalesce::Sink;
+use crate::envelope::{Expect, Parts};
+use crate::failure::exited_during_call;
+use crate::spawn::StderrRing;
+pub use crate::state::{ChildLane, FrontLane, ShapeError};
+use crate::state::{FastCall, Finished, Inner, LaneState, Proxy};
+use wire::{
+    ChildCall, ChildCallParams, FAST_BASE, ProgressMeta, RawResponse, fast_number, plain_result,
+    read_call,
+};
 
 impl FrontLane {
     pub fn new(
@@ -104,49 +92,6 @@ impl FrontLane {
             .iter()
             .any(|lane| lane.cancel_from(self, id))
     }
-}
-
-/// One fast-lane call in flight.
-struct FastCall {
-    number: i64,
-    front: Arc<FrontLane>,
-    front_id: RequestId,
-    client_token: Option<ProgressToken>,
-    tool: String,
-    /// The arguments as the client wrote them (for the call log).
-    args: Option<Box<RawValue>>,
-    started: std::time::Instant,
-    /// The call's start, or the child's last progress on it: the deadline is this plus the call timeout.
-    last_progress: Instant,
-}
-
-#[derive(Default)]
-struct LaneState {
-    calls: Vec<FastCall>,
-    /// When the reaper wakes next (`None`: it waits to be told of a call).
-    armed: Option<Instant>,
-    reaper: bool,
-    /// The child is gone: no more calls, the reaper ends.
-    closed: bool,
-}
-
-/// One stdio child's end of the fast lane, shared by its transport (answers and progress) and the proxy (calls).
-pub struct ChildLane {
-    server: String,
-    server_id: i64,
-    timeout: Duration,
-    writer: Arc<dyn Sink<ClientJsonRpcMessage>>,
-    stderr: Arc<StderrRing>,
-    exited: watch::Receiver<Option<String>>,
-    inner: Weak<Inner>,
-    state: Mutex<LaneState>,
-    /// Calls answered with a plain result whose answer is framed but not yet recorded: recorded once the answers
-    /// are written ([`ChildLane::record_answered`]), so that the call log and metrics do not delay them.
-    answered: Mutex<Vec<Finished>>,
-    wake: Notify,
-    next: AtomicI64,
-    /// Calls relayed by any child's fast lane (`status`, tests).
-    relayed: Arc<AtomicU64>,
 }
 
 impl ChildLane {
@@ -253,7 +198,7 @@ impl ChildLane {
         &self,
         id: &RequestId,
         result: Option<&RawValue>,
-        parts: &super::typed::Parts,
+        parts: &Parts,
         dirty: &mut Vec<Arc<FrontLane>>,
     ) -> bool {
         let Some(number) = fast_number(id) else {
@@ -289,7 +234,7 @@ impl ChildLane {
             return true;
         }
         let res = match result {
-            Some(result) => match super::typed::Expect::CallTool.decode(result.get()) {
+            Some(result) => match Expect::CallTool.decode(result.get()) {
                 Some(ServerResult::CallToolResult(r)) => Ok(r),
                 _ => Err(Error::Upstream {
                     server: self.server.clone(),
@@ -479,7 +424,7 @@ impl ChildLane {
     /// it cancelled.
     fn finish(&self, mut call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
         let res = res.map(CallToolResponse::Complete);
-        let (ok, text) = super::outcome(&res);
+        let (ok, text) = outcome(&res);
         self.record([Finished {
             tool: call.tool.clone(),
             args: call.args.take(),
@@ -543,15 +488,6 @@ impl ChildLane {
     }
 }
 
-/// A finished call, to be recorded.
-struct Finished {
-    tool: String,
-    args: Option<Box<RawValue>>,
-    latency: Duration,
-    ok: bool,
-    text: String,
-}
-
 /// Whether and when a finished call is answered.
 enum Reply<'a> {
     /// Not at all (the client cancelled it).
@@ -582,378 +518,4 @@ fn mark(dirty: &mut Vec<Arc<FrontLane>>, front: Arc<FrontLane>) {
 fn logged_args(args: Option<Box<RawValue>>) -> ad_registry::calllog::Args {
     args.map(Into::into)
         .unwrap_or_else(|| serde_json::Value::Null.into())
-}
-
-/// A client's message when it is a `tools/call` the fast lane can relay as written: its id and parameters.
-fn read_call(raw: &str) -> Option<(RequestId, RawCallParams<'_>)> {
-    let call: RawCall<'_> = serde_json::from_str(raw).ok()?;
-    // rmcp types the arguments as an object (or none): anything else is the normal path's to refuse.
-    let args_fit = call
-        .params
-        .arguments
-        .is_none_or(|a| a.get().starts_with('{'));
-    (call.jsonrpc == "2.0" && call.method == "tools/call" && args_fit)
-        .then_some((call.id, call.params))
-}
-
-/// A client's `tools/call` as the fast lane reads it: borrowed, its arguments left as the client wrote them. A field
-/// beyond these (a task request, input responses, request state, `_meta` beyond a progress token, as 2026-07-28
-/// clients send) makes the parse fail and leaves the message to the normal path. Checked against rmcp's own
-/// decoding in the tests below.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCall<'a> {
-    /// "2.0" (checked after the parse: rmcp's own type for it reads it into a `String` first).
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    id: RequestId,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: RawCallParams<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCallParams<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-    #[serde(default, rename = "_meta")]
-    meta: Option<ProgressMeta>,
-}
-
-/// Request metadata holding at most a progress token.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProgressMeta {
-    #[serde(
-        default,
-        rename = "progressToken",
-        skip_serializing_if = "Option::is_none"
-    )]
-    progress_token: Option<ProgressToken>,
-}
-
-/// The request to the child: rmcp's `tools/call` request shape (a test checks rmcp reads it back as one), with the
-/// arguments copied as the client wrote them.
-#[derive(Serialize)]
-struct ChildCall<'a> {
-    jsonrpc: JsonRpcVersion2_0,
-    id: i64,
-    method: &'static str,
-    params: ChildCallParams<'a>,
-}
-
-#[derive(Serialize)]
-struct ChildCallParams<'a> {
-    #[serde(rename = "_meta")]
-    meta: ProgressMeta,
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    arguments: Option<&'a RawValue>,
-}
-
-/// The answer to the client: rmcp's response shape under the client's id, with the result as the child wrote it.
-#[derive(Serialize)]
-struct RawResponse<'a> {
-    jsonrpc: JsonRpcVersion2_0,
-    id: &'a RequestId,
-    result: &'a RawValue,
-}
-
-/// What the fast lane reads of a tool result: enough to tell it is a plain one and to log it.
-#[derive(Deserialize)]
-struct PlainResult<'a> {
-    #[serde(borrow)]
-    content: Vec<Block<'a>>,
-    #[serde(default, rename = "isError")]
-    is_error: Option<bool>,
-    /// Present, `null` included (a `null` is not an object either).
-    #[serde(
-        default,
-        rename = "structuredContent",
-        borrow,
-        deserialize_with = "super::typed::present"
-    )]
-    structured: Option<&'a RawValue>,
-    #[serde(default, rename = "resultType")]
-    result_type: Option<IgnoredAny>,
-    #[serde(default)]
-    task: Option<IgnoredAny>,
-    #[serde(default, rename = "inputRequests")]
-    input_requests: Option<IgnoredAny>,
-}
-
-/// One content block: its type, its text, and whether the fields its type requires are there.
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default)]
-    data: Option<IgnoredAny>,
-    #[serde(default, rename = "mimeType")]
-    mime_type: Option<IgnoredAny>,
-    #[serde(default)]
-    resource: Option<IgnoredAny>,
-    #[serde(default)]
-    uri: Option<IgnoredAny>,
-    #[serde(default)]
-    name: Option<IgnoredAny>,
-}
-
-impl Block<'_> {
-    /// Whether rmcp would read this block as one of the spec's content blocks (its required fields present).
-    fn is_known(&self) -> bool {
-        match self.kind.as_ref() {
-            "text" => self.text.is_some(),
-            "image" | "audio" => self.data.is_some() && self.mime_type.is_some(),
-            "resource" => self.resource.is_some(),
-            "resource_link" => self.uri.is_some() && self.name.is_some(),
-            _ => false,
-        }
-    }
-}
-
-/// Success and the call log's excerpt of a tool result a legacy client can get exactly as the child wrote it: the
-/// content blocks are the spec's, there is no `resultType` to strip (a 2026-07-28 field), no task or input request,
-/// and `structuredContent`, if any, is an object (what rmcp's handler would strip for a legacy client otherwise).
-/// `None` for anything else, which is decoded and shaped as before.
-fn plain_result(result: &str) -> Option<(bool, String)> {
-    let r: PlainResult<'_> = serde_json::from_str(result).ok()?;
-    if r.result_type.is_some()
-        || r.task.is_some()
-        || r.input_requests.is_some()
-        || r.structured.is_some_and(|s| !s.get().starts_with('{'))
-        || !r.content.iter().all(Block::is_known)
-    {
-        return None;
-    }
-    let text =
-        ad_registry::calllog::excerpt(r.content.iter().filter_map(|b| match b.kind.as_ref() {
-            "text" => b.text.as_deref(),
-            _ => None,
-        }));
-    Some((r.is_error != Some(true), text))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rmcp::RoleServer;
-    use rmcp::model::{
-        CallToolRequest, CallToolRequestParams, ClientRequest, GetMeta, JsonRpcMessage,
-    };
-    use rmcp::service::RxJsonRpcMessage;
-    use serde_json::{Value, json};
-
-    /// What rmcp reads from a client's line, when it is a `tools/call`: id, name, arguments, progress token.
-    fn rmcp_call(line: &str) -> Option<(RequestId, String, Option<Value>, Option<ProgressToken>)> {
-        let JsonRpcMessage::Request(r) =
-            serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(line).ok()?
-        else {
-            return None;
-        };
-        let token = r.request.get_meta().get_progress_token();
-        let ClientRequest::CallToolRequest(call) = r.request else {
-            return None;
-        };
-        let p = call.params;
-        Some((
-            r.id,
-            p.name.to_string(),
-            p.arguments.map(Value::Object),
-            token,
-        ))
-    }
-
-    /// Every line the fast lane takes is a `tools/call` rmcp reads the same way; the lines it leaves (other
-    /// methods, fields it does not relay, metadata beyond a progress token, arguments that are not an object) go to
-    /// the normal path.
-    #[test]
-    fn the_calls_it_takes_read_as_rmcp_reads_them() {
-        let taken = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}"#,
-            r#"{"method":"tools/call","params":{"arguments":{"a":[1,{"b":null}]},"name":"s__t","_meta":{"progressToken":"p"}},"id":"abc","jsonrpc":"2.0"}"#,
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","_meta":{"progressToken":9}}}"#,
-            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fx__echo","arguments":null,"_meta":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__\u00e9cho","arguments":{"t":"a\"b\\n"}}}"#,
-        ];
-        for line in taken {
-            let (id, params) = read_call(line).unwrap_or_else(|| panic!("not taken: {line}"));
-            let (rid, name, args, token) = rmcp_call(line).expect("rmcp reads it");
-            assert_eq!(id, rid, "{line}");
-            assert_eq!(params.name, name, "{line}");
-            assert_eq!(
-                params
-                    .arguments
-                    .map(|a| serde_json::from_str::<Value>(a.get()).unwrap()),
-                args,
-                "{line}"
-            );
-            assert_eq!(params.meta.and_then(|m| m.progress_token), token, "{line}");
-        }
-        let left = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":1000}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","inputResponses":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":"x"}}"#,
-            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
-            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"extra":1}"#,
-            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
-        ];
-        for line in left {
-            assert!(read_call(line).is_none(), "taken: {line}");
-        }
-    }
-
-    /// The request written to the child is rmcp's `tools/call` with the fast lane's id and progress token.
-    #[test]
-    fn the_request_to_the_child_is_rmcps_tools_call() {
-        let args = RawValue::from_string(r#"{"text":"ping","n":[1,2]}"#.to_owned()).unwrap();
-        for arguments in [Some(&*args), None] {
-            let ours = ChildCall {
-                jsonrpc: JsonRpcVersion2_0,
-                id: FAST_BASE + 3,
-                method: "tools/call",
-                params: ChildCallParams {
-                    meta: ProgressMeta {
-                        progress_token: Some(ProgressToken(NumberOrString::Number(FAST_BASE + 3))),
-                    },
-                    name: "echo",
-                    arguments,
-                },
-            };
-            let mut params = CallToolRequestParams::new("echo");
-            params.arguments = arguments.map(|a| serde_json::from_str(a.get()).unwrap());
-            params.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(
-                ProgressToken(NumberOrString::Number(FAST_BASE + 3)),
-            ));
-            let theirs = ClientJsonRpcMessage::request(
-                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-                RequestId::Number(FAST_BASE + 3),
-            );
-            let ours = serde_json::to_string(&ours).unwrap();
-            let decoded: ClientJsonRpcMessage = serde_json::from_str(&ours).unwrap();
-            assert_eq!(
-                serde_json::to_value(&decoded).unwrap(),
-                serde_json::to_value(&theirs).unwrap()
-            );
-            assert_eq!(
-                serde_json::from_str::<Value>(&ours).unwrap(),
-                serde_json::to_value(&theirs).unwrap()
-            );
-        }
-    }
-
-    /// The answer to the client is rmcp's response under the client's id, the result exactly as the child wrote it.
-    #[test]
-    fn the_answer_is_rmcps_response_with_the_childs_result() {
-        let result = RawValue::from_string(
-            r#"{"content":[{"type":"text","text":"a"}],"structuredContent":{"n":1},"_meta":{"x":2},"future":true}"#
-                .to_owned(),
-        )
-        .unwrap();
-        for id in [RequestId::Number(41), RequestId::String("s-1".into())] {
-            let line = serde_json::to_string(&RawResponse {
-                jsonrpc: JsonRpcVersion2_0,
-                id: &id,
-                result: &result,
-            })
-            .unwrap();
-            let JsonRpcMessage::Response(r) =
-                serde_json::from_str::<ServerJsonRpcMessage>(&line).unwrap()
-            else {
-                panic!("not a response: {line}");
-            };
-            assert_eq!(r.id, id);
-            let v: Value = serde_json::from_str(&line).unwrap();
-            assert_eq!(
-                v["result"],
-                serde_json::from_str::<Value>(result.get()).unwrap()
-            );
-        }
-    }
-
-    /// Plain tool results pass as written, with success and the call log's excerpt; results a legacy client must
-    /// not get as written, or that rmcp would not read as a tool result, are left to the typed path.
-    #[test]
-    fn plain_results_pass_others_are_decoded() {
-        let plain = [
-            (
-                json!({"content": [{"type": "text", "text": "hi"}]}),
-                true,
-                "hi",
-            ),
-            (
-                json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "isError": true}),
-                false,
-                "a\nb",
-            ),
-            (
-                json!({"content": [], "structuredContent": {"k": [1]}, "_meta": {"m": 1}}),
-                true,
-                "",
-            ),
-            (
-                json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png", "annotations": {"priority": 1}}]}),
-                true,
-                "",
-            ),
-            (
-                json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]}),
-                true,
-                "",
-            ),
-            (
-                json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]}),
-                true,
-                "",
-            ),
-            (
-                json!({"content": [{"type": "resource", "resource": {"uri": "file:///a", "text": "t"}}], "isError": false}),
-                true,
-                "",
-            ),
-            (
-                json!({"content": [{"type": "text", "text": "x", "_meta": {"a": 1}}], "unknownField": 1}),
-                true,
-                "x",
-            ),
-        ];
-        for (result, ok, text) in plain {
-            let got = plain_result(&result.to_string());
-            assert_eq!(got, Some((ok, text.to_owned())), "{result}");
-            // rmcp reads each of them as a tool result too.
-            assert!(
-                serde_json::from_value::<CallToolResult>(result.clone()).is_ok(),
-                "{result}"
-            );
-        }
-        let decoded = [
-            json!({"content": [{"type": "text", "text": "x"}], "resultType": "complete"}),
-            json!({"content": [], "structuredContent": [1, 2]}),
-            json!({"content": [], "structuredContent": null}),
-            json!({"task": {"taskId": "t"}}),
-            json!({"content": [], "inputRequests": {}}),
-            json!({"content": [{"type": "text"}]}),
-            json!({"content": [{"type": "image", "data": "AA=="}]}),
-            json!({"content": [{"type": "video", "data": "x"}]}),
-            json!({"content": [{"type": "resource_link", "uri": "file:///a"}]}),
-            json!({"content": [{"type": "text", "text": "x"}], "isError": "yes"}),
-            json!({"structuredContent": {"a": 1}}),
-            json!([1]),
-        ];
-        for result in decoded {
-            assert_eq!(plain_result(&result.to_string()), None, "{result}");
-        }
-    }
 }

@@ -7,10 +7,14 @@ use rmcp::model::{
     ServerPeerInfo, Tool,
 };
 
-use super::{Caller, Proxy, lock, names};
 use rmcp::{ErrorData, ServiceError};
 
 use ad_core::error::{Error, Result};
+
+use crate::caller::Caller;
+use crate::names;
+use crate::state::Proxy;
+use crate::sync::lock;
 
 type ServerResult<T> = std::result::Result<T, ServerError>;
 

@@ -10,10 +10,15 @@ use rmcp::ServiceExt;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use tokio::sync::watch;
 
-use super::client::ChildClient;
-use super::{Child, Inner, StderrRing, spawn, sse, with_stderr};
 use ad_core::error::{Error, Result};
 use ad_core::model::{Server, Transport};
+
+use crate::failure::with_stderr;
+use crate::relay::ChildLane;
+use crate::spawn::{self, StderrRing};
+use crate::sse;
+use crate::state::{Child, ChildClient, Inner, ProgressSeen};
+use crate::typed::TypedChildTransport;
 
 impl Inner {
     /// Connects to a server and lists its tools, within the activation timeout.
@@ -54,7 +59,7 @@ impl Inner {
         };
 
         let mut auth = None;
-        let progress_seen = super::typed::ProgressSeen::default();
+        let progress_seen = ProgressSeen::default();
         let mut lane = None;
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
@@ -72,13 +77,10 @@ impl Inner {
                 let pgid = spawned.pgid;
                 // Answers are decoded as the result type of the request they answer (`typed.rs`); the fast lane
                 // relays tool calls through the same pipes (`relay.rs`).
-                let transport = super::typed::TypedChildTransport::new(
-                    spawned.stdout,
-                    spawned.stdin,
-                    64 * 1024 * 1024,
-                )
-                .with_progress_seen(progress_seen.clone());
-                let child_lane = Arc::new(super::relay::ChildLane::new(
+                let transport =
+                    TypedChildTransport::new(spawned.stdout, spawned.stdin, 64 * 1024 * 1024)
+                        .with_progress_seen(progress_seen.clone());
+                let child_lane = Arc::new(ChildLane::new(
                     Arc::downgrade(self),
                     server.name.clone(),
                     server.id,

@@ -9,7 +9,6 @@
 //! Only children of the 2026-07-28 era that declare the extension serve tasks here: a handshake-era child would
 //! need the extension declared by us at initialize, for every client at once, whether or not the client takes tasks.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -20,27 +19,16 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use rmcp::{ErrorData, Peer, RoleServer};
 
-use super::{Child, Inner, Proxy, lock, names};
 use ad_core::error::{Error, Result};
 
-/// The client session that created a child's task, and the id it knows the task by.
-pub(super) struct Owner {
-    peer: Peer<RoleServer>,
-    exposed: String,
-}
+use crate::names;
+use crate::state::{Child, Inner, Owner, Proxy, Slot};
+use crate::sync::lock;
 
 /// Owners kept at most (sessions that are gone are dropped first).
 const MAX_OWNERS: usize = 4096;
 /// Notifications of tasks not (yet) owned kept at most: most belong to tasks of clients that cannot be told.
 const MAX_EARLY: usize = 256;
-
-/// Who is told of which task's status.
-#[derive(Default)]
-pub(super) struct Owners {
-    by_task: HashMap<(String, String), Owner>,
-    /// The last notification of each task no session owns yet, by (server, the child's id).
-    early: HashMap<(String, String), TaskStatusNotificationParams>,
-}
 
 async fn send(peer: Peer<RoleServer>, exposed: String, mut params: TaskStatusNotificationParams) {
     params.task.task.task_id = exposed;
@@ -70,7 +58,7 @@ impl Proxy {
     /// Whether some running child serves tasks (the aggregated front declares the extension then).
     pub fn serves_tasks(&self) -> bool {
         lock(&self.inner.children).values().any(|s| match s {
-            super::Slot::Running(c) => c.serves_tasks(),
+            Slot::Running(c) => c.serves_tasks(),
             _ => false,
         })
     }

@@ -18,7 +18,7 @@ pub struct Config {
     /// The program that runs `child-guard` (see `guard`); `None` means this executable.
     pub guard_exe: Option<PathBuf>,
     /// Whether unseen tools are approved on sight (`AGENT_DISCOVER_PIN_NEW_SERVERS`, `AGENT_DISCOVER_PIN_NEW_TOOLS`).
-    pub pinning: crate::pinning::Policy,
+    pub pinning: crate::pinning::policy::Policy,
     /// Seed 003's `defaultAgentId`: the agent a session goes to when the call names none
     /// (`AGENT_DISCOVER_DEFAULT_AGENT`; unset means the first in-process agent, else the first stored one).
     pub default_agent_id: Option<String>,
@@ -124,7 +124,7 @@ impl Config {
             timeouts: Timeouts::default(),
             log_retention_days,
             guard_exe: None,
-            pinning: crate::pinning::Policy::from_env()?,
+            pinning: crate::pinning::policy::Policy::from_env()?,
             default_agent_id: non_empty_env(ENV_DEFAULT_AGENT).map(|v| v.trim().to_owned()),
             database_url,
             replica,

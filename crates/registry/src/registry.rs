@@ -15,7 +15,7 @@ pub struct Registry {
     store: Store,
     events: EventBus,
     /// Whether unseen tools are approved on sight (`pinning.rs`).
-    pin_policy: crate::pinning::Policy,
+    pin_policy: crate::pinning::policy::Policy,
 }
 
 impl Registry {
@@ -27,12 +27,12 @@ impl Registry {
         }
     }
 
-    pub fn with_pin_policy(mut self, policy: crate::pinning::Policy) -> Registry {
+    pub fn with_pin_policy(mut self, policy: crate::pinning::policy::Policy) -> Registry {
         self.pin_policy = policy;
         self
     }
 
-    pub fn pin_policy(&self) -> crate::pinning::Policy {
+    pub fn pin_policy(&self) -> crate::pinning::policy::Policy {
         self.pin_policy
     }
 

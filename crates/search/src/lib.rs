@@ -3,6 +3,8 @@
 //!
 //! Embeddings are stored with their model id in `server_tools`; an in-memory vector index is rebuilt when the
 //! stored tools change (here or in another process). Knows nothing about MCP; `mcp` shapes the answer.
+//!
+//! Must not know: MCP, HTTP, child processes or the composition root; it reads tools from the store and ranks them.
 
 pub mod provider;
 pub mod query;

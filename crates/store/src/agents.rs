@@ -4,6 +4,7 @@
 use super::db::{Row, now_text};
 use super::{Store, json_col, search, to_json};
 use crate::args;
+pub use crate::search::{SkillEntry, SkillHit};
 use ad_core::error::Result;
 
 /// One stored agent.
@@ -21,17 +22,6 @@ pub struct AgentRow {
     pub status: String,
     pub last_error: Option<String>,
     pub created_at: String,
-}
-
-/// A skill matched by a search: its agent, id, name and description, and a BM25 score (lower is better).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SkillHit {
-    pub agent_id: String,
-    pub skill_id: String,
-    pub name: String,
-    pub description: String,
-    pub tags: String,
-    pub bm25: f64,
 }
 
 const SELECT: &str = "SELECT id, url, command, args, card, card_url, headers, max_concurrent, status, last_error, \
@@ -54,9 +44,6 @@ fn row(r: &Row) -> Result<AgentRow> {
         created_at: r.get(10)?,
     })
 }
-
-/// A skill to index: id, name, description, tags.
-pub type SkillEntry<'a> = (&'a str, &'a str, &'a str, String);
 
 impl Store {
     /// Inserts or replaces agent `a` and its skill index in one transaction.

@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use ad_core::error::{Error, Result};
+use ad_core::error::Result;
 
 /// Which SQL engine a connection speaks, for the few statements that must differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,6 +277,12 @@ pub fn text_of_unix_millis(ms: i64) -> String {
     )
 }
 
+/// `?` for driver results: a SQLite or PostgreSQL driver error becomes this crate's [`Error`] (the drivers' errors and
+/// [`Error`] live in other crates, so no `From` between them can be written here).
+pub(crate) trait DbResult<T> {
+    fn db(self) -> Result<T>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,23 +327,5 @@ mod tests {
             "2000-02-29T00:00:00.000Z"
         );
         assert_eq!(now_text().len(), 24);
-    }
-}
-
-/// `?` for driver results: a rusqlite or tokio-postgres error becomes this crate's [`Error`] (the drivers' errors and
-/// [`Error`] live in other crates, so no `From` between them can be written here).
-pub(crate) trait DbResult<T> {
-    fn db(self) -> Result<T>;
-}
-
-impl<T> DbResult<T> for std::result::Result<T, rusqlite::Error> {
-    fn db(self) -> Result<T> {
-        self.map_err(|e| Error::Store(crate::sqlite::sqlite_error(e)))
-    }
-}
-
-impl<T> DbResult<T> for std::result::Result<T, tokio_postgres::Error> {
-    fn db(self) -> Result<T> {
-        self.map_err(|e| Error::Store(crate::pg::pg_error(e)))
     }
 }

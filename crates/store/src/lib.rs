@@ -5,6 +5,9 @@
 //! (see `db`); `Store::read` runs them on the connection, `Store::write` in one transaction. Full-text search (FTS5,
 //! `ad_bm25`) and the `PRAGMA` counters are SQLite's own and live in `schema`, `bm25`, `search` and `sqlite`.
 //! Nothing here knows about MCP, HTTP or child processes.
+//!
+//! Must not know: MCP, HTTP, child processes, the registry's rules (it stores what it is given), or any crate of
+//! this workspace but `ad-core`. `unsafe` is confined to `bm25` (the FTS5 ranking function through SQLite's C API).
 
 pub mod agents;
 mod bm25;
@@ -24,6 +27,7 @@ mod secrets;
 mod servers;
 mod sqlite;
 mod tools;
+pub mod watch;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -80,7 +84,7 @@ impl Store {
     }
 
     /// On a shared PostgreSQL registry, a channel that changes with every commit any replica makes (and whenever the
-    /// listener reconnected); `None` on SQLite, where `http::watch` watches the file.
+    /// listener reconnected); `None` on SQLite, where `watch` watches the file.
     pub fn remote_changes(&self) -> Option<tokio::sync::watch::Receiver<pg::ListenState>> {
         match &*self.backend {
             Backend::Sqlite(_) => None,

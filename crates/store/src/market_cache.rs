@@ -34,12 +34,12 @@ impl MarketCache {
 
     /// The cached JSON under `key` and when it was stored (Unix seconds), if any.
     pub fn get(&self, key: &str) -> ad_core::error::Result<Option<(String, i64)>> {
-        Ok(get(&self.lock(), key).db()?)
+        get(&self.lock(), key).db()
     }
 
     /// Stores `json` under `key` with the current time, replacing an older answer.
     pub fn put(&self, key: &str, json: &str) -> ad_core::error::Result<()> {
-        Ok(put(&self.lock(), key, json).db()?)
+        put(&self.lock(), key, json).db()
     }
 }
 

@@ -635,6 +635,12 @@ pub(crate) fn pg_error(e: tokio_postgres::Error) -> StoreError {
     }
 }
 
+impl<T> crate::db::DbResult<T> for std::result::Result<T, tokio_postgres::Error> {
+    fn db(self) -> Result<T> {
+        self.map_err(|e| Error::Store(pg_error(e)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,10 +10,23 @@ use rusqlite::params;
 
 use super::db::{Conn, Dialect, Value};
 use super::{Store, fts_query};
-use crate::agents::SkillHit;
 use crate::args;
 use ad_core::error::Result;
 use ad_core::model::ToolRecord;
+
+/// A skill matched by a search: its agent, id, name and description, and a BM25 score (lower is better).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillHit {
+    pub agent_id: String,
+    pub skill_id: String,
+    pub name: String,
+    pub description: String,
+    pub tags: String,
+    pub bm25: f64,
+}
+
+/// A skill to index: id, name, description, tags.
+pub type SkillEntry<'a> = (&'a str, &'a str, &'a str, String);
 
 /// A tool with its BM25 relevance (higher is better; SQLite's bm25() is negated).
 pub struct Bm25Hit {
@@ -77,11 +90,7 @@ pub(super) fn server_text_filter(
 
 /// Replaces the indexed skills of agent `agent_id`, inside the caller's transaction (SQLite's FTS5 index; another
 /// engine keeps no skill index in the database).
-pub(super) fn index_skills(
-    c: &dyn Conn,
-    agent_id: &str,
-    skills: &[super::agents::SkillEntry<'_>],
-) -> Result<()> {
+pub(super) fn index_skills(c: &dyn Conn, agent_id: &str, skills: &[SkillEntry<'_>]) -> Result<()> {
     if c.dialect() != Dialect::Sqlite {
         return Ok(());
     }
@@ -128,7 +137,7 @@ impl Store {
                 score: r.get(5)?,
             })
         }).db()?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>().db()?)
+        rows.collect::<rusqlite::Result<Vec<_>>>().db()
         })
     }
 
@@ -151,7 +160,7 @@ impl Store {
                 bm25: r.get(5)?,
             })
         }).db()?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>().db()?)
+        rows.collect::<rusqlite::Result<Vec<_>>>().db()
         })
     }
 

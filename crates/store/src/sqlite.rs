@@ -87,18 +87,16 @@ impl Sqlite {
 
     /// The schema version stored in the file (`PRAGMA user_version`).
     pub(super) fn schema_version(&self) -> Result<i64> {
-        Ok(self
-            .lock()
+        self.lock()
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .db()?)
+            .db()
     }
 
     /// Moves whenever another connection commits to the file (`PRAGMA data_version`).
     pub(super) fn data_version(&self) -> Result<i64> {
-        Ok(self
-            .lock()
+        self.lock()
             .query_row("PRAGMA data_version", [], |r| r.get(0))
-            .db()?)
+            .db()
     }
 
     /// Rows this connection has changed since it opened.
@@ -194,7 +192,13 @@ impl Conn for Connection {
     }
 
     fn batch(&self, sql: &str) -> Result<()> {
-        Ok(self.execute_batch(sql).db()?)
+        self.execute_batch(sql).db()
+    }
+}
+
+impl<T> DbResult<T> for std::result::Result<T, rusqlite::Error> {
+    fn db(self) -> Result<T> {
+        self.map_err(|e| Error::Store(sqlite_error(e)))
     }
 }
 
@@ -206,11 +210,11 @@ mod tests {
     /// The files allowed to name the SQLite crate: SQLite's own code (this backend, migrations, FTS5 ranking and
     /// search) and the machine-local marketplace cache.
     const SQLITE_FILES: &[&str] = &[
-        "src/store/sqlite.rs",
-        "src/store/schema.rs",
-        "src/store/bm25.rs",
-        "src/store/search.rs",
-        "src/store/market_cache.rs",
+        "crates/store/src/sqlite.rs",
+        "crates/store/src/schema.rs",
+        "crates/store/src/bm25.rs",
+        "crates/store/src/search.rs",
+        "crates/store/src/market_cache.rs",
     ];
 
     /// Statement openings that mark SQL in code (comments are skipped).
@@ -225,7 +229,7 @@ mod tests {
         " ON CONFLICT",
     ];
 
-    /// What is wrong with source file `path` (relative to the crate, `/`-separated) holding `text`.
+    /// What is wrong with source file `path` (relative to the workspace root, `/`-separated) holding `text`.
     fn boundary_offences(path: &str, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         let crate_name = concat!("rus", "qlite");
@@ -237,7 +241,7 @@ mod tests {
                 n + 1
             ));
         }
-        if !path.starts_with("src/store/") {
+        if !path.starts_with("crates/store/") {
             for (n, line) in text.lines().enumerate() {
                 let code = line.trim_start();
                 if code.starts_with("//") {
@@ -245,7 +249,7 @@ mod tests {
                 }
                 if let Some(mark) = SQL_MARKS.iter().find(|m| code.contains(**m)) {
                     out.push(format!(
-                        "{path}:{}: SQL ({mark:?}) outside src/store",
+                        "{path}:{}: SQL ({mark:?}) outside crates/store",
                         n + 1
                     ));
                 }
@@ -270,27 +274,37 @@ mod tests {
         let crate_name = concat!("rus", "qlite");
         let line = format!("use {crate_name}::Connection;");
         assert_eq!(
-            boundary_offences("src/store/sqlite.rs", &line),
+            boundary_offences("crates/store/src/sqlite.rs", &line),
             Vec::<String>::new()
         );
-        let found = boundary_offences("src/store/servers.rs", &line);
+        let found = boundary_offences("crates/store/src/servers.rs", &line);
         assert!(
-            found[0].starts_with("src/store/servers.rs:1: names"),
+            found[0].starts_with("crates/store/src/servers.rs:1: names"),
             "{found:?}"
         );
         let sql = "// SELECT in a comment is fine\nlet q = \"SELECT id FROM servers\";";
         let found = boundary_offences("src/feed.rs", sql);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("src/feed.rs:2: SQL"), "{found:?}");
-        assert!(boundary_offences("src/store/tools.rs", sql).is_empty());
+        assert!(boundary_offences("crates/store/src/tools.rs", sql).is_empty());
     }
 
-    /// Only SQLite's own files name the SQLite crate, and only src/store holds SQL.
+    /// Only SQLite's own files name the SQLite crate, and only the store crate holds SQL: across the workspace (the
+    /// application's `src/` and every crate's), not just this crate.
     #[test]
     fn only_the_store_has_sql_and_only_sqlite_files_name_the_crate() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .and_then(std::path::Path::parent)
+            .expect("the store crate lives at crates/store in the workspace");
         let mut files = Vec::new();
         rust_files(&root.join("src"), &mut files);
+        for krate in std::fs::read_dir(root.join("crates")).unwrap() {
+            let src = krate.unwrap().path().join("src");
+            if src.is_dir() {
+                rust_files(&src, &mut files);
+            }
+        }
         assert!(
             files.len() > 50,
             "found only {} files under src",

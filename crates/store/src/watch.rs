@@ -18,7 +18,7 @@ use notify::Watcher;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::Store;
+use crate::Store;
 
 pub const FALLBACK_EVERY: Duration = Duration::from_secs(5);
 /// The trailing check after a burst of file events.
@@ -67,7 +67,7 @@ pub fn spawn(
                 _ = kick.notified(), if watcher.is_some() => {
                     settle = Some(std::time::Instant::now() + SETTLE);
                 }
-                _ = crate::clock::sleep_until(settle.unwrap_or_else(std::time::Instant::now)), if settle.is_some() => {
+                _ = ad_core::clock::sleep_until(settle.unwrap_or_else(std::time::Instant::now)), if settle.is_some() => {
                     settle = None;
                 }
                 _ = tokio::time::sleep(FALLBACK_EVERY), if watcher.is_none() => {}

@@ -3,7 +3,7 @@
 //!
 //! One feed per `App`, started on first use. It rebuilds the snapshot when this process's event bus reports a change,
 //! and when another agent-discover process commits to the same database (the `PRAGMA data_version` watch the dashboard
-//! uses, `http::watch`). `seq` grows by one only when the servers actually differ, so an unchanged re-apply or a
+//! uses, `ad_store::watch`). `seq` grows by one only when the servers actually differ, so an unchanged re-apply or a
 //! foreign commit that touches no server (a call log, metrics) sends nothing.
 //!
 //! Each subscriber holds a `tokio::sync::watch` receiver: one slot, the newest snapshot, so a subscriber that never
@@ -13,9 +13,8 @@
 //! The feed also reconciles this process with the stored intent: a child running here whose server was disabled or
 //! removed by another process is stopped.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
-use serde::Serialize;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -24,80 +23,8 @@ use crate::error::{Result, ToolError};
 use crate::events::{Event, Received};
 use crate::model::{ListFilter, ServerStatus, Transport};
 
-/// One server as subscribers see it (seed 001's `ListedEntry`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedEntry {
-    pub name: String,
-    pub status: ServerStatus,
-    /// Tools known for the server (stored at its last start), after its allow/deny filter.
-    pub tool_count: usize,
-    /// `stdio` or `http` (Streamable HTTP and SSE).
-    pub transport: &'static str,
-    /// `authorizationCode` while an OAuth flow is pending, `apiKey` when it sends an `Authorization` header, else `none`.
-    pub auth_mode: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub auth_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ToolError>,
-    pub tools: Vec<ListedTool>,
-    /// What the server declared at initialize, when it runs in this process; `null` otherwise.
-    pub capabilities: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedTool {
-    pub name: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub description: String,
-    pub input_schema: serde_json::Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Snapshot {
-    pub seq: u64,
-    pub servers: Vec<ListedEntry>,
-}
-
-/// A subscriber's end: [`Subscription::next`] yields the bootstrap (`seq: 0`), then each newer snapshot.
-pub struct Subscription {
-    rx: watch::Receiver<Arc<Snapshot>>,
-    bootstrapped: bool,
-}
-
-impl Subscription {
-    /// The next snapshot to deliver; `None` when the feed has stopped (the app is gone).
-    pub async fn next(&mut self) -> Option<Arc<Snapshot>> {
-        if !self.bootstrapped {
-            self.bootstrapped = true;
-            let current = self.rx.borrow_and_update().clone();
-            return Some(Arc::new(Snapshot {
-                seq: 0,
-                servers: current.servers.clone(),
-            }));
-        }
-        self.rx.changed().await.ok()?;
-        Some(self.rx.borrow_and_update().clone())
-    }
-}
-
-pub struct Feed {
-    tx: watch::Sender<Arc<Snapshot>>,
-    dirty: Arc<Notify>,
-    _stop: tokio_util::sync::DropGuard,
-}
-
-impl std::fmt::Debug for Feed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Feed")
-            .field("seq", &self.tx.borrow().seq)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Where an `App` keeps its feed (a field of `App`).
-pub type FeedCell = OnceLock<Feed>;
+pub mod snapshot;
+pub use snapshot::{Feed, FeedCell, ListedEntry, ListedTool, Snapshot, Subscription};
 
 impl App {
     /// The registry feed, started on first use (inside a Tokio runtime). Building the first snapshot reads the
@@ -231,7 +158,7 @@ impl Feed {
             cancel.clone(),
         ));
         let kick = dirty.clone();
-        crate::http::watch_database(
+        ad_store::watch::spawn(
             app.registry.store().clone(),
             &app.config.db_path,
             move || {

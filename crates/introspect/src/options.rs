@@ -1,0 +1,62 @@
+//! How a batch runs: the time limits of the stages, the concurrency, the cache and the child guard, the second pass.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Time limits of the stages (seed 002's tiers; install is apart from the protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub install: Duration,
+    pub initialize: Duration,
+    pub list: Duration,
+    /// Grace between SIGTERM and SIGKILL at teardown.
+    pub term_grace: Duration,
+    /// The whole protocol part of one attempt (spawn to teardown).
+    pub hard: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            install: Duration::from_secs(180),
+            initialize: Duration::from_secs(15),
+            list: Duration::from_secs(15),
+            term_grace: Duration::from_secs(2),
+            hard: Duration::from_secs(120),
+        }
+    }
+}
+
+/// How a batch runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub limits: Limits,
+    /// Packages introspected at once (default: cores + 1).
+    pub concurrency: usize,
+    /// Where packages are installed (`<dir>/npm/...`, `<dir>/pypi/...`) and attempts get their scratch directories.
+    pub cache_dir: PathBuf,
+    /// The program that runs `child-guard` (this executable).
+    pub guard_exe: PathBuf,
+    /// Retry a failed package once with placeholders.
+    pub second_pass: bool,
+}
+
+impl Options {
+    pub fn new(cache_dir: PathBuf, guard_exe: PathBuf) -> Options {
+        Options {
+            limits: Limits::default(),
+            concurrency: default_concurrency(),
+            cache_dir,
+            guard_exe,
+            second_pass: true,
+        }
+    }
+}
+
+/// Cores + 1.
+pub fn default_concurrency() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        + 1
+}

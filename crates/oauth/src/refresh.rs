@@ -1,0 +1,237 @@
+//! Keeping a server's token usable: the token to send now, a refresh shared by every caller in every process (under
+//! a lease in the store), and the client credentials grant for machine clients.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::discovery;
+use crate::error::OAuthError;
+use crate::flow;
+use crate::model::{Tokens, now_secs};
+use crate::service::{OAuth, lock, server_url};
+use ad_core::error::{Error, Result};
+use ad_core::model::Server;
+use ad_store::{RefreshClaim, RefreshOutcome};
+
+/// A token this close to its expiry is refreshed before use.
+const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// How long a process may hold a server's refresh lease: longer than the HTTP client's timeout (20 s), so a lease
+/// outlives its refresh unless its holder died.
+const LEASE: Duration = Duration::from_secs(30);
+/// How often a process waiting for another process's refresh looks at the stored tokens again.
+const LEASE_POLL: Duration = Duration::from_millis(50);
+
+impl OAuth {
+    fn refresh_lock(&self, server_id: i64) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.inner.refresh_locks)
+            .entry(server_id)
+            .or_default()
+            .clone()
+    }
+
+    /// The token to send to `server` now: refreshed first when it expires within a minute, obtained with the client
+    /// credentials grant when the server is set up for it. `None` when there is none (the server's 401 then starts
+    /// an authorization).
+    pub async fn access_token(&self, server: &Server) -> Result<Option<String>> {
+        // Tokens issued for another resource (the server's URL changed since) are never sent.
+        let url = server_url(server)?;
+        let tokens = self
+            .tokens(server.id)?
+            .filter(|t| discovery::resource_matches(&t.resource, &url));
+        match tokens {
+            Some(t) if !expiring(&t) => Ok(Some(t.access_token)),
+            Some(t) => self.refresh(server, &t.access_token).await,
+            None if self.uses_client_credentials(server) => {
+                self.client_credentials(server, None).await.map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Replaces the token `stale` (rejected or expiring) once, however many callers ask at the same time, in this
+    /// process or in any other process or replica on the same database: the first refreshes, the others wait and
+    /// receive its token. A refresh token the server rejects removes the tokens (`None`: a new authorization is
+    /// needed).
+    ///
+    /// Across processes the refresh runs under a lease row claimed in a short write transaction serialized per server
+    /// (see `store::oauth`); the HTTP call to the token endpoint happens with no transaction open, so a slow
+    /// authorization server holds neither SQLite's write lock nor a PostgreSQL connection. A process that finds the
+    /// lease taken re-checks the stored tokens every [`LEASE_POLL`] until the holder stored new ones, or the lease
+    /// expired (its holder died) and it claims the lease itself.
+    pub async fn refresh(&self, server: &Server, stale: &str) -> Result<Option<String>> {
+        let lock = self.refresh_lock(server.id);
+        let _held = lock.lock().await;
+        let holder = holder_id();
+        let needs_refresh =
+            |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, b)) {
+                // Refreshed by someone else (this process earlier, another one while we waited) and good: used as it is.
+                Some(t) => t.access_token == stale || expiring(&t),
+                None => false,
+            };
+        let give_up = tokio::time::Instant::now() + LEASE + LEASE_POLL;
+        let tokens = loop {
+            let claim = self.inner.registry.store().claim_oauth_refresh(
+                server.id,
+                "tokens",
+                &holder,
+                now_secs(),
+                LEASE.as_secs(),
+                needs_refresh,
+            )?;
+            match claim {
+                RefreshClaim::Fresh(blob) => {
+                    return Ok(blob
+                        .and_then(|b| self.open_tokens(server.id, &b))
+                        .map(|t| t.access_token));
+                }
+                RefreshClaim::Claimed(blob) => {
+                    break blob.and_then(|b| self.open_tokens(server.id, &b));
+                }
+                RefreshClaim::Busy if tokio::time::Instant::now() < give_up => {
+                    tokio::time::sleep(LEASE_POLL).await;
+                }
+                RefreshClaim::Busy => {
+                    return Err(Error::Internal(format!(
+                        "another agent-discover process has been refreshing the token of '{}' for too long",
+                        server.name
+                    )));
+                }
+            }
+        };
+        // The lease is ours: release it whatever happens, with what the refresh produced.
+        let (outcome, answer) = self.refresh_claimed(server, tokens).await;
+        let sealed = match &outcome {
+            Ok(Some(new)) => Some(self.seal(server.id, "tokens", new)?),
+            _ => None,
+        };
+        let write = match (&outcome, &sealed) {
+            (_, Some(blob)) => RefreshOutcome::Store(blob),
+            (Ok(None), None) if answer.is_none() => RefreshOutcome::Delete,
+            _ => RefreshOutcome::Keep,
+        };
+        let released = self
+            .inner
+            .registry
+            .store()
+            .finish_oauth_refresh(server.id, "tokens", &holder, write)?;
+        if !released {
+            tracing::warn!(server = %server.name, "the token refresh outlived its lease; its result was dropped");
+        }
+        outcome?;
+        if matches!(write, RefreshOutcome::Store(_)) {
+            tracing::info!(server = %server.name, "OAuth token refreshed");
+        }
+        Ok(answer)
+    }
+
+    /// The refresh itself, under the lease: `Ok(Some(tokens))` to store, `Ok(None)` with the answer to give (the
+    /// token from the client credentials grant, which stores its own tokens; `None` when the tokens must go).
+    async fn refresh_claimed(
+        &self,
+        server: &Server,
+        tokens: Option<Tokens>,
+    ) -> (Result<Option<Tokens>>, Option<String>) {
+        let Some(tokens) = tokens else {
+            return (Ok(None), None);
+        };
+        if tokens.grant == "client_credentials" {
+            return match self.client_credentials(server, tokens.scope.clone()).await {
+                Ok(token) => (Ok(None), Some(token)),
+                Err(e) => (Err(e), None),
+            };
+        }
+        let Some(refresh_token) = tokens.refresh_token.clone() else {
+            return (Ok(None), None);
+        };
+        match flow::refresh(self.http(), &tokens, &refresh_token).await {
+            Ok(new) => {
+                let token = new.access_token.clone();
+                (Ok(Some(new)), Some(token))
+            }
+            Err(OAuthError::Refused(reason)) => {
+                tracing::warn!(server = %server.name, %reason, "the refresh token was rejected; a new authorization is needed");
+                (Ok(None), None)
+            }
+            Err(e) => (Err(e.into_error(&server.name)), None),
+        }
+    }
+
+    async fn client_credentials(&self, server: &Server, scope: Option<String>) -> Result<String> {
+        let err = |e: OAuthError| e.into_error(&server.name);
+        let url = server_url(server)?;
+        let discovered = discovery::discover(self.http(), &url, None)
+            .await
+            .map_err(err)?;
+        let client_id = self.setting(server, "OAUTH_CLIENT_ID").ok_or_else(|| {
+            Error::invalid(
+                "OAUTH_CLIENT_ID",
+                "the client credentials grant needs a client id (and OAUTH_CLIENT_SECRET) as secrets of the server",
+            )
+        })?;
+        // A private key (private_key_jwt) takes the place of the secret at the token endpoint.
+        let key = self.setting(server, "OAUTH_PRIVATE_KEY");
+        let secret = match key {
+            Some(_) => None,
+            None => self.setting(server, "OAUTH_CLIENT_SECRET"),
+        };
+        let assertion = match &key {
+            Some(pem) => Some(
+                flow::client_assertion(
+                    pem,
+                    self.setting(server, "OAUTH_SIGNING_ALG").as_deref(),
+                    &client_id,
+                    &discovered.server.issuer,
+                )
+                .map_err(err)?,
+            ),
+            None => None,
+        };
+        let client = flow::preregistered(&discovered.server, client_id, secret);
+        let scope = scope
+            .or_else(|| self.setting(server, "OAUTH_SCOPES"))
+            .or_else(|| {
+                discovered
+                    .resource
+                    .as_ref()
+                    .and_then(|r| r.scopes_supported.as_ref())
+                    .map(|s| s.join(" "))
+            });
+        let resource = discovered
+            .resource
+            .as_ref()
+            .map(|r| r.resource.clone())
+            .unwrap_or_else(|| url.to_string());
+        let tokens = flow::client_credentials(
+            self.http(),
+            &discovered.server,
+            client,
+            &resource,
+            scope.as_deref(),
+            assertion,
+        )
+        .await
+        .map_err(err)?;
+        self.save(server.id, "tokens", &tokens, None)?;
+        self.changed(&server.name);
+        Ok(tokens.access_token)
+    }
+}
+
+/// Names one refresh attempt, unique across processes (and across `App`s in one process).
+fn holder_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+fn expiring(t: &Tokens) -> bool {
+    t.expires_at
+        .is_some_and(|at| at <= now_secs() + REFRESH_MARGIN.as_secs())
+}

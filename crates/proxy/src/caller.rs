@@ -1,0 +1,108 @@
+//! Who is calling: the connected client's peer, its progress token, cancellation and protocol revision, and the
+//! retry fields of an input-required result, read from one request; and whether a legacy child's questions during
+//! that request go to this caller alone (`held.rs`).
+
+use rmcp::model::ProgressToken;
+use rmcp::{Peer, RoleServer};
+
+#[cfg(doc)]
+use ad_core::error::Error;
+
+use crate::state::Child;
+
+/// Who is calling: the connected client's peer (to route progress and child requests back) and its progress token.
+#[derive(Clone, Default)]
+pub struct Caller {
+    pub peer: Option<Peer<RoleServer>>,
+    pub progress_token: Option<ProgressToken>,
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
+    /// The protocol revision of the calling request (2026-07-28 clients take input-required results themselves).
+    pub protocol: Option<rmcp::model::ProtocolVersion>,
+    /// What the calling client declared it can do (passed on to 2026-07-28 children in the request's `_meta`).
+    pub capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// A retry after an input-required result (SEP-2322): the client's answers and the echoed state, for the child.
+    pub input_responses: Option<rmcp::model::InputResponses>,
+    pub request_state: Option<String>,
+    /// The request's `_meta` logLevel (2026-07-28, SEP-2575): passed on to 2026-07-28 children, which log nothing
+    /// for a request without one.
+    #[allow(deprecated)]
+    pub log_level: Option<rmcp::model::LoggingLevel>,
+    /// The caller is on a per-server endpoint: the child's log messages reach it with their own `logger` (the
+    /// aggregated front names the server in it).
+    pub scoped: bool,
+    /// A legacy child's question (sampling, elicitation, roots) during this call is put to this caller only: asked of
+    /// its client if it declared the capability, else the call ends with [`Error::InputRequired`]; never forwarded
+    /// to another client. Set for the registry's `proxy_call`; implied for a caller without a client (REST, CLI).
+    pub questions_to_caller: bool,
+}
+
+impl Caller {
+    /// The client making one `tools/call`: its peer, its progress token (the request's `_meta` first, then the
+    /// context's) and the request's cancellation.
+    pub fn of_call(
+        request: &rmcp::model::CallToolRequestParams,
+        context: &rmcp::service::RequestContext<RoleServer>,
+    ) -> Caller {
+        let progress_token = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        Caller {
+            peer: Some(context.peer.clone()),
+            progress_token,
+            cancel: Some(context.ct.clone()),
+            protocol: context.protocol_version(),
+            capabilities: context.client_capabilities(),
+            input_responses: request.input_responses.clone(),
+            request_state: request.request_state.clone(),
+            log_level: request
+                .meta
+                .as_ref()
+                .and_then(|m| m.log_level())
+                .or_else(|| context.meta.log_level()),
+            scoped: false,
+            questions_to_caller: false,
+        }
+    }
+
+    /// The client making a `prompts/get` or `resources/read`: as [`Caller::of_call`], with that request's retry
+    /// fields (SEP-2322).
+    pub fn of_request(
+        context: &rmcp::service::RequestContext<RoleServer>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        request_state: Option<String>,
+    ) -> Caller {
+        Caller {
+            peer: Some(context.peer.clone()),
+            progress_token: context.meta.get_progress_token(),
+            cancel: Some(context.ct.clone()),
+            protocol: context.protocol_version(),
+            capabilities: context.client_capabilities(),
+            input_responses,
+            request_state,
+            log_level: context.meta.log_level(),
+            scoped: false,
+            questions_to_caller: false,
+        }
+    }
+
+    /// Whether a 2026-07-28 caller's request to `child`, a legacy child, has the child's requests minted into
+    /// input-required results (`held.rs`).
+    pub(super) fn mints_for(&self, child: &Child) -> bool {
+        self.takes_input_required() && child.protocol.has_initialize()
+    }
+
+    /// Whether a call of `child` runs as an exchange of `held.rs`, where the child's questions go to this caller
+    /// alone: minted into input-required results for a 2026-07-28 caller, asked of a legacy caller's client that
+    /// declared the capability, else refused with [`Error::InputRequired`].
+    pub(super) fn holds_questions(&self, child: &Child) -> bool {
+        child.protocol.has_initialize()
+            && (self.takes_input_required() || self.questions_to_caller || self.peer.is_none())
+    }
+
+    /// Whether the caller speaks 2026-07-28 or later, and so takes input-required results itself.
+    pub fn takes_input_required(&self) -> bool {
+        self.protocol.as_ref().is_some_and(|v| !v.has_initialize())
+    }
+}

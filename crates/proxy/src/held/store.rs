@@ -1,0 +1,388 @@
+//! The held requests' store (`held.rs` drives the exchanges): the per-process key that signs `requestState` tokens
+//! bound to one request, the child requests parked until the client's retry answers them, and the exchanges in
+//! flight per server that a legacy child's requests are routed to.
+
+// Sampling and roots are deprecated by SEP-2577, but they are what legacy children ask for.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, GetPromptResponse, InputRequest, InputRequiredResult, ReadResourceResponse,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use ad_core::error::{Error, Result};
+
+use crate::sync::lock;
+
+/// The prefix of the tokens minted here (a 2026-07-28 child's own `requestState` is never looked at).
+const PREFIX: &str = "adrs1";
+
+/// What a held exchange ends with.
+pub(crate) enum Outcome {
+    Call(CallToolResponse),
+    Prompt(GetPromptResponse),
+    Read(ReadResourceResponse),
+}
+
+/// What the exchange with the child reports to the request that drives it.
+pub(crate) enum Step {
+    /// The child asks the client something; the client's result (as JSON) or a refusal goes back on `reply`.
+    Ask {
+        request: InputRequest,
+        reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+    },
+    Done(Result<Outcome>),
+}
+
+/// The request a token belongs to: a retry must repeat it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Binding {
+    pub server: String,
+    /// `tools/call`, `prompts/get` or `resources/read`.
+    pub method: String,
+    /// The tool, prompt or resource URI as the child knows it.
+    pub name: String,
+    /// SHA-256 of the request's arguments (JSON), hex.
+    pub args: String,
+}
+
+impl Binding {
+    pub fn new(server: &str, method: &str, name: &str, args: Option<&Value>) -> Binding {
+        let args = serde_json::to_vec(args.unwrap_or(&Value::Null)).unwrap_or_default();
+        Binding {
+            server: server.to_owned(),
+            method: method.to_owned(),
+            name: name.to_owned(),
+            args: Sha256::digest(&args)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        }
+    }
+
+    fn asking(&self, asked: InputRequiredResult) -> Outcome {
+        match self.method.as_str() {
+            "prompts/get" => Outcome::Prompt(asked.into()),
+            "resources/read" => Outcome::Read(asked.into()),
+            _ => Outcome::Call(asked.into()),
+        }
+    }
+}
+
+/// What a token says, signed.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Claims {
+    /// The process that minted it.
+    pub(super) p: String,
+    /// The held exchange.
+    pub(super) i: u64,
+    /// Expiry, milliseconds since the Unix epoch.
+    pub(super) e: u64,
+    pub(super) b: Binding,
+}
+
+/// Why a token is refused (the `requestState` value in the error's data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Not a token of ours, or altered.
+    Tampered,
+    Expired,
+    /// Minted for another request (server, method, name or arguments differ).
+    Mismatched,
+    /// Minted by another agent-discover process, which holds the call.
+    Elsewhere,
+    /// Ours and valid, but the call has ended or was answered already.
+    Gone,
+}
+
+impl Refusal {
+    fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Tampered => "tampered",
+            Refusal::Expired => "expired",
+            Refusal::Mismatched => "mismatched",
+            Refusal::Elsewhere => "elsewhere",
+            Refusal::Gone => "gone",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Refusal::Tampered => "requestState failed its integrity check",
+            Refusal::Expired => {
+                "requestState has expired: the call it belongs to passed its deadline"
+            }
+            Refusal::Mismatched => {
+                "requestState belongs to another request (server, tool, prompt, resource or arguments differ)"
+            }
+            Refusal::Elsewhere => {
+                "requestState was issued by another agent-discover process, which holds the call; send the retry there"
+            }
+            Refusal::Gone => {
+                "the call this requestState belongs to has ended or was answered already"
+            }
+        }
+    }
+
+    /// The JSON-RPC error the client gets: invalid params, the reason in `data.requestState`.
+    pub fn error(self, server: &str) -> Error {
+        Error::Child {
+            server: server.to_owned(),
+            error: McpError::invalid_params(
+                self.message(),
+                Some(json!({"requestState": self.as_str()})),
+            ),
+        }
+    }
+}
+
+/// One child request asked of the client: the key its answer comes under, the request, and where the answer goes.
+pub(super) struct Asked {
+    pub(super) key: String,
+    pub(super) request: InputRequest,
+    pub(super) reply: oneshot::Sender<std::result::Result<Value, McpError>>,
+}
+
+/// A child's requests waiting for the client's answers.
+pub(super) struct Parked {
+    pub(super) steps: mpsc::Receiver<Step>,
+    pub(super) asks: Vec<Asked>,
+    pub(super) token: String,
+    pub(super) expires: u64,
+    pub(super) cancel: CancellationToken,
+    /// What the child was refused earlier in the exchange (the caller could not answer it).
+    pub(super) refused: Option<&'static str>,
+}
+
+impl Parked {
+    /// The input-required result asking what is still unanswered.
+    pub(super) fn asking(&self, binding: &Binding) -> Outcome {
+        binding.asking(InputRequiredResult::new(
+            Some(
+                self.asks
+                    .iter()
+                    .map(|a| (a.key.clone(), a.request.clone()))
+                    .collect(),
+            ),
+            Some(self.token.clone()),
+        ))
+    }
+}
+
+/// One exchange in flight: its id and where its child's requests go.
+type Asking = (u64, mpsc::Sender<Step>);
+
+/// The signing key, the held requests and the exchanges that take a child's requests.
+pub(crate) struct Held {
+    key: aws_lc_rs::hmac::Key,
+    pub(super) process: String,
+    pub(super) next: AtomicU64,
+    pub(super) parked: std::sync::Mutex<HashMap<u64, Parked>>,
+    /// Exchanges in flight per server whose child requests are minted into input-required results, newest last.
+    pub(super) asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
+}
+
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+impl Held {
+    pub fn new() -> Held {
+        let random = ad_registry::secrets::random_bytes();
+        Held {
+            key: aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &random),
+            process: random[..6].iter().map(|b| format!("{b:02x}")).collect(),
+            next: AtomicU64::new(1),
+            parked: Default::default(),
+            asking: Default::default(),
+        }
+    }
+
+    pub(super) fn seal(&self, claims: &Claims) -> String {
+        let payload = B64.encode(serde_json::to_vec(claims).unwrap_or_default());
+        let signed = format!("{PREFIX}.{payload}");
+        let tag = aws_lc_rs::hmac::sign(&self.key, signed.as_bytes());
+        format!("{signed}.{}", B64.encode(tag.as_ref()))
+    }
+
+    /// The held exchange a token names, checked against the retry's request at time `now` (ms).
+    pub(super) fn open(
+        &self,
+        token: &str,
+        binding: &Binding,
+        now: u64,
+    ) -> std::result::Result<u64, Refusal> {
+        let (signed, tag) = token.rsplit_once('.').ok_or(Refusal::Tampered)?;
+        let payload = signed
+            .strip_prefix(PREFIX)
+            .and_then(|p| p.strip_prefix('.'))
+            .ok_or(Refusal::Tampered)?;
+        let tag = B64.decode(tag).map_err(|_| Refusal::Tampered)?;
+        let claims: Option<Claims> = B64
+            .decode(payload)
+            .ok()
+            .and_then(|p| serde_json::from_slice(&p).ok());
+        if aws_lc_rs::hmac::verify(&self.key, signed.as_bytes(), &tag).is_err() {
+            // Not signed with our key: another process's (it names itself), or forged.
+            return Err(match claims {
+                Some(c) if c.p != self.process => Refusal::Elsewhere,
+                _ => Refusal::Tampered,
+            });
+        }
+        let claims = claims.ok_or(Refusal::Tampered)?;
+        if &claims.b != binding {
+            return Err(Refusal::Mismatched);
+        }
+        if now >= claims.e {
+            return Err(Refusal::Expired);
+        }
+        Ok(claims.i)
+    }
+
+    /// The exchange with `server` a child request belongs to: a legacy child does not say which of our requests it
+    /// asks for, so the newest one that is not already waiting for the client's answer (a child blocked on an answer
+    /// rarely asks again), else the newest.
+    pub fn asking_for(&self, server: &str) -> Option<mpsc::Sender<Step>> {
+        let asking = lock(&self.asking);
+        let all = asking.get(server)?;
+        let parked = lock(&self.parked);
+        all.iter()
+            .rev()
+            .find(|(id, _)| !parked.contains_key(id))
+            .or(all.last())
+            .map(|(_, tx)| tx.clone())
+    }
+
+    pub(super) fn forget(&self, server: &str, id: u64) {
+        let mut asking = lock(&self.asking);
+        if let Some(v) = asking.get_mut(server) {
+            v.retain(|(i, _)| *i != id);
+            if v.is_empty() {
+                asking.remove(server);
+            }
+        }
+        lock(&self.parked).remove(&id);
+    }
+
+    pub(super) fn park(&self, id: u64, parked: Parked) {
+        let now = now_ms();
+        let mut all = lock(&self.parked);
+        // Requests nobody came back for: their calls are timed out by now; dropping them refuses the child's request.
+        all.retain(|_, p| {
+            let live = p.expires > now;
+            if !live {
+                p.cancel.cancel();
+            }
+            live
+        });
+        all.insert(id, parked);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding() -> Binding {
+        Binding::new(
+            "fx",
+            "tools/call",
+            "test_elicitation",
+            Some(&json!({"a": 1})),
+        )
+    }
+
+    fn mint(held: &Held, id: u64, expires: u64) -> String {
+        held.seal(&Claims {
+            p: held.process.clone(),
+            i: id,
+            e: expires,
+            b: binding(),
+        })
+    }
+
+    #[test]
+    fn a_token_opens_only_for_its_own_request_before_it_expires() {
+        let held = Held::new();
+        let token = mint(&held, 7, 10_000);
+        assert_eq!(held.open(&token, &binding(), 9_999), Ok(7));
+        assert_eq!(held.open(&token, &binding(), 10_000), Err(Refusal::Expired));
+        let other_args = Binding::new(
+            "fx",
+            "tools/call",
+            "test_elicitation",
+            Some(&json!({"a": 2})),
+        );
+        assert_eq!(held.open(&token, &other_args, 0), Err(Refusal::Mismatched));
+        let other_tool = Binding::new("fx", "tools/call", "test_sampling", Some(&json!({"a": 1})));
+        assert_eq!(held.open(&token, &other_tool, 0), Err(Refusal::Mismatched));
+        let other_method = Binding::new(
+            "fx",
+            "prompts/get",
+            "test_elicitation",
+            Some(&json!({"a": 1})),
+        );
+        assert_eq!(
+            held.open(&token, &other_method, 0),
+            Err(Refusal::Mismatched)
+        );
+    }
+
+    #[test]
+    fn altered_forged_and_foreign_tokens_are_refused() {
+        let held = Held::new();
+        let token = mint(&held, 7, u64::MAX);
+        assert_eq!(
+            held.open(&format!("{token}-TAMPERED"), &binding(), 0),
+            Err(Refusal::Tampered)
+        );
+        // A payload rewritten (another call id, a later expiry) keeps the old tag: refused.
+        let (_, tag) = token.rsplit_once('.').unwrap();
+        let forged_claims = Claims {
+            p: held.process.clone(),
+            i: 8,
+            e: u64::MAX,
+            b: binding(),
+        };
+        let forged = format!(
+            "{PREFIX}.{}.{tag}",
+            B64.encode(serde_json::to_vec(&forged_claims).unwrap())
+        );
+        assert_eq!(held.open(&forged, &binding(), 0), Err(Refusal::Tampered));
+        for junk in ["", "x", "adrs1.", "adrs1.e30.AAAA", "a.b.c"] {
+            assert_eq!(
+                held.open(junk, &binding(), 0),
+                Err(Refusal::Tampered),
+                "{junk}"
+            );
+        }
+        // Another process's token (its own key and name): it holds the call.
+        let other = Held::new();
+        let theirs = mint(&other, 7, u64::MAX);
+        assert_eq!(held.open(&theirs, &binding(), 0), Err(Refusal::Elsewhere));
+        assert_eq!(other.open(&theirs, &binding(), 0), Ok(7));
+    }
+
+    #[test]
+    fn a_refusal_is_invalid_params_naming_why() {
+        let Error::Child { error, .. } = Refusal::Expired.error("fx") else {
+            panic!("not a JSON-RPC error")
+        };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(error.data, Some(json!({"requestState": "expired"})));
+    }
+}

@@ -1,0 +1,320 @@
+//! What the proxy holds, data only: the handle ([`Proxy`]) and its shared state ([`Inner`]), each child's slot and
+//! connection ([`Slot`], [`Child`]), and the structures that point back into them (the rmcp client handler of a
+//! child, both ends of the fast lane and its calls in flight), with the plain records they keep (progress routes,
+//! subscriptions, task owners). The object graph is declared here, in one place, so that the files acting on it
+//! (named in each field's doc) all sit above it; none of them is imported here. [`Proxy::new`] builds it empty.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolResponse, ClientJsonRpcMessage, ErrorData, ProgressToken, RequestId,
+    ServerCapabilities, ServerJsonRpcMessage, TaskStatusNotificationParams, Tool,
+};
+use rmcp::service::RunningService;
+use rmcp::{Peer, RoleClient, RoleServer};
+use serde_json::value::RawValue;
+use tokio::sync::{Notify, watch};
+
+use crate::coalesce::Sink;
+use crate::held::store::Held;
+use crate::metrics::CallMetrics;
+use crate::spawn::StderrRing;
+use ad_core::error::Error;
+use ad_core::events::EventBus;
+use ad_core::model::Transport;
+use ad_registry::calllog::CallLog;
+use ad_registry::config::Timeouts;
+use ad_registry::registry::Registry;
+use ad_registry::secrets::Secrets;
+
+/// Told about every finished proxied call: server, tool, latency, success.
+pub type CallObserver = Arc<dyn Fn(&str, &str, Duration, bool) + Send + Sync>;
+
+/// A 2026-07-28 request that asked for log messages (`_meta` logLevel) while it waits on a child: it gets the
+/// child's messages at or above its level on its own stream.
+#[allow(deprecated)]
+pub(super) struct LogCaller {
+    /// Unique in this process, to remove it when the request ends.
+    pub(super) id: u64,
+    pub(super) peer: Peer<RoleServer>,
+    pub(super) level: rmcp::model::LoggingLevel,
+    /// On a per-server endpoint: `logger` as the child sent it.
+    pub(super) scoped: bool,
+}
+
+/// The proxy handle; cheap to clone.
+#[derive(Clone)]
+pub struct Proxy {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Proxy { .. }")
+    }
+}
+
+/// What every clone of a [`Proxy`] shares.
+pub(crate) struct Inner {
+    pub(super) registry: Registry,
+    pub(super) secrets: Secrets,
+    pub(super) oauth: ad_oauth::OAuth,
+    pub(super) events: EventBus,
+    pub(super) calllog: Arc<CallLog>,
+    pub(super) timeouts: Timeouts,
+    pub(super) guard_exe: PathBuf,
+    pub(super) children: Mutex<HashMap<String, Slot>>,
+    /// Serialises activate/deactivate/restart of one server.
+    pub(super) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// When following an active flag last failed here, by server (see [`Proxy::follow`]).
+    pub(super) follow_failures: Mutex<HashMap<String, Instant>>,
+    pub(super) progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
+    /// Connected MCP clients (legacy sessions), newest last, for forwarding child requests.
+    pub(super) clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
+    /// Which client is calling each server right now (most recent last).
+    pub(super) callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
+    /// 2026-07-28 callers that set a logLevel on their request, per server called: they get its log messages at or
+    /// above that level while the call runs (they have no session to be pushed to otherwise).
+    pub(super) log_callers: Mutex<HashMap<String, Vec<LogCaller>>>,
+    /// Ids of [`LogCaller`]s.
+    pub(super) log_caller_ids: std::sync::atomic::AtomicU64,
+    /// How many children's log messages are being forwarded now (`forward::flush_logs`).
+    pub(super) logs_in_flight: watch::Sender<usize>,
+    pub(super) metrics: Arc<CallMetrics>,
+    pub(super) observer: Mutex<Option<CallObserver>>,
+    /// The log level clients last set (`logging/setLevel`), applied to every child.
+    #[allow(deprecated)]
+    pub(super) log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// Clients' resource subscriptions, by exposed URI.
+    pub(super) subscriptions: Mutex<Vec<Subscription>>,
+    /// The `subscriptions/listen` streams that stand for `resources/subscribe` with 2026-07-28 children, by exposed URI.
+    pub(super) resource_listens: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// Clients of a per-server endpoint, by client id: the one server they see.
+    pub(super) scopes: Mutex<HashMap<u64, String>>,
+    /// Legacy children's requests held for 2026-07-28 clients as input-required results (`held.rs`).
+    pub(super) held: Held,
+    /// The sessions that created children's tasks, by (server, the child's task id): where `notifications/tasks` go.
+    pub(super) task_owners: Mutex<Owners>,
+    /// Tool calls relayed by the fast lane (`relay.rs`), counted by each child's lane.
+    pub(super) fast_calls: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// A child's place in [`Inner::children`]: its one owner.
+pub(super) enum Slot {
+    Running(Arc<Child>),
+    /// Crashed; restarted on next use once `retry_at` has passed.
+    Crashed {
+        server_id: i64,
+        failures: u32,
+        retry_at: Instant,
+        error: String,
+        tools: Vec<Tool>,
+        stderr: Arc<StderrRing>,
+        transport: Transport,
+        started_at: String,
+    },
+}
+
+/// A connected child (`start.rs`): its rmcp connection, process group and what it declared.
+pub(super) struct Child {
+    pub(super) name: String,
+    pub(super) server_id: i64,
+    pub(super) transport: Transport,
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) service: tokio::sync::Mutex<Option<RunningService<RoleClient, ChildClient>>>,
+    pub(super) tools: Mutex<Vec<Tool>>,
+    pub(super) capabilities: ServerCapabilities,
+    pub(super) pid: Option<u32>,
+    pub(super) pgid: i32,
+    pub(super) lifeline: Mutex<Option<std::os::fd::OwnedFd>>,
+    pub(super) stderr: Arc<StderrRing>,
+    /// Becomes `Some(cause)` when the child is gone.
+    pub(super) exited: watch::Receiver<Option<String>>,
+    pub(super) stopping: AtomicBool,
+    pub(super) started_at: String,
+    pub(super) failures: u32,
+    pub(super) call_timeout: Duration,
+    /// The protocol revision negotiated with the child (its era).
+    pub(super) protocol: rmcp::model::ProtocolVersion,
+    /// The server's OAuth session (Streamable HTTP servers without a configured Authorization header).
+    pub(super) auth: Option<Arc<ad_oauth::Session>>,
+    /// Progress notifications read from a stdio child, per token (`typed.rs`); empty for other transports.
+    pub(super) progress_seen: ProgressSeen,
+    /// The level agent-discover last set on a legacy child with `logging/setLevel` (the lowest any client wants;
+    /// each client is then sent what it asked for, `forward.rs`); `None` until one is set.
+    #[allow(deprecated)]
+    pub(super) log_floor: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// The fast lane to a stdio child (`relay.rs`); `None` for other transports.
+    pub(super) lane: Option<Arc<ChildLane>>,
+}
+
+impl Proxy {
+    pub fn new(
+        registry: Registry,
+        secrets: Secrets,
+        oauth: ad_oauth::OAuth,
+        events: EventBus,
+        calllog: Arc<CallLog>,
+        timeouts: Timeouts,
+        guard_exe: PathBuf,
+    ) -> Proxy {
+        let inner = Arc::new(Inner {
+            registry: registry.clone(),
+            secrets,
+            oauth,
+            events,
+            calllog,
+            timeouts,
+            guard_exe,
+            children: Mutex::default(),
+            locks: Mutex::default(),
+            follow_failures: Mutex::default(),
+            progress: Mutex::default(),
+            clients: Mutex::default(),
+            callers: Mutex::default(),
+            log_callers: Mutex::default(),
+            log_caller_ids: std::sync::atomic::AtomicU64::new(1),
+            logs_in_flight: watch::Sender::new(0),
+            metrics: CallMetrics::start(registry.store().clone()),
+            observer: Mutex::new(None),
+            log_level: Mutex::new(None),
+            subscriptions: Mutex::default(),
+            resource_listens: Mutex::default(),
+            scopes: Mutex::default(),
+            held: Held::new(),
+            task_owners: Mutex::default(),
+            fast_calls: Arc::default(),
+        });
+        Proxy { inner }
+    }
+}
+
+/// Our rmcp client handler for one child (`client.rs`).
+#[derive(Clone)]
+pub struct ChildClient {
+    pub(super) proxy: Weak<Inner>,
+    pub(super) server: String,
+}
+
+/// Where a call's progress goes (`call.rs`), by the progress token rmcp gave the request to the child.
+pub(super) struct ProgressRoute {
+    pub(super) caller: Option<(Peer<RoleServer>, ProgressToken)>,
+    /// When the child last reported progress on this call; the call's deadline is measured from it.
+    pub(super) last_progress: Arc<Mutex<tokio::time::Instant>>,
+    /// Held while a progress notification of this call is being forwarded, so the result waits for it.
+    pub(super) forwarding: Arc<tokio::sync::Mutex<()>>,
+    /// How many of this call's progress notifications have been forwarded (or dropped for want of a caller).
+    pub(super) forwarded: Arc<tokio::sync::watch::Sender<u64>>,
+    /// The child's progress as its transport read it (stdio children), which sets the forwarding order.
+    pub(super) seen: ProgressSeen,
+}
+
+/// One client's subscription to one exposed resource URI.
+pub(super) struct Subscription {
+    pub(super) uri: String,
+    pub(super) client: u64,
+    pub(super) peer: Peer<RoleServer>,
+    /// A per-server client: updates carry the child's own URI.
+    pub(super) raw: bool,
+}
+
+/// The client session that created a child's task, and the id it knows the task by.
+pub(super) struct Owner {
+    pub(super) peer: Peer<RoleServer>,
+    pub(super) exposed: String,
+}
+
+/// Who is told of which task's status.
+#[derive(Default)]
+pub(super) struct Owners {
+    pub(super) by_task: HashMap<(String, String), Owner>,
+    /// The last notification of each task no session owns yet, by (server, the child's id).
+    pub(super) early: HashMap<(String, String), TaskStatusNotificationParams>,
+}
+
+/// Progress notifications read from a child, per progress token, counted in the order the child wrote them: when a
+/// call's result has been read, every progress notification the child sent before it has been counted, so the call
+/// can wait until as many have been forwarded (`call.rs`) and the caller gets them before the result.
+pub type ProgressSeen = Arc<Mutex<HashMap<ProgressToken, SeenProgress>>>;
+
+/// One call's progress as read from the child.
+#[derive(Debug, Default)]
+pub struct SeenProgress {
+    /// How many progress notifications were read.
+    pub count: u64,
+    /// Their progress values not yet forwarded, in the order the child sent them: rmcp hands each notification to its
+    /// own task, which may run out of order on a multi-threaded runtime, so forwarding follows this order.
+    pub order: std::collections::VecDeque<f64>,
+    /// Notifications whose turn has not come yet.
+    pub held: Vec<rmcp::model::ProgressNotificationParam>,
+}
+
+/// How a front shapes a failed call for its client: the tool error result with `{error, code, kind, ...}`, or the
+/// child's JSON-RPC error where the normal path passes it on.
+pub type ShapeError = fn(&Proxy, &str, &str, Error) -> Result<CallToolResponse, ErrorData>;
+
+/// One stdio client's end of the fast lane: where answers go, and what is not a proxied tool.
+pub struct FrontLane {
+    pub(super) proxy: Proxy,
+    pub(super) sink: Arc<dyn Sink<ServerJsonRpcMessage>>,
+    pub(super) shape: ShapeError,
+    /// Names the front serves itself (the registry tool, agent tools), never relayed.
+    pub(super) reserved: fn(&str) -> bool,
+}
+
+/// One fast-lane call in flight.
+pub(super) struct FastCall {
+    pub(super) number: i64,
+    pub(super) front: Arc<FrontLane>,
+    pub(super) front_id: RequestId,
+    pub(super) client_token: Option<ProgressToken>,
+    pub(super) tool: String,
+    /// The arguments as the client wrote them (for the call log).
+    pub(super) args: Option<Box<RawValue>>,
+    pub(super) started: std::time::Instant,
+    /// The call's start, or the child's last progress on it: the deadline is this plus the call timeout.
+    pub(super) last_progress: tokio::time::Instant,
+}
+
+/// The calls in flight on one child's fast lane and its reaper's state.
+#[derive(Default)]
+pub(super) struct LaneState {
+    pub(super) calls: Vec<FastCall>,
+    /// When the reaper wakes next (`None`: it waits to be told of a call).
+    pub(super) armed: Option<tokio::time::Instant>,
+    pub(super) reaper: bool,
+    /// The child is gone: no more calls, the reaper ends.
+    pub(super) closed: bool,
+}
+
+/// One stdio child's end of the fast lane, shared by its transport (answers and progress) and the proxy (calls).
+pub struct ChildLane {
+    pub(super) server: String,
+    pub(super) server_id: i64,
+    pub(super) timeout: Duration,
+    pub(super) writer: Arc<dyn Sink<ClientJsonRpcMessage>>,
+    pub(super) stderr: Arc<StderrRing>,
+    pub(super) exited: watch::Receiver<Option<String>>,
+    pub(super) inner: Weak<Inner>,
+    pub(super) state: Mutex<LaneState>,
+    /// Calls answered with a plain result whose answer is framed but not yet recorded: recorded once the answers
+    /// are written ([`ChildLane::record_answered`]), so that the call log and metrics do not delay them.
+    pub(super) answered: Mutex<Vec<Finished>>,
+    pub(super) wake: Notify,
+    pub(super) next: AtomicI64,
+    /// Calls relayed by any child's fast lane (`status`, tests).
+    pub(super) relayed: Arc<AtomicU64>,
+}
+
+/// A finished fast-lane call, to be recorded.
+pub(super) struct Finished {
+    pub(super) tool: String,
+    pub(super) args: Option<Box<RawValue>>,
+    pub(super) latency: Duration,
+    pub(super) ok: bool,
+    pub(super) text: String,
+}

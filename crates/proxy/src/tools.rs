@@ -1,0 +1,314 @@
+//! Tools across children: the exposed list, names resolved back to (server, tool), the proxied `tools/call` (the
+//! normal path, and the target the fast lane takes instead), re-listing after a change, and suggestions for a name
+//! that matches nothing.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Tool};
+use serde_json::{Map, Value, json};
+
+use ad_core::error::{Error, Result};
+use ad_core::events::Event;
+use ad_core::model::ToolInfo;
+
+use crate::caller::Caller;
+use crate::names;
+use crate::state::{Child, ChildLane, Inner, Proxy, Slot};
+use crate::sync::lock;
+
+impl Proxy {
+    /// The exposed tools of every running (or crashed, restartable) child.
+    pub fn tools(&self) -> Vec<Tool> {
+        let children = lock(&self.inner.children);
+        let mut out = Vec::new();
+        let mut names: Vec<&String> = children.keys().collect();
+        names.sort();
+        for name in names {
+            let tools = match &children[name] {
+                Slot::Running(c) => lock(&c.tools).clone(),
+                Slot::Crashed { tools, .. } => tools.clone(),
+            };
+            for t in tools {
+                let mut t = t;
+                t.name = names::expose(name, &t.name).into();
+                expose_app_resource(name, &mut t);
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    /// [`Proxy::resolve`] among running children only (no registry lookup).
+    pub fn resolve_running(&self, name: &str) -> Option<(String, String)> {
+        let children = lock(&self.inner.children);
+        if let Some((server, tool)) = names::split(name, children.keys().map(String::as_str))
+            && children[server].has_tool(tool)
+        {
+            return Some((server.to_owned(), tool.to_owned()));
+        }
+        let wanted = names::strip_mcp(name);
+        children.iter().find_map(|(server, slot)| {
+            slot.find_tool(|t| names::expose(server, t) == wanted)
+                .map(|tool| (server.clone(), tool))
+        })
+    }
+
+    /// Resolves an exposed or qualified tool name (`server__tool`, `mcp__server__tool`) to (server, tool).
+    pub fn resolve(&self, name: &str) -> Option<(String, String)> {
+        let children = lock(&self.inner.children);
+        // The usual case, on every proxied call: `server__tool` with the tool's own name, no allocation.
+        if let Some((server, tool)) = names::split(name, children.keys().map(String::as_str))
+            && children[server].has_tool(tool)
+        {
+            return Some((server.to_owned(), tool.to_owned()));
+        }
+        // A shortened name (too long or with characters a client may not see): compare exposed names.
+        let wanted = names::strip_mcp(name);
+        for (server, slot) in children.iter() {
+            if let Some(tool) = slot.find_tool(|t| names::expose(server, t) == wanted) {
+                return Some((server.clone(), tool));
+            }
+        }
+        drop(children);
+        let servers = self.inner.registry.list(&Default::default()).ok()?;
+        names::split(name, servers.iter().map(|s| s.server.name.as_str()))
+            .map(|(s, t)| (s.to_owned(), t.to_owned()))
+    }
+
+    /// Calls `tool` on `server` with the server's call timeout (reset by progress), forwarding progress and
+    /// cancellation, and recording metrics and the call log. A child that dies mid-call fails the call at once.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Option<Map<String, Value>>,
+        caller: Caller,
+    ) -> Result<CallToolResult> {
+        match self.call_tool_response(server, tool, args, caller).await? {
+            CallToolResponse::Complete(r) => Ok(r),
+            _ => Err(Error::InputRequired {
+                server: server.to_owned(),
+                what: "input".into(),
+            }),
+        }
+    }
+
+    /// Calls a tool of a running (or restartable) server, for an MCP client: an input-required result of a
+    /// 2026-07-28 child is passed on to a 2026-07-28 caller as it is (its `requestState` untouched).
+    pub async fn call_tool_response(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Option<Map<String, Value>>,
+        caller: Caller,
+    ) -> Result<CallToolResponse> {
+        let started = Instant::now();
+        let child = match self.inner.ready_child(server).await {
+            Ok(c) => c,
+            // Not running because it waits for an OAuth authorization: say where to give it.
+            Err(e) => {
+                let waiting = self
+                    .inner
+                    .registry
+                    .get(server)
+                    .ok()
+                    .and_then(|s| self.inner.oauth.auth_url(s.id));
+                return Err(match waiting {
+                    Some(auth_url) => Error::AuthRequired {
+                        server: server.to_owned(),
+                        auth_url,
+                    },
+                    None => e,
+                });
+            }
+        };
+        if !lock(&child.tools).iter().any(|t| t.name == tool) {
+            self.tool_missing(&child, tool).await?;
+        }
+        let mut res = if caller.holds_questions(&child) {
+            // A legacy child asks the client with requests of its own: minted into input-required results for a
+            // 2026-07-28 caller, or put to this caller alone (`held.rs`).
+            self.call_held(&child, tool, args.clone(), &caller).await
+        } else {
+            self.inner.call(&child, tool, args.clone(), &caller).await
+        };
+        if let (Err(_), Some(session)) = (&res, &child.auth)
+            && let Err(e) = res
+        {
+            // A 401 (the token is gone) or 403 insufficient_scope: start the authorization, answer with its URL.
+            let server = self.inner.registry.get_by_id(child.server_id)?;
+            res = Err(self.inner.auth_failure(&server, Some(session), e).await);
+        }
+        let latency = started.elapsed();
+        self.inner
+            .account(server, child.server_id, tool, args, latency, &res);
+        res
+    }
+
+    /// The fast lane's target for an exposed tool name (`relay.rs`): the lane of a running, legacy stdio child that
+    /// exposes the tool now (allowed and approved), and the tool's own name. `None` sends the call the normal way.
+    pub(crate) fn fast_target(&self, name: &str) -> Option<(Arc<ChildLane>, String)> {
+        let children = lock(&self.inner.children);
+        let (server, tool) = names::split(name, children.keys().map(String::as_str))?;
+        let Slot::Running(child) = &children[server] else {
+            return None;
+        };
+        if child.exited.borrow().is_some() || !child.protocol.has_initialize() {
+            return None;
+        }
+        let lane = child.lane.clone()?;
+        lock(&child.tools)
+            .iter()
+            .any(|t| t.name == tool)
+            .then(|| (lane, tool.to_owned()))
+    }
+
+    /// The fast lanes of the running children.
+    pub(crate) fn fast_lanes(&self) -> Vec<Arc<ChildLane>> {
+        lock(&self.inner.children)
+            .values()
+            .filter_map(|s| match s {
+                Slot::Running(c) => c.lane.clone(),
+                Slot::Crashed { .. } => None,
+            })
+            .collect()
+    }
+
+    /// How many tool calls went through the fast lane since this process started (`relay.rs`).
+    pub fn fast_lane_calls(&self) -> u64 {
+        self.inner.fast_calls.load(Ordering::Relaxed)
+    }
+
+    /// Lists a running server's tools again (after an approval or a filter change) so exposure follows at once.
+    pub async fn relist_tools(&self, name: &str) {
+        self.inner.refresh_tools(name).await;
+    }
+
+    /// A call named a tool the child does not expose: withheld since it changed (`ToolChanged`), approved meanwhile
+    /// by another process (listed again, then it is there), or unknown or filtered (`NotFound`, alike).
+    async fn tool_missing(&self, child: &Child, tool: &str) -> Result<()> {
+        let server = child.name.as_str();
+        let registry = &self.inner.registry;
+        match registry.store().pin(server, tool)? {
+            Some(pin) if registry.tool_allowed(server, tool) => {
+                if pin.pending() {
+                    return Err(Error::ToolChanged {
+                        server: server.to_owned(),
+                        tool: tool.to_owned(),
+                    });
+                }
+                self.inner.refresh_tools(server).await;
+                if lock(&child.tools).iter().any(|t| t.name == tool) {
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        Err(Error::not_found("tool", format!("{server}__{tool}")))
+    }
+
+    /// Tool names similar to `name` across every known server (stored catalog), best first.
+    pub fn did_you_mean(&self, name: &str, limit: usize) -> Vec<Value> {
+        let wanted = names::strip_mcp(name);
+        let wanted_tool = wanted.rsplit("__").next().unwrap_or(wanted);
+        let Ok(servers) = self.inner.registry.list(&Default::default()) else {
+            return vec![];
+        };
+        let mut scored: Vec<(f64, Value)> = Vec::new();
+        for s in servers {
+            let Ok(tools) = self.inner.registry.tools(s.server.id) else {
+                continue;
+            };
+            // Filtered tools are never suggested.
+            let Ok(filter) = self.inner.registry.tool_filter(s.server.id) else {
+                continue;
+            };
+            for t in tools {
+                let exposed = names::expose(&s.server.name, &t.name);
+                if exposed == wanted || !filter.allows(&t.name) {
+                    continue;
+                }
+                let score = names::similarity(wanted, &exposed)
+                    .max(names::similarity(wanted_tool, &t.name));
+                if score >= 0.3 {
+                    scored.push((score, json!({"call_as": exposed, "server": s.server.name, "tool": t.name, "description": t.description, "score": (score * 100.0).round() / 100.0})));
+                }
+            }
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().take(limit).map(|(_, v)| v).collect()
+    }
+}
+
+impl Inner {
+    /// Re-lists a child's tools after it said they changed, stores them and tells clients.
+    pub(super) async fn refresh_tools(&self, name: &str) {
+        let child = match lock(&self.children).get(name) {
+            Some(Slot::Running(c)) => c.clone(),
+            _ => return,
+        };
+        match child.peer.list_all_tools().await {
+            Ok(tools) => {
+                *lock(&child.tools) = self.registry.gate_tools(child.server_id, name, tools);
+                let _ = self
+                    .registry
+                    .save_tools(child.server_id, &child.tool_infos());
+                self.events.emit(Event::ToolsChanged {
+                    name: name.to_owned(),
+                });
+            }
+            Err(e) => tracing::warn!(server = name, error = %e, "re-listing tools failed"),
+        }
+    }
+}
+
+impl Child {
+    pub(super) fn tool_infos(&self) -> Vec<ToolInfo> {
+        lock(&self.tools)
+            .iter()
+            .map(|t| ToolInfo {
+                name: t.name.to_string(),
+                description: t.description.as_deref().unwrap_or_default().to_owned(),
+                input_schema: Value::Object((*t.input_schema).clone()),
+            })
+            .collect()
+    }
+}
+
+impl Slot {
+    fn has_tool(&self, tool: &str) -> bool {
+        self.find_tool(|t| t == tool).is_some()
+    }
+
+    /// The name of the first tool for which `pred` holds.
+    fn find_tool(&self, pred: impl Fn(&str) -> bool) -> Option<String> {
+        let found = |tools: &[Tool]| {
+            tools
+                .iter()
+                .find(|t| pred(&t.name))
+                .map(|t| t.name.to_string())
+        };
+        match self {
+            Slot::Running(c) => found(&lock(&c.tools)),
+            Slot::Crashed { tools, .. } => found(tools),
+        }
+    }
+}
+
+/// MCP Apps (SEP-1865): a tool's `_meta.ui.resourceUri` names a `ui://` resource of its server; on the aggregated
+/// front it becomes the exposed URI that `resources/read` routes back to that server, as its resource list shows it.
+fn expose_app_resource(server: &str, tool: &mut Tool) {
+    if let Some(meta) = tool.meta.as_mut()
+        && let Some(Value::Object(ui)) = meta.get_mut("ui")
+        && let Some(Value::String(uri)) = ui.get_mut("resourceUri")
+    {
+        *uri = names::expose_uri(server, uri);
+    }
+}
+
+/// Marks an error result's text for agents (`isError: true` with a message).
+pub fn error_result(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}

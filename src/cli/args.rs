@@ -1,0 +1,242 @@
+//! The command line's grammar: the clap types of `agent-discover` and its subcommands (a family's own argument
+//! types live in its file: `configs`, `tools`, `introspect`, `model`, `auth`, `agents`, `dashboard`).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use super::common::parse_kv;
+use super::dashboard::DashboardArgs;
+use super::{agents, auth, configs, introspect, model, tools};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-discover",
+    version,
+    about = "MCP server registry, marketplace and proxy"
+)]
+pub struct Cli {
+    /// Directory for the database and other state (default: the platform data dir; env AGENT_DISCOVER_DATA_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// A shared PostgreSQL registry for a team's replicas, `postgres://…` (env AGENT_DISCOVER_DATABASE_URL; default:
+    /// the embedded SQLite file in the data dir).
+    #[arg(long, global = true, value_name = "URL")]
+    pub database_url: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP on stdin/stdout (what an MCP client launches); the first such process also serves the dashboard.
+    Mcp {
+        /// `dynamic`: active servers' tools appear in tools/list; `static`: only the `registry` tool (use `proxy_call`).
+        #[arg(long, value_enum, default_value_t = crate::mcp::ToolsMode::Dynamic)]
+        tools_mode: crate::mcp::ToolsMode,
+        /// Do not try to serve the dashboard (also AGENT_DISCOVER_DASHBOARD=off).
+        #[arg(long)]
+        no_dashboard: bool,
+        #[command(flatten)]
+        dashboard: DashboardArgs,
+        /// Expose only this registered server, as itself: its own tool and prompt names and resource URIs
+        /// (activated on first use).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Serve the dashboard, the REST API and MCP over Streamable HTTP (at /mcp); prints the URL on stdout.
+    Serve {
+        /// `dynamic`: active servers' tools appear in tools/list; `static`: only the `registry` tool (use `proxy_call`).
+        #[arg(long, value_enum, default_value_t = crate::mcp::ToolsMode::Dynamic)]
+        tools_mode: crate::mcp::ToolsMode,
+        #[command(flatten)]
+        dashboard: DashboardArgs,
+    },
+    /// List registered servers.
+    List {
+        /// Full-text search over names, descriptions and tags.
+        #[arg(long, short)]
+        query: Option<String>,
+        /// Only servers from this source (manual, local, registry, npm, pypi, smithery).
+        #[arg(long)]
+        source: Option<String>,
+        /// Only installed servers.
+        #[arg(long)]
+        installed: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Register a server: `agent-discover add NAME -- COMMAND [ARGS...]`, or `--url` for a remote one.
+    Add {
+        name: String,
+        #[arg(long, short, default_value = "")]
+        description: String,
+        /// Tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Environment variable KEY=VALUE (repeatable).
+        #[arg(long = "env", value_parser = parse_kv)]
+        env: Vec<(String, String)>,
+        /// stdio (default), streamable-http or sse.
+        #[arg(long, default_value = "stdio")]
+        transport: String,
+        /// URL of a remote server.
+        #[arg(long)]
+        url: Option<String>,
+        /// HTTP header KEY=VALUE for a remote server (repeatable).
+        #[arg(long = "header", value_parser = parse_kv)]
+        headers: Vec<(String, String)>,
+        #[arg(long)]
+        json: bool,
+        /// The program and its arguments, after `--`.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Search the marketplace (official MCP registry, npm, PyPI).
+    Browse {
+        #[arg(default_value = "")]
+        query: String,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install a server from the marketplace (npx, uvx, docker or remote), asking for required values.
+    Install {
+        name: String,
+        /// A required value KEY=VALUE (repeatable); missing ones are asked for on a terminal.
+        #[arg(long = "input", value_parser = parse_kv)]
+        inputs: Vec<(String, String)>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find the tool for a task across every known server (BM25, plus embeddings when available).
+    Find {
+        query: String,
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+        /// Also start the owning server (it stays flagged active).
+        #[arg(long)]
+        activate: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a server with its tools, secrets and metrics.
+    Remove {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one server and its tools.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a server once to check it and record its tools, and flag it active so every agent-discover process runs it.
+    Activate {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Clear a server's active flag (and stop it if it runs in this process).
+    Deactivate {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a disabled server again with its last configuration (and check that it comes up).
+    Enable {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a server and keep it from being started (by agents, restore or health checks) until enabled; its
+    /// entry, secrets and tokens stay.
+    Disable {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-server secrets, encrypted at rest and shown masked.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+    /// What is registered, active and failing, with call metrics, the search mode, and the recent calls of the
+    /// agent-discover that serves the dashboard on this database (each process keeps its own call log in memory).
+    Status {
+        #[arg(long)]
+        json: bool,
+        /// Where to look for the dashboard's call log.
+        #[arg(long, env = "AGENT_DISCOVER_PORT", default_value_t = crate::http::DEFAULT_PORT)]
+        port: u16,
+    },
+    /// Import the servers of an MCP client's config file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf,
+    /// Codex, Gemini CLI).
+    Import(configs::ImportArgs),
+    /// Write the registered servers in a client's config format (secrets as variable references, never values).
+    Export(configs::ExportArgs),
+    /// Which MCP client config files exist on this machine, with their server counts.
+    Clients(configs::ClientsArgs),
+    /// Import a client's servers, then rewrite its config file so it launches agent-discover instead (a
+    /// timestamped backup is kept; `--undo` restores it).
+    Connect(configs::ConnectArgs),
+    /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
+    /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
+    /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
+    Introspect(introspect::IntrospectArgs),
+    /// The introspection catalog: stored records, and re-introspection of what changed.
+    #[command(subcommand)]
+    Catalog(introspect::CatalogCommand),
+    /// The local embedding model behind semantic search: status, install (download now), remove.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
+    /// Copy a personal registry into a team's: `migrate --from sqlite:PATH --to postgres://…`. Secrets are re-sealed
+    /// with the team's key (AGENT_DISCOVER_MASTER_KEY); servers the team already has are skipped (or `--replace`d);
+    /// copied servers start inactive. Running it again copies nothing new.
+    Migrate {
+        /// The personal registry, `sqlite:PATH` (PATH is its agent-discover.db file).
+        #[arg(long)]
+        from: String,
+        /// The team registry, `postgres://…`.
+        #[arg(long)]
+        to: String,
+        /// The personal master key file (default: secrets.key next to the SQLite file).
+        #[arg(long, value_name = "FILE")]
+        from_key_file: Option<PathBuf>,
+        /// Replace servers of the same name in the team registry instead of skipping them.
+        #[arg(long)]
+        replace: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Authorize agent-discover for a remote server (OAuth): prints the URL to open and waits for the callback
+    /// (listening on the redirect URI itself when no dashboard runs); `--finish` completes by hand, `--logout` forgets.
+    Auth(auth::AuthArgs),
+    /// Call any tool through the proxy (`SERVER__TOOL`) and print the result.
+    Call(auth::CallArgs),
+    /// A2A agents to discover and delegate to: add (a card URL, or `-- COMMAND` for a local worker), list, remove.
+    #[command(subcommand)]
+    Agents(agents::AgentsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Set a secret; without VALUE it is read from stdin (so it stays out of shell history).
+    Set {
+        name: String,
+        key: String,
+        value: Option<String>,
+    },
+    /// Delete a secret.
+    Rm { name: String, key: String },
+    /// List a server's secrets, masked.
+    Ls {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,115 @@
+//! `status` from the command line: servers, call metrics, the search mode, and the recent calls of the agent-discover
+//! that serves the dashboard on this database.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::common::{one_line, print_json};
+use super::dashboard::dashboard_calls;
+use crate::app::App;
+use crate::model::ListFilter;
+
+pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<()> {
+    let rows = app.registry.list(&ListFilter::default())?;
+    let metrics = app.registry.store().metrics_overview()?;
+    let calls = dashboard_calls(app, port).await;
+    if json {
+        return print_json(&json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "db_path": app.config.db_path,
+            "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "status": r.server.status, "origin": r.server.origin, "tool_count": r.tool_count,
+                "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url})).collect::<Vec<_>>(),
+            "metrics": metrics,
+            "search": app.search.status(),
+            "calls": calls,
+        }));
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "agent-discover {} — {}",
+        env!("CARGO_PKG_VERSION"),
+        app.config.db_path.display()
+    )?;
+    writeln!(
+        out,
+        "{} servers, {} active",
+        rows.len(),
+        rows.iter().filter(|r| r.server.active).count()
+    )?;
+    for r in rows.iter().filter(|r| r.auth_url.is_some()) {
+        writeln!(
+            out,
+            "  {:<24} authenticating: open {} (or `agent-discover auth {}`)",
+            r.server.name,
+            r.auth_url.as_deref().unwrap_or_default(),
+            r.server.name
+        )?;
+    }
+    for r in rows.iter().filter(|r| {
+        r.server.active
+            || r.server.last_error.is_some()
+            || r.server.status != crate::model::ServerStatus::Stopped
+    }) {
+        writeln!(
+            out,
+            "  {:<24} {:<14} {:>4} tools  {}",
+            r.server.name,
+            r.server.status.as_str(),
+            r.tool_count,
+            r.server
+                .last_error
+                .as_deref()
+                .map(|e| one_line(e, 60))
+                .unwrap_or_default()
+        )?;
+    }
+    for m in metrics {
+        writeln!(
+            out,
+            "  calls {:<18} {:>6} calls {:>4} errors {:>8.1} ms avg",
+            m.server_name, m.total_calls, m.total_errors, m.avg_latency_ms
+        )?;
+    }
+    let search = app.search.status();
+    writeln!(
+        out,
+        "search: {}{}",
+        if search["hybrid"] == true {
+            "hybrid (BM25 + embeddings)"
+        } else {
+            "BM25"
+        },
+        search["fallback_reason"]
+            .as_str()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    )?;
+    match calls {
+        Value::Object(c) if c.contains_key("entries") => {
+            writeln!(
+                out,
+                "recent calls (the agent-discover serving {}):",
+                c["from"].as_str().unwrap_or_default()
+            )?;
+            for e in c["entries"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "  {} {}__{} {} ms {}",
+                    e["timestamp"].as_str().unwrap_or_default(),
+                    e["server"].as_str().unwrap_or_default(),
+                    e["tool"].as_str().unwrap_or_default(),
+                    e["latency_ms"],
+                    if e["success"] == true { "ok" } else { "error" }
+                )?;
+            }
+        }
+        other => writeln!(
+            out,
+            "recent calls: {}",
+            other["unavailable"].as_str().unwrap_or_default()
+        )?,
+    }
+    Ok(())
+}

@@ -1,0 +1,302 @@
+//! The search use cases over the whole system: `find_tool` (tools of active, inactive and catalog servers, and
+//! agents whose skills fit better), the catalog summary the `registry` tool describes itself with, and uninstall.
+
+use crate::app::App;
+use crate::error::Result;
+
+impl App {
+    /// Removes a server, stopping it first if it runs here.
+    pub async fn uninstall(&self, name: &str) -> Result<()> {
+        self.registry.get(name)?;
+        self.proxy.deactivate(name).await?;
+        self.registry.remove(name)
+    }
+}
+
+/// The answer to `find_tool` (agent-discover's response shape).
+// Built once per query and serialized at once: the size difference of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum FindOutcome {
+    Found {
+        found: bool,
+        confidence: &'static str,
+        score: f64,
+        call_as: String,
+        server: String,
+        tool: String,
+        description: String,
+        required_args: Vec<serde_json::Value>,
+        optional_count: usize,
+        next_step: String,
+        /// The owning server's state: `active`, `inactive` (started on first call or activate) or `error`.
+        server_status: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        activation_error: Option<String>,
+        /// The server waits for an OAuth authorization: a person opens this URL (`agent-discover auth SERVER`).
+        #[serde(rename = "authUrl", skip_serializing_if = "Option::is_none")]
+        auth_url: Option<String>,
+        other_matches: Vec<serde_json::Value>,
+        /// False for a catalog entry: a marketplace server introspected but not installed.
+        installed: bool,
+        /// What installing a catalog entry needs (`install` arguments, required secrets and arguments).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        install: Option<serde_json::Value>,
+    },
+    NotFound {
+        found: bool,
+        top_score: f64,
+        hint: String,
+    },
+    /// An agent whose skill fits the query better than any tool (#15): open a session with it.
+    Agent {
+        found: bool,
+        /// Always `agent`.
+        kind: &'static str,
+        score: f64,
+        /// The tool to call next (`sessions_create`), with `call.arguments`.
+        call_as: &'static str,
+        call: serde_json::Value,
+        agent: String,
+        skill: String,
+        description: String,
+        /// The agent's last known status.
+        agent_status: &'static str,
+        next_step: String,
+        /// The best tools, as `find_tool` would have listed them.
+        other_matches: Vec<serde_json::Value>,
+    },
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Longest list of servers named in `App::catalog_summary`.
+const SUMMARY_CHARS: usize = 360;
+
+impl App {
+    /// A few lines for the `registry` tool's description and the server's instructions: what is installed (servers by
+    /// tool count, bounded length) and that `find_tool` finds any of their tools by task.
+    pub fn catalog_summary(&self) -> String {
+        let mut rows = self
+            .registry
+            .list(&crate::model::ListFilter::default())
+            .unwrap_or_default();
+        if rows.is_empty() {
+            return "No MCP servers are installed yet: `browse` the marketplaces and `install` one; find_tool then \
+                    finds its tools by task."
+                .into();
+        }
+        rows.sort_by(|a, b| {
+            b.tool_count
+                .cmp(&a.tool_count)
+                .then_with(|| a.server.name.cmp(&b.server.name))
+        });
+        let tools: i64 = rows.iter().map(|r| r.tool_count).sum();
+        let mut list = String::new();
+        let mut shown = 0;
+        for r in &rows {
+            let item = format!("{} ({})", r.server.name, r.tool_count);
+            if !list.is_empty() && list.len() + item.len() + 2 > SUMMARY_CHARS {
+                break;
+            }
+            if !list.is_empty() {
+                list.push_str(", ");
+            }
+            list.push_str(&item);
+            shown += 1;
+        }
+        if shown < rows.len() {
+            list.push_str(&format!(", +{} more", rows.len() - shown));
+        }
+        format!(
+            "Installed: {} servers with {tools} known tools: {list}. find_tool finds the right one of these tools for a \
+             task described in plain words (e.g. {{\"action\":\"find_tool\",\"query\":\"post a message to the team chat\"}}) \
+             and returns its call_as, required arguments and server status.",
+            rows.len()
+        )
+    }
+
+    /// Finds the one tool for `query` across every server whose tools are known, and (with `auto_activate`) starts its
+    /// server so the tool appears in the client's list.
+    pub async fn find_tool(
+        &self,
+        query: &str,
+        limit: usize,
+        auto_activate: bool,
+    ) -> Result<FindOutcome> {
+        let mut ranking = self.search.rank(query, limit.clamp(1, 50)).await?;
+        // Stored tools of a stopped server may predate its filter: a filtered tool is never found.
+        let mut filters = std::collections::HashMap::new();
+        ranking.hits.retain(|h| {
+            filters
+                .entry(h.tool.server_id)
+                .or_insert_with(|| self.registry.tool_filter(h.tool.server_id).ok())
+                .as_ref()
+                .is_some_and(|f| f.allows(&h.tool.name))
+        });
+        let top_score = ranking.hits.first().map(|h| h.score).unwrap_or(0.0);
+        // One index: an agent's skill that covers the query better than the best tool answers instead (#15).
+        if let Some(m) = self.agents.best_skill(query)
+            && m.score >= crate::search::NO_MATCH
+            && m.score > top_score
+        {
+            let other_matches = ranking
+                .hits
+                .iter()
+                .take(3)
+                .map(|h| {
+                    serde_json::json!({
+                        "call_as": crate::proxy::names::expose(&h.tool.server, &h.tool.name),
+                        "server": h.tool.server, "tool": h.tool.name, "score": round2(h.score),
+                    })
+                })
+                .collect();
+            return Ok(FindOutcome::Agent {
+                found: true,
+                kind: "agent",
+                score: round2(m.score),
+                call_as: "sessions_create",
+                call: serde_json::json!({"tool": "sessions_create", "arguments": {"agentId": m.agent}}),
+                next_step: format!(
+                    "this is an agent, not a tool: call `sessions_create` with agentId `{}`, then `sessions_prompt` \
+                     (or `tasks_delegate` in one call)",
+                    m.agent
+                ),
+                agent: m.agent,
+                skill: m.skill,
+                description: m.description,
+                agent_status: m.status,
+                other_matches,
+            });
+        }
+        let Some(best) = ranking
+            .hits
+            .first()
+            .filter(|_| top_score >= crate::search::NO_MATCH)
+        else {
+            let known = self.registry.store().count_tools()?;
+            let hint = if known == 0 {
+                "no tools are known yet: install servers and activate them once so their tools are indexed".to_owned()
+            } else {
+                format!(
+                    "no tool among {known} known tools fits this query well; rephrase it, or browse the marketplace for a server that has such a tool"
+                )
+            };
+            return Ok(FindOutcome::NotFound {
+                found: false,
+                top_score: round2(top_score),
+                hint,
+            });
+        };
+        // Catalog entries (introspected, not installed) are found like the rest but never started from here.
+        let mut catalog = std::collections::HashMap::new();
+        let mut install_info = |server_id: i64| -> Option<serde_json::Value> {
+            catalog
+                .entry(server_id)
+                .or_insert_with(|| {
+                    let server = self.registry.get_by_id(server_id).ok()?;
+                    if server.installed {
+                        return None;
+                    }
+                    Some(
+                        crate::catalog::install_info(self, &server)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_else(|| serde_json::json!({})),
+                    )
+                })
+                .clone()
+        };
+        let best_install = install_info(best.tool.server_id);
+        let call_as = crate::proxy::names::expose(&best.tool.server, &best.tool.name);
+        let (required_args, optional_count) =
+            crate::search::compact_schema(&best.tool.input_schema);
+        let mut activation_error = None;
+        let mut auth_url = self
+            .registry
+            .get(&best.tool.server)
+            .ok()
+            .and_then(|s| self.oauth.auth_url(s.id));
+        let next_step = if let Some(info) = &best_install {
+            let secrets = info["required_secrets"]
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    format!(
+                        " (it needs {})",
+                        a.iter()
+                            .filter_map(|v| v.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "`{}` is not installed{secrets}: install it (registry install, see `install`) or ask the user, then activate it and call `{call_as}`",
+                best.tool.server
+            )
+        } else if auto_activate {
+            match self.proxy.activate(&best.tool.server).await {
+                Ok(_) => format!(
+                    "call the tool `{call_as}` directly (its server is active), or use registry proxy_call with call_as `{call_as}`"
+                ),
+                Err(e) => {
+                    if let crate::error::Error::AuthRequired { auth_url: url, .. } = &e {
+                        auth_url = Some(url.clone());
+                    }
+                    activation_error = Some(e.to_string());
+                    format!(
+                        "its server `{}` failed to start; fix that (see activation_error), then activate it",
+                        best.tool.server
+                    )
+                }
+            }
+        } else if self.proxy.is_active(&best.tool.server) {
+            format!("call registry proxy_call with call_as `{call_as}` and the arguments")
+        } else {
+            format!(
+                "activate `{}` (registry activate) or set auto_activate, then call `{call_as}`",
+                best.tool.server
+            )
+        };
+        let other_matches = ranking.hits[1..]
+            .iter()
+            .map(|h| {
+                let install = install_info(h.tool.server_id);
+                let (required, _) = crate::search::compact_schema(&h.tool.input_schema);
+                let required: Vec<&serde_json::Value> = required.iter().filter_map(|a| a.get("name")).collect();
+                let mut m = serde_json::json!({
+                    "call_as": crate::proxy::names::expose(&h.tool.server, &h.tool.name),
+                    "server": h.tool.server, "tool": h.tool.name, "description": h.tool.description, "score": round2(h.score),
+                    "required_args": required, "server_status": self.proxy.state_of(&h.tool.server),
+                    "installed": install.is_none(),
+                });
+                if let Some(i) = install {
+                    m["install"] = i;
+                }
+                m
+            })
+            .collect();
+        Ok(FindOutcome::Found {
+            found: true,
+            confidence: ranking.confidence,
+            score: round2(best.score),
+            call_as,
+            server: best.tool.server.clone(),
+            tool: best.tool.name.clone(),
+            description: best.tool.description.clone(),
+            required_args,
+            optional_count,
+            next_step,
+            server_status: self.proxy.state_of(&best.tool.server),
+            activation_error,
+            auth_url,
+            other_matches,
+            installed: best_install.is_none(),
+            install: best_install,
+        })
+    }
+}

@@ -1,0 +1,210 @@
+//! Proxied tool calls as the MCP fronts make them: the call through the proxy, its failure shaped for agents (a typed
+//! error with a kind and tools to try, SEP-1303), the input-required and authorization cases, and a task's owner.
+
+use rmcp::model::*;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::json;
+
+use crate::app::App;
+use crate::error::Error;
+use crate::proxy::Caller;
+
+/// Records the session that created a child's task, when it is one that can be told of the task's status later
+/// (a handshake-era session; a 2026-07-28 request has no stream once answered).
+pub(crate) fn own_task(
+    app: &App,
+    context: &RequestContext<RoleServer>,
+    server: &str,
+    id: &str,
+    exposed: &str,
+) {
+    if context
+        .protocol_version()
+        .is_some_and(|v| v.has_initialize())
+    {
+        app.proxy
+            .own_task(server, id, context.peer.clone(), exposed.to_owned());
+    }
+}
+
+/// Calls a proxied tool for the registry's `proxy_call`. A child's question during the call goes to this caller
+/// alone: a 2026-07-28 client gets the input-required result as the `registry` call's own, and answers it by
+/// retrying that call (same arguments, plus `inputResponses` and `requestState`); a legacy client is asked it if it
+/// declared the capability; otherwise the call fails with the typed error `kind: input_required`.
+pub(crate) async fn proxy_call(
+    app: &App,
+    server: &str,
+    tool: &str,
+    args: Option<serde_json::Map<String, serde_json::Value>>,
+    mut caller: Caller,
+) -> Result<CallToolResponse, McpError> {
+    caller.questions_to_caller = true;
+    let takes = caller.takes_input_required();
+    match proxy_call_response(app, server, tool, args, caller).await? {
+        r @ CallToolResponse::InputRequired(_) if takes => Ok(r),
+        CallToolResponse::Complete(r) => Ok(r.into()),
+        // SEP-2663: the child made a task (the client declared the extension); it is followed by its front id.
+        CallToolResponse::Task(created) => Ok(CallToolResult::success(vec![ContentBlock::text(
+            json!({
+                "task_id": crate::proxy::Proxy::expose_task_id(server, &created.task.task_id),
+                "status": created.task.status,
+                "note": "the tool runs as a task: follow it with tasks/get, answer it with tasks/update, stop it with tasks/cancel",
+            })
+            .to_string(),
+        )])
+        .into()),
+        // A 2026-07-28 child asked a caller that cannot take input-required results (rmcp answers a legacy
+        // client's questions before this; this is the case of a caller without a client).
+        _ => Ok(CallToolResult::error(vec![ContentBlock::text(
+            input_required_body(
+                &app.proxy,
+                server,
+                tool,
+                &Error::InputRequired {
+                    server: server.to_owned(),
+                    what: "input".into(),
+                },
+            )
+            .to_string(),
+        )])
+        .into()),
+    }
+}
+
+/// The typed error of a call that needs input its caller cannot give.
+fn input_required_body(
+    proxy: &crate::proxy::Proxy,
+    server: &str,
+    tool: &str,
+    e: &Error,
+) -> serde_json::Value {
+    let what = match e {
+        Error::InputRequired { what, .. } => what.as_str(),
+        _ => "input",
+    };
+    json!({
+        "error": e.to_string(),
+        "code": e.code().as_str(),
+        "kind": "input_required",
+        "needs": what,
+        "server": server,
+        "tool": tool,
+        "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
+    })
+}
+
+/// Calls a proxied tool and shapes failures for agents: a typed error with a kind and similar tools to try. A
+/// child's refusal for a capability the client did not declare (-32021), and any child error on the retry of an
+/// input-required result (a tampered or stale `requestState`), stay JSON-RPC errors as the child sent them.
+pub(crate) async fn proxy_call_response(
+    app: &App,
+    server: &str,
+    tool: &str,
+    args: Option<serde_json::Map<String, serde_json::Value>>,
+    caller: Caller,
+) -> Result<CallToolResponse, McpError> {
+    let peer = caller.peer.clone();
+    let retry = caller.input_responses.is_some() || caller.request_state.is_some();
+    match app
+        .proxy
+        .call_tool_response(server, tool, args, caller)
+        .await
+    {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
+                ask_to_authorize(peer, server, auth_url);
+            }
+            shape_call_error(&app.proxy, server, tool, e, retry)
+        }
+    }
+}
+
+/// A failed proxied call as its caller gets it: a tool error result with `{error, code, kind, server, tool,
+/// did_you_mean}` (SEP-1303), or the child's own JSON-RPC error where it must stay one.
+fn shape_call_error(
+    proxy: &crate::proxy::Proxy,
+    server: &str,
+    tool: &str,
+    e: Error,
+    retry: bool,
+) -> Result<CallToolResponse, McpError> {
+    match e {
+        Error::Child { error, .. }
+            if retry
+                || error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+        {
+            Err(error)
+        }
+        e @ Error::InputRequired { .. } => Ok(CallToolResult::error(vec![ContentBlock::text(
+            input_required_body(proxy, server, tool, &e).to_string(),
+        )])
+        .into()),
+        e => {
+            // Issue 12's `tool_changed` (a withheld tool) is kept apart; everything else is seed 001's kind.
+            let kind = match &e {
+                Error::ToolChanged { .. } => "tool_changed",
+                e => e.tool_error_kind().as_str(),
+            };
+            let mut body = json!({
+                "error": e.to_string(),
+                "code": e.code().as_str(),
+                "kind": kind,
+                "server": server,
+                "tool": tool,
+                "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
+            });
+            if let Error::AuthRequired { auth_url, .. } = &e {
+                body["authUrl"] = json!(auth_url);
+            }
+            Ok(CallToolResult::error(vec![ContentBlock::text(body.to_string())]).into())
+        }
+    }
+}
+
+/// [`shape_call_error`] for the fast lane's calls (never a retry; they are only ever first calls).
+pub(crate) fn shape_fast_lane_error(
+    proxy: &crate::proxy::Proxy,
+    server: &str,
+    tool: &str,
+    e: Error,
+) -> Result<CallToolResponse, McpError> {
+    shape_call_error(proxy, server, tool, e, false)
+}
+
+/// A client that supports URL-mode elicitation is sent the authorize URL of a server waiting for OAuth (in the
+/// background: the call's answer, with the same URL, does not wait for the person).
+fn ask_to_authorize(peer: rmcp::Peer<rmcp::RoleServer>, server: &str, url: &str) {
+    let supports_url = peer.peer_info().is_some_and(|i| {
+        i.capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.url.is_some())
+    });
+    if !supports_url {
+        return;
+    }
+    let params = rmcp::model::ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message: format!("Authorize agent-discover to use the server `{server}`"),
+        url: url.to_owned(),
+        elicitation_id: format!("auth-{server}-{}", crate::oauth::now_secs()),
+    };
+    tokio::spawn(async move {
+        if let Err(e) = peer.create_elicitation(params).await {
+            tracing::debug!(error = %e, "the client did not take the authorization URL");
+        }
+    });
+}
+
+pub(crate) fn unknown_tool(app: &App, name: &str) -> CallToolResult {
+    let body = json!({
+        "error": format!("unknown tool `{}`: no active server offers it", crate::model::truncate_for_message(name)),
+        "code": "not_found",
+        "kind": "tool_not_found",
+        "hint": "activate the server that has it (registry action `activate`), or call it with `proxy_call`",
+        "did_you_mean": app.proxy.did_you_mean(name, 3),
+    });
+    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+}

@@ -1,0 +1,248 @@
+//! The `registry` tool's call: parses the action, runs its one match arm, renders the reply or the failure.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::CallToolResponse;
+use serde_json::{Value, json};
+
+use super::installs::{apply_config, browse, catalog_install, market_install, offer_install};
+use super::names::{server_name, target};
+use super::reply::{Failure, Outcome, Reply, error_result, failure_result, lifecycle_reply};
+use super::servers::{activate, get_schema, install, list, set_secret, status};
+use crate::app::App;
+use crate::mcp::actions::{self, Action};
+use crate::mcp::shape::json_result;
+use crate::model::{ServerSpec, Source, Transport};
+use crate::proxy::Caller;
+
+pub async fn call(
+    app: &Arc<App>,
+    args: serde_json::Map<String, Value>,
+    caller: Caller,
+) -> Result<CallToolResponse, McpError> {
+    let action = match actions::parse(args) {
+        Ok(a) => a,
+        Err(e) => return Ok(error_result(e.body()).into()),
+    };
+    match run(app, action, caller).await {
+        Ok(Reply::Json(value)) => Ok(json_result(&value).into()),
+        Ok(Reply::Relayed(r)) => r,
+        Err(f) => Ok(failure_result(f).into()),
+    }
+}
+
+/// One arm per action: turn its typed arguments into one domain call.
+async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Failure> {
+    let result: Outcome = match action {
+        Action::List {
+            query,
+            source,
+            installed_only,
+        } => list(app, query, source, installed_only),
+        Action::Install {
+            source: Some(source),
+            name,
+            inputs,
+            ..
+        } if source != "manual" => market_install(app, name, inputs, &caller).await,
+        // A catalog entry (introspected, not installed) named alone: install it as it was introspected.
+        Action::Install {
+            name,
+            command: None,
+            url: None,
+            inputs,
+            ..
+        } if crate::catalog::is_entry(app, &name)? => {
+            catalog_install(app, name, inputs, &caller).await
+        }
+        Action::Install {
+            name,
+            command,
+            args,
+            env,
+            description,
+            tags,
+            transport,
+            url,
+            headers,
+            activate_timeout_ms,
+            call_timeout_ms,
+            ..
+        } => {
+            let spec = ServerSpec {
+                name,
+                description: description.unwrap_or_default(),
+                source: Source::Manual,
+                command,
+                args: args.unwrap_or_default(),
+                env: env.unwrap_or_default(),
+                tags: tags.unwrap_or_default(),
+                transport: match transport {
+                    Some(t) => t.parse::<Transport>()?,
+                    None => Transport::Stdio,
+                },
+                url,
+                headers: headers.unwrap_or_default(),
+                ..Default::default()
+            };
+            install(app, spec, activate_timeout_ms, call_timeout_ms)
+        }
+        Action::Browse {
+            query,
+            limit,
+            cursor,
+        } => browse(app, query, limit, cursor).await,
+        Action::Uninstall { name } => {
+            let name = server_name(name)?;
+            app.uninstall(&name)
+                .await
+                .map(|()| json!({"status": "uninstalled", "name": name}))
+                .map_err(Into::into)
+        }
+        Action::Activate { name } => return activate(app, server_name(name)?).await,
+        Action::Deactivate { name } => {
+            let name = server_name(name)?;
+            app.proxy
+                .deactivate(&name)
+                .await
+                .map(|was| json!({"status": if was { "deactivated" } else { "not_active" }, "name": name}))
+                .map_err(Into::into)
+        }
+        Action::ProxyCall {
+            call_as,
+            server,
+            tool,
+            arguments,
+        } => {
+            let (server, tool) = target(app, call_as, server, tool)?;
+            return Ok(Reply::Relayed(
+                crate::mcp::calls::proxy_call(app, &server, &tool, arguments, caller).await,
+            ));
+        }
+        Action::GetSchema {
+            call_as,
+            server,
+            tool,
+        } => match target(app, call_as, server, tool) {
+            Ok((server, tool)) => get_schema(app, server, tool),
+            Err(e) => Err(e.into()),
+        },
+        Action::SetSecret { name, key, value } => set_secret(app, server_name(name)?, key, value),
+        Action::DeleteSecret { name, key } => {
+            let name = server_name(name)?;
+            app.secrets
+                .delete(&name, &key)
+                .map(|existed| json!({"status": if existed { "deleted" } else { "not_found" }, "name": name, "key": key}))
+                .map_err(Into::into)
+        }
+        Action::ListSecrets { name } => {
+            let name = server_name(name)?;
+            app.secrets
+                .list(&name)
+                .map(|s| json!({"name": name, "secrets": s}))
+                .map_err(Into::into)
+        }
+        Action::Status {} => status(app).map_err(Into::into),
+        Action::ApplyConfig {
+            config,
+            format,
+            path,
+        } => {
+            let req = crate::configimport::ApplyConfigRequest {
+                config: config.map(Value::Object),
+                format,
+                path,
+            };
+            apply_config(app, &req, &caller).await
+        }
+        Action::ToolsPending { name } => app
+            .pending_tools(name.as_deref())
+            .map(|p| json!({"pending": p}))
+            .map_err(Into::into),
+        Action::ApproveTools { name, tool } => {
+            let name = server_name(name)?;
+            app.approve_tools(&name, tool.as_deref())
+                .await
+                .map_err(Into::into)
+        }
+        Action::ToolDiff { name, tool } => app
+            .tool_diff(&server_name(name)?, &tool)
+            .map_err(Into::into),
+        Action::ToolFilter { name, allow, deny } => {
+            let name = server_name(name)?;
+            let filter = if allow.is_some() || deny.is_some() {
+                let filter = crate::pinning::ToolFilter {
+                    allow: allow.unwrap_or_default(),
+                    deny: deny.unwrap_or_default(),
+                };
+                app.set_tool_filter(&name, filter).await?
+            } else {
+                app.tool_filter(&name)?
+            };
+            Ok(json!({"name": name, "allow": filter.allow, "deny": filter.deny}))
+        }
+        Action::FinishAuth { name, callback } => app
+            .finish_auth(&server_name(name)?, &callback)
+            .await
+            .map(|o| serde_json::to_value(o).unwrap_or_default())
+            .map_err(Into::into),
+        Action::Reauthorize { name } => app
+            .reauthorize(&server_name(name)?)
+            .await
+            .map(|o| serde_json::to_value(o).unwrap_or_default())
+            .map_err(Into::into),
+        Action::Enable { name } => {
+            let r = app.enable(&server_name(name)?).await?;
+            return Ok(lifecycle_reply(&r));
+        }
+        Action::Disable { name } => {
+            let name = server_name(name)?;
+            app.disable(&name)
+                .await
+                .map(|changed| json!({"status": if changed { "disabled" } else { "already_disabled" }, "name": name}))
+                .map_err(Into::into)
+        }
+        Action::FindTool {
+            query,
+            limit,
+            auto_activate,
+        } => {
+            let auto = auto_activate.unwrap_or(true);
+            let found = app
+                .find_tool(&query, limit.unwrap_or(5) as usize, auto)
+                .await?;
+            let mut v = serde_json::to_value(found).unwrap_or_default();
+            if auto {
+                offer_install(app, &mut v, &caller).await;
+            }
+            Ok(v)
+        }
+        Action::FindTools {
+            intents,
+            limit,
+            auto_activate,
+        } => {
+            let (limit, auto) = (limit.unwrap_or(5) as usize, auto_activate.unwrap_or(true));
+            let mut results = Vec::new();
+            for intent in &intents {
+                let mut v = match app.find_tool(intent, limit, auto).await {
+                    Ok(o) => {
+                        let mut v = serde_json::to_value(o).unwrap_or_default();
+                        if auto {
+                            offer_install(app, &mut v, &caller).await;
+                        }
+                        v
+                    }
+                    Err(e) => {
+                        json!({"found": false, "error": e.to_string(), "code": e.code().as_str()})
+                    }
+                };
+                v["intent"] = Value::String(intent.clone());
+                results.push(v);
+            }
+            Ok(json!({"results": results}))
+        }
+    };
+    result.map(Reply::Json)
+}

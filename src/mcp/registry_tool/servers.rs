@@ -1,0 +1,146 @@
+//! The handlers over registered servers: `list`, a manual `install`, `activate`, `get_schema`, `set_secret`, `status`.
+
+use serde_json::{Value, json};
+
+use super::reply::{Failure, Outcome, Reply, lifecycle_reply};
+use super::tooldef::actions;
+use crate::app::App;
+use crate::error::Error;
+use crate::model::{ListFilter, ServerSpec, Source};
+
+pub(super) fn list(
+    app: &App,
+    query: Option<String>,
+    source: Option<String>,
+    installed_only: Option<bool>,
+) -> Outcome {
+    let filter = ListFilter {
+        query,
+        source: source.map(|s| s.parse::<Source>()).transpose()?,
+        installed_only: installed_only.unwrap_or(false),
+    };
+    let rows = app.registry.list(&filter)?;
+    Ok(Value::Array(
+        rows.into_iter()
+            .map(|r| {
+                let s = r.server;
+                json!({
+                    "id": s.id, "name": s.name, "description": s.description, "source": s.source, "tags": s.tags,
+                    "installed": s.installed, "active": s.active, "status": s.status, "origin": s.origin, "transport": s.transport,
+                    "health_status": s.health_status, "last_health_check": s.last_health_check,
+                    "error_count": s.error_count, "tool_count": r.tool_count,
+                })
+            })
+            .collect(),
+    ))
+}
+
+pub(super) fn install(
+    app: &App,
+    spec: ServerSpec,
+    activate_timeout_ms: Option<u64>,
+    call_timeout_ms: Option<u64>,
+) -> Outcome {
+    spec.validate()?;
+    let patch = crate::model::ServerPatch {
+        activate_timeout_ms,
+        call_timeout_ms,
+        ..Default::default()
+    };
+    let s = app.registry.register(spec)?;
+    let s = if activate_timeout_ms.is_some() || call_timeout_ms.is_some() {
+        app.registry.update(&s.name, &patch)?
+    } else {
+        s
+    };
+    Ok(
+        json!({"status": "installed", "server": s.name, "id": s.id, "transport": s.transport, "command": s.command, "args": s.args, "url": s.url,
+               "activate_timeout_ms": s.activate_timeout_ms, "call_timeout_ms": s.call_timeout_ms}),
+    )
+}
+
+/// `activate`: an `AddServerResult`, plus (when ready) `status` and the tools as clients call them; `isError` when
+/// the server failed to start.
+pub(super) async fn activate(app: &App, name: String) -> Result<Reply, Failure> {
+    app.registry.get(&name)?;
+    match app.proxy.activate(&name).await {
+        Ok(act) => Ok(Reply::Json(json!({
+            "state": "ready",
+            "id": act.name,
+            "toolCount": act.tools.len(),
+            "status": act.status,
+            "name": act.name,
+            "tools": act.tools.iter().map(|t| json!({"name": crate::proxy::names::expose(&act.name, &t.name), "description": t.description})).collect::<Vec<_>>(),
+        }))),
+        Err(e) => Ok(lifecycle_reply(
+            &crate::lifecycle::AddServerResult::from_error(&name, &e),
+        )),
+    }
+}
+
+pub(super) fn get_schema(app: &App, server: String, tool: String) -> Outcome {
+    let stored = app.registry.store().tool(&server, &tool)?;
+    match stored.filter(|_| app.registry.tool_allowed(&server, &tool)) {
+        Some(t) => Ok(json!({
+            "call_as": crate::proxy::names::expose(&server, &tool), "server": server, "tool": tool,
+            "description": t.description, "input_schema": t.input_schema,
+        })),
+        None => Err(Error::not_found(
+            "tool",
+            format!("{server}__{tool} (activate the server once so its tools are known)"),
+        )
+        .into()),
+    }
+}
+
+pub(super) fn set_secret(app: &App, name: String, key: String, value: String) -> Outcome {
+    crate::model::validate_key("secret key", &key)?;
+    app.secrets.set(&name, &key, &value)?;
+    Ok(
+        json!({"status": "set", "name": name, "key": key, "masked_value": crate::secrets::mask(&value),
+               "note": "takes effect the next time the server is activated"}),
+    )
+}
+
+pub(super) fn status(app: &App) -> crate::error::Result<Value> {
+    let store = app.registry.store();
+    let children = app.proxy.children();
+    let servers: Vec<Value> = children
+        .iter()
+        .map(|c| {
+            let description = app.registry.get(&c.name).map(|s| s.description).unwrap_or_default();
+            json!({"name": c.name, "description": description, "status": c.status, "transport": c.transport, "pid": c.pid,
+                   "tool_count": c.tool_count, "tools": c.tools, "stderr_tail": c.stderr_tail, "last_error": c.last_error,
+                   "started_at": c.started_at, "restarts": c.restarts, "protocol": c.protocol})
+        })
+        .collect();
+    let (recent, logged) = app.calllog.entries(10, 0);
+    // Remote servers waiting for a person to authorize them (OAuth), with the URL to open: as REST's status.
+    let authenticating: Vec<Value> = app
+        .registry
+        .list(&ListFilter::default())?
+        .into_iter()
+        .filter_map(|r| {
+            r.auth_url
+                .map(|u| json!({"name": r.server.name, "state": "authenticating", "authUrl": u}))
+        })
+        .collect();
+    Ok(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "active_count": servers.len(),
+        "servers": servers,
+        "authenticating": authenticating,
+        "calls": {"logged": logged, "recent": recent},
+        "metrics": store.metrics_overview()?,
+        "search": app.search.status(),
+        // Proxied tool calls this process relayed by its fast lane (`proxy/relay.rs`).
+        "relay": {"fast_lane_calls": app.proxy.fast_lane_calls()},
+        "registry": {
+            "db_path": app.config.db_path,
+            "schema_version": store.schema_version()?,
+            "server_count": store.count_servers()?,
+            "tool_count": store.count_tools()?,
+        },
+        "actions": actions(),
+    }))
+}

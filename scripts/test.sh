@@ -70,9 +70,14 @@ fi
 bash scripts/install-model.sh "$cache/models/all-MiniLM-L6-v2"
 export AGENT_DISCOVER_MODEL_DIR="$PWD/$cache/models/all-MiniLM-L6-v2"
 
+# uv (a PyPI package): the sandbox's tests run a PyPI server through `uvx`, as `install` plans them.
+bash scripts/install-uv.sh "$cache/uv" >/dev/null
+
 export AGENT_DISCOVER_TEST_CACHE="$PWD/$cache"
 # Every process the tests start inherits this marker, so leftovers can be found afterwards.
 export AGENT_DISCOVER_TEST_RUN="run-$$-$RANDOM"
+# Sandboxed children get a built environment; the marker is passed on so the leftover check below still sees them.
+export AGENT_DISCOVER_SANDBOX_PASS_ENV=AGENT_DISCOVER_TEST_RUN
 status=0
 # The test MCP server the integration tests start as a child (tests/it/harness.rs `fixture()`): a binary of the
 # workspace package ad-fixture, which `cargo test` does not build for the root package's tests. The tests look for it

@@ -101,6 +101,7 @@ impl App {
             secrets.clone(),
             guard_exe.clone(),
             events.clone(),
+            config.sandbox.clone(),
         );
         agents.set_default_agent_id(config.default_agent_id.clone());
         let proxy = Proxy::new(
@@ -111,6 +112,7 @@ impl App {
             calllog.clone(),
             config.timeouts,
             guard_exe,
+            config.sandbox.clone(),
         );
         let (provider, provider_status) = crate::search::Provider::from_env();
         let search = Search::new(registry.store().clone(), provider, provider_status);

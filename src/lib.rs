@@ -1,6 +1,6 @@
 //! agent-discover, the application: the composition root (`app`), the use cases over it (lifecycle, health, the
-//! OAuth authorization flow, config import, the registry feed, install, pinning review, the catalog, migrate) and the
-//! fronts that adapt them (MCP in `mcp`, REST and WebSocket in `http`, the command line in `cli`).
+//! OAuth authorization flow, config import, the registry feed, install, pinning review, sandbox settings, the catalog,
+//! migrate) and the fronts that adapt them (MCP in `mcp`, REST and WebSocket in `http`, the command line in `cli`).
 //!
 //! Must not know: SQL (the store crate's), how a child is spawned or framed (the proxy crate's), file formats of MCP
 //! clients (clientconfig's), or any test server. The lower crates are re-exported under their module names so tests,
@@ -35,3 +35,4 @@ pub mod lifecycle;
 pub mod mcp;
 pub mod migrate;
 pub mod pins;
+pub mod sandbox;

@@ -190,6 +190,7 @@ function serverCard(s) {
       h('h2', {}, s.name),
       h('span', { class: 'pill', dataset: { role: 'status' } }),
       h('span', { class: 'dot', dataset: { role: 'health' } }),
+      h('span', { class: 'pill sandbox', dataset: { role: 'sandbox' }, hidden: true }),
       h('span', { class: 'meta', dataset: { role: 'counts' } })),
     h('p', { class: 'description', dataset: { role: 'description' } }),
     h('div', { class: 'tags', dataset: { role: 'tags' } }),
@@ -219,6 +220,7 @@ function fill(card, s) {
   health.className = `dot ${s.health_status}`;
   health.textContent = s.health_status === 'unknown' ? 'health unknown' : s.health_status;
   health.title = s.last_health_check ? `checked ${s.last_health_check}` : 'never checked';
+  fillSandbox(role('sandbox'), s);
   role('counts').textContent = `${s.tools.length} tools · ${s.transport} · ${s.source}` + (s.error_count ? ` · ${s.error_count} errors` : '');
   role('description').textContent = s.description || '';
   role('tags').replaceChildren(...(s.tags || []).map((t) => h('span', { class: 'tag' }, t)));
@@ -256,6 +258,20 @@ function fill(card, s) {
       child.stderr_tail && child.stderr_tail.length ? h('pre', {}, child.stderr_tail.join('\n')) : h('p', { class: 'note' }, 'No stderr output.'),
     );
   }
+}
+
+// A stdio server's sandbox badge: on (with `network none` when it has no network) or off; remote servers have none.
+function fillSandbox(badge, s) {
+  const sb = s.sandbox;
+  badge.hidden = !sb;
+  if (!sb) return;
+  badge.dataset.state = sb.effective ? 'on' : 'off';
+  badge.textContent = !sb.effective ? 'sandbox: off' : sb.network === 'none' ? 'sandbox: on · network none' : 'sandbox: on';
+  badge.title = sb.effective
+    ? `confined at its next start; network ${sb.network} (agent-discover sandbox show ${s.name})`
+    : sb.enabled
+      ? 'runs unconfined: AGENT_DISCOVER_SANDBOX=off turns the sandbox off for every server'
+      : `runs unconfined: turned off for this server (agent-discover sandbox set ${s.name} --on)`;
 }
 
 function renderServers() {

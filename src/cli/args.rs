@@ -1,5 +1,5 @@
 //! The command line's grammar: the clap types of `agent-discover` and its subcommands (a family's own argument
-//! types live in its file: `configs`, `tools`, `introspect`, `model`, `auth`, `agents`, `dashboard`).
+//! types live in its file: `configs`, `tools`, `sandbox`, `introspect`, `model`, `auth`, `agents`, `dashboard`).
 
 use std::path::PathBuf;
 
@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
-use super::{agents, auth, configs, introspect, model, tools};
+use super::{agents, auth, configs, introspect, model, sandbox, tools};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -185,6 +185,10 @@ pub enum Command {
     /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// Stdio servers run confined (Landlock, namespaces): show a server's sandbox, grant it paths, set its network,
+    /// or turn it off for one server.
+    #[command(subcommand)]
+    Sandbox(sandbox::SandboxCommand),
     /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
     /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
     Introspect(introspect::IntrospectArgs),

@@ -13,6 +13,7 @@ mod dispatch;
 mod introspect;
 mod market;
 mod model;
+mod sandbox;
 mod servers;
 mod status;
 mod tools;

@@ -25,7 +25,13 @@ pub(super) fn list(
         installed_only: installed,
     })?;
     if json {
-        return print_json(&serde_json::to_value(&rows)?);
+        let mut listed = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let mut v = serde_json::to_value(r)?;
+            app.add_sandbox_brief(&mut v, &r.server)?;
+            listed.push(v);
+        }
+        return print_json(&serde_json::Value::Array(listed));
     }
     let mut out = std::io::stdout().lock();
     if rows.is_empty() {

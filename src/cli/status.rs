@@ -1,5 +1,5 @@
-//! `status` from the command line: servers, call metrics, the search mode, and the recent calls of the agent-discover
-//! that serves the dashboard on this database.
+//! `status` from the command line: servers, call metrics, the search mode, the sandbox, and the recent calls of the
+//! agent-discover that serves the dashboard on this database.
 
 use std::io::Write;
 
@@ -14,14 +14,22 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
     let rows = app.registry.list(&ListFilter::default())?;
     let metrics = app.registry.store().metrics_overview()?;
     let calls = dashboard_calls(app, port).await;
+    let kernel = app.sandbox_kernel();
     if json {
+        let mut servers = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let mut v = json!({"name": r.server.name, "active": r.server.active, "status": r.server.status, "origin": r.server.origin, "tool_count": r.tool_count,
+                "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url});
+            app.add_sandbox_brief(&mut v, &r.server)?;
+            servers.push(v);
+        }
         return print_json(&json!({
             "version": env!("CARGO_PKG_VERSION"),
             "db_path": app.config.db_path,
-            "servers": rows.iter().map(|r| json!({"name": r.server.name, "active": r.server.active, "status": r.server.status, "origin": r.server.origin, "tool_count": r.tool_count,
-                "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url})).collect::<Vec<_>>(),
+            "servers": servers,
             "metrics": metrics,
             "search": app.search.status(),
+            "sandbox_kernel": kernel,
             "calls": calls,
         }));
     }
@@ -86,6 +94,7 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
             .map(|r| format!(" ({r})"))
             .unwrap_or_default()
     )?;
+    writeln!(out, "sandbox: {}", sandbox_line(&kernel))?;
     match calls {
         Value::Object(c) if c.contains_key("entries") => {
             writeln!(
@@ -112,4 +121,18 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
         )?,
     }
     Ok(())
+}
+
+/// The sandbox in one line: off, unavailable (and why), or what confines the stdio servers.
+fn sandbox_line(kernel: &Value) -> String {
+    if kernel["enabled"] == false {
+        return "off (AGENT_DISCOVER_SANDBOX=off): stdio servers run unconfined".to_owned();
+    }
+    if let Some(why) = kernel["missing"].as_str() {
+        return format!("unavailable: {why}");
+    }
+    match kernel["landlock_abi"].as_u64() {
+        Some(abi) => format!("on (Landlock ABI {abi})"),
+        None => "on".to_owned(),
+    }
 }

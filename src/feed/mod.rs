@@ -107,6 +107,7 @@ impl App {
                 details: None,
             });
             out.push(ListedEntry {
+                sandbox: self.sandbox_brief(&s)?,
                 capabilities: self
                     .proxy
                     .capabilities_of(&s.name)

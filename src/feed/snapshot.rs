@@ -28,6 +28,9 @@ pub struct ListedEntry {
     pub tools: Vec<ListedTool>,
     /// What the server declared at initialize, when it runs in this process; `null` otherwise.
     pub capabilities: Option<serde_json::Value>,
+    /// A stdio server's sandbox (`enabled`, `effective`, `network`); absent for a remote server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::types::SandboxBrief>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

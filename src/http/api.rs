@@ -69,16 +69,20 @@ pub async fn list_servers(
         installed_only,
     })?;
     Ok(Json(
-        rows.into_iter().map(|r| summary_json(&s.app, r)).collect(),
+        rows.into_iter()
+            .map(|r| summary_json(&s.app, r))
+            .collect::<crate::error::Result<_>>()?,
     ))
 }
 
-/// A listing row: the stored server, its tool count, and whether it runs in this process.
-fn summary_json(app: &App, r: ServerSummary) -> Value {
+/// A listing row: the stored server, its tool count, whether it runs in this process, and (stdio) its sandbox.
+fn summary_json(app: &App, r: ServerSummary) -> crate::error::Result<Value> {
     let running = app.proxy.is_active(&r.server.name);
+    let server = r.server.clone();
     let mut v = serde_json::to_value(r).unwrap_or_default();
     v["running"] = Value::Bool(running);
-    v
+    app.add_sandbox_brief(&mut v, &server)?;
+    Ok(v)
 }
 
 pub async fn get_server(
@@ -101,6 +105,7 @@ pub async fn get_server(
         .find(|c| c.name == server.name);
     let view = ServerView {
         running: s.app.proxy.is_active(&server.name),
+        sandbox: s.app.sandbox_brief(&server)?,
         summary: ServerSummary {
             tool_count: tools.len() as i64,
             auth_url: s.app.oauth.auth_url(server.id),
@@ -432,12 +437,21 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
         .into_iter()
         .map(|r| (r.server.name, r.server.active))
         .collect();
+    let mut servers = Vec::with_capacity(children.len());
+    for c in &children {
+        let mut v = serde_json::to_value(c).unwrap_or_default();
+        if let Ok(server) = s.app.registry.get(&c.name) {
+            s.app.add_sandbox_brief(&mut v, &server)?;
+        }
+        servers.push(v);
+    }
     Ok(Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "pid": std::process::id(),
         "uptime": s.started.elapsed().as_secs(),
         "active_count": children.len(),
-        "servers": children,
+        "servers": servers,
+        "sandbox_kernel": s.app.sandbox_kernel(),
         "flagged_active": flagged.iter().filter(|(_, a)| **a).map(|(n, _)| n).collect::<Vec<_>>(),
         "authenticating": s.app.registry.list(&ListFilter::default())?.into_iter().filter_map(|r| {
             r.auth_url.map(|u| json!({"name": r.server.name, "state": "authenticating", "authUrl": u}))

@@ -18,6 +18,7 @@ mod oauth;
 mod openapi;
 mod pins;
 mod registry_events;
+mod sandbox;
 pub mod security;
 mod servers;
 mod ws;
@@ -162,6 +163,11 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/tool-filter", "Replace a server's allow/deny patterns (a filtered tool is hidden everywhere)", pins::set_filter)
             .body("ToolFilter")
             .returns(200, "ToolFilter"),
+        op(M::GET, "/api/servers/{id}/sandbox", "A server's sandbox: settings, whether it is confined, the paths it may use, what the kernel offers", sandbox::get)
+            .returns(200, "SandboxView"),
+        op(M::PUT, "/api/servers/{id}/sandbox", "Change a server's sandbox settings (network, granted paths, on/off); applied at its next start", sandbox::set)
+            .body("SandboxPatch")
+            .returns(200, "SandboxView"),
         op(M::GET, "/api/introspections", "Batch introspection results: the latest record per package and the count per category", introspect::list)
             .query(&[("category", "only this category (ok, ok_zero_tools, install_failed, needs_credentials, ...)")])
             .returns(200, "Introspections"),

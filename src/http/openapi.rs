@@ -108,6 +108,7 @@ fn schemas() -> Value {
         market_schemas_and_service(),
         lifecycle_schemas(),
         super::pins::schemas(),
+        super::sandbox::schemas(),
         super::introspect::schemas(),
         super::agents::schemas(),
     ] {
@@ -138,7 +139,8 @@ fn lifecycle_schemas() -> Value {
             "authMode": {"type": "string", "enum": ["none", "apiKey", "authorizationCode"]},
             "authUrl": {"type": "string"}, "error": {"$ref": "#/components/schemas/McpToolError"},
             "tools": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}}}},
-            "capabilities": {"type": ["object", "null"], "description": "declared at initialize, when the server runs in the process answering"}}},
+            "capabilities": {"type": ["object", "null"], "description": "declared at initialize, when the server runs in the process answering"},
+            "sandbox": {"$ref": "#/components/schemas/SandboxBrief"}}},
         "RegistrySnapshot": {"type": "object", "required": ["seq", "servers"], "properties": {
             "seq": {"type": "integer", "description": "0 on a subscriber's first delivery (bootstrap), then the feed's counter (one per change)"},
             "servers": {"type": "array", "items": {"$ref": "#/components/schemas/ListedEntry"}}}},
@@ -183,10 +185,12 @@ fn core_schemas() -> Value {
             "auth_url": {"type": ["string", "null"], "description": "where to authorize, while authenticating"},
             "error_kind": {"type": ["string", "null"], "description": "the kind of last_error, while in error"}}},
         "ServerList": {"type": "array", "items": {"allOf": [{"$ref": "#/components/schemas/Server"}, {"type": "object", "properties": {
-            "tool_count": {"type": "integer"}, "running": {"type": "boolean", "description": "runs in this process"}}}]}},
+            "tool_count": {"type": "integer"}, "running": {"type": "boolean", "description": "runs in this process"},
+            "sandbox": {"$ref": "#/components/schemas/SandboxBrief"}}}]}},
         "Tool": {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "input_schema": {"type": "object"}}},
         "ServerDetail": {"allOf": [{"$ref": "#/components/schemas/Server"}, {"type": "object", "properties": {
             "tool_count": {"type": "integer"}, "running": {"type": "boolean"},
+            "sandbox": {"$ref": "#/components/schemas/SandboxBrief"},
             "tools": {"type": "array", "items": {"$ref": "#/components/schemas/Tool"}},
             "child": {"type": ["object", "null"], "description": "pid, status, stderr tail, last error, restarts when it runs here"}}}]},
         "Activation": {"type": "object", "properties": {"status": {"type": "string", "enum": ["activated", "already_active"]}, "name": {"type": "string"},

@@ -53,6 +53,9 @@ pub(crate) struct ServerView {
     /// Runs in this process (the `active` flag is the cross-process intent; another process may run it).
     pub running: bool,
     pub tools: Vec<ToolView>,
+    /// A stdio server's sandbox (`enabled`, `effective`, `network`); absent for a remote server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxBrief>,
 }
 
 #[derive(Serialize)]
@@ -95,6 +98,7 @@ pub(crate) fn server_views(app: &App) -> crate::error::Result<Vec<ServerView>> {
                 .collect();
             Ok(ServerView {
                 running: app.proxy.is_active(&summary.server.name),
+                sandbox: app.sandbox_brief(&summary.server)?,
                 summary,
                 tools,
             })

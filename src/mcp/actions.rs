@@ -208,6 +208,24 @@ pub enum Action {
         #[schemars(length(max = 64))]
         deny: Option<Vec<String>>,
     },
+    /// Shows a stdio server's sandbox (settings, the paths it may use, what the kernel offers), or changes it when
+    /// `network`, `read`, `write` or `enabled` is given (applied at the server's next start).
+    Sandbox {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// `full` (any host) or `none` (no network at all)
+        #[schemars(extend("enum" = ["full", "none"]))]
+        network: Option<String>,
+        /// Absolute paths the server may read: replaces the ones granted before ([] clears)
+        #[schemars(length(max = 256))]
+        read: Option<Vec<std::path::PathBuf>>,
+        /// Absolute paths the server may read and write: replaces the ones granted before ([] clears)
+        #[schemars(length(max = 256))]
+        write: Option<Vec<std::path::PathBuf>>,
+        /// false: the server runs unconfined; true: confined (the default)
+        enabled: Option<bool>,
+    },
     /// Completes a remote server's waiting OAuth authorization with the URL the browser was sent back to (or the
     /// code the authorization server showed), then connects it.
     FinishAuth {

@@ -286,11 +286,10 @@ async fn the_second_pass_reads_the_help_text_of_a_server_that_wants_arguments() 
 async fn a_server_that_ignores_sigterm_and_leaves_a_child_is_killed_with_its_group() {
     let dir = tmp();
     let t0 = Instant::now();
-    let r = introspect::introspect(
-        &fixture("--name stubborn --fail stubborn"),
-        &options(dir.path(), false),
-    )
-    .await;
+    // Unconfined (the sandbox off): the process group is all that holds the server's child, and SIGKILL ends it.
+    let mut unconfined = options(dir.path(), false);
+    unconfined.sandbox.enabled = false;
+    let r = introspect::introspect(&fixture("--name stubborn --fail stubborn"), &unconfined).await;
     assert_eq!(r.category, Category::Ok, "{}", r.evidence);
     let teardown = r
         .stages
@@ -312,6 +311,20 @@ async fn a_server_that_ignores_sigterm_and_leaves_a_child_is_killed_with_its_gro
         "the server's child outlived teardown"
     );
     assert!(t0.elapsed() < Duration::from_secs(20));
+
+    // Confined (the default): the server is its PID namespace's only way in, so when it ends on the closed stdin its
+    // stubborn child ends with it, without waiting out the grace.
+    let r = introspect::introspect(
+        &fixture("--name stubborn --fail stubborn"),
+        &options(dir.path(), false),
+    )
+    .await;
+    assert_eq!(r.category, Category::Ok, "{}", r.evidence);
+    assert_eq!(r.left_behind, 0);
+    assert!(
+        processes_with_args(&["sleep", "599.25"]).is_empty(),
+        "the confined server's child outlived teardown"
+    );
 }
 
 /// Where scripts/test.sh installs test dependencies. Missing pieces fail the test with a fix, never skip it.

@@ -12,6 +12,13 @@ use crate::harness::BIN;
 
 fn options(cache: &Path) -> Options {
     let mut o = Options::new(cache.to_path_buf(), BIN.into());
+    // The test packages run the fixture binary from the build directory: readable in their sandbox.
+    o.read.push(
+        std::path::Path::new(crate::harness::fixture())
+            .parent()
+            .unwrap()
+            .to_path_buf(),
+    );
     o.limits = Limits {
         install: Duration::from_secs(120),
         initialize: Duration::from_secs(10),

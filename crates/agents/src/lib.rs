@@ -237,12 +237,13 @@ impl Agents {
         secrets: Secrets,
         guard_exe: PathBuf,
         events: ad_core::events::EventBus,
+        sandbox: ad_registry::config::SandboxConfig,
     ) -> Agents {
         Agents {
             inner: Arc::new(Inner {
                 events,
                 inproc: inprocess::InProcessExecutor::default(),
-                worker: worker::WorkerExecutor::new(store, secrets, guard_exe),
+                worker: worker::WorkerExecutor::new(store, secrets, guard_exe, sandbox),
                 cache: Mutex::new(HashMap::new()),
                 default_agent_id: RwLock::new(None),
                 started: AtomicBool::new(false),

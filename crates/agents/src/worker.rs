@@ -68,6 +68,8 @@ pub(crate) struct WorkerExecutor {
     store: Store,
     secrets: Secrets,
     guard_exe: PathBuf,
+    /// How workers are confined (as servers are).
+    sandbox: ad_registry::config::SandboxConfig,
     http: reqwest::Client,
     pub sessions: Arc<Sessions>,
     started: AtomicBool,
@@ -146,11 +148,17 @@ impl Drop for Inflight {
 }
 
 impl WorkerExecutor {
-    pub fn new(store: Store, secrets: Secrets, guard_exe: PathBuf) -> WorkerExecutor {
+    pub fn new(
+        store: Store,
+        secrets: Secrets,
+        guard_exe: PathBuf,
+        sandbox: ad_registry::config::SandboxConfig,
+    ) -> WorkerExecutor {
         WorkerExecutor {
             store,
             secrets,
             guard_exe,
+            sandbox,
             http: a2a::http_client(CARD_TIMEOUT),
             sessions: Arc::default(),
             started: AtomicBool::new(false),
@@ -395,8 +403,21 @@ impl WorkerExecutor {
             .port();
         let env = BTreeMap::from([(WORKER_PORT_ENV.to_owned(), port.to_string())]);
         let ring = Arc::new(StderrRing::default());
-        let spawned = spawn::spawn(&self.guard_exe, command, args, &env, ring.clone())
-            .map_err(|e| e.to_string())?;
+        // Confined like a server (with the network: it serves A2A on the loopback port), in a state directory
+        // named after its label.
+        let name = ad_proxy::sandbox::dir_name(&format!("agent-{label}"));
+        let settings = ad_core::sandbox::SandboxSettings::default();
+        let spawned = ad_proxy::sandbox::spawn(
+            &self.sandbox,
+            &self.guard_exe,
+            &name,
+            command,
+            args,
+            &env,
+            &settings,
+            ring.clone(),
+        )
+        .map_err(|e| e.to_string())?;
         let mut proc_parts = (spawned.child, spawned.lifeline, spawned.pgid);
         // A worker's stdout is not a protocol channel: its lines join the stderr ring.
         let out_ring = ring.clone();

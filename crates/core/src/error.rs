@@ -68,6 +68,9 @@ pub enum Error {
         "tool `{tool}` of server `{server}` changed since it was approved and is withheld until approved again (`agent-discover tools diff {server} {tool}`, then `tools approve {server} {tool}`)"
     )]
     ToolChanged { server: String, tool: String },
+    /// The sandbox refused to start a child, or the kernel cannot confine it; the message says why and how to opt out.
+    #[error("server `{server}`: sandbox: {message}")]
+    SandboxDenied { server: String, message: String },
     /// The child answered a forwarded request with a JSON-RPC error; kept as it is so fronts can pass it on.
     #[error("server `{server}` answered with error {}: {}", error.code.0, error.message)]
     Child {
@@ -109,9 +112,10 @@ impl Error {
             Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
             Error::Upstream { .. } | Error::Child { .. } => ErrorCode::Upstream,
             Error::Timeout { .. } => ErrorCode::Timeout,
-            Error::Unavailable(_) | Error::AuthRequired { .. } | Error::InputRequired { .. } => {
-                ErrorCode::Unavailable
-            }
+            Error::Unavailable(_)
+            | Error::AuthRequired { .. }
+            | Error::InputRequired { .. }
+            | Error::SandboxDenied { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -173,9 +177,10 @@ impl Error {
             Error::NotFound { what: "tool", .. } | Error::ToolChanged { .. } => {
                 ToolErrorKind::ToolNotFound
             }
-            Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
-                ToolErrorKind::TransportError
-            }
+            Error::Upstream { .. }
+            | Error::Unavailable(_)
+            | Error::Io(_)
+            | Error::SandboxDenied { .. } => ToolErrorKind::TransportError,
             // The contract has no kind for it; MCP's proxy_call says `input_required` (`mcp::proxy_call_response`).
             Error::InputRequired { .. }
             | Error::Child { .. }

@@ -9,4 +9,5 @@ pub mod clock;
 pub mod error;
 pub mod events;
 pub mod model;
+pub mod sandbox;
 pub mod telemetry;

@@ -22,3 +22,36 @@ pub(crate) fn base_env(home: &Path) -> BTreeMap<String, String> {
     env.insert("NO_COLOR".into(), "1".into());
     env
 }
+
+/// Spawns a package's process for an attempt: confined by the sandbox in the attempt's scratch directory `base`
+/// (HOME and TMPDIR there, the working directory `isolation.cwd`), or only isolated when the sandbox is off.
+pub(crate) fn spawn_confined(
+    options: &crate::options::Options,
+    base: &Path,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    ring: std::sync::Arc<ad_proxy::spawn::StderrRing>,
+    isolation: &ad_proxy::spawn::Isolation,
+) -> ad_core::error::Result<ad_proxy::spawn::Spawned> {
+    match ad_proxy::sandbox::scratch_plan(
+        &options.sandbox,
+        base,
+        &isolation.cwd,
+        program,
+        args,
+        env,
+    )? {
+        Some(plan) => {
+            ad_proxy::spawn::spawn_sandboxed(&options.guard_exe, program, args, &plan, ring)
+        }
+        None => ad_proxy::spawn::spawn_with(
+            &options.guard_exe,
+            program,
+            args,
+            env,
+            ring,
+            Some(isolation),
+        ),
+    }
+}

@@ -68,13 +68,14 @@ pub(crate) async fn run(
         cwd,
         clear_env: true,
     };
-    let Ok(spawned) = spawn::spawn_with(
-        &options.guard_exe,
+    let Ok(spawned) = crate::child_env::spawn_confined(
+        options,
+        &base,
         program,
         &argv,
         &base_env(&home),
         ring.clone(),
-        Some(&isolation),
+        &isolation,
     ) else {
         return (None, stage("help", t, "failed"));
     };

@@ -39,16 +39,25 @@ pub struct Options {
     pub guard_exe: PathBuf,
     /// Retry a failed package once with placeholders.
     pub second_pass: bool,
+    /// How the packages run: confined (the default; `AGENT_DISCOVER_SANDBOX=off` turns it off), with the package
+    /// cache grantable though it lies in the data directory.
+    pub sandbox: ad_registry::config::SandboxConfig,
+    /// Paths every attempt may also read, beyond the package and the system (a tool a package runs from elsewhere).
+    pub read: Vec<PathBuf>,
 }
 
 impl Options {
     pub fn new(cache_dir: PathBuf, guard_exe: PathBuf) -> Options {
+        let mut sandbox = ad_registry::config::SandboxConfig::default_for(&cache_dir);
+        sandbox.grantable_in_data.push(cache_dir.clone());
         Options {
             limits: Limits::default(),
             concurrency: default_concurrency(),
             cache_dir,
             guard_exe,
             second_pass: true,
+            sandbox,
+            read: Vec::new(),
         }
     }
 }

@@ -165,13 +165,14 @@ pub(crate) async fn run(
         cwd: cwd.clone(),
         clear_env: true,
     };
-    let spawned = match spawn::spawn_with(
-        &options.guard_exe,
+    let spawned = match crate::child_env::spawn_confined(
+        options,
+        &base,
         program,
         args,
         &full_env,
         ring.clone(),
-        Some(&isolation),
+        &isolation,
     ) {
         Ok(s) => s,
         Err(e) => {

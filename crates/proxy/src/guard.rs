@@ -16,8 +16,6 @@ pub const SUBCOMMAND: &str = "child-guard";
 /// `args` are what follows `child-guard`: `-- PROGRAM [ARGS...]`. Returns the exit code.
 #[cfg(unix)]
 pub fn run(args: Vec<OsString>) -> i32 {
-    use std::io::Read;
-    use std::os::fd::FromRawFd;
     use std::os::unix::process::ExitStatusExt;
 
     let mut args = args.into_iter().skip_while(|a| a != "--").skip(1);
@@ -28,6 +26,11 @@ pub fn run(args: Vec<OsString>) -> i32 {
     // The child must not inherit the lifeline, or our death would not close it.
     // SAFETY: fcntl on a descriptor number has no memory-safety preconditions.
     let have_lifeline = unsafe { libc::fcntl(LIFELINE_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0;
+    // A sandboxed child: agent-discover put the plan (and nothing else) in our environment.
+    if let Some(plan) = std::env::var_os(ad_core::sandbox::ENV_PLAN) {
+        let args: Vec<OsString> = args.collect();
+        return run_sandboxed(&plan, &program, &args, have_lifeline);
+    }
     let mut child = match std::process::Command::new(&program).args(args).spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -39,15 +42,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
         }
     };
     if have_lifeline {
-        std::thread::spawn(|| {
-            // SAFETY: fd 3 was handed to us by agent-discover and nothing else in this process owns it.
-            let mut lifeline = unsafe { std::fs::File::from_raw_fd(LIFELINE_FD) };
-            let mut buf = [0u8; 16];
-            while matches!(lifeline.read(&mut buf), Ok(n) if n > 0) {}
-            // agent-discover is gone: take the whole group down, ourselves included.
-            // SAFETY: killpg(0, ..) signals our own process group; no memory is involved.
-            unsafe { libc::killpg(0, libc::SIGKILL) };
-        });
+        spawn_lifeline_watch();
     }
     match child.wait() {
         Ok(status) => status
@@ -58,6 +53,82 @@ pub fn run(args: Vec<OsString>) -> i32 {
             1
         }
     }
+}
+
+/// Forks the process that enters the sandbox (`ad_sandbox::enter`, which execs the server inside it), then waits for
+/// it as for an unconfined child. The fork happens before the lifeline thread starts: the sandbox's namespaces need a
+/// single-threaded process.
+#[cfg(unix)]
+fn run_sandboxed(
+    plan: &std::ffi::OsStr,
+    program: &OsString,
+    args: &[OsString],
+    lifeline: bool,
+) -> i32 {
+    let refuse = |server: &str, why: &str| {
+        eprintln!(
+            "{} cannot start `{server}`: {why}; {}",
+            ad_core::sandbox::REFUSED_PREFIX,
+            ad_sandbox::OPT_OUT
+        );
+        ad_core::sandbox::REFUSED_EXIT
+    };
+    let plan: ad_core::sandbox::Plan = match serde_json::from_slice(plan.as_encoded_bytes()) {
+        Ok(p) => p,
+        Err(e) => return refuse("?", &format!("unreadable sandbox plan: {e}")),
+    };
+    // SAFETY: fork while this process has one thread; the child runs ordinary code and execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return refuse(
+            &plan.server,
+            &format!("fork failed: {}", std::io::Error::last_os_error()),
+        );
+    }
+    if pid == 0 {
+        let why = ad_sandbox::enter(&plan, program, args);
+        let code = refuse(&plan.server, &why);
+        // SAFETY: leaving the forked child without running the guard's exit path.
+        unsafe { libc::_exit(code) }
+    }
+    if lifeline {
+        spawn_lifeline_watch();
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes the status of our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            eprintln!(
+                "agent-discover child-guard: wait failed: {}",
+                std::io::Error::last_os_error()
+            );
+            return 1;
+        }
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}
+
+/// Watches the lifeline: when agent-discover is gone, takes the whole group down, ourselves included.
+#[cfg(unix)]
+fn spawn_lifeline_watch() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    std::thread::spawn(|| {
+        // SAFETY: fd 3 was handed to us by agent-discover and nothing else in this process owns it.
+        let mut lifeline = unsafe { std::fs::File::from_raw_fd(LIFELINE_FD) };
+        let mut buf = [0u8; 16];
+        while matches!(lifeline.read(&mut buf), Ok(n) if n > 0) {}
+        // SAFETY: killpg(0, ..) signals our own process group; no memory is involved.
+        unsafe { libc::killpg(0, libc::SIGKILL) };
+    });
 }
 
 #[cfg(not(unix))]

@@ -31,6 +31,7 @@ mod metrics;
 pub mod names;
 mod recovery;
 pub mod relay;
+pub mod sandbox;
 mod single;
 pub mod spawn;
 mod sse;

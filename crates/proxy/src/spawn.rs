@@ -77,11 +77,7 @@ pub fn spawn_with(
     ring: std::sync::Arc<StderrRing>,
     isolation: Option<&Isolation>,
 ) -> Result<Spawned> {
-    let mut cmd = tokio::process::Command::new(guard_exe);
-    cmd.arg(crate::guard::SUBCOMMAND)
-        .arg("--")
-        .arg(program)
-        .args(args);
+    let mut cmd = guard_command(guard_exe, program, args);
     if let Some(iso) = isolation {
         if iso.clear_env {
             cmd.env_clear();
@@ -89,6 +85,39 @@ pub fn spawn_with(
         cmd.current_dir(&iso.cwd);
     }
     cmd.envs(env);
+    start(cmd, guard_exe, ring)
+}
+
+/// Spawns `program args` confined by `plan` (`sandbox.rs` built it): the guard gets the plan and nothing else of our
+/// environment, and applies it before `exec` (the child's environment and working directory are the plan's).
+pub fn spawn_sandboxed(
+    guard_exe: &Path,
+    program: &str,
+    args: &[String],
+    plan: &ad_core::sandbox::Plan,
+    ring: std::sync::Arc<StderrRing>,
+) -> Result<Spawned> {
+    let mut cmd = guard_command(guard_exe, program, args);
+    let plan = serde_json::to_string(plan)
+        .map_err(|e| Error::Internal(format!("cannot encode the sandbox plan: {e}")))?;
+    cmd.env_clear().env(ad_core::sandbox::ENV_PLAN, plan);
+    start(cmd, guard_exe, ring)
+}
+
+fn guard_command(guard_exe: &Path, program: &str, args: &[String]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(guard_exe);
+    cmd.arg(crate::guard::SUBCOMMAND)
+        .arg("--")
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+fn start(
+    mut cmd: tokio::process::Command,
+    guard_exe: &Path,
+    ring: std::sync::Arc<StderrRing>,
+) -> Result<Spawned> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -71,8 +71,17 @@ impl Inner {
                 })?;
                 let mut env = server.env.clone();
                 env.extend(secrets);
-                let spawned =
-                    spawn::spawn(&self.guard_exe, command, &server.args, &env, stderr.clone())?;
+                let settings = self.registry.sandbox_settings(server.id)?;
+                let spawned = crate::sandbox::spawn(
+                    &self.sandbox,
+                    &self.guard_exe,
+                    &server.name,
+                    command,
+                    &server.args,
+                    &env,
+                    &settings,
+                    stderr.clone(),
+                )?;
                 let pid = spawned.child.id();
                 let pgid = spawned.pgid;
                 // Answers are decoded as the result type of the request they answer (`typed.rs`); the fast lane
@@ -364,6 +373,20 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
 }
 
 fn failure(server: &Server, err: Error, exit: Option<String>, stderr: &StderrRing) -> Error {
+    // The guard refused to start it (the sandbox could not be set up, or denied the program): say so as such.
+    if exit.is_some()
+        && let Some(line) = stderr
+            .tail(10)
+            .into_iter()
+            .find(|l| l.starts_with(ad_core::sandbox::REFUSED_PREFIX))
+    {
+        return Error::SandboxDenied {
+            server: server.name.clone(),
+            message: line[ad_core::sandbox::REFUSED_PREFIX.len()..]
+                .trim()
+                .to_owned(),
+        };
+    }
     let err = match (exit, err) {
         (Some(cause), _) => Error::Upstream {
             server: server.name.clone(),

@@ -67,6 +67,8 @@ pub(crate) struct Inner {
     pub(super) calllog: Arc<CallLog>,
     pub(super) timeouts: Timeouts,
     pub(super) guard_exe: PathBuf,
+    /// How stdio children are confined (`sandbox.rs`).
+    pub(super) sandbox: ad_registry::config::SandboxConfig,
     pub(super) children: Mutex<HashMap<String, Slot>>,
     /// Serialises activate/deactivate/restart of one server.
     pub(super) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -161,6 +163,7 @@ impl Proxy {
         calllog: Arc<CallLog>,
         timeouts: Timeouts,
         guard_exe: PathBuf,
+        sandbox: ad_registry::config::SandboxConfig,
     ) -> Proxy {
         let inner = Arc::new(Inner {
             registry: registry.clone(),
@@ -170,6 +173,7 @@ impl Proxy {
             calllog,
             timeouts,
             guard_exe,
+            sandbox,
             children: Mutex::default(),
             locks: Mutex::default(),
             follow_failures: Mutex::default(),

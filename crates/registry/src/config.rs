@@ -34,6 +34,77 @@ pub struct Config {
     /// to the shared call log. Off, a process runs what it activated and what was active when it started, and keeps
     /// its call log in memory.
     pub team: bool,
+    /// How stdio children are confined (`AGENT_DISCOVER_SANDBOX`, `AGENT_DISCOVER_SANDBOX_PASS_ENV`).
+    pub sandbox: SandboxConfig,
+}
+
+/// The sandbox's process-wide settings; a server's own are stored with it (`ad_core::sandbox::SandboxSettings`).
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// `false` when `AGENT_DISCOVER_SANDBOX=off`: every child runs unconfined.
+    pub enabled: bool,
+    /// Variables of our environment children get besides the sandbox's own selection.
+    pub pass_env: Vec<String>,
+    /// Where the servers' state directories are (`<data_dir>/sandbox/<server>`).
+    pub state_root: PathBuf,
+    /// agent-discover's data directory: never granted to a child.
+    pub data_dir: PathBuf,
+    /// The user's HOME: never granted whole (only the toolchains in it, read-only, and paths a server names).
+    pub user_home: Option<PathBuf>,
+    /// Directories inside the data directory that may still be granted: introspection's package cache, whose
+    /// packages the servers being introspected run from.
+    pub grantable_in_data: Vec<PathBuf>,
+}
+
+impl SandboxConfig {
+    /// Reads `AGENT_DISCOVER_SANDBOX` (`on`, the default, or `off`) and `AGENT_DISCOVER_SANDBOX_PASS_ENV`.
+    pub fn from_env(data_dir: &Path) -> Result<SandboxConfig> {
+        let enabled = match non_empty_env(ad_core::sandbox::ENV_SANDBOX)
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("on" | "1" | "true") => true,
+            Some("off" | "0" | "false") => false,
+            Some(v) => {
+                return Err(Error::invalid(
+                    ad_core::sandbox::ENV_SANDBOX,
+                    format!(
+                        "{:?}: expected on or off",
+                        ad_core::model::truncate_for_message(v)
+                    ),
+                ));
+            }
+        };
+        let pass_env = non_empty_env(ad_core::sandbox::ENV_PASS_ENV)
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(SandboxConfig {
+            enabled,
+            pass_env,
+            state_root: data_dir.join("sandbox"),
+            data_dir: data_dir.to_path_buf(),
+            user_home: directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()),
+            grantable_in_data: Vec::new(),
+        })
+    }
+
+    /// Lenient [`SandboxConfig::from_env`] (a bad `AGENT_DISCOVER_SANDBOX` confines), for embedders without a
+    /// [`Config`].
+    pub fn default_for(data_dir: &Path) -> SandboxConfig {
+        SandboxConfig::from_env(data_dir).unwrap_or_else(|_| SandboxConfig {
+            enabled: true,
+            pass_env: Vec::new(),
+            state_root: data_dir.join("sandbox"),
+            data_dir: data_dir.to_path_buf(),
+            user_home: directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()),
+            grantable_in_data: Vec::new(),
+        })
+    }
 }
 
 /// Default time limits (seed 000); a server may override activation and call limits.
@@ -117,6 +188,7 @@ impl Config {
         let replica = non_empty_env(ENV_REPLICA)
             .map(|r| r.trim().to_owned())
             .or_else(|| team.then(|| format!("{}:{}", host_name(), std::process::id())));
+        let sandbox = SandboxConfig::from_env(&data_dir)?;
         Ok(Config {
             team,
             data_dir,
@@ -126,6 +198,7 @@ impl Config {
             guard_exe: None,
             pinning: crate::pinning::policy::Policy::from_env()?,
             default_agent_id: non_empty_env(ENV_DEFAULT_AGENT).map(|v| v.trim().to_owned()),
+            sandbox,
             database_url,
             replica,
         })
@@ -144,6 +217,7 @@ impl Config {
             database_url: None,
             replica: None,
             team: false,
+            sandbox: SandboxConfig::default_for(dir),
         }
     }
 }

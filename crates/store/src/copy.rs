@@ -63,6 +63,7 @@ const PLAIN: &[(&str, &str)] = &[
         "tool, approved_fingerprint, approved_definition, approved_at, current_fingerprint, current_definition, seen_at",
     ),
     ("tool_filters", "allow, deny"),
+    ("server_sandbox", "settings"),
 ];
 const SECRET_COLS: &str = "key, value, masked, created_at, updated_at";
 const OAUTH_COLS: &str = "kind, value, auth_url, updated_at";

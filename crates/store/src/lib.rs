@@ -21,6 +21,7 @@ pub mod market_cache;
 mod oauth;
 pub mod pg;
 mod pins;
+mod sandbox;
 mod schema;
 mod search;
 mod secrets;

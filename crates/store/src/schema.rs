@@ -233,6 +233,14 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX calls_by_time ON calls (unix_ms);
     "#,
+    // #26 (sandbox): per-server sandbox settings as the user set them (the JSON of `SandboxSettings`: enabled,
+    // network, extra read and write paths); a server without a row has the defaults.
+    r#"
+    CREATE TABLE server_sandbox (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

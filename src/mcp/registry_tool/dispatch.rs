@@ -182,6 +182,27 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             };
             Ok(json!({"name": name, "allow": filter.allow, "deny": filter.deny}))
         }
+        Action::Sandbox {
+            name,
+            network,
+            read,
+            write,
+            enabled,
+        } => {
+            let name = server_name(name)?;
+            let patch = crate::sandbox::SandboxPatch {
+                enabled,
+                network,
+                read,
+                write,
+            };
+            if patch.is_empty() {
+                app.sandbox_view(&name)
+            } else {
+                app.set_sandbox(&name, patch)
+            }
+            .map_err(Into::into)
+        }
         Action::FinishAuth { name, callback } => app
             .finish_auth(&server_name(name)?, &callback)
             .await

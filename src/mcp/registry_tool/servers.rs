@@ -20,19 +20,19 @@ pub(super) fn list(
         installed_only: installed_only.unwrap_or(false),
     };
     let rows = app.registry.list(&filter)?;
-    Ok(Value::Array(
-        rows.into_iter()
-            .map(|r| {
-                let s = r.server;
-                json!({
-                    "id": s.id, "name": s.name, "description": s.description, "source": s.source, "tags": s.tags,
-                    "installed": s.installed, "active": s.active, "status": s.status, "origin": s.origin, "transport": s.transport,
-                    "health_status": s.health_status, "last_health_check": s.last_health_check,
-                    "error_count": s.error_count, "tool_count": r.tool_count,
-                })
-            })
-            .collect(),
-    ))
+    let mut listed = Vec::with_capacity(rows.len());
+    for r in rows {
+        let s = r.server;
+        let mut v = json!({
+            "id": s.id, "name": s.name, "description": s.description, "source": s.source, "tags": s.tags,
+            "installed": s.installed, "active": s.active, "status": s.status, "origin": s.origin, "transport": s.transport,
+            "health_status": s.health_status, "last_health_check": s.last_health_check,
+            "error_count": s.error_count, "tool_count": r.tool_count,
+        });
+        app.add_sandbox_brief(&mut v, &s)?;
+        listed.push(v);
+    }
+    Ok(Value::Array(listed))
 }
 
 pub(super) fn install(
@@ -105,15 +105,21 @@ pub(super) fn set_secret(app: &App, name: String, key: String, value: String) ->
 pub(super) fn status(app: &App) -> crate::error::Result<Value> {
     let store = app.registry.store();
     let children = app.proxy.children();
-    let servers: Vec<Value> = children
-        .iter()
-        .map(|c| {
-            let description = app.registry.get(&c.name).map(|s| s.description).unwrap_or_default();
-            json!({"name": c.name, "description": description, "status": c.status, "transport": c.transport, "pid": c.pid,
-                   "tool_count": c.tool_count, "tools": c.tools, "stderr_tail": c.stderr_tail, "last_error": c.last_error,
-                   "started_at": c.started_at, "restarts": c.restarts, "protocol": c.protocol})
-        })
-        .collect();
+    let mut servers: Vec<Value> = Vec::with_capacity(children.len());
+    for c in &children {
+        let server = app.registry.get(&c.name).ok();
+        let description = server
+            .as_ref()
+            .map(|s| s.description.clone())
+            .unwrap_or_default();
+        let mut v = json!({"name": c.name, "description": description, "status": c.status, "transport": c.transport, "pid": c.pid,
+               "tool_count": c.tool_count, "tools": c.tools, "stderr_tail": c.stderr_tail, "last_error": c.last_error,
+               "started_at": c.started_at, "restarts": c.restarts, "protocol": c.protocol});
+        if let Some(s) = &server {
+            app.add_sandbox_brief(&mut v, s)?;
+        }
+        servers.push(v);
+    }
     let (recent, logged) = app.calllog.entries(10, 0);
     // Remote servers waiting for a person to authorize them (OAuth), with the URL to open: as REST's status.
     let authenticating: Vec<Value> = app
@@ -133,6 +139,7 @@ pub(super) fn status(app: &App) -> crate::error::Result<Value> {
         "calls": {"logged": logged, "recent": recent},
         "metrics": store.metrics_overview()?,
         "search": app.search.status(),
+        "sandbox_kernel": app.sandbox_kernel(),
         // Proxied tool calls this process relayed by its fast lane (`proxy/relay.rs`).
         "relay": {"fast_lane_calls": app.proxy.fast_lane_calls()},
         "registry": {

@@ -155,6 +155,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX calls_by_time ON calls (unix_ms);
     "#,
+    // v2: SQLite's schema version 10 (#26): per-server sandbox settings.
+    r#"
+    CREATE TABLE server_sandbox (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

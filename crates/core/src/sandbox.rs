@@ -1,0 +1,191 @@
+//! The sandbox vocabulary: a server's confinement settings as a user sets them, the grants that follow from its
+//! launch, and the plan the child guard applies before `exec`. Pure data: building a plan is the proxy's, applying it
+//! the sandbox crate's.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// Environment variable: `off` starts every stdio child unconfined (the global opt-out); `on` (default) confines.
+pub const ENV_SANDBOX: &str = "AGENT_DISCOVER_SANDBOX";
+/// Environment variable: names of variables (comma-separated) that children get from agent-discover's own
+/// environment, beyond those the sandbox passes anyway.
+pub const ENV_PASS_ENV: &str = "AGENT_DISCOVER_SANDBOX_PASS_ENV";
+/// The variable the child guard reads its plan from (JSON); set on the guard only, never passed to the child.
+pub const ENV_PLAN: &str = "AGENT_DISCOVER_SANDBOX_PLAN";
+/// The exit code of a guard that refused to start its child because the sandbox could not be set up.
+pub const REFUSED_EXIT: i32 = 125;
+/// The first line a refusing guard writes to stderr starts with this.
+pub const REFUSED_PREFIX: &str = "agent-discover sandbox:";
+
+/// What a sandboxed child may reach on the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// Any host (most servers call their API).
+    #[default]
+    Full,
+    /// Nothing: a network namespace of its own (loopback only, down), and Landlock's TCP rules.
+    None,
+}
+
+impl Network {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Full => "full",
+            Network::None => "none",
+        }
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Network {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Network, Error> {
+        match s.trim() {
+            "full" => Ok(Network::Full),
+            "none" => Ok(Network::None),
+            other => Err(Error::invalid(
+                "network",
+                format!(
+                    "{:?}: expected full or none",
+                    crate::model::truncate_for_message(other)
+                ),
+            )),
+        }
+    }
+}
+
+/// A server's sandbox settings as the user set them (`agent-discover sandbox set`, REST, the `registry` tool's
+/// `sandbox` action). Stored with the server; the defaults confine with full network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSettings {
+    /// `false`: this server runs unconfined (the user's explicit opt-out). `true` (default): confined.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub network: Network,
+    /// Extra paths the server may read.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// Extra paths the server may read and write.
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The defaults: confined, full network, no extra paths.
+impl Default for SandboxSettings {
+    fn default() -> SandboxSettings {
+        SandboxSettings {
+            enabled: true,
+            network: Network::Full,
+            read: Vec::new(),
+            write: Vec::new(),
+        }
+    }
+}
+
+impl SandboxSettings {
+    /// Relative paths and paths with `..` are refused: a grant names one place, as the user wrote it.
+    pub fn validate(&self) -> Result<(), Error> {
+        for (field, paths) in [("read", &self.read), ("write", &self.write)] {
+            for p in paths {
+                if !p.is_absolute() {
+                    return Err(Error::invalid(
+                        field,
+                        format!("{}: a sandbox grant must be an absolute path", p.display()),
+                    ));
+                }
+                if p.components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+                {
+                    return Err(Error::invalid(
+                        field,
+                        format!("{}: a sandbox grant must not contain `..`", p.display()),
+                    ));
+                }
+                if p.as_os_str().len() > 4096 {
+                    return Err(Error::invalid(
+                        field,
+                        "a sandbox grant is longer than 4096 bytes",
+                    ));
+                }
+            }
+        }
+        if self.read.len() + self.write.len() > 256 {
+            return Err(Error::invalid(
+                "read",
+                "at most 256 sandbox grants per server",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where a grant comes from, so a person can tell the user's own grants from derived ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantSource {
+    /// What every child needs: system directories, the interpreter, certificates, devices.
+    Runtime,
+    /// The program's own install (its package directory or prefix).
+    Package,
+    /// The server's private state directory (its HOME and TMPDIR).
+    State,
+    /// A path named by the server's arguments (for a marketplace install: its server.json arguments).
+    Arguments,
+    /// A path named by the server's environment.
+    Env,
+    /// A path the user granted (`sandbox set --read/--write`).
+    User,
+}
+
+impl GrantSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantSource::Runtime => "runtime",
+            GrantSource::Package => "package",
+            GrantSource::State => "state",
+            GrantSource::Arguments => "arguments",
+            GrantSource::Env => "env",
+            GrantSource::User => "user",
+        }
+    }
+}
+
+/// One path a sandboxed child may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub path: PathBuf,
+    /// Read and write; otherwise read (and execute) only.
+    pub write: bool,
+    pub source: GrantSource,
+}
+
+/// What the child guard applies before `exec`: built by agent-discover for one start of one child.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The server, for messages.
+    pub server: String,
+    pub network: Network,
+    /// Every path the child may use; nothing else is reachable.
+    pub grants: Vec<Grant>,
+    /// The child's whole environment (built, not inherited).
+    pub env: BTreeMap<String, String>,
+    /// The child's working directory (its state directory).
+    pub cwd: PathBuf,
+}

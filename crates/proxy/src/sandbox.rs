@@ -1,0 +1,593 @@
+//! Building a child's sandbox [`Plan`]: the paths it may read (system directories, its interpreter and package) and
+//! write (its own state directory, and what its arguments and environment name), and the environment it gets (built,
+//! not inherited). Applying the plan is `ad-sandbox`'s, in the child guard.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ad_core::error::{Error, Result};
+use ad_core::sandbox::{Grant, GrantSource, Network, Plan, SandboxSettings};
+use ad_registry::config::SandboxConfig;
+
+/// System locations every runtime reads (absent ones grant nothing). `/etc` is whole: runtimes read many files there
+/// (certificates, resolver, users, alternatives), and what is secret in it is readable by root only.
+const RUNTIME_READ: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/sys",
+];
+/// Devices a process writes to or reads from without it being a grant of anything.
+const RUNTIME_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+/// Directories under HOME holding interpreters that version managers install (read only).
+const TOOLCHAINS_IN_HOME: &[&str] = &[
+    ".pyenv",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".local/share/uv",
+    ".local/share/pipx",
+    ".local/share/fnm",
+    ".local/bin",
+    ".cargo/bin",
+];
+/// Variables of our own environment a child gets (exact names).
+const PASSED: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "NVM_DIR",
+];
+/// Prefixes of variables a child gets: locale, and the package managers' own settings (registry addresses, certificate
+/// paths: an `npx`/`uvx` server installs on its first start).
+const PASSED_PREFIXES: &[&str] = &["LC_", "npm_config_", "NPM_CONFIG_", "PIP_", "UV_"];
+
+/// The state directory of `server`: its HOME and TMPDIR, created on demand, private to it.
+pub fn state_dir(config: &SandboxConfig, server: &str) -> PathBuf {
+    config.state_root.join(server)
+}
+
+/// A state directory name for `label`: characters outside `[A-Za-z0-9_-]` become `_`, at most 64 of them.
+pub fn dir_name(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+/// Whether children are confined at all (`AGENT_DISCOVER_SANDBOX` is not `off`).
+pub fn globally_enabled(config: &SandboxConfig) -> bool {
+    config.enabled
+}
+
+/// What the kernel offers.
+pub fn kernel() -> ad_sandbox::Support {
+    ad_sandbox::support()
+}
+
+/// Refuses to start a confined child where confinement is impossible, saying why and how to opt out.
+pub fn check_support(server: &str) -> Result<()> {
+    match kernel().missing() {
+        None => Ok(()),
+        Some(why) => Err(Error::SandboxDenied {
+            server: server.to_owned(),
+            message: format!("cannot confine the server: {why}; {}", ad_sandbox::OPT_OUT),
+        }),
+    }
+}
+
+/// The plan for one start of `server`, or `None` when it runs unconfined (globally off, or off for this server).
+/// `env` is the server's configured environment with its secrets.
+pub fn plan(
+    config: &SandboxConfig,
+    server: &str,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    settings: &SandboxSettings,
+) -> Result<Option<Plan>> {
+    if !config.enabled || !settings.enabled {
+        return Ok(None);
+    }
+    plan_in(
+        config,
+        server,
+        &state_dir(config, server),
+        program,
+        args,
+        env,
+        settings,
+    )
+    .map(Some)
+}
+
+/// The plan for a run of an untrusted package in an introspection scratch directory `scratch` (its HOME and TMPDIR
+/// are there, its working directory is `cwd`), or `None` when the sandbox is off (`AGENT_DISCOVER_SANDBOX=off`).
+pub fn scratch_plan(
+    config: &SandboxConfig,
+    scratch: &Path,
+    cwd: &Path,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    read: &[PathBuf],
+) -> Result<Option<Plan>> {
+    if !config.enabled {
+        return Ok(None);
+    }
+    let name = scratch
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "introspection".into());
+    let settings = SandboxSettings {
+        write: vec![cwd.to_path_buf()],
+        read: read.to_vec(),
+        ..SandboxSettings::default()
+    };
+    let mut plan = plan_in(config, &name, scratch, program, args, env, &settings)?;
+    plan.cwd = cwd.to_path_buf();
+    Ok(Some(plan))
+}
+
+fn plan_in(
+    config: &SandboxConfig,
+    server: &str,
+    state: &Path,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    settings: &SandboxSettings,
+) -> Result<Plan> {
+    check_support(server)?;
+    let home = state.join("home");
+    let tmp = state.join("tmp");
+    for dir in [&home, &tmp] {
+        create_private_dir(dir).map_err(|e| Error::SandboxDenied {
+            server: server.to_owned(),
+            message: format!("cannot create its state directory {}: {e}", dir.display()),
+        })?;
+    }
+    let child_env = environment(config, &home, &tmp, env);
+    let mut grants = grants_with(config, program, args, env, settings, &child_env);
+    grants.push(Grant {
+        path: state.to_path_buf(),
+        write: true,
+        source: GrantSource::State,
+    });
+    Ok(Plan {
+        server: server.to_owned(),
+        network: settings.network,
+        grants,
+        env: child_env,
+        cwd: home,
+    })
+}
+
+/// The grants a start of `server` would get, for display (`sandbox show`): the same as [`plan`]'s.
+pub fn grants(
+    config: &SandboxConfig,
+    server: &str,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    settings: &SandboxSettings,
+) -> Vec<Grant> {
+    let state = state_dir(config, server);
+    let child_env = environment(config, &state.join("home"), &state.join("tmp"), env);
+    let mut grants = grants_with(config, program, args, env, settings, &child_env);
+    grants.push(Grant {
+        path: state,
+        write: true,
+        source: GrantSource::State,
+    });
+    grants
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// The child's whole environment: what [`PASSED`] and [`PASSED_PREFIXES`] name from ours (and the names the user
+/// lists in `AGENT_DISCOVER_SANDBOX_PASS_ENV`), HOME, TMPDIR and the XDG directories in its state, the package
+/// managers' user config files where HOME used to find them, then the server's own environment and secrets.
+fn environment(
+    config: &SandboxConfig,
+    home: &Path,
+    tmp: &Path,
+    server_env: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| {
+            PASSED.contains(&k.as_str())
+                || PASSED_PREFIXES.iter().any(|p| k.starts_with(p))
+                || config.pass_env.iter().any(|n| n == k)
+        })
+        .filter(|(k, _)| {
+            !k.starts_with("AGENT_DISCOVER_") || config.pass_env.iter().any(|n| n == k)
+        })
+        .collect();
+    env.entry("PATH".into())
+        .or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    env.insert("HOME".into(), text(home));
+    env.insert("TMPDIR".into(), text(tmp));
+    env.insert("XDG_CACHE_HOME".into(), text(&home.join(".cache")));
+    env.insert("XDG_CONFIG_HOME".into(), text(&home.join(".config")));
+    env.insert("XDG_DATA_HOME".into(), text(&home.join(".local/share")));
+    // With HOME moved, npm, pip and uv would no longer find the user's own settings (registry addresses,
+    // certificates): point them at the files themselves, read-only (see `user_config_files`).
+    for (var, file) in user_config_files(config) {
+        env.entry(var.into()).or_insert_with(|| text(&file));
+    }
+    env.extend(server_env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
+}
+
+/// The package managers' per-user config files that exist: (the variable that names one, its path).
+fn user_config_files(config: &SandboxConfig) -> Vec<(&'static str, PathBuf)> {
+    let Some(home) = &config.user_home else {
+        return vec![];
+    };
+    [
+        ("NPM_CONFIG_USERCONFIG", home.join(".npmrc")),
+        ("PIP_CONFIG_FILE", home.join(".config/pip/pip.conf")),
+        ("UV_CONFIG_FILE", home.join(".config/uv/uv.toml")),
+    ]
+    .into_iter()
+    .filter(|(_, p)| p.is_file())
+    .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn grants_with(
+    config: &SandboxConfig,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    settings: &SandboxSettings,
+    child_env: &BTreeMap<String, String>,
+) -> Vec<Grant> {
+    let mut out: Vec<Grant> = Vec::new();
+    let mut add = |path: PathBuf, write: bool, source: GrantSource| {
+        if let Some(g) = out.iter_mut().find(|g| g.path == path) {
+            g.write |= write;
+            return;
+        }
+        out.push(Grant {
+            path,
+            write,
+            source,
+        });
+    };
+    for p in RUNTIME_READ {
+        add(PathBuf::from(p), false, GrantSource::Runtime);
+    }
+    for p in RUNTIME_DEVICES {
+        add(PathBuf::from(p), true, GrantSource::Runtime);
+    }
+    add(PathBuf::from("/dev/shm"), true, GrantSource::Runtime);
+    if let Some(home) = &config.user_home {
+        for t in TOOLCHAINS_IN_HOME {
+            let p = home.join(t);
+            if p.is_dir() {
+                add(p, false, GrantSource::Runtime);
+            }
+        }
+    }
+    for (_, file) in user_config_files(config) {
+        add(file, false, GrantSource::Runtime);
+    }
+    // Certificates and other files our own settings name (PIP_CERT, SSL_CERT_FILE, ...), read-only; a package
+    // manager's cache the user pointed elsewhere (npm_config_cache, PIP_CACHE_DIR, UV_CACHE_DIR) is written to.
+    for (k, v) in child_env {
+        if server_env_has(env, k) || k == "HOME" || k == "TMPDIR" || k.starts_with("XDG_") {
+            continue;
+        }
+        if let Some(p) = existing_path(v, config)
+            && !covers_private(config, &p)
+        {
+            let cache = k.to_ascii_uppercase().contains("CACHE");
+            add(p, cache, GrantSource::Runtime);
+        }
+    }
+    for dir in child_env
+        .get("PATH")
+        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        if dir.is_absolute() && dir.is_dir() && !covers_private(config, &dir) {
+            add(dir, false, GrantSource::Runtime);
+        }
+    }
+    for p in package_dirs(program, child_env) {
+        if !covers_private(config, &p) {
+            add(p, false, GrantSource::Package);
+        }
+    }
+    for a in args {
+        let value = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
+        for candidate in [a.as_str(), value] {
+            if let Some(p) = named_grant(candidate, config) {
+                add(p, true, GrantSource::Arguments);
+            }
+        }
+    }
+    for v in env.values() {
+        if let Some(p) = named_grant(v, config) {
+            add(p, true, GrantSource::Env);
+        }
+    }
+    for p in &settings.read {
+        add(p.clone(), false, GrantSource::User);
+    }
+    for p in &settings.write {
+        add(p.clone(), true, GrantSource::User);
+    }
+    out
+}
+
+fn server_env_has(env: &BTreeMap<String, String>, key: &str) -> bool {
+    env.contains_key(key)
+}
+
+/// `value` as an absolute path (`~/` expanded to the user's HOME) without `..`, or nothing.
+fn absolute(value: &str, config: &SandboxConfig) -> Option<PathBuf> {
+    let p = match value.strip_prefix("~/") {
+        Some(rest) => config.user_home.as_ref()?.join(rest),
+        None if value.starts_with('/') => PathBuf::from(value),
+        None => return None,
+    };
+    (!p.components()
+        .any(|c| matches!(c, std::path::Component::ParentDir)))
+    .then_some(p)
+}
+
+/// `value` as an existing absolute path, or nothing.
+fn existing_path(value: &str, config: &SandboxConfig) -> Option<PathBuf> {
+    absolute(value, config).filter(|p| p.exists())
+}
+
+/// What a path a server's arguments or environment name grants: a directory itself; for a file (or one to be
+/// created in an existing directory) the directory holding it, since servers replace files and keep journals beside
+/// them (a SQLite database) — or the file alone where its directory is private (HOME, the data directory).
+fn named_grant(value: &str, config: &SandboxConfig) -> Option<PathBuf> {
+    let p = absolute(value, config)?;
+    if p.is_dir() {
+        return (!covers_private(config, &p)).then_some(p);
+    }
+    let parent = p.parent().filter(|d| d.is_dir())?;
+    if !covers_private(config, parent) {
+        return Some(parent.to_path_buf());
+    }
+    (p.is_file() && !covers_private(config, &p)).then_some(p)
+}
+
+/// Whether granting `p` would expose agent-discover's own files or every user file: `/`, the user's HOME or an
+/// ancestor of it, the data directory or anything holding it, or anything inside the data directory.
+fn covers_private(config: &SandboxConfig, p: &Path) -> bool {
+    let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    if p == Path::new("/") {
+        return true;
+    }
+    let data = config
+        .data_dir
+        .canonicalize()
+        .unwrap_or_else(|_| config.data_dir.clone());
+    if data.starts_with(&p) {
+        return true;
+    }
+    if p.starts_with(&data)
+        && !config
+            .grantable_in_data
+            .iter()
+            .any(|g| p.starts_with(g.canonicalize().unwrap_or_else(|_| g.clone())))
+    {
+        return true;
+    }
+    config.user_home.as_ref().is_some_and(|h| h.starts_with(&p))
+}
+
+/// Where the program's own files are: its installation prefix (`PREFIX/bin/program`), the directory holding a
+/// `node_modules` tree it runs from, or its directory; for both the path as named and as resolved (a venv's python
+/// links to its base interpreter).
+fn package_dirs(program: &str, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let Some(named) = resolve(program, env) else {
+        return vec![];
+    };
+    let named = if named.is_relative() {
+        std::env::current_dir().map_or(named.clone(), |d| d.join(&named))
+    } else {
+        named
+    };
+    let mut out = Vec::new();
+    for path in [Some(named.clone()), named.canonicalize().ok()]
+        .into_iter()
+        .flatten()
+    {
+        let node_root = path
+            .ancestors()
+            .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            .last()
+            .and_then(Path::parent);
+        let dir = match node_root {
+            Some(root) => root.to_path_buf(),
+            None => {
+                let parent = path.parent().unwrap_or(Path::new("/"));
+                if parent.file_name().is_some_and(|n| n == "bin") {
+                    parent.parent().unwrap_or(parent).to_path_buf()
+                } else {
+                    parent.to_path_buf()
+                }
+            }
+        };
+        if !out.contains(&dir) {
+            out.push(dir);
+        }
+    }
+    out
+}
+
+/// `program` found as the child's `PATH` finds it.
+fn resolve(program: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    std::env::split_paths(env.get("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The network setting a plan would use, for display.
+pub fn network(settings: &SandboxSettings) -> Network {
+    settings.network
+}
+
+/// Starts a child confined by its plan, or unconfined when the sandbox is off for it: the one way the proxy and the
+/// agent workers start a stdio process. `name` names its state directory (`<data>/sandbox/<name>`).
+#[allow(clippy::too_many_arguments)]
+pub fn spawn(
+    config: &SandboxConfig,
+    guard_exe: &Path,
+    name: &str,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    settings: &SandboxSettings,
+    ring: std::sync::Arc<crate::spawn::StderrRing>,
+) -> Result<crate::spawn::Spawned> {
+    match plan(config, name, program, args, env, settings)? {
+        Some(plan) => crate::spawn::spawn_sandboxed(guard_exe, program, args, &plan, ring),
+        None => crate::spawn::spawn(guard_exe, program, args, env, ring),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path) -> SandboxConfig {
+        SandboxConfig {
+            enabled: true,
+            pass_env: vec![],
+            state_root: dir.join("data/sandbox"),
+            data_dir: dir.join("data"),
+            user_home: Some(dir.join("home")),
+            grantable_in_data: vec![],
+        }
+    }
+
+    #[test]
+    fn arguments_naming_paths_are_granted_but_never_home_or_the_data_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["data", "home/.ssh", "home/projects", "elsewhere"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let cfg = config(&root);
+        let args = vec![
+            root.join("home/projects").to_string_lossy().into_owned(),
+            format!("--root={}", root.join("elsewhere").display()),
+            root.join("home").to_string_lossy().into_owned(),
+            root.join("data").to_string_lossy().into_owned(),
+            "relative/path".into(),
+        ];
+        let env = BTreeMap::from([("CACHE".to_string(), "~/.ssh".to_string())]);
+        let g = grants(
+            &cfg,
+            "fs",
+            "/bin/sh",
+            &args,
+            &env,
+            &SandboxSettings::default(),
+        );
+        let find = |p: PathBuf| g.iter().find(|x| x.path == p).cloned();
+        let projects = find(root.join("home/projects")).expect("argument path granted");
+        assert!(projects.write);
+        assert_eq!(projects.source, GrantSource::Arguments);
+        assert!(
+            find(root.join("elsewhere")).is_some(),
+            "--flag=/path is read"
+        );
+        assert!(
+            find(root.join("home")).is_none(),
+            "HOME itself is never derived"
+        );
+        assert!(
+            find(root.join("data")).is_none(),
+            "the data directory is never derived"
+        );
+        let ssh =
+            find(root.join("home/.ssh")).expect("env naming a path under HOME is the user's grant");
+        assert_eq!(ssh.source, GrantSource::Env);
+        let state = find(root.join("data/sandbox/fs")).expect("its state directory");
+        assert!(state.write);
+    }
+
+    #[test]
+    fn the_environment_is_built_not_inherited() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path());
+        let server_env = BTreeMap::from([("API_KEY".to_string(), "k".to_string())]);
+        let env = environment(
+            &cfg,
+            &dir.path().join("h"),
+            &dir.path().join("t"),
+            &server_env,
+        );
+        assert_eq!(env["API_KEY"], "k");
+        assert_eq!(env["HOME"], dir.path().join("h").to_string_lossy());
+        assert_eq!(env["TMPDIR"], dir.path().join("t").to_string_lossy());
+        assert!(env.contains_key("PATH"));
+        assert!(
+            env.keys()
+                .all(|k| !k.starts_with("AGENT_DISCOVER_") && k != "CARGO" && k != "RUSTUP_HOME"),
+            "{env:?}"
+        );
+    }
+}

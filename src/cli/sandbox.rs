@@ -1,0 +1,174 @@
+//! `agent-discover sandbox`: show a server's sandbox (settings, whether it is confined, every path it would be
+//! granted, what the kernel offers) and change its settings. Over the same `App` methods as the `registry` tool's
+//! `sandbox` action and the REST routes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{ArgGroup, Subcommand};
+use serde_json::Value;
+
+use super::common::print_json;
+use crate::app::App;
+use crate::sandbox::SandboxPatch;
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// A server's sandbox: its settings, whether its next start is confined, each path it may use and why, and what
+    /// this kernel offers.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a server's sandbox settings (applied at its next start). --read/--write replace the list of paths you
+    /// granted of that kind; relative paths are taken from the current directory.
+    #[command(group(
+        ArgGroup::new("change")
+            .required(true)
+            .multiple(true)
+            .args(["network", "read", "write", "clear", "off", "on"])
+    ))]
+    Set {
+        name: String,
+        /// `full`: any host; `none`: no network at all.
+        #[arg(long, value_parser = ["full", "none"])]
+        network: Option<String>,
+        /// A path the server may read (repeatable; replaces the paths granted for reading).
+        #[arg(long, value_name = "PATH")]
+        read: Vec<PathBuf>,
+        /// A path the server may read and write (repeatable; replaces the paths granted for writing).
+        #[arg(long, value_name = "PATH")]
+        write: Vec<PathBuf>,
+        /// Remove every path you granted (both lists).
+        #[arg(long, conflicts_with_all = ["read", "write"])]
+        clear: bool,
+        /// Run this server unconfined.
+        #[arg(long, conflicts_with = "on")]
+        off: bool,
+        /// Confine this server again (the default).
+        #[arg(long)]
+        on: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(app: &App, cmd: SandboxCommand) -> anyhow::Result<()> {
+    let (view, json) = match cmd {
+        SandboxCommand::Show { name, json } => (app.sandbox_view(&name)?, json),
+        SandboxCommand::Set {
+            name,
+            network,
+            read,
+            write,
+            clear,
+            off,
+            on,
+            json,
+        } => {
+            let cwd = std::env::current_dir()?;
+            let absolute = |paths: Vec<PathBuf>| -> Vec<PathBuf> {
+                paths.into_iter().map(|p| absolute(&cwd, p)).collect()
+            };
+            let list = |paths: Vec<PathBuf>| {
+                if clear {
+                    Some(Vec::new())
+                } else if paths.is_empty() {
+                    None
+                } else {
+                    Some(absolute(paths))
+                }
+            };
+            let patch = SandboxPatch {
+                enabled: (off || on).then_some(on),
+                network,
+                read: list(read),
+                write: list(write),
+            };
+            (app.set_sandbox(&name, patch)?, json)
+        }
+    };
+    if json {
+        return print_json(&view);
+    }
+    print_view(&view)
+}
+
+/// `p` made absolute against `cwd`, without `.` components and repeated separators (`..` stays, for the validation
+/// to refuse: a grant names one place as written).
+fn absolute(cwd: &Path, p: PathBuf) -> PathBuf {
+    let p = if p.is_absolute() { p } else { cwd.join(p) };
+    p.components().collect()
+}
+
+fn print_view(v: &Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let state = match (v["enabled"] == true, v["effective"] == true) {
+        (_, true) => "confined".to_owned(),
+        (false, _) => "off for this server (runs unconfined)".to_owned(),
+        (true, false) if v["kernel"]["enabled"] == false => {
+            "off: AGENT_DISCOVER_SANDBOX=off (runs unconfined)".to_owned()
+        }
+        (true, false) => "not applicable".to_owned(),
+    };
+    writeln!(out, "server:   {}", s(&v["server"]))?;
+    writeln!(out, "sandbox:  {state}")?;
+    writeln!(out, "network:  {}", s(&v["network"]))?;
+    if let Some(note) = v["note"].as_str() {
+        writeln!(out, "note:     {note}")?;
+    }
+    let grants = v["grants"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if !grants.is_empty() {
+        writeln!(out, "grants:")?;
+        for g in grants {
+            writeln!(
+                out,
+                "  {:<5} {:<9} {}",
+                s(&g["access"]),
+                s(&g["source"]),
+                s(&g["path"])
+            )?;
+        }
+    }
+    let k = &v["kernel"];
+    writeln!(
+        out,
+        "kernel:   Landlock ABI {}, user namespaces {}{}",
+        k["landlock_abi"]
+            .as_u64()
+            .map_or("none".to_owned(), |a| a.to_string()),
+        if k["user_namespaces"] == true {
+            "yes"
+        } else {
+            "no"
+        },
+        k["missing"]
+            .as_str()
+            .map(|m| format!(" — cannot confine: {m}"))
+            .unwrap_or_default()
+    )?;
+    if let Some(applies) = v["applies"].as_str() {
+        writeln!(out, "applies {applies}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_taken_from_the_current_directory() {
+        let cwd = Path::new("/home/me/work");
+        let abs = |p: &str| absolute(cwd, PathBuf::from(p));
+        assert_eq!(abs("data"), Path::new("/home/me/work/data"));
+        assert_eq!(abs("./data/"), Path::new("/home/me/work/data"));
+        assert_eq!(abs("/srv//in"), Path::new("/srv/in"));
+        assert_eq!(abs("../up"), Path::new("/home/me/work/../up"));
+    }
+}

@@ -1,62 +1,6 @@
-//! The `agent-discover` binary: parses the command line, sends logs to stderr, runs the command, maps failure to exit 2.
+//! The `agent-discover` binary: everything is `agent_discover::cli::main` (parse the command line, send logs to
+//! stderr, run the command, map failure to exit 2), kept in the library so this crate compiles almost nothing.
 
-use std::process::ExitCode;
-
-use clap::Parser;
-
-fn main() -> ExitCode {
-    // The child guard runs before anything else: no runtime, no logging, nothing on stdout.
-    let mut raw = std::env::args_os().skip(1);
-    if raw
-        .next()
-        .is_some_and(|a| a == agent_discover::guard::SUBCOMMAND)
-    {
-        return ExitCode::from(agent_discover::guard::run(raw.collect()).clamp(0, 255) as u8);
-    }
-    let cli = agent_discover::cli::Cli::parse();
-    // stdout may be the MCP channel, so logs always go to stderr, without colour.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AGENT_DISCOVER_LOG")
-                .unwrap_or_else(|_| "agent_discover=info,ad_=info,warn".into()),
-        )
-        .init();
-    // `serve` answers many HTTP clients at once and gets a worker per core. Everything else (above all `mcp`, one
-    // client on stdio relaying calls to children) runs on one thread: no cross-thread wake-ups on the call path,
-    // which measured 35 us of CPU less per proxied call (BENCHMARKS.md). Blocking work goes to spawn_blocking.
-    let mut builder = match cli.command {
-        agent_discover::cli::Command::Serve { .. } => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(2);
-            b
-        }
-        _ => tokio::runtime::Builder::new_current_thread(),
-    };
-    let runtime = match builder.enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = runtime.block_on(agent_discover::cli::run(cli));
-    // Blocking work still under way (embedding a batch of tools: seconds of CPU) must not hold the exit, which
-    // dropping the runtime would do until it finishes. Whatever is cut short is redone next start: embeddings are
-    // written in one transaction after their batch, and the call log and metrics were flushed before `run` returned.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+fn main() -> std::process::ExitCode {
+    agent_discover::cli::main()
 }

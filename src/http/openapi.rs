@@ -121,7 +121,7 @@ fn schemas() -> Value {
 
 /// The McpRegistry lifecycle (seed 001): statuses and `AddServerResult`.
 fn lifecycle_schemas() -> Value {
-    let kind = json!({"type": "string", "enum": ["auth_unavailable", "transport_error", "timeout", "server_error", "tool_not_found"]});
+    let kind = json!({"type": "string", "enum": ["auth_unavailable", "transport_error", "timeout", "server_error", "tool_not_found", "sandbox_denied"]});
     json!({
         "ServerStatus": {"type": "string", "enum": ["stopped", "connecting", "authenticating", "ready", "error", "disabled"]},
         "McpToolError": {"type": "object", "required": ["kind", "message"], "properties": {

@@ -145,7 +145,6 @@ fn shape_call_error(
             // Issue 12's `tool_changed` (a withheld tool) is kept apart; everything else is seed 001's kind.
             let kind = match &e {
                 Error::ToolChanged { .. } => "tool_changed",
-                Error::SandboxDenied { .. } => "sandbox_denied",
                 e => e.tool_error_kind().as_str(),
             };
             let mut body = json!({

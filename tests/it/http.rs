@@ -1642,7 +1642,9 @@ async fn serve_stops_at_once_while_tools_are_being_embedded() {
     let tools: String = (0..256)
         .map(|i| format!("pay{i}=Pays invoice {i} in euros or dollars and emails the receipt to the billing contact\n"))
         .collect();
-    let file = dir.path().join("tools.txt");
+    // Outside agent-discover's data directory, which no sandboxed server may read.
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("tools.txt");
     std::fs::write(&file, tools).unwrap();
     let served = serve_env(
         dir.path(),

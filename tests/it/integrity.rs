@@ -394,7 +394,9 @@ fn stderr_of(agent: &harness::Agent) -> String {
 #[tokio::test]
 async fn a_tool_that_changes_between_starts_is_withheld_until_approved() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("shop-tools.txt");
+    // The server's own file lives outside agent-discover's data directory, which no sandboxed server may read.
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("shop-tools.txt");
     std::fs::write(&file, "pay=Pays an invoice\n").unwrap();
     let agent = harness::spawn(dir.path(), &[], None).await;
     let file_arg = file.display().to_string();
@@ -736,7 +738,9 @@ async fn a_filtered_tool_is_indistinguishable_from_a_missing_one() {
 #[tokio::test]
 async fn rest_reviews_and_approves_a_tool_changed_at_run_time_and_filters_calls() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("shop-tools.txt");
+    // The server's own file lives outside agent-discover's data directory, which no sandboxed server may read.
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("shop-tools.txt");
     std::fs::write(&file, "pay=Pays an invoice\n").unwrap();
     let served = crate::http::serve(dir.path(), &[]).await;
     let base = served.url.clone();

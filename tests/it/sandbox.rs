@@ -20,7 +20,10 @@ async fn agent(dir: &Path, home: &Path) -> Agent {
         None,
         &[
             ("HOME", home.display().to_string()),
-            ("AGENT_DISCOVER_OPENAI_API_KEY", "sk-canary-of-agent-discover".into()),
+            (
+                "AGENT_DISCOVER_OPENAI_API_KEY",
+                "sk-canary-of-agent-discover".into(),
+            ),
         ],
     )
     .await
@@ -31,7 +34,10 @@ async fn attempt(a: &Agent, server: &str, args: serde_json::Value) -> String {
 }
 
 fn denied(outcome: &str, what: &str) {
-    assert!(outcome.starts_with("denied:"), "{what} was allowed: {outcome}");
+    assert!(
+        outcome.starts_with("denied:"),
+        "{what} was allowed: {outcome}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -45,12 +51,17 @@ async fn a_hostile_server_started_with_defaults_is_denied_everything_but_its_own
     std::fs::write(granted.path().join("notes.txt"), "granted").unwrap();
     let a = agent(dir.path(), home.path()).await;
     let granted_arg = granted.path().display().to_string();
-    a.install_fixture("hx", &["--hostile", &granted_arg], json!({})).await;
-    a.registry(json!({"action": "activate", "name": "hx"})).await;
+    a.install_fixture("hx", &["--hostile", &granted_arg], json!({}))
+        .await;
+    a.registry(json!({"action": "activate", "name": "hx"}))
+        .await;
     let me = a.pid as i64;
 
     let canary = home.path().join(".ssh/id_rsa").display().to_string();
-    denied(&attempt(&a, "hx", json!({"what": "read", "path": canary})).await, "reading ~/.ssh/id_rsa");
+    denied(
+        &attempt(&a, "hx", json!({"what": "read", "path": canary})).await,
+        "reading ~/.ssh/id_rsa",
+    );
     denied(
         &attempt(&a, "hx", json!({"what": "list", "path": home.path()})).await,
         "listing HOME",
@@ -71,12 +82,22 @@ async fn a_hostile_server_started_with_defaults_is_denied_everything_but_its_own
     assert!(own.starts_with("ok: "), "{own}");
     let names: Vec<&str> = own["ok: ".len()..].split(',').collect();
     assert!(names.contains(&"HOME") && names.contains(&"PATH"), "{own}");
+    // Only what AGENT_DISCOVER_SANDBOX_PASS_ENV names on purpose (scripts/test.sh passes its leftover marker).
+    let passed = std::env::var("AGENT_DISCOVER_SANDBOX_PASS_ENV").unwrap_or_default();
     assert!(
-        !names.iter().any(|n| n.starts_with("AGENT_DISCOVER_")),
+        !names
+            .iter()
+            .any(|n| n.starts_with("AGENT_DISCOVER_") && !passed.split(',').any(|p| p == *n)),
         "agent-discover's variables reached the child: {own}"
     );
+    assert!(!names.contains(&"AGENT_DISCOVER_OPENAI_API_KEY"), "{own}");
     denied(
-        &attempt(&a, "hx", json!({"what": "write", "path": home.path().join(".bashrc")})).await,
+        &attempt(
+            &a,
+            "hx",
+            json!({"what": "write", "path": home.path().join(".bashrc")}),
+        )
+        .await,
         "writing to HOME",
     );
     assert!(!home.path().join(".bashrc").exists());
@@ -86,9 +107,18 @@ async fn a_hostile_server_started_with_defaults_is_denied_everything_but_its_own
         "writing outside its state directory",
     );
     assert!(!stray.exists());
-    denied(&attempt(&a, "hx", json!({"what": "ptrace", "pid": 0})).await, "ptrace of its parent");
-    denied(&attempt(&a, "hx", json!({"what": "ptrace", "pid": me})).await, "ptrace of agent-discover");
-    denied(&attempt(&a, "hx", json!({"what": "signal", "pid": me})).await, "signalling agent-discover");
+    denied(
+        &attempt(&a, "hx", json!({"what": "ptrace", "pid": 0})).await,
+        "ptrace of its parent",
+    );
+    denied(
+        &attempt(&a, "hx", json!({"what": "ptrace", "pid": me})).await,
+        "ptrace of agent-discover",
+    );
+    denied(
+        &attempt(&a, "hx", json!({"what": "signal", "pid": me})).await,
+        "signalling agent-discover",
+    );
     let seen = attempt(&a, "hx", json!({"what": "processes"})).await;
     let pids: Vec<&str> = seen["ok: ".len()..].split(',').collect();
     assert!(
@@ -101,7 +131,12 @@ async fn a_hostile_server_started_with_defaults_is_denied_everything_but_its_own
     let wrote = attempt(&a, "hx", json!({"what": "write", "path": state_file})).await;
     assert_eq!(wrote, "ok: written");
     assert!(state_file.exists());
-    let read = attempt(&a, "hx", json!({"what": "read", "path": granted.path().join("notes.txt")})).await;
+    let read = attempt(
+        &a,
+        "hx",
+        json!({"what": "read", "path": granted.path().join("notes.txt")}),
+    )
+    .await;
     assert_eq!(read, "ok: 7 bytes");
 
     // A daemon that left the process group and the session ends with the server.
@@ -112,7 +147,8 @@ async fn a_hostile_server_started_with_defaults_is_denied_everything_but_its_own
         !harness::processes_with_args(&["sleep", &token]).is_empty()
     })
     .await;
-    a.registry(json!({"action": "deactivate", "name": "hx"})).await;
+    a.registry(json!({"action": "deactivate", "name": "hx"}))
+        .await;
     harness::wait_for(Duration::from_secs(10), || {
         harness::processes_with_args(&["sleep", &token]).is_empty()
     })
@@ -139,14 +175,18 @@ async fn network_none_cannot_reach_a_loopback_listener_and_full_can() {
         .await;
     assert_eq!(set["network"], "none", "{set}");
     for name in ["closed", "open"] {
-        a.registry(json!({"action": "activate", "name": name})).await;
+        a.registry(json!({"action": "activate", "name": name}))
+            .await;
     }
     denied(
         &attempt(&a, "closed", json!({"what": "connect", "port": port})).await,
         "connecting with network none",
     );
     let open = attempt(&a, "open", json!({"what": "connect", "port": port})).await;
-    assert_eq!(open, "ok: connected", "the listener is reachable with the default network");
+    assert_eq!(
+        open, "ok: connected",
+        "the listener is reachable with the default network"
+    );
     a.stop().await;
 }
 
@@ -167,27 +207,35 @@ async fn a_program_the_sandbox_denies_is_a_typed_refusal_that_says_how_to_opt_ou
     assert!(is_error, "{v}");
     let text = v.to_string();
     assert!(text.contains("sandbox"), "{text}");
-    assert!(text.contains("AGENT_DISCOVER_SANDBOX=off") && text.contains("--off"), "{text}");
-    // The same call with a tool: the proxied call's kind says it.
-    let r = a.call("hid__echo", json!({"text": "x"})).await;
-    let body = harness::text(&r);
-    assert!(body.contains("sandbox_denied") || body.contains("tool_not_found"), "{body}");
+    assert!(
+        text.contains("AGENT_DISCOVER_SANDBOX=off") && text.contains("--off"),
+        "{text}"
+    );
+    assert_eq!(v["error"]["kind"], "sandbox_denied", "{v}");
     // The user's opt-out for this server: it starts.
     a.registry(json!({"action": "sandbox", "name": "hid", "enabled": false}))
         .await;
-    a.registry(json!({"action": "activate", "name": "hid"})).await;
-    assert_eq!(harness::text(&a.call("hid__echo", json!({"text": "x"})).await), "x");
+    a.registry(json!({"action": "activate", "name": "hid"}))
+        .await;
+    assert_eq!(
+        harness::text(&a.call("hid__echo", json!({"text": "x"})).await),
+        "x"
+    );
     a.stop().await;
 }
 
 /// Where scripts/test.sh installs test dependencies; a missing piece fails the test with the fix.
 fn cache_path(rel: &str) -> std::path::PathBuf {
-    let p = std::path::PathBuf::from(
-        std::env::var_os("AGENT_DISCOVER_TEST_CACHE")
-            .expect("AGENT_DISCOVER_TEST_CACHE is set by scripts/test.sh: run the tests through it"),
-    )
-    .join(rel);
-    assert!(p.exists(), "{} is missing: run scripts/test.sh", p.display());
+    let p =
+        std::path::PathBuf::from(std::env::var_os("AGENT_DISCOVER_TEST_CACHE").expect(
+            "AGENT_DISCOVER_TEST_CACHE is set by scripts/test.sh: run the tests through it",
+        ))
+        .join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/test.sh",
+        p.display()
+    );
     p
 }
 
@@ -199,9 +247,13 @@ async fn the_npm_filesystem_server_works_confined_to_its_granted_directory() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("hello.txt"), "hello from the granted root").unwrap();
     let a = agent(dir.path(), home.path()).await;
-    a.registry(json!({"action": "install", "name": "files", "command": bin, "args": [root.path()]}))
+    a.registry(
+        json!({"action": "install", "name": "files", "command": bin, "args": [root.path()]}),
+    )
+    .await;
+    let shown = a
+        .registry(json!({"action": "sandbox", "name": "files"}))
         .await;
-    let shown = a.registry(json!({"action": "sandbox", "name": "files"})).await;
     let grants = shown["grants"].as_array().expect("grants").clone();
     let root_grant = grants
         .iter()
@@ -210,10 +262,13 @@ async fn the_npm_filesystem_server_works_confined_to_its_granted_directory() {
     assert_eq!(root_grant["access"], "write");
     assert_eq!(root_grant["source"], "arguments");
     assert!(
-        grants.iter().all(|g| g["path"] != home.path().display().to_string()),
+        grants
+            .iter()
+            .all(|g| g["path"] != home.path().display().to_string()),
         "HOME is not granted: {shown}"
     );
-    a.registry(json!({"action": "activate", "name": "files"})).await;
+    a.registry(json!({"action": "activate", "name": "files"}))
+        .await;
     let file = root.path().join("hello.txt").display().to_string();
     let r = a.call("files__read_text_file", json!({"path": file})).await;
     assert_eq!(harness::text(&r), "hello from the granted root");
@@ -239,14 +294,21 @@ async fn a_pypi_server_through_uvx_works_confined_with_defaults() {
     let a = agent(dir.path(), home.path()).await;
     // Offline from the wheels scripts/test.sh downloaded; uv's cache and the tool's environment land in the
     // server's state directory (its HOME), the only place it may write.
-    a.registry(json!({"action": "install", "name": "time", "command": uvx, "args": [
-        "--offline", "--no-index", "--find-links", wheels, "--python", python, "mcp-server-time"
-    ]}))
+    a.registry(
+        json!({"action": "install", "name": "time", "command": uvx, "args": [
+            "--offline", "--no-index", "--find-links", wheels, "--python", python, "mcp-server-time"
+        ]}),
+    )
     .await;
-    let act = a.registry(json!({"action": "activate", "name": "time"})).await;
+    let act = a
+        .registry(json!({"action": "activate", "name": "time"}))
+        .await;
     assert!(act.to_string().contains("time__get_current_time"), "{act}");
     let r = a
-        .call("time__convert_time", json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}))
+        .call(
+            "time__convert_time",
+            json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+        )
         .await;
     assert!(harness::text(&r).contains("21:00"), "{}", harness::text(&r));
     assert!(

@@ -131,6 +131,8 @@ pub enum ToolErrorKind {
     Timeout,
     ServerError,
     ToolNotFound,
+    /// The sandbox refused to start the server (issue 26), or the kernel cannot confine it.
+    SandboxDenied,
 }
 
 impl ToolErrorKind {
@@ -141,6 +143,7 @@ impl ToolErrorKind {
             ToolErrorKind::Timeout => "timeout",
             ToolErrorKind::ServerError => "server_error",
             ToolErrorKind::ToolNotFound => "tool_not_found",
+            ToolErrorKind::SandboxDenied => "sandbox_denied",
         }
     }
 
@@ -151,6 +154,7 @@ impl ToolErrorKind {
             ToolErrorKind::Timeout,
             ToolErrorKind::ServerError,
             ToolErrorKind::ToolNotFound,
+            ToolErrorKind::SandboxDenied,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -177,10 +181,10 @@ impl Error {
             Error::NotFound { what: "tool", .. } | Error::ToolChanged { .. } => {
                 ToolErrorKind::ToolNotFound
             }
-            Error::Upstream { .. }
-            | Error::Unavailable(_)
-            | Error::Io(_)
-            | Error::SandboxDenied { .. } => ToolErrorKind::TransportError,
+            Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
+                ToolErrorKind::TransportError
+            }
+            Error::SandboxDenied { .. } => ToolErrorKind::SandboxDenied,
             // The contract has no kind for it; MCP's proxy_call says `input_required` (`mcp::proxy_call_response`).
             Error::InputRequired { .. }
             | Error::Child { .. }

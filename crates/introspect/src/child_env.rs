@@ -41,6 +41,7 @@ pub(crate) fn spawn_confined(
         program,
         args,
         env,
+        &options.read,
     )? {
         Some(plan) => {
             ad_proxy::spawn::spawn_sandboxed(&options.guard_exe, program, args, &plan, ring)

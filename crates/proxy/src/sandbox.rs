@@ -401,6 +401,13 @@ fn named_grant(value: &str, config: &SandboxConfig) -> Option<PathBuf> {
         return (!covers_private(config, &p)).then_some(p);
     }
     let parent = p.parent().filter(|d| d.is_dir())?;
+    // A program in a `bin` folder (`--python VENV/bin/python`) needs its whole prefix (a venv's `pyvenv.cfg`).
+    if parent.file_name().is_some_and(|n| n == "bin")
+        && let Some(prefix) = parent.parent()
+        && !covers_private(config, prefix)
+    {
+        return Some(prefix.to_path_buf());
+    }
     if !covers_private(config, parent) {
         return Some(parent.to_path_buf());
     }

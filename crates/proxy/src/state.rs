@@ -155,6 +155,8 @@ pub(super) struct Child {
 }
 
 impl Proxy {
+    // One handle per service the proxy works with; a struct of them would only be taken apart here.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         registry: Registry,
         secrets: Secrets,

@@ -250,9 +250,13 @@ fn init(plan: &Plan, program: &OsStr, args: &[OsString]) -> String {
             plan.server,
             program.to_string_lossy(),
             if denied {
-                " (the sandbox grants no access to it)"
+                format!(
+                    " (the sandbox grants no access to it: grant it with `agent-discover sandbox set NAME --read \
+                     PATH`; {})",
+                    super::OPT_OUT
+                )
             } else {
-                ""
+                String::new()
             }
         );
         // SAFETY: exiting the forked child.

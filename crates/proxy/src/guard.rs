@@ -94,26 +94,7 @@ fn run_sandboxed(
     if lifeline {
         spawn_lifeline_watch();
     }
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid writes the status of our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            eprintln!(
-                "agent-discover child-guard: wait failed: {}",
-                std::io::Error::last_os_error()
-            );
-            return 1;
-        }
-    }
-    if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        128 + libc::WTERMSIG(status)
-    }
+    ad_sandbox::wait_exit_code(pid)
 }
 
 /// Watches the lifeline: when agent-discover is gone, takes the whole group down, ourselves included.

@@ -83,3 +83,25 @@ pub fn enter(plan: &Plan, program: &std::ffi::OsStr, args: &[std::ffi::OsString]
         "the sandbox supports Linux and macOS only".into()
     }
 }
+
+#[cfg(unix)]
+/// The exit code a shell would report for `pid`, our child, once it ends: its own, or 128 + the signal that ended it
+/// (1 if it cannot be waited for).
+pub fn wait_exit_code(pid: libc::pid_t) -> i32 {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes the status of our own child into `status`.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 1;
+        }
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}

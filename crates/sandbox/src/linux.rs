@@ -142,7 +142,7 @@ pub fn enter(plan: &Plan, program: &OsStr, args: &[OsString]) -> String {
     }
     if b > 0 {
         // SAFETY: waits for our own child, then exits without running destructors (nothing to flush).
-        unsafe { libc::_exit(wait_exit_code(b)) }
+        unsafe { libc::_exit(super::wait_exit_code(b)) }
     }
     // B, PID 1 of the new namespace.
     let why = init(plan, program, args);
@@ -154,26 +154,6 @@ pub fn enter(plan: &Plan, program: &OsStr, args: &[OsString]) -> String {
     );
     // SAFETY: exiting the process.
     unsafe { libc::_exit(ad_core::sandbox::REFUSED_EXIT) }
-}
-
-/// The exit code a shell would report for `pid`: its own, or 128 + the signal that ended it.
-fn wait_exit_code(pid: libc::pid_t) -> i32 {
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid writes the status of our own child into `status`.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return 1;
-        }
-    }
-    if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        128 + libc::WTERMSIG(status)
-    }
 }
 
 /// C's pid, for B's signal handler.

@@ -5,11 +5,19 @@ use crate::app::App;
 use crate::error::Result;
 
 impl App {
-    /// Removes a server, stopping it first if it runs here.
+    /// Removes a server, stopping it first if it runs here, and its sandbox state directory (its HOME: caches and
+    /// whatever it wrote there), so a server registered again under the name starts clean.
     pub async fn uninstall(&self, name: &str) -> Result<()> {
         self.registry.get(name)?;
         self.proxy.deactivate(name).await?;
-        self.registry.remove(name)
+        self.registry.remove(name)?;
+        let state = crate::proxy::sandbox::state_dir(&self.config.sandbox, name);
+        if let Err(e) = std::fs::remove_dir_all(&state)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(server = name, dir = %state.display(), error = %e, "cannot remove the server's state directory");
+        }
+        Ok(())
     }
 }
 

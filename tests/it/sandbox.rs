@@ -153,6 +153,10 @@ async fn a_hostile_server_started_with_defaults_is_denied_everything_but_its_own
         harness::processes_with_args(&["sleep", &token]).is_empty()
     })
     .await;
+    // Uninstalling the server removes its state directory with what it wrote there.
+    a.registry(json!({"action": "uninstall", "name": "hx"}))
+        .await;
+    assert!(!dir.path().join("sandbox/hx").exists());
     a.stop().await;
 }
 

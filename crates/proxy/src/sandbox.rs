@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ad_core::error::{Error, Result};
-use ad_core::sandbox::{Grant, GrantSource, Network, Plan, SandboxSettings};
+use ad_core::sandbox::{Grant, GrantSource, Plan, SandboxSettings};
 use ad_registry::config::SandboxConfig;
 
 /// System locations every runtime reads (absent ones grant nothing). `/etc` is whole: runtimes read many files there
@@ -325,7 +325,7 @@ fn grants_with(
     // Certificates and other files our own settings name (PIP_CERT, SSL_CERT_FILE, ...), read-only; a package
     // manager's cache the user pointed elsewhere (npm_config_cache, PIP_CACHE_DIR, UV_CACHE_DIR) is written to.
     for (k, v) in child_env {
-        if server_env_has(env, k) || k == "HOME" || k == "TMPDIR" || k.starts_with("XDG_") {
+        if env.contains_key(k) || k == "HOME" || k == "TMPDIR" || k.starts_with("XDG_") {
             continue;
         }
         if let Some(p) = existing_path(v, config)
@@ -369,10 +369,6 @@ fn grants_with(
         add(p.clone(), true, GrantSource::User);
     }
     out
-}
-
-fn server_env_has(env: &BTreeMap<String, String>, key: &str) -> bool {
-    env.contains_key(key)
 }
 
 /// `value` as an absolute path (`~/` expanded to the user's HOME) without `..`, or nothing.
@@ -488,11 +484,6 @@ fn resolve(program: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
     std::env::split_paths(env.get("PATH")?)
         .map(|d| d.join(program))
         .find(|p| p.is_file())
-}
-
-/// The network setting a plan would use, for display.
-pub fn network(settings: &SandboxSettings) -> Network {
-    settings.network
 }
 
 /// Starts a child confined by its plan, or unconfined when the sandbox is off for it: the one way the proxy and the

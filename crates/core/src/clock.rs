@@ -155,8 +155,16 @@ impl Drop for Sleep {
 
 /// Formats milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (civil-from-days, no date crate).
 pub fn rfc3339(unix_ms: u64) -> String {
-    let secs = (unix_ms / 1000) as i64;
+    rfc3339_signed(i64::try_from(unix_ms).unwrap_or(i64::MAX))
+}
+
+/// [`rfc3339`] for a signed count (times before 1970 too): the one date formatter of the workspace, also the store's
+/// timestamp text.
+pub fn rfc3339_signed(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let millis = unix_ms.rem_euclid(1000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -167,11 +175,10 @@ pub fn rfc3339(unix_ms: u64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
         rem / 3600,
         rem % 3600 / 60,
-        rem % 60,
-        unix_ms % 1000
+        rem % 60
     )
 }
 

@@ -186,13 +186,7 @@ fn plan_in(
             message: format!("cannot create its state directory {}: {e}", dir.display()),
         })?;
     }
-    let child_env = environment(config, &home, &tmp, env);
-    let mut grants = grants_with(config, program, args, env, settings, &child_env);
-    grants.push(Grant {
-        path: state.to_path_buf(),
-        write: true,
-        source: GrantSource::State,
-    });
+    let (child_env, grants) = layout(config, state, program, args, env, settings);
     Ok(Plan {
         server: server.to_owned(),
         network: settings.network,
@@ -211,15 +205,34 @@ pub fn grants(
     env: &BTreeMap<String, String>,
     settings: &SandboxSettings,
 ) -> Vec<Grant> {
-    let state = state_dir(config, server);
+    layout(
+        config,
+        &state_dir(config, server),
+        program,
+        args,
+        env,
+        settings,
+    )
+    .1
+}
+
+/// The child's environment and grants for a start with state directory `state` (its HOME and TMPDIR inside).
+fn layout(
+    config: &SandboxConfig,
+    state: &Path,
+    program: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    settings: &SandboxSettings,
+) -> (BTreeMap<String, String>, Vec<Grant>) {
     let child_env = environment(config, &state.join("home"), &state.join("tmp"), env);
     let mut grants = grants_with(config, program, args, env, settings, &child_env);
     grants.push(Grant {
-        path: state,
+        path: state.to_path_buf(),
         write: true,
         source: GrantSource::State,
     });
-    grants
+    (child_env, grants)
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -194,6 +194,19 @@ fn catalog_entry(app: &App, record: &Record) -> Result<Option<Server>> {
     Ok(Some(app.registry.get_by_id(server.id)?))
 }
 
+/// The tool scanner's findings on an introspected package's tools: `[{tool, findings}]` for each tool it flags.
+pub fn record_findings(app: &App, record: &Record) -> Vec<Value> {
+    record
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let def = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
+            let f = app.registry.catalog_findings(&record.package, &def);
+            ad_scan::withholds(&f).then(|| json!({"tool": t.name, "findings": f}))
+        })
+        .collect()
+}
+
 /// Every stored record (optionally of one category).
 pub fn stored(app: &App, category: Option<Category>) -> Result<Vec<Record>> {
     let rows = app

@@ -51,6 +51,10 @@ pub enum FindOutcome {
         /// What installing a catalog entry needs (`install` arguments, required secrets and arguments).
         #[serde(skip_serializing_if = "Option::is_none")]
         install: Option<serde_json::Value>,
+        /// For a catalog entry: what the tool scanner found in its definition (installing it does not expose a
+        /// flagged tool until a person approves it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        findings: Option<serde_json::Value>,
     },
     NotFound {
         found: bool,
@@ -75,6 +79,15 @@ pub enum FindOutcome {
         /// The best tools, as `find_tool` would have listed them.
         other_matches: Vec<serde_json::Value>,
     },
+}
+
+impl App {
+    /// The scanner's findings on a catalog entry's tool, as `find_tool` shows them (none: `None`).
+    fn catalog_findings(&self, tool: &crate::model::ToolRecord) -> Option<serde_json::Value> {
+        let def = serde_json::json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema});
+        let f = self.registry.catalog_findings(&tool.server, &def);
+        ad_registry::pinning::scan::findings_json(&f)
+    }
 }
 
 fn round2(x: f64) -> f64 {
@@ -284,6 +297,9 @@ impl App {
                 });
                 if let Some(i) = install {
                     m["install"] = i;
+                    if let Some(f) = self.catalog_findings(&h.tool) {
+                        m["findings"] = f;
+                    }
                 }
                 m
             })
@@ -304,6 +320,9 @@ impl App {
             auth_url,
             other_matches,
             installed: best_install.is_none(),
+            findings: best_install
+                .as_ref()
+                .and_then(|_| self.catalog_findings(&best.tool)),
             install: best_install,
         })
     }

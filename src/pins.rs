@@ -43,21 +43,23 @@ impl App {
         }))
     }
 
-    /// Approves what `server` offers now for `tool` (or every pending tool of it), announces each approval and, if
-    /// the server runs here, lists its tools again so the approved ones appear.
-    pub async fn approve_tools(&self, server: &str, tool: Option<&str>) -> Result<Value> {
+    /// Approves what `server` offers now for `tool` (or every pending tool of it), recording `by` (who approved:
+    /// `cli:USER`, `rest`, `mcp`), announces each approval and, if the server runs here, lists its tools again so
+    /// the approved ones appear. A flagged prompt or resource template is named `prompt:NAME` or
+    /// `resource_template:NAME`.
+    pub async fn approve_tools(&self, server: &str, tool: Option<&str>, by: &str) -> Result<Value> {
         let s = self.registry.get(server)?;
         if let Some(t) = tool
             && self.registry.store().pin(server, t)?.is_none()
         {
             return Err(Error::not_found("tool", format!("{server}__{t}")));
         }
-        let approved = self.registry.store().approve_pins(s.id, tool)?;
+        let approved = self.registry.store().approve_pins(s.id, tool, by)?;
         for t in &approved {
             self.events.emit(Event::ToolApproved {
                 name: server.to_owned(),
                 tool: t.clone(),
-                by: "user",
+                by: by.to_owned(),
             });
         }
         if !approved.is_empty() {

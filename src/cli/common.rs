@@ -37,3 +37,11 @@ pub(super) fn one_line(s: &str, max: usize) -> String {
         format!("{}…", flat.chars().take(max - 1).collect::<String>())
     }
 }
+
+/// Who is at the command line, for approvals: `cli:` and the login name (`USER`, else `LOGNAME`, else `unknown`).
+pub fn cli_user() -> String {
+    let name = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    format!("cli:{}", name.chars().filter(|c| !c.is_control()).take(64).collect::<String>())
+}

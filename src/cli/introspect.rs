@@ -185,7 +185,7 @@ pub async fn catalog_cmd(app: &App, cmd: CatalogCommand) -> anyhow::Result<()> {
                 None => None,
             };
             let records = catalog::stored(app, category)?;
-            print_records(&records, json)?;
+            print_records(app, &records, json)?;
             if !json {
                 summary(&records, None)?;
             }
@@ -265,17 +265,20 @@ async fn batch(
     if !json {
         let mut sorted = records.clone();
         sorted.sort_by(|a, b| a.key.cmp(&b.key));
-        print_records(&sorted, false)?;
+        print_records(app, &sorted, false)?;
         summary(&records, Some(started.elapsed()))?;
     }
     Ok(())
 }
 
-fn print_records(records: &[Record], json: bool) -> anyhow::Result<()> {
+/// The records, one line each (or one JSON object each), with the tool scanner's findings on their tools.
+fn print_records(app: &App, records: &[Record], json: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         for r in records {
-            serde_json::to_writer(&mut out, r)?;
+            let mut v = serde_json::to_value(r)?;
+            v["findings"] = serde_json::Value::Array(catalog::record_findings(app, r));
+            serde_json::to_writer(&mut out, &v)?;
             writeln!(out)?;
         }
         return Ok(());
@@ -303,6 +306,21 @@ fn print_records(records: &[Record], json: bool) -> anyhow::Result<()> {
         )?;
         if !r.category.is_ok() {
             writeln!(out, "{:<93}  hint: {}", "", one_line(&r.hint, 100))?;
+        }
+        for f in catalog::record_findings(app, r) {
+            let rules: Vec<&str> = f["findings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|x| x["rule"].as_str())
+                .collect();
+            writeln!(
+                out,
+                "{:<93}  flagged: {} ({})",
+                "",
+                f["tool"].as_str().unwrap_or_default(),
+                rules.join(", ")
+            )?;
         }
     }
     Ok(())

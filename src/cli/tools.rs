@@ -12,14 +12,17 @@ use crate::pinning::ToolFilter;
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
-    /// Tools withheld until approved: changed since their approval, or new while new tools are held.
+    /// Tools withheld until approved: flagged by the tool scanner (with its findings), changed since their
+    /// approval, or new while new tools are held. Flagged prompts and resource templates are listed as
+    /// `prompt:NAME` and `resource_template:NAME`.
     Pending {
         /// Only this server's.
         name: Option<String>,
         #[arg(long)]
         json: bool,
     },
-    /// Approve a server's tool as it is now (without TOOL: every pending tool of the server).
+    /// Approve a server's tool as it is now (without TOOL: every pending tool of the server); records who (`cli:$USER`)
+    /// and when.
     Approve {
         name: String,
         tool: Option<String>,
@@ -75,11 +78,21 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
                     p["status"].as_str().unwrap_or_default(),
                     fields.join(", ")
                 )?;
+                for f in p["findings"].as_array().into_iter().flatten() {
+                    writeln!(
+                        out,
+                        "    {} ({}) at {}: {}",
+                        f["rule"].as_str().unwrap_or_default(),
+                        f["severity"].as_str().unwrap_or_default(),
+                        f["field"].as_str().unwrap_or_default(),
+                        one_line(f["excerpt"].as_str().unwrap_or_default(), 160)
+                    )?;
+                }
             }
             Ok(())
         }
         ToolsCommand::Approve { name, tool, json } => {
-            let res = app.approve_tools(&name, tool.as_deref()).await?;
+            let res = app.approve_tools(&name, tool.as_deref(), &super::common::cli_user()).await?;
             if json {
                 return print_json(&res);
             }

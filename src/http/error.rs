@@ -18,6 +18,9 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// For a refused tool call: its kind (`tool_flagged`, `tool_changed`, ...) and the scanner's reasons.
+    pub kind: Option<&'static str>,
+    pub reasons: Option<Vec<String>>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -39,6 +42,8 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            kind: None,
+            reasons: None,
         }
     }
 }
@@ -53,7 +58,12 @@ impl From<Error> for ApiError {
         } else {
             e.to_string()
         };
-        ApiError::new(status_of(code), code.as_str(), message)
+        let mut api = ApiError::new(status_of(code), code.as_str(), message);
+        if matches!(e, Error::ToolChanged { .. } | Error::ToolFlagged { .. }) {
+            api.kind = Some(e.kind_str());
+            api.reasons = e.reasons().map(<[String]>::to_vec);
+        }
+        api
     }
 }
 
@@ -61,7 +71,16 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (
             self.status,
-            Json(serde_json::json!({"error": self.message, "code": self.code})),
+            Json({
+                let mut body = serde_json::json!({"error": self.message, "code": self.code});
+                if let Some(kind) = self.kind {
+                    body["kind"] = kind.into();
+                }
+                if let Some(reasons) = self.reasons {
+                    body["reasons"] = reasons.into();
+                }
+                body
+            }),
         )
             .into_response()
     }

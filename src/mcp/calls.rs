@@ -142,11 +142,8 @@ fn shape_call_error(
         )])
         .into()),
         e => {
-            // Issue 12's `tool_changed` (a withheld tool) is kept apart; everything else is seed 001's kind.
-            let kind = match &e {
-                Error::ToolChanged { .. } => "tool_changed",
-                e => e.tool_error_kind().as_str(),
-            };
+            // Withheld tools (`tool_changed`, `tool_flagged`) are kept apart; everything else is seed 001's kind.
+            let kind = e.kind_str();
             let mut body = json!({
                 "error": e.to_string(),
                 "code": e.code().as_str(),
@@ -155,6 +152,9 @@ fn shape_call_error(
                 "tool": tool,
                 "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
             });
+            if let Some(reasons) = e.reasons() {
+                body["reasons"] = json!(reasons);
+            }
             if let Error::AuthRequired { auth_url, .. } = &e {
                 body["authUrl"] = json!(auth_url);
             }

@@ -167,12 +167,15 @@ impl ServerHandler for ServerView {
                 ))])
                 .into())
             }
-            // A tool withheld by pinning: a tool error saying why, as on the aggregated front.
-            Err(e @ Error::ToolChanged { .. }) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                serde_json::json!({"error": e.to_string(), "code": e.code().as_str(), "kind": "tool_changed"})
+            // A tool withheld by pinning or the scanner: a tool error saying why, as on the aggregated front.
+            Err(e @ (Error::ToolChanged { .. } | Error::ToolFlagged { .. })) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(
+                    serde_json::json!({"error": e.to_string(), "code": e.code().as_str(),
+                        "kind": e.kind_str(), "reasons": e.reasons()})
                     .to_string(),
-            )])
-            .into()),
+                )])
+                .into())
+            }
             // The child's JSON-RPC error, with its own code, message and data.
             Err(Error::Child { error, .. }) => Err(error),
             Err(e) => Err(self.error(e)),

@@ -68,6 +68,18 @@ pub enum Error {
         "tool `{tool}` of server `{server}` changed since it was approved and is withheld until approved again (`agent-discover tools diff {server} {tool}`, then `tools approve {server} {tool}`)"
     )]
     ToolChanged { server: String, tool: String },
+    /// A definition the scanner flagged as poisoned; withheld until a person approves it. `reasons` are the findings'
+    /// one-line summaries (`rule (severity) at field: excerpt`).
+    #[error(
+        "{kind} `{tool}` of server `{server}` is withheld: the scanner flagged it ({}); review with `agent-discover tools pending {server}`, then `tools approve {server} {tool}`",
+        reasons.join("; ")
+    )]
+    ToolFlagged {
+        server: String,
+        tool: String,
+        kind: &'static str,
+        reasons: Vec<String>,
+    },
     /// The sandbox refused to start a child, or the kernel cannot confine it; the message says why and how to opt out.
     #[error("server `{server}`: sandbox: {message}")]
     SandboxDenied { server: String, message: String },
@@ -109,7 +121,9 @@ impl Error {
         match self {
             Error::Invalid { .. } => ErrorCode::InvalidInput,
             Error::NotFound { .. } => ErrorCode::NotFound,
-            Error::Conflict { .. } | Error::ToolChanged { .. } => ErrorCode::Conflict,
+            Error::Conflict { .. } | Error::ToolChanged { .. } | Error::ToolFlagged { .. } => {
+                ErrorCode::Conflict
+            }
             Error::Upstream { .. } | Error::Child { .. } => ErrorCode::Upstream,
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Unavailable(_)
@@ -175,10 +189,34 @@ impl Error {
     /// exited, refused the connection, is not running) is `transport_error`; a server that answered with an error,
     /// and failures of agent-discover itself, are `server_error`; `details.code` keeps our finer [`ErrorCode`].
     pub fn tool_error_kind(&self) -> ToolErrorKind {
+        self.tool_error_kind_inner()
+    }
+
+    /// The `kind` a tool error result carries: seed 001's kinds, except the integrity refusals kept apart
+    /// (`tool_changed` for a pinned tool that changed, `tool_flagged` for a definition the scanner flagged).
+    pub fn kind_str(&self) -> &'static str {
+        match self {
+            Error::ToolChanged { .. } => "tool_changed",
+            Error::ToolFlagged { .. } => "tool_flagged",
+            e => e.tool_error_kind().as_str(),
+        }
+    }
+
+    /// The scanner's reasons, for a flagged definition.
+    pub fn reasons(&self) -> Option<&[String]> {
+        match self {
+            Error::ToolFlagged { reasons, .. } => Some(reasons),
+            _ => None,
+        }
+    }
+
+    fn tool_error_kind_inner(&self) -> ToolErrorKind {
         match self {
             Error::Timeout { .. } => ToolErrorKind::Timeout,
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
-            Error::NotFound { what: "tool", .. } | Error::ToolChanged { .. } => {
+            Error::NotFound { what: "tool", .. }
+            | Error::ToolChanged { .. }
+            | Error::ToolFlagged { .. } => {
                 ToolErrorKind::ToolNotFound
             }
             Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {

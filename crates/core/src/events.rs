@@ -61,12 +61,22 @@ pub enum Event {
     /// is an agent, and `find_tool` may answer with its skills.
     #[serde(rename = "server:agents_changed")]
     AgentsChanged { id: String },
+    /// The scanner flagged a definition (`kind`: tool, prompt, resource_template) as poisoned; `withheld` is false in
+    /// `AGENT_DISCOVER_SCAN=warn` mode.
+    #[serde(rename = "server:tool_flagged")]
+    ToolFlagged {
+        name: String,
+        tool: String,
+        kind: &'static str,
+        rules: Vec<&'static str>,
+        withheld: bool,
+    },
     /// A tool's current definition was approved, by the pinning `policy` or by a `user`.
     #[serde(rename = "server:tool_approved")]
     ToolApproved {
         name: String,
         tool: String,
-        by: &'static str,
+        by: String,
     },
 }
 
@@ -87,6 +97,7 @@ impl Event {
             Event::CallLogged { .. } => "call:logged",
             Event::ToolPinChanged { .. } => "server:tool_changed",
             Event::ToolApproved { .. } => "server:tool_approved",
+            Event::ToolFlagged { .. } => "server:tool_flagged",
             Event::AgentsChanged { .. } => "server:agents_changed",
         }
     }

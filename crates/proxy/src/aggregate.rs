@@ -35,7 +35,7 @@ impl Proxy {
         let mut out = Vec::new();
         for child in self.inner.running_with(|c| c.resources.is_some()) {
             if let Ok(items) = child.peer.list_all_resource_templates().await {
-                for mut r in items {
+                for mut r in self.inner.gate(&child, ad_scan::Kind::ResourceTemplate, items) {
                     r.uri_template = names::expose_uri(&child.name, &r.uri_template);
                     out.push(r);
                 }
@@ -81,7 +81,7 @@ impl Proxy {
         let mut out = Vec::new();
         for child in self.inner.running_with(|c| c.prompts.is_some()) {
             if let Ok(items) = child.peer.list_all_prompts().await {
-                for mut p in items {
+                for mut p in self.inner.gate(&child, ad_scan::Kind::Prompt, items) {
                     p.name = names::expose(&child.name, &p.name);
                     out.push(p);
                 }
@@ -119,6 +119,7 @@ impl Proxy {
                     .into_iter()
                     .find(|p| names::expose(&child.name, &p.name) == names::strip_mcp(name))
             {
+                self.inner.gate_one(&child, ad_scan::Kind::Prompt, &p)?;
                 return Ok((child, p.name));
             }
         }

@@ -65,11 +65,14 @@ impl Proxy {
         if child.capabilities.resources.is_none() {
             return Ok(vec![]);
         }
-        child
+        let items = child
             .peer
             .list_all_resource_templates()
             .await
-            .map_err(|e| upstream(name, e))
+            .map_err(|e| upstream(name, e))?;
+        Ok(self
+            .inner
+            .gate(&child, ad_scan::Kind::ResourceTemplate, items))
     }
 
     /// `resources/read` of the child's own URI; a legacy child's requests during the read are minted into
@@ -105,11 +108,12 @@ impl Proxy {
         if child.capabilities.prompts.is_none() {
             return Ok(vec![]);
         }
-        child
+        let items = child
             .peer
             .list_all_prompts()
             .await
-            .map_err(|e| upstream(name, e))
+            .map_err(|e| upstream(name, e))?;
+        Ok(self.inner.gate(&child, ad_scan::Kind::Prompt, items))
     }
 
     /// `prompts/get` of the child's own prompt; `request` carries the client's arguments and, on the retry of an
@@ -121,6 +125,12 @@ impl Proxy {
         caller: &Caller,
     ) -> ServerResult<GetPromptResponse> {
         let child = self.inner.ready_child(name).await?;
+        // A prompt the scanner withholds is not got, on this endpoint either.
+        if let Ok(items) = child.peer.list_all_prompts().await
+            && let Some(p) = items.iter().find(|p| p.name == request.name)
+        {
+            self.inner.gate_one(&child, ad_scan::Kind::Prompt, p)?;
+        }
         if caller.mints_for(&child) {
             return self
                 .prompt_minting(&child, request, caller)

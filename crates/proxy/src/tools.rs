@@ -194,10 +194,14 @@ impl Proxy {
         match registry.store().pin(server, tool)? {
             Some(pin) if registry.tool_allowed(server, tool) => {
                 if pin.pending() {
-                    return Err(Error::ToolChanged {
-                        server: server.to_owned(),
-                        tool: tool.to_owned(),
-                    });
+                    return Err(
+                        ad_registry::pinning::scan::flagged_error(server, &pin).unwrap_or_else(
+                            || Error::ToolChanged {
+                                server: server.to_owned(),
+                                tool: tool.to_owned(),
+                            },
+                        ),
+                    );
                 }
                 self.inner.refresh_tools(server).await;
                 if lock(&child.tools).iter().any(|t| t.name == tool) {
@@ -261,6 +265,42 @@ impl Inner {
             }
             Err(e) => tracing::warn!(server = name, error = %e, "re-listing tools failed"),
         }
+    }
+}
+
+impl Inner {
+    /// A child's prompts or resource templates that may be shown: the scanner's step of the registry's gate
+    /// (`Registry::gate_definitions`); a flagged one is withheld until approved.
+    pub(crate) fn gate<T: serde::Serialize>(&self, child: &Child, kind: ad_scan::Kind, items: Vec<T>) -> Vec<T> {
+        let values: Vec<Value> = items
+            .iter()
+            .map(|i| serde_json::to_value(i).unwrap_or(Value::Null))
+            .collect();
+        let shown = self
+            .registry
+            .gate_definitions(child.server_id, &child.name, kind, &values);
+        items
+            .into_iter()
+            .zip(shown)
+            .filter_map(|(i, show)| show.then_some(i))
+            .collect()
+    }
+
+    /// One prompt (or template) about to be used: refused with the scanner's reasons if it is withheld.
+    pub(crate) fn gate_one<T: serde::Serialize>(&self, child: &Child, kind: ad_scan::Kind, item: &T) -> Result<()> {
+        let value = serde_json::to_value(item).unwrap_or(Value::Null);
+        let shown = self
+            .registry
+            .gate_definitions(child.server_id, &child.name, kind, std::slice::from_ref(&value));
+        if shown.first() == Some(&true) {
+            return Ok(());
+        }
+        let name = value["name"].as_str().unwrap_or_default();
+        let key = ad_registry::pinning::scan::pin_key(kind, name);
+        let pin = self.registry.store().pin(&child.name, &key)?;
+        Err(pin
+            .and_then(|p| ad_registry::pinning::scan::flagged_error(&child.name, &p))
+            .unwrap_or_else(|| Error::not_found(kind.as_str(), name)))
     }
 }
 

@@ -19,6 +19,10 @@ pub struct PinRow {
     pub current_fingerprint: String,
     pub current_definition: Value,
     pub seen_at: String,
+    /// The scanner's findings on the current definition (none, or not scanned: `None`).
+    pub findings: Option<Value>,
+    /// Who approved it: `policy`, `scanner`, `cli:USER`, `rest`, `dashboard`, `mcp`.
+    pub approved_by: Option<String>,
 }
 
 impl PinRow {
@@ -28,7 +32,8 @@ impl PinRow {
 }
 
 const SELECT: &str = "SELECT s.name, p.tool, p.approved_fingerprint, p.approved_definition, p.approved_at,
-    p.current_fingerprint, p.current_definition, p.seen_at FROM tool_pins p JOIN servers s ON s.id = p.server_id";
+    p.current_fingerprint, p.current_definition, p.seen_at, p.findings, p.approved_by
+    FROM tool_pins p JOIN servers s ON s.id = p.server_id";
 
 fn pin_from_row(r: &Row) -> Result<PinRow> {
     let json = |s: Option<String>| s.and_then(|s| serde_json::from_str(&s).ok());
@@ -41,6 +46,8 @@ fn pin_from_row(r: &Row) -> Result<PinRow> {
         current_fingerprint: r.get(5)?,
         current_definition: json(r.get(6)?).unwrap_or(Value::Null),
         seen_at: r.get(7)?,
+        findings: json(r.get(8)?),
+        approved_by: r.get(9)?,
     })
 }
 
@@ -88,48 +95,73 @@ impl Store {
         })
     }
 
-    /// Records what a server offers now for `tool`; with `approve`, that is also the approved definition.
+    /// Records what a server offers now for `tool`, with the scanner's findings on it; with `approved_by`, that is
+    /// also the approved definition.
     pub fn record_pin(
         &self,
         server_id: i64,
         tool: &str,
         fingerprint: &str,
         definition: &Value,
-        approve: bool,
+        findings: Option<&Value>,
+        approved_by: Option<&str>,
     ) -> Result<()> {
         let def = to_json(definition)?;
+        let findings = findings.map(to_json).transpose()?;
+        let approve = approved_by.is_some();
         self.write(|c| {
             c.execute(
                 "INSERT INTO tool_pins (server_id, tool, current_fingerprint, current_definition,
-                     approved_fingerprint, approved_definition, approved_at, seen_at)
+                     approved_fingerprint, approved_definition, approved_at, seen_at, findings, approved_by)
                  VALUES (?1, ?2, ?3, ?4,
-                     CASE WHEN ?5 = 1 THEN ?3 END, CASE WHEN ?5 = 1 THEN ?4 END, CASE WHEN ?5 = 1 THEN ?6 END, ?6)
+                     CASE WHEN ?5 = 1 THEN ?3 END, CASE WHEN ?5 = 1 THEN ?4 END, CASE WHEN ?5 = 1 THEN ?6 END, ?6,
+                     ?7, ?8)
                  ON CONFLICT (server_id, tool) DO UPDATE SET
                      current_fingerprint = excluded.current_fingerprint,
                      current_definition = excluded.current_definition,
                      seen_at = excluded.seen_at,
+                     findings = excluded.findings,
                      approved_fingerprint = CASE WHEN ?5 = 1 THEN excluded.current_fingerprint ELSE tool_pins.approved_fingerprint END,
                      approved_definition = CASE WHEN ?5 = 1 THEN excluded.current_definition ELSE tool_pins.approved_definition END,
-                     approved_at = CASE WHEN ?5 = 1 THEN excluded.approved_at ELSE tool_pins.approved_at END",
-                &args![server_id, tool, fingerprint, def.as_str(), approve, now_text()],
+                     approved_at = CASE WHEN ?5 = 1 THEN excluded.approved_at ELSE tool_pins.approved_at END,
+                     approved_by = CASE WHEN ?5 = 1 THEN excluded.approved_by ELSE tool_pins.approved_by END",
+                &args![server_id, tool, fingerprint, def.as_str(), approve, now_text(), findings.as_deref(), approved_by],
             )?;
             Ok(())
         })
     }
 
+    /// Every (server, tool) name of the registry, installed or catalogued: what a definition may not give orders about.
+    pub fn all_tool_names(&self) -> Result<Vec<(String, String)>> {
+        self.read(|c| {
+            c.query(
+                "SELECT s.name, t.name FROM server_tools t JOIN servers s ON s.id = t.server_id",
+                &[],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect()
+        })
+    }
+
     /// Approves what `server_id` offers now for `tool` (or for every pending tool): returns the tools approved.
-    pub fn approve_pins(&self, server_id: i64, tool: Option<&str>) -> Result<Vec<String>> {
+    pub fn approve_pins(
+        &self,
+        server_id: i64,
+        tool: Option<&str>,
+        by: &str,
+    ) -> Result<Vec<String>> {
         let approve = "UPDATE tool_pins SET approved_fingerprint = current_fingerprint,
-                 approved_definition = current_definition, approved_at = ?2
+                 approved_definition = current_definition, approved_at = ?2, approved_by = ?3
              WHERE server_id = ?1 AND approved_fingerprint IS DISTINCT FROM current_fingerprint";
         let rows = self.write(|c| match tool {
             Some(t) => c.query(
-                &format!("{approve} AND tool = ?3 RETURNING tool"),
-                &args![server_id, now_text(), t],
+                &format!("{approve} AND tool = ?4 RETURNING tool"),
+                &args![server_id, now_text(), by, t],
             ),
             None => c.query(
                 &format!("{approve} RETURNING tool"),
-                &args![server_id, now_text()],
+                &args![server_id, now_text(), by],
             ),
         })?;
         let mut tools = rows

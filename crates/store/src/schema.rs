@@ -241,6 +241,13 @@ const MIGRATIONS: &[&str] = &[
         settings TEXT NOT NULL
     );
     "#,
+    // #27 (scanner): the scanner's findings on a pin's current definition (JSON; NULL: none or not scanned) and who
+    // approved it. Prompts and resource templates are pinned beside tools, as `prompt:NAME` and
+    // `resource_template:NAME` (a colon is not a character of MCP tool names).
+    r#"
+    ALTER TABLE tool_pins ADD COLUMN findings TEXT;
+    ALTER TABLE tool_pins ADD COLUMN approved_by TEXT;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

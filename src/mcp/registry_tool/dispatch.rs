@@ -162,7 +162,7 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             .map_err(Into::into),
         Action::ApproveTools { name, tool } => {
             let name = server_name(name)?;
-            app.approve_tools(&name, tool.as_deref())
+            app.approve_tools(&name, tool.as_deref(), "mcp")
                 .await
                 .map_err(Into::into)
         }

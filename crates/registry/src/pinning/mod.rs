@@ -20,7 +20,8 @@ use ad_core::events::Event;
 use ad_store::PinRow;
 
 pub mod policy;
-pub use policy::{ENV_NEW_SERVERS, ENV_NEW_TOOLS, Policy};
+pub mod scan;
+pub use policy::{ENV_NEW_SERVERS, ENV_NEW_TOOLS, ENV_SCAN, Policy, ScanMode};
 
 /// The pinned parts of a tool, with object keys sorted at every depth (the fingerprint must not depend on the order
 /// in which a server happens to send keys).
@@ -40,7 +41,7 @@ pub fn definition(tool: &Tool) -> Value {
     Value::Object(d)
 }
 
-fn canonical(v: &Value) -> Value {
+pub(crate) fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
             let sorted: BTreeMap<&String, Value> =
@@ -154,8 +155,23 @@ impl Registry {
             .into_iter()
             .map(|p| (p.tool.clone(), p))
             .collect();
-        let first_sight = pins.is_empty();
+        let first_sight = !pins.keys().any(|k| scan::split_key(k).0 == ad_scan::Kind::Tool);
         let policy = self.pin_policy();
+        // The scanner's view of the registry, loaded only if some definition is new or changed.
+        let own: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+        let mut names: Option<scan::Names> = None;
+        let mut scan_def = |def: &Value| -> Result<Vec<ad_scan::Finding>> {
+            if policy.scan == ScanMode::Off {
+                return Ok(Vec::new());
+            }
+            if names.is_none() {
+                names = Some(scan::Names::load(self, server, &own)?);
+            }
+            Ok(names
+                .as_ref()
+                .map(|n| n.scan(server, ad_scan::Kind::Tool, def))
+                .unwrap_or_default())
+        };
         let mut exposed = Vec::with_capacity(listed.len());
         for tool in listed {
             if !filter.allows(&tool.name) {
@@ -166,33 +182,46 @@ impl Registry {
             let name = tool.name.to_string();
             match pins.get(&name) {
                 None => {
-                    let approve = if first_sight {
-                        policy.approve_new_servers
-                    } else {
-                        policy.approve_new_tools
-                    };
-                    self.store()
-                        .record_pin(server_id, &name, &fp, &def, approve)?;
+                    let findings = scan_def(&def)?;
+                    let flagged = ad_scan::withholds(&findings);
+                    let hold = flagged && policy.scan == ScanMode::On;
+                    let approve = !hold
+                        && if first_sight {
+                            policy.approve_new_servers
+                        } else {
+                            policy.approve_new_tools
+                        };
+                    self.store().record_pin(
+                        server_id,
+                        &name,
+                        &fp,
+                        &def,
+                        scan::findings_json(&findings).as_ref(),
+                        approve.then_some("policy"),
+                    )?;
                     self.emit(Event::ToolPinChanged {
                         name: server.to_owned(),
                         tool: name.clone(),
                         change: "new",
                         withheld: !approve,
                     });
+                    if flagged {
+                        self.announce_flag(server, &name, ad_scan::Kind::Tool, &findings, hold);
+                    }
                     if approve {
                         self.emit(Event::ToolApproved {
                             name: server.to_owned(),
                             tool: name,
-                            by: "policy",
+                            by: "policy".into(),
                         });
                         exposed.push(tool);
                     }
                 }
                 Some(pin) if pin.approved_fingerprint.as_deref() == Some(fp.as_str()) => {
                     if pin.current_fingerprint != fp {
-                        // Changed, then changed back to what was approved.
+                        // Changed, then changed back to what was approved (and scanned, or approved as it is).
                         self.store()
-                            .record_pin(server_id, &name, &fp, &def, false)?;
+                            .record_pin(server_id, &name, &fp, &def, None, None)?;
                         self.emit(Event::ToolPinChanged {
                             name: server.to_owned(),
                             tool: name,
@@ -204,8 +233,19 @@ impl Registry {
                 }
                 Some(pin) => {
                     if pin.current_fingerprint != fp {
-                        self.store()
-                            .record_pin(server_id, &name, &fp, &def, false)?;
+                        // Withheld for changing in any case; the findings tell the reviewer what the change carries.
+                        let findings = scan_def(&def)?;
+                        self.store().record_pin(
+                            server_id,
+                            &name,
+                            &fp,
+                            &def,
+                            scan::findings_json(&findings).as_ref(),
+                            None,
+                        )?;
+                        if ad_scan::withholds(&findings) {
+                            self.announce_flag(server, &name, ad_scan::Kind::Tool, &findings, true);
+                        }
                         self.emit(Event::ToolPinChanged {
                             name: server.to_owned(),
                             tool: name.clone(),
@@ -274,11 +314,22 @@ pub fn diff(pin: &PinRow) -> Vec<FieldChange> {
         .collect()
 }
 
-/// A pending tool as the surfaces show it.
+/// A pending tool (or flagged prompt or resource template) as the surfaces show it: `status` is `flagged` when the
+/// scanner holds it, else `changed` or `new` (pinning holds it).
 pub fn pending_view(p: &PinRow) -> Value {
+    let (kind, _) = scan::split_key(&p.tool);
+    let reasons = p.findings.as_ref().map(scan::reasons).unwrap_or_default();
+    let status = if !reasons.is_empty() {
+        "flagged"
+    } else if p.approved_fingerprint.is_some() {
+        "changed"
+    } else {
+        "new"
+    };
     json!({
-        "server": p.server, "tool": p.tool,
-        "status": if p.approved_fingerprint.is_some() { "changed" } else { "new" },
+        "server": p.server, "tool": p.tool, "kind": kind.as_str(),
+        "status": status,
+        "findings": p.findings.clone().unwrap_or(Value::Array(vec![])),
         "approved_fingerprint": p.approved_fingerprint, "current_fingerprint": p.current_fingerprint,
         "approved_at": p.approved_at, "seen_at": p.seen_at,
         "changes": diff(p),

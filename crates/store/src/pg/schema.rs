@@ -162,6 +162,11 @@ const MIGRATIONS: &[&str] = &[
         settings TEXT NOT NULL
     );
     "#,
+    // v3: SQLite's schema version 11 (#27 scanner): findings and who approved, per pin.
+    r#"
+    ALTER TABLE tool_pins ADD COLUMN findings TEXT;
+    ALTER TABLE tool_pins ADD COLUMN approved_by TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -39,6 +39,8 @@ impl App {
             "server": server, "tool": tool, "pending": pin.pending(),
             "approved": pin.approved_definition, "current": pin.current_definition,
             "approved_fingerprint": pin.approved_fingerprint, "current_fingerprint": pin.current_fingerprint,
+            "approved_by": pin.approved_by, "approved_at": pin.approved_at,
+            "findings": pin.findings.clone().unwrap_or(Value::Array(vec![])),
             "changes": diff(&pin),
         }))
     }

@@ -43,5 +43,11 @@ pub fn cli_user() -> String {
     let name = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| "unknown".into());
-    format!("cli:{}", name.chars().filter(|c| !c.is_control()).take(64).collect::<String>())
+    format!(
+        "cli:{}",
+        name.chars()
+            .filter(|c| !c.is_control())
+            .take(64)
+            .collect::<String>()
+    )
 }

@@ -92,7 +92,9 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ToolsCommand::Approve { name, tool, json } => {
-            let res = app.approve_tools(&name, tool.as_deref(), &super::common::cli_user()).await?;
+            let res = app
+                .approve_tools(&name, tool.as_deref(), &super::common::cli_user())
+                .await?;
             if json {
                 return print_json(&res);
             }

@@ -55,7 +55,9 @@ pub async fn approve(
 ) -> ApiResult<Json<Value>> {
     let server = name_of(&s, &server)?;
     Ok(Json(
-        s.app.approve_tools(&server, body.tool.as_deref(), "rest").await?,
+        s.app
+            .approve_tools(&server, body.tool.as_deref(), "rest")
+            .await?,
     ))
 }
 

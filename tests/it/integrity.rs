@@ -371,7 +371,7 @@ async fn every_request_with_an_id_is_answered_over_http() {
 
 // ---------- tool pinning ----------
 
-fn cli(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+pub(crate) fn cli(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     let out = std::process::Command::new(harness::BIN)
         .arg("--data-dir")
         .arg(dir)
@@ -387,7 +387,7 @@ fn cli(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     )
 }
 
-fn stderr_of(agent: &harness::Agent) -> String {
+pub(crate) fn stderr_of(agent: &harness::Agent) -> String {
     agent.seen.stderr.lock().unwrap().join("\n")
 }
 

@@ -30,6 +30,8 @@ mod clientconfig;
 mod lifecycle;
 // Issue 12 integrity: SEP-1303 argument errors, every request answered (seeded fuzz), tool pinning, allow/deny filters.
 mod integrity;
+// Issue 27: the tool scanner withholds poisoned definitions on every front until a person approves them.
+mod scanner;
 // Issue 14: batch introspection against the fixture's failure modes and local packages.
 mod introspect;
 // Issue 13: the embedding model downloaded by agent-discover itself, against a stub index and file server.

@@ -216,9 +216,7 @@ impl Error {
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
             Error::NotFound { what: "tool", .. }
             | Error::ToolChanged { .. }
-            | Error::ToolFlagged { .. } => {
-                ToolErrorKind::ToolNotFound
-            }
+            | Error::ToolFlagged { .. } => ToolErrorKind::ToolNotFound,
             Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
                 ToolErrorKind::TransportError
             }

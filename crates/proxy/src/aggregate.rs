@@ -35,7 +35,10 @@ impl Proxy {
         let mut out = Vec::new();
         for child in self.inner.running_with(|c| c.resources.is_some()) {
             if let Ok(items) = child.peer.list_all_resource_templates().await {
-                for mut r in self.inner.gate(&child, ad_scan::Kind::ResourceTemplate, items) {
+                for mut r in self
+                    .inner
+                    .gate(&child, ad_scan::Kind::ResourceTemplate, items)
+                {
                     r.uri_template = names::expose_uri(&child.name, &r.uri_template);
                     out.push(r);
                 }

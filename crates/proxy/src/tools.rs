@@ -194,14 +194,11 @@ impl Proxy {
         match registry.store().pin(server, tool)? {
             Some(pin) if registry.tool_allowed(server, tool) => {
                 if pin.pending() {
-                    return Err(
-                        ad_registry::pinning::scan::flagged_error(server, &pin).unwrap_or_else(
-                            || Error::ToolChanged {
-                                server: server.to_owned(),
-                                tool: tool.to_owned(),
-                            },
-                        ),
-                    );
+                    return Err(ad_registry::pinning::scan::flagged_error(server, &pin)
+                        .unwrap_or_else(|| Error::ToolChanged {
+                            server: server.to_owned(),
+                            tool: tool.to_owned(),
+                        }));
                 }
                 self.inner.refresh_tools(server).await;
                 if lock(&child.tools).iter().any(|t| t.name == tool) {
@@ -271,7 +268,12 @@ impl Inner {
 impl Inner {
     /// A child's prompts or resource templates that may be shown: the scanner's step of the registry's gate
     /// (`Registry::gate_definitions`); a flagged one is withheld until approved.
-    pub(crate) fn gate<T: serde::Serialize>(&self, child: &Child, kind: ad_scan::Kind, items: Vec<T>) -> Vec<T> {
+    pub(crate) fn gate<T: serde::Serialize>(
+        &self,
+        child: &Child,
+        kind: ad_scan::Kind,
+        items: Vec<T>,
+    ) -> Vec<T> {
         let values: Vec<Value> = items
             .iter()
             .map(|i| serde_json::to_value(i).unwrap_or(Value::Null))
@@ -287,11 +289,19 @@ impl Inner {
     }
 
     /// One prompt (or template) about to be used: refused with the scanner's reasons if it is withheld.
-    pub(crate) fn gate_one<T: serde::Serialize>(&self, child: &Child, kind: ad_scan::Kind, item: &T) -> Result<()> {
+    pub(crate) fn gate_one<T: serde::Serialize>(
+        &self,
+        child: &Child,
+        kind: ad_scan::Kind,
+        item: &T,
+    ) -> Result<()> {
         let value = serde_json::to_value(item).unwrap_or(Value::Null);
-        let shown = self
-            .registry
-            .gate_definitions(child.server_id, &child.name, kind, std::slice::from_ref(&value));
+        let shown = self.registry.gate_definitions(
+            child.server_id,
+            &child.name,
+            kind,
+            std::slice::from_ref(&value),
+        );
         if shown.first() == Some(&true) {
             return Ok(());
         }

@@ -31,7 +31,8 @@ impl PinRow {
     }
 }
 
-const SELECT: &str = "SELECT s.name, p.tool, p.approved_fingerprint, p.approved_definition, p.approved_at,
+const SELECT: &str =
+    "SELECT s.name, p.tool, p.approved_fingerprint, p.approved_definition, p.approved_at,
     p.current_fingerprint, p.current_definition, p.seen_at, p.findings, p.approved_by
     FROM tool_pins p JOIN servers s ON s.id = p.server_id";
 

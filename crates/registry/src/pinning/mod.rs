@@ -155,7 +155,9 @@ impl Registry {
             .into_iter()
             .map(|p| (p.tool.clone(), p))
             .collect();
-        let first_sight = !pins.keys().any(|k| scan::split_key(k).0 == ad_scan::Kind::Tool);
+        let first_sight = !pins
+            .keys()
+            .any(|k| scan::split_key(k).0 == ad_scan::Kind::Tool);
         let policy = self.pin_policy();
         // The scanner's view of the registry, loaded only if some definition is new or changed.
         let own: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();

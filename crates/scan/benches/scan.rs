@@ -12,7 +12,12 @@ fn load(file: &str) -> Vec<(Kind, Value)> {
     if let Some(cases) = v["cases"].as_array() {
         return cases
             .iter()
-            .map(|c| (Kind::parse(c["kind"].as_str().unwrap()).unwrap(), c["definition"].clone()))
+            .map(|c| {
+                (
+                    Kind::parse(c["kind"].as_str().unwrap()).unwrap(),
+                    c["definition"].clone(),
+                )
+            })
             .collect();
     }
     v["servers"]
@@ -25,7 +30,12 @@ fn load(file: &str) -> Vec<(Kind, Value)> {
 }
 
 fn main() {
-    for file in ["scan/npm_top120_tools.json", "tool_catalog.json", "scan/corpus.json", "scan/heldout.json"] {
+    for file in [
+        "scan/npm_top120_tools.json",
+        "tool_catalog.json",
+        "scan/corpus.json",
+        "scan/heldout.json",
+    ] {
         let defs = load(file);
         // One warm-up pass (the rules' patterns are built on first use).
         for (k, d) in &defs {

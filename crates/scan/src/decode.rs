@@ -191,11 +191,10 @@ fn escapes(s: &str, out: &mut Vec<Decoded>) {
             (hex_at(2, 4), 6)
         } else if rest.starts_with("\\x") {
             (hex_at(2, 2), 4)
-        } else if rest.starts_with("&#") {
-            let (radix, from) = if rest[2..].starts_with(['x', 'X']) {
-                (16, 3)
-            } else {
-                (10, 2)
+        } else if let Some(reference) = rest.strip_prefix("&#") {
+            let (radix, from) = match reference.chars().next() {
+                Some('x' | 'X') => (16, 3),
+                _ => (10, 2),
             };
             match rest[from..].find(';') {
                 Some(n) if n > 0 && n <= 7 => (

@@ -741,13 +741,6 @@ fn read(
             object_at.push((i, i + 1));
         }
     }
-    let is_path = |i: usize| {
-        PATHS.iter().any(|p| {
-            folded[spans[i].0.min(folded.len())..]
-                .starts_with(p.trim_start_matches(['~', '/', '.']))
-        })
-    };
-    let _ = is_path;
     if !object_at.is_empty() {
         let negated = |k: usize| {
             words[k.saturating_sub(2)..k]
@@ -959,13 +952,13 @@ fn instruction_tag(folded: &str) -> Option<usize> {
     {
         return Some(at);
     }
-    let b = folded.as_bytes();
     let mut i = 0;
-    while let Some(off) = folded[i..].find(['<', '[']) {
+    // `<word>` tags; square brackets count only as the explicit markers above (`[system]`), so `[note]` in prose
+    // does not.
+    while let Some(off) = folded[i..].find('<') {
         let at = i + off;
-        let close = if b[at] == b'<' { '>' } else { ']' };
         let rest = &folded[at + 1..];
-        if let Some(end) = rest.find(close).filter(|e| *e <= 40) {
+        if let Some(end) = rest.find('>').filter(|e| *e <= 40) {
             let inner = rest[..end].trim().trim_start_matches('/').trim();
             let name: String = inner
                 .chars()
@@ -975,10 +968,7 @@ fn instruction_tag(folded: &str) -> Option<usize> {
             let all_letters = inner
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | ' ' | ':'));
-            let tag_like =
-                b[at] == b'<' || inner.chars().all(|c| !c.is_lowercase() || c.is_uppercase());
             if all_letters
-                && tag_like
                 && !ws.is_empty()
                 && ws.len() <= 2
                 && !matches!(ws[0], "your" | "the" | "a" | "an" | "my")
@@ -986,7 +976,6 @@ fn instruction_tag(folded: &str) -> Option<usize> {
                     TAG_WORDS.contains(w)
                         || TAG_WORDS.iter().any(|t| t.len() > 4 && w.starts_with(t))
                 })
-                && (b[at] == b'<' || bracket_upper(folded, at))
             {
                 return Some(at);
             }
@@ -994,12 +983,6 @@ fn instruction_tag(folded: &str) -> Option<usize> {
         i = at + 1;
     }
     None
-}
-
-/// `[...]` counts as a tag only when written in capitals in the original (`[SYSTEM]`); folded text is lower case,
-/// so square brackets need one of the explicit markers above. This keeps `[note]` in prose from counting.
-fn bracket_upper(_folded: &str, _at: usize) -> bool {
-    false
 }
 
 /// An email address outside the documentation domains (`example.com` and friends).

@@ -84,8 +84,7 @@ pub(crate) fn excerpt(s: &str, at: usize, max: usize) -> String {
     if start > 0 {
         out.push('…');
     }
-    let mut n = 0;
-    for c in s[start..].chars() {
+    for (n, c) in s[start..].chars().enumerate() {
         if n >= max {
             out.push('…');
             break;
@@ -96,7 +95,6 @@ pub(crate) fn excerpt(s: &str, at: usize, max: usize) -> String {
             None if c == '\n' || c == '\r' || c == '\t' => out.push(' '),
             None => out.push(c),
         }
-        n += 1;
     }
     out
 }

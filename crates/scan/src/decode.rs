@@ -23,7 +23,9 @@ pub(crate) fn all(s: &str) -> Vec<Decoded> {
     }
     base64_runs(s, &mut out);
     hex_runs(s, &mut out);
-    escapes(s, &mut out);
+    if s.contains(['%', '\\', '&']) {
+        escapes(s, &mut out);
+    }
     if s.to_ascii_lowercase().contains("rot13") || s.to_ascii_lowercase().contains("rot-13") {
         out.push(Decoded {
             encoding: "rot13",

@@ -53,6 +53,19 @@ impl Pattern {
         })
     }
 
+    /// The match starting at word `i`, if any: the index past its last word.
+    pub(crate) fn at_start(&self, words: &[&str], i: usize) -> Option<usize> {
+        self.at(0, words, i)
+    }
+
+    /// The alternatives of the first word (word, is a prefix), for an index of where patterns may start.
+    pub(crate) fn first(&self) -> &[(String, bool)] {
+        match self.terms.first() {
+            Some(Term::Word(alts)) => alts,
+            _ => &[],
+        }
+    }
+
     fn at(&self, t: usize, words: &[&str], i: usize) -> Option<usize> {
         match self.terms.get(t) {
             None => Some(i),

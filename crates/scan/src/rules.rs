@@ -676,8 +676,14 @@ fn read(
         })
     };
 
-    for r in phrase_rules() {
-        if let Some((i, end)) = r.patterns.iter().find_map(|p| p.find(&words)) {
+    // Each pattern's first match, found through the index of first words: a word that starts no pattern costs one
+    // hash lookup and the prefix checks, instead of every pattern.
+    let rules = phrase_rules();
+    let (groups, idx) = rule_groups();
+    let first = idx.scan(groups, &words);
+    for (r, found) in rules.iter().zip(&first) {
+        // The first pattern of the rule that matches (in the rule's order), at its first place.
+        if let Some((i, end)) = found.iter().find_map(|x| *x) {
             if matches!(
                 r.name,
                 "cross_server_shadowing" | "tool_preference" | "line_jumping"
@@ -730,16 +736,16 @@ fn read(
     }
 
     // Secrets on disk and the agent's context, reached for.
-    let mut object_at: Vec<(usize, usize)> =
-        objects().iter().filter_map(|p| p.find(&words)).collect();
-    for p in PATHS {
-        if let Some(b) = folded.find(p) {
-            let i = spans
-                .iter()
-                .position(|&(s, e)| e > b || s >= b)
-                .unwrap_or(0);
-            object_at.push((i, i + 1));
-        }
+    let mut object_at: Vec<(usize, usize)> = object_index().scan(&[objects()], &words)[0]
+        .iter()
+        .filter_map(|x| *x)
+        .collect();
+    for b in paths_in(&folded) {
+        let i = spans
+            .iter()
+            .position(|&(s, e)| e > b || s >= b)
+            .unwrap_or(0);
+        object_at.push((i, i + 1));
     }
     if !object_at.is_empty() {
         let negated = |k: usize| {
@@ -747,14 +753,12 @@ fn read(
                 .iter()
                 .any(|w| matches!(*w, "not" | "dont" | "never" | "nor" | "no" | "without"))
         };
-        let near = |verbs: &Pattern| {
+        let near = |verbs: &WordSet| {
             object_at.iter().find_map(|&(s, e)| {
                 let lo = s.saturating_sub(12);
                 let hi = (e + 8).min(words.len());
                 (lo..hi)
-                    .find(|&k| {
-                        (k < s || k >= e) && verbs.find(&words[k..k + 1]).is_some() && !negated(k)
-                    })
+                    .find(|&k| (k < s || k >= e) && verbs.contains(words[k]) && !negated(k))
                     .map(|_| s)
             })
         };
@@ -1054,19 +1058,138 @@ fn combine(out: &mut Vec<Finding>) {
     }
 }
 
-fn move_verbs() -> &'static Pattern {
-    static P: OnceLock<Pattern> = OnceLock::new();
-    P.get_or_init(|| Pattern::new(MOVE))
+/// A set of words (`a|b|c*`, as one word of a pattern): exact words hashed, prefixes checked in turn.
+struct WordSet {
+    exact: std::collections::HashSet<String>,
+    prefix: Vec<String>,
 }
 
-fn name_nouns() -> &'static Pattern {
-    static P: OnceLock<Pattern> = OnceLock::new();
-    P.get_or_init(|| Pattern::new(NAME_NOUNS))
+impl WordSet {
+    fn new(alternatives: &str) -> WordSet {
+        let pattern = Pattern::new(alternatives);
+        let (prefix, exact): (Vec<_>, Vec<_>) =
+            pattern.first().iter().cloned().partition(|(_, p)| *p);
+        WordSet {
+            exact: exact.into_iter().map(|(w, _)| w).collect(),
+            prefix: prefix.into_iter().map(|(w, _)| w).collect(),
+        }
+    }
+
+    fn contains(&self, w: &str) -> bool {
+        self.exact.contains(w) || self.prefix.iter().any(|p| w.starts_with(p.as_str()))
+    }
 }
 
-fn reach_verbs() -> &'static Pattern {
-    static P: OnceLock<Pattern> = OnceLock::new();
-    P.get_or_init(|| Pattern::new(REACH))
+/// Byte offsets in folded text where one of [`PATHS`] starts: one pass, checking only at bytes some path starts with.
+fn paths_in(folded: &str) -> Vec<usize> {
+    static FIRST: OnceLock<Vec<Vec<usize>>> = OnceLock::new();
+    let first = FIRST.get_or_init(|| {
+        let mut t = vec![Vec::new(); 256];
+        for (k, p) in PATHS.iter().enumerate() {
+            t[p.as_bytes()[0] as usize].push(k);
+        }
+        t
+    });
+    let b = folded.as_bytes();
+    let mut out = Vec::new();
+    let mut seen = [false; 64];
+    for i in 0..b.len() {
+        for &k in &first[b[i] as usize] {
+            if !seen[k] && b[i..].starts_with(PATHS[k].as_bytes()) {
+                seen[k] = true;
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+/// Where patterns may start: (group, pattern) by exact first word, and by first-word prefix.
+struct Index {
+    exact: std::collections::HashMap<String, Vec<(usize, usize)>>,
+    /// Prefix alternatives by their first byte.
+    prefix: Vec<Vec<(String, usize, usize)>>,
+}
+
+impl Index {
+    fn new<'a>(groups: impl Iterator<Item = &'a [Pattern]>) -> Index {
+        let mut idx = Index {
+            exact: Default::default(),
+            prefix: vec![Vec::new(); 256],
+        };
+        for (r, group) in groups.enumerate() {
+            for (p, pattern) in group.iter().enumerate() {
+                for (word, is_prefix) in pattern.first() {
+                    if *is_prefix {
+                        let b = word.as_bytes().first().copied().unwrap_or(0) as usize;
+                        idx.prefix[b].push((word.clone(), r, p));
+                    } else {
+                        idx.exact.entry(word.clone()).or_default().push((r, p));
+                    }
+                }
+            }
+        }
+        idx
+    }
+
+    /// The first match of every pattern of every group in `words`: `found[group][pattern]`.
+    fn scan(&self, groups: &[&[Pattern]], words: &[&str]) -> Vec<Vec<Option<(usize, usize)>>> {
+        let mut found: Vec<Vec<Option<(usize, usize)>>> =
+            groups.iter().map(|g| vec![None; g.len()]).collect();
+        for (i, w) in words.iter().enumerate() {
+            let mut attempt = |r: usize, p: usize| {
+                if found[r][p].is_none()
+                    && let Some(end) = groups[r][p].at_start(words, i)
+                {
+                    found[r][p] = Some((i, end));
+                }
+            };
+            if let Some(starts) = self.exact.get(*w) {
+                for &(r, p) in starts {
+                    attempt(r, p);
+                }
+            }
+            let b = w.as_bytes().first().copied().unwrap_or(0) as usize;
+            for (prefix, r, p) in &self.prefix[b] {
+                if w.starts_with(prefix.as_str()) {
+                    attempt(*r, *p);
+                }
+            }
+        }
+        found
+    }
+}
+
+fn rule_groups() -> &'static (Vec<&'static [Pattern]>, Index) {
+    static I: OnceLock<(Vec<&'static [Pattern]>, Index)> = OnceLock::new();
+    I.get_or_init(|| {
+        let groups: Vec<&'static [Pattern]> = phrase_rules()
+            .iter()
+            .map(|r| r.patterns.as_slice())
+            .collect();
+        let idx = Index::new(groups.iter().copied());
+        (groups, idx)
+    })
+}
+
+fn object_index() -> &'static Index {
+    static I: OnceLock<Index> = OnceLock::new();
+    I.get_or_init(|| Index::new(std::iter::once(objects())))
+}
+
+fn move_verbs() -> &'static WordSet {
+    static P: OnceLock<WordSet> = OnceLock::new();
+    P.get_or_init(|| WordSet::new(MOVE))
+}
+
+fn name_nouns() -> &'static WordSet {
+    static P: OnceLock<WordSet> = OnceLock::new();
+    P.get_or_init(|| WordSet::new(NAME_NOUNS))
+}
+
+fn reach_verbs() -> &'static WordSet {
+    static P: OnceLock<WordSet> = OnceLock::new();
+    P.get_or_init(|| WordSet::new(REACH))
 }
 
 /// Words a description uses when it *describes* attacks or dangerous input rather than asking for them (a security

@@ -673,9 +673,14 @@ function pinCard(p) {
       toast(`approved ${p.server}__${p.tool}`);
       loadPending();
     }) }, 'Approve');
+  const status = { new: 'new tool', changed: 'changed since approval', flagged: 'flagged by the scanner' }[p.status] || p.status;
+  // The scanner's findings: rule, severity, where, and the excerpt with hidden characters made visible.
+  const findings = (p.findings || []).map((f) => h('li', { class: `finding ${f.severity}` },
+    h('strong', {}, f.rule), ` (${f.severity}) at `, h('code', {}, f.field), ': ', h('span', { class: 'excerpt' }, f.excerpt)));
   return h('article', { class: 'card pin', 'data-tool': `${p.server}__${p.tool}` },
     h('header', { class: 'row' }, h('strong', {}, `${p.server}__${p.tool}`),
-      h('span', { class: 'pill' }, p.status === 'new' ? 'new tool' : 'changed since approval'), approve),
+      h('span', { class: 'pill' }, status), approve),
+    findings.length ? h('ul', { class: 'findings' }, ...findings) : null,
     rows.length
       ? h('table', { class: 'diff' },
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Field'), h('th', { scope: 'col' }, 'Approved'), h('th', { scope: 'col' }, 'Now'))),

@@ -22,18 +22,167 @@ pub(crate) fn all(s: &str) -> Vec<Decoded> {
         return out;
     }
     base64_runs(s, &mut out);
+    // Base64 inside base64: decoded once more.
+    let mut again = Vec::new();
+    for d in out.iter().filter(|d| d.encoding == "base64") {
+        let mut inner = Vec::new();
+        base64_runs(&d.text, &mut inner);
+        again.extend(inner.into_iter().map(|i| Decoded {
+            encoding: "base64 (twice)",
+            at: d.at,
+            text: i.text,
+        }));
+    }
+    out.extend(again);
+    base32_runs(s, &mut out);
     hex_runs(s, &mut out);
+    numbers(s, &mut out);
     if s.contains(['%', '\\', '&']) {
         escapes(s, &mut out);
     }
-    if s.to_ascii_lowercase().contains("rot13") || s.to_ascii_lowercase().contains("rot-13") {
-        out.push(Decoded {
-            encoding: "rot13",
-            at: 0,
-            text: s.chars().map(rot13).collect(),
-        });
+    let lower = s.to_ascii_lowercase();
+    let whole = |encoding, text: String| Decoded {
+        encoding,
+        at: 0,
+        text,
+    };
+    if lower.contains("rot13") || lower.contains("rot-13") {
+        out.push(whole("rot13", s.chars().map(rot13).collect()));
+    }
+    if lower.contains("rot47") || lower.contains("rot-47") {
+        out.push(whole("rot47", s.chars().map(rot47).collect()));
+    }
+    if lower.contains("backward") || lower.contains("reverse") || lower.contains("right to left") {
+        out.push(whole("reversed text", s.chars().rev().collect()));
+    }
+    // Leetspeak: digits standing for letters inside words (`1gn0r3 pr3v10u5`).
+    let leet_words = s
+        .split_whitespace()
+        .filter(|w| {
+            w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_alphabetic())
+        })
+        .count();
+    if leet_words >= 4 {
+        out.push(whole("leetspeak", s.chars().map(unleet).collect()));
     }
     out
+}
+
+fn unleet(c: char) -> char {
+    match c {
+        '0' => 'o',
+        '1' => 'i',
+        '3' => 'e',
+        '4' => 'a',
+        '5' => 's',
+        '7' => 't',
+        '8' => 'b',
+        '@' => 'a',
+        '$' => 's',
+        _ => c,
+    }
+}
+
+fn rot47(c: char) -> char {
+    match c {
+        '!'..='~' => char::from_u32(33 + ((c as u32 - 33 + 47) % 94)).unwrap_or(c),
+        _ => c,
+    }
+}
+
+/// Base32 (RFC 4648: `A-Z2-7`, `=` padding), runs of at least 24 characters.
+fn base32_runs(s: &str, out: &mut Vec<Decoded>) {
+    let b = s.as_bytes();
+    let is_b32 = |c: u8| c.is_ascii_uppercase() || (b'2'..=b'7').contains(&c);
+    let mut i = 0;
+    while i < b.len() {
+        if !is_b32(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && is_b32(b[i]) {
+            i += 1;
+        }
+        if i - start >= 24 {
+            let mut bits: u64 = 0;
+            let mut n = 0;
+            let mut bytes = Vec::new();
+            for &c in &b[start..i] {
+                let v = if c.is_ascii_uppercase() {
+                    c - b'A'
+                } else {
+                    c - b'2' + 26
+                };
+                bits = (bits << 5) | v as u64;
+                n += 5;
+                if n >= 8 {
+                    n -= 8;
+                    bytes.push((bits >> n) as u8);
+                    bits &= (1 << n) - 1;
+                }
+            }
+            if let Ok(text) = String::from_utf8(bytes)
+                && readable(&text, 3)
+            {
+                out.push(Decoded {
+                    encoding: "base32",
+                    at: start,
+                    text,
+                });
+            }
+        }
+        while i < b.len() && b[i] == b'=' {
+            i += 1;
+        }
+    }
+}
+
+/// Character codes written as numbers: decimal (`65 108 115 111`) or 8-bit binary (`01110010 01100101`), at least
+/// ten in a row.
+fn numbers(s: &str, out: &mut Vec<Decoded>) {
+    let words: Vec<(usize, &str)> = s
+        .split_whitespace()
+        .map(|w| {
+            (
+                w.as_ptr() as usize - s.as_ptr() as usize,
+                w.trim_matches(|c: char| c == ',' || c == ';'),
+            )
+        })
+        .collect();
+    let mut i = 0;
+    while i < words.len() {
+        let binary = |w: &str| w.len() == 8 && w.bytes().all(|c| c == b'0' || c == b'1');
+        let decimal = |w: &str| {
+            (2..=3).contains(&w.len()) && w.parse::<u32>().is_ok_and(|n| (32..127).contains(&n))
+        };
+        let (kind, test): (&'static str, &dyn Fn(&str) -> bool) = if binary(words[i].1) {
+            ("binary", &binary)
+        } else if decimal(words[i].1) {
+            ("character codes", &decimal)
+        } else {
+            i += 1;
+            continue;
+        };
+        let start = i;
+        while i < words.len() && test(words[i].1) {
+            i += 1;
+        }
+        if i - start >= 10 {
+            let radix = if kind == "binary" { 2 } else { 10 };
+            let text: String = words[start..i]
+                .iter()
+                .filter_map(|(_, w)| u32::from_str_radix(w, radix).ok().and_then(char::from_u32))
+                .collect();
+            if readable(&text, 2) {
+                out.push(Decoded {
+                    encoding: kind,
+                    at: words[start].0,
+                    text,
+                });
+            }
+        }
+    }
 }
 
 /// Readable: valid text, mostly printable, with at least `min_words` words of letters.

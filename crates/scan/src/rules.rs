@@ -51,7 +51,15 @@ fn phrase_rules() -> &'static [Rule] {
                     "youre now",
                     "precedence|priority ~3 over ~4 anything|everything|instruction*|user|users|conversation|system|said|prompt*|guideline*|rules",
                     "supersede*|override|overrides ~3 anything|everything|whatever ~3 said|the|user|in|this",
-                    "role ~2 system ~2 content",
+                    "role ~2 system ~2 content|priority|policy|override",
+                    "system ~0 directives|directive|override|policy|instructions|note ~1 id|action|always|must|to|for",
+                    "message|note|notice|instructions|memo ~2 to|for ~2 every|all|any|each ~2 sub|agent|agents|reviewer*|orchestrator*|planner*|model*|assistant*",
+                    "reviewer|planner|orchestrator|sub ~1 agents|agent ~2 must|should|shall",
+                    "mark ~4 as ~1 verified|approved|safe|trusted|reviewed ~3 without",
+                    "treat ~3 any|every|all ~2 instruction* ~6 as ~3 coming|from|user",
+                    "ignore ~3 the ~1 instructions ~3 in|of ~2 the ~1 system",
+                    "assistant ~0 configuration|config|settings|directive*",
+                    "aviso|hinweis|remarque|observacao|observação|nota ~2 para|fur|für|fuer|pour ~2 el|den|l|o|a ~1 asistente|assistenten|assistant|assistente",
                     "treat|consider|regard ~4 as ~3 if|coming|from ~3 the ~1 user|developer|system|operator|admin*",
                     "as if ~3 the ~1 user|developer|operator ~3 typed|said|wrote|asked|requested|sent|gave",
                     "treat ~3 as ~3 the ~1 user|users ~1 own",
@@ -84,6 +92,13 @@ fn phrase_rules() -> &'static [Rule] {
                     "not|never ~1 displayed|shown|visible ~4 no ~1 need",
                     "dont|not|never ~1 report|log|show|display|print|echo ~1 it|this|that|them",
                     "ne ~3 dites|mentionnez|signalez|dis ~2 pas",
+                    "nao|não ~1 comente|mencione|conte|diga|informe|fale",
+                    "erwaehne|erwähne|erwahne|sage|verrate ~2 das|es|dies ~1 nicht",
+                    "no ~1 lo ~1 menciones|digas|comentes",
+                    "disclose|mention|show|reveal|notify|tell ~2 to? ~1 user|users ~1 false|no|never",
+                    "suppress ~3 mention*|notice*|notification*",
+                    "without ~1 listing|including|showing|mentioning|reporting ~2 them|it|this|these ~3 in ~2 the ~1 summary|response|answer|reply|report",
+                    "report|present|describe ~3 to ~2 the ~1 user ~2 as ~1 normal|usual|routine|expected|successful",
                     "nicht ~1 erwahnen|erwähnen|sagen|mitteilen|anzeigen",
                     "no ~2 lo|se|le ~2 digas|menciones|informes|muestres",
                     "non ~2 dirlo|menzionarlo|dire",
@@ -97,6 +112,21 @@ fn phrase_rules() -> &'static [Rule] {
                     "from now on",
                     "henceforth|hereafter",
                     "from ~1 then|that|this ~1 point? ~1 on|onward|onwards",
+                    "from ~1 the ~1 moment|time|instant ~3 connected|loaded|installed|listed|registered|enabled",
+                    "before ~2 you ~2 answer|respond|reply|handle|process ~2 any|every|each|all",
+                    "applies|apply|applying ~2 to ~2 every|all|each|any ~1 reply|replies|answer*|response*|message*|conversation*|request*",
+                    "append|add|include|insert ~8 to|in ~1 all|every|each ~1 answer*|response*|repl*",
+                    "not ~1 just|only ~2 this ~1 resource|tool|prompt|server",
+                    "when|whenever ~3 writing|generating|creating|producing ~3 any|every|all ~3 code|script*|dockerfile*|workflow*|file*|config*",
+                    "operating ~0 rule|rules|instruction*",
+                    "if ~2 the ~1 user ~2 ever",
+                    "as soon as ~2 prompts|tools|resources|it|they ~2 are|is ~1 listed|loaded",
+                    "toute|toda|toutes|todo ~1 la|a|el ~1 session|sessao|sesion|sesión|sessão|conversation|conversa|conversacion|conversación",
+                    "gesamte|ganze|gesamten|ganzen ~0 sitzung|unterhaltung|konversation|gesprach|gespräch",
+                    "gultig|gueltig|gültig ~3 fur|fuer|für",
+                    "bevor ~1 du",
+                    "avant ~2 de ~1 repondre|répondre|chaque",
+                    "antes ~2 de ~1 responder|cada|ejecutar|executar",
                     "for|during|throughout ~1 the|this ~1 whole|entire|rest|remainder|full ~2 session|conversation|chat",
                     "valid|in force|applies|apply|active|effective ~4 whole|entire|every|all|globally|rest ~2 session|conversation|chat|code|request*|tool*",
                     "applies|apply ~1 globally|always|everywhere",
@@ -132,6 +162,11 @@ fn phrase_rules() -> &'static [Rule] {
                     "dont|not|never ~2 use|call|invoke|trust|consider ~2 any ~1 other|another|alternative|competing|different|third ~2 tool*|server*|function*|mcp*",
                     "other|another|competing|alternative ~1 tool|tools|server|servers|function|functions ~3 are|is ~2 deprecated|broken|unsafe|malicious|compromised|insecure|unreliable|forbidden|disabled",
                     "only ~2 this ~1 tool ~3 may|can|should|must ~2 be ~1 used",
+                    "other|another|competing|alternative ~2 tool|tools|server|servers|channels|options ~6 are|is ~2 deprecated|broken|unsafe|malicious|compromised|insecure|unreliable|forbidden|disabled|outdated",
+                    "always ~2 pick|use|call|choose|select|prefer ~4 for ~2 every|all|any|each ~1 request*|query|queries|task*|question*",
+                    "never|dont|not ~1 recommend|suggest|mention ~2 other|another|alternative|competing ~2 tool*|server*|channel*|service*|provider*|product*|vendor*|app|apps",
+                    "only ~1 officially ~1 endorsed|approved|supported",
+                    "no ~1 utilices|uses|uses|use ~3 la|o|the ~2 oficial|official|officielle",
                 ],
             ),
             rule(
@@ -144,6 +179,11 @@ fn phrase_rules() -> &'static [Rule] {
                     "other|another|different|all ~1 tool|tools|server|servers|function|functions|mcp ~4 must|should|shall|required|need|needs|have|has ~2 to|be|also ~3 include|send|pass|add|use|call|forward|cc|bcc|redirect",
                     "change|replace|modify|override|rewrite|swap|redirect ~2 the ~2 recipient*|destination|target|account|iban|wallet|address|receiver|payee ~4 to|with|into",
                     "always ~2 bcc|cc",
+                    "when|whenever|before|if ~3 the ~2 server|servers ~2 tool ~2 is|are ~1 used|called|invoked",
+                    "use|call|invoke|run ~2 the ~2 server|servers ~3 tool ~3 to ~1 run|fetch|read|select|query|send|get",
+                    "set ~2 the ~1 destination|recipient|account|target|payee|wallet|iban ~2 to",
+                    "any|all|every ~1 tool|tools ~3 whose ~1 name",
+                    "any|every|all ~1 tool|tools ~3 that ~2 writes|write|sends|send|reads|read|creates|create|runs|run ~6 must|should|shall",
                     "blind ~0 copy",
                     "destination|recipient|target|account|iban|wallet|address|payee|receiver ~3 must|should|will|is|are|gets|get ~3 be? ~1 replaced|changed|swapped|redirected|overridden|rewritten|substituted",
                     "when|whenever ~3 calling|using|invoking ~2 the ~2 server|servers ~2 tool",
@@ -198,6 +238,8 @@ fn phrase_rules() -> &'static [Rule] {
                 &[
                     "rm ~1 rf|fr|r",
                     "curl|wget|fetch ~12 sh|bash|zsh|python|python3|node|perl|iex",
+                    "select ~3 from ~1 api ~0 keys|credentials|secrets|passwords|tokens",
+                    "select ~1 from ~1 users ~1 limit",
                     "curl ~2 d|data ~2 http|https",
                     "chmod ~2 777|0777|666|0666|r",
                     "git ~1 config ~3 hookspath",
@@ -232,6 +274,17 @@ fn phrase_rules() -> &'static [Rule] {
                 ],
             ),
             rule(
+                "credential_phishing",
+                Severity::High,
+                "tells the agent to ask the user for passwords, codes or card details",
+                &[
+                    "ask|request|prompt|pide|pida|solicita|demande|demandez|frag|frage|fragen|peça|peca|pergunte|pedir ~5 user|users|them|customer|usuario|usuário|utilisateur|nutzer|benutzer ~6 their|your|account|full|complete|completo|su|sua|seu|leur|ihr|ihre|ihren|current ~3 password|passwords|passcode|pin|cvv|cvc|card|tarjeta|cartao|cartão|carte|karte|authenticator|otp|2fa|mfa|seed|mnemonic|ssn|passwort|kennwort|contrasena|contraseña|senha|mot",
+                    "reply|respond|answer ~2 with ~3 their|your ~2 password|passcode|pin|cvv|code|card",
+                    "full|complete|entire ~1 card ~0 number",
+                    "numero|número ~1 completo ~2 de ~1 su|sua ~1 tarjeta|cartao|cartão",
+                ],
+            ),
+            rule(
                 "destructive_order",
                 Severity::High,
                 "orders the agent to delete or overwrite the user's data",
@@ -258,6 +311,7 @@ fn phrase_rules() -> &'static [Rule] {
                     "before ~3 any|every|each|all ~2 other ~1 tool*|action*|function*|call*|operation*|request*",
                     "must ~2 be ~1 called|invoked|run|used ~2 first|before",
                     "always ~3 call|use|invoke|run ~2 this ~2 first|before",
+                    "always ~1 call|run|use|invoke ~1 first",
                 ],
             ),
             rule(
@@ -277,7 +331,7 @@ fn phrase_rules() -> &'static [Rule] {
 
 /// The verbs that move or reveal data, for `data_exfiltration`.
 /// Verbs that move data somewhere: with a secret or the conversation nearby, exfiltration.
-const MOVE: &str = "envoyez|envoyer|mitsenden|senden|envía|envia|enviar|incluir|invia|copiez|copier|kopieren|copiar|send|sends|sending|sent|pass|passing|passed|include|append|attach*|provide|put|insert|add|copy|upload|post|embed|share|transmit|leak|exfiltrat*|supply|concatenat*|paste|submit|email|mail|transfer|relay|mirror|mirrored|place|populate|fill|accompan*|output|logged|export|exported|dump";
+const MOVE: &str = "copie|copia|envie|envoie|schicke|sende|sendet|schick|übergib|ubergib|uebergib|inclua|incluye|mets|mettez|pon|ponga|coloque|coloca|adjunta|anexe|füge|fuge|envoyez|envoyer|mitsenden|senden|envía|envia|enviar|incluir|invia|copiez|copier|kopieren|copiar|send|sends|sending|sent|pass|passing|passed|include|append|attach*|provide|put|insert|add|copy|upload|post|embed|share|transmit|leak|exfiltrat*|supply|concatenat*|paste|submit|email|mail|transfer|relay|mirror|mirrored|place|populate|fill|accompan*|output|logged|export|exported|dump";
 /// Verbs that reach for data: with a secret nearby, exfiltration only when the text gives orders.
 const REACH: &str = "lisez|lire|lesen|leer|leggi|read|cat|open|load|fetch|retrieve|collect|gather|extract|grab|harvest|capture|steal|scrape|obtain|access|ask|set";
 /// Nouns that stand for a verb in a parameter or tool name (`output_of_running_cat_etc_passwd`).
@@ -335,6 +389,18 @@ fn objects() -> &'static [Pattern] {
             "browser ~0 cookie*|password*|passwords|history",
             "keychain|keystore|keyring",
             "credit ~0 card|cards",
+            "last|recent|previous|prior ~3 user|chat ~1 message|messages|turns|exchanges",
+            "messages ~2 of ~1 context",
+            "user|users|their ~1 message ~1 verbatim",
+            "user|users|their|your ~2 account ~0 password|passwords|credentials",
+            "secret ~0 looking ~1 string*",
+            "dot ~0 env",
+            "env ~0 vars ~2 and",
+            "contents ~2 of ~3 pem|key|keys|credentials|secrets",
+            "kube ~0 config|configs",
+            "authenticator|verification ~1 code|codes",
+            "historial|historique|historico|histórico ~3 conversa*|conversation*|chat|dialog*|mensajes|messages|completo|complet|compl*",
+            "gesprach*|gespraech*|gespräch*|chatverlauf|unterhaltungsverlauf|verlauf",
             "other ~1 tool|tools|server|servers ~1 output*|result*|response*|secret*|credential*|token*",
         ]
         .iter()
@@ -379,6 +445,11 @@ const PATHS: &[&str] = &[
     ".pgpass",
     "hosts.yml",
     ".ssh/*",
+    ".pem ",
+    "*.pem",
+    "id_* ",
+    "ssh_config",
+    ".ssh/config",
     "/proc/self/environ",
     ".config/gh",
     "keychain",
@@ -389,6 +460,85 @@ const PATHS: &[&str] = &[
     ".env.",
     ".env,",
     ".env)",
+];
+
+/// Phrases of concealment, standing orders, reaching verbs and secrets in Chinese, Japanese and Russian (lower case).
+const NONLATIN_CONCEAL: &[&str] = &[
+    "不要告诉",
+    "不要告知",
+    "请勿告知",
+    "请勿告诉",
+    "不要提及",
+    "勿告诉",
+    "不要让用户知道",
+    "知らせないで",
+    "伝えないで",
+    "言わないで",
+    "教えないで",
+    "触れないで",
+    "не сообщай",
+    "не говори",
+    "не упоминай",
+    "не рассказывай",
+    "не сообщайте",
+    "не говорите",
+    "не упоминайте",
+];
+const NONLATIN_SCOPE: &[&str] = &[
+    "会話全体",
+    "整个对话",
+    "整个会话",
+    "全部对话",
+    "所有对话",
+    "セッション全体",
+    "すべての会話",
+    "всего диалога",
+    "всей сессии",
+    "всего разговора",
+    "всей беседы",
+    "каждого ответа",
+];
+const NONLATIN_VERBS: &[&str] = &[
+    "读取",
+    "放入",
+    "发送",
+    "上传",
+    "附加",
+    "追加",
+    "添加",
+    "复制",
+    "含め",
+    "読み取",
+    "読み込",
+    "送信",
+    "記憶",
+    "貼り付け",
+    "コピー",
+    "отправ",
+    "прочит",
+    "скопир",
+    "добав",
+    "вставь",
+    "вставьте",
+    "перешл",
+    "приложи",
+];
+const NONLATIN_OBJECTS: &[&str] = &[
+    "密码",
+    "密钥",
+    "凭证",
+    "对话历史",
+    "聊天记录",
+    "会话记录",
+    "パスワード",
+    "apiキー",
+    "認証情報",
+    "会話履歴",
+    "пароль",
+    "ключ",
+    "историю",
+    "переписк",
+    "токен",
 ];
 
 /// Names of parameters that collect the agent's context (the `sidenote` of the first tool-poisoning write-up).
@@ -520,7 +670,13 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
                 &mut inner,
             );
             let strong = inner.iter().any(|x| x.severity >= Severity::Medium);
-            if strong || (f.role != Role::Value && decode::readable(&d.text, 4)) {
+            // A decoder applied to the whole text (ROT13, reversed, leetspeak) turns any description into "words":
+            // only what the decoded text says counts there.
+            let whole = matches!(
+                d.encoding,
+                "rot13" | "rot47" | "reversed text" | "leetspeak"
+            );
+            if strong || (!whole && f.role != Role::Value && decode::readable(&d.text, 4)) {
                 out.push(Finding {
                     rule: "encoded_payload",
                     severity: if strong || d.encoding == "unicode tags" {
@@ -678,6 +834,16 @@ fn read(
 
     // Each pattern's first match, found through the index of first words: a word that starts no pattern costs one
     // hash lookup and the prefix checks, instead of every pattern.
+    // The server's name counts as "this server" only where the text writes it as a name (`CircleCI`), not as a
+    // common word (`search` in "other search tools").
+    let proper: Vec<String> = server
+        .iter()
+        .filter(|s| {
+            raw.split(|c: char| !c.is_alphanumeric())
+                .any(|w| w.eq_ignore_ascii_case(s) && w.chars().any(char::is_uppercase))
+        })
+        .cloned()
+        .collect();
     let rules = phrase_rules();
     let (groups, idx) = rule_groups();
     let first = idx.scan(groups, &words);
@@ -687,7 +853,7 @@ fn read(
             if matches!(
                 r.name,
                 "cross_server_shadowing" | "tool_preference" | "line_jumping"
-            ) && own_scope(&words, i, end, server)
+            ) && own_scope(&words, i, end, &proper)
             {
                 continue;
             }
@@ -706,6 +872,38 @@ fn read(
                 && !ordered_sentence(&words, i);
             let severity = if quoted { Severity::Low } else { r.severity };
             push(r.name, severity, origin(i), r.detail.into());
+        }
+    }
+
+    // Text in scripts without spaces between words (Chinese, Japanese) or with inflections the word patterns do not
+    // know (Russian): a few phrases looked for as text.
+    if !raw.is_ascii() {
+        let has = |list: &[&str]| list.iter().find_map(|p| folded.find(p));
+        if let Some(at) = has(NONLATIN_CONCEAL) {
+            push(
+                "concealment",
+                Severity::High,
+                map.get(at).copied().unwrap_or(0),
+                "tells the agent to keep something from the user".into(),
+            );
+        }
+        if let Some(at) = has(NONLATIN_SCOPE) {
+            push(
+                "line_jumping",
+                Severity::High,
+                map.get(at).copied().unwrap_or(0),
+                "gives the agent standing orders beyond this tool's own use".into(),
+            );
+        }
+        if let Some(at) = has(NONLATIN_VERBS)
+            && (has(NONLATIN_OBJECTS).is_some() || !paths_in(&folded).is_empty())
+        {
+            push(
+                "data_exfiltration",
+                Severity::High,
+                map.get(at).copied().unwrap_or(0),
+                "asks for secrets or the conversation to be read or sent".into(),
+            );
         }
     }
 

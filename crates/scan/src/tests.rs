@@ -202,7 +202,11 @@ fn score(cases: &[Value]) -> (usize, usize, usize, usize, Vec<String>) {
                 misses.push(format!("flagged {} {:?}", c["id"], rules(&f)));
             }
         }
-        if std::env::var_os("SCAN_DEBUG").is_some() && (hit != (c["label"] == "poisoned")) {
+        // Never for the held-out set: its cases stay unread by whoever tunes the rules.
+        if std::env::var_os("SCAN_DEBUG").is_some()
+            && !c["id"].as_str().unwrap_or_default().starts_with("ho-")
+            && (hit != (c["label"] == "poisoned"))
+        {
             eprintln!("== {} {}", c["id"], c["label"]);
             for x in &f {
                 eprintln!(
@@ -220,7 +224,11 @@ fn recall_on_the_labelled_corpora() {
     let mut failures = Vec::new();
     // The held-out set was written apart from the rules and is not tuned on: its floor records what the rules
     // reach on text they were not written against (BENCHMARKS.md reports both figures).
-    for (file, min_recall) in [("corpus.json", 0.95), ("heldout.json", 0.75)] {
+    for (file, min_recall) in [
+        ("corpus.json", 0.95),
+        ("corpus2.json", 0.0),
+        ("heldout.json", 0.75),
+    ] {
         let cases = corpus(file);
         let (caught, poisoned, flagged, benign, misses) = score(&cases);
         let recall = caught as f64 / poisoned as f64;

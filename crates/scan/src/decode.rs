@@ -254,12 +254,26 @@ fn base64_runs(s: &str, out: &mut Vec<Decoded>) {
             // try the run and the run without a trailing partial quantum.
             let trimmed = &run[..run.len() - run.len() % 4];
             for candidate in [run, trimmed] {
-                if let Some(text) = engines
-                    .iter()
-                    .find_map(|e| e.decode(candidate).ok())
-                    .and_then(|bytes| String::from_utf8(bytes).ok())
-                    .filter(|t| readable(t, 3))
-                {
+                let decode = |c: &str| {
+                    engines
+                        .iter()
+                        .find_map(|e| e.decode(c.trim_end_matches('=')).ok())
+                        .and_then(|bytes| String::from_utf8(bytes).ok())
+                };
+                // Base64 of base64 is decoded twice.
+                let text = decode(candidate).and_then(|t| {
+                    if readable(&t, 3) {
+                        Some(t)
+                    } else if t.len() >= 16
+                        && t.bytes()
+                            .all(|c| c.is_ascii_alphanumeric() || b"+/=-_".contains(&c))
+                    {
+                        decode(&t).filter(|t| readable(t, 3))
+                    } else {
+                        None
+                    }
+                });
+                if let Some(text) = text {
                     out.push(Decoded {
                         encoding: "base64",
                         at: start,

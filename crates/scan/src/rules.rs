@@ -483,6 +483,10 @@ const NONLATIN_CONCEAL: &[&str] = &[
     "не сообщайте",
     "не говорите",
     "не упоминайте",
+    "сообщать не нужно",
+    "не нужно сообщать",
+    "не нужно говорить",
+    "говорить не нужно",
 ];
 const NONLATIN_SCOPE: &[&str] = &[
     "会話全体",
@@ -878,7 +882,9 @@ fn read(
     // Text in scripts without spaces between words (Chinese, Japanese) or with inflections the word patterns do not
     // know (Russian): a few phrases looked for as text.
     if !raw.is_ascii() {
-        let has = |list: &[&str]| list.iter().find_map(|p| folded.find(p));
+        // Looked for in the text as written: folding maps Cyrillic look-alikes to Latin letters.
+        let lower = raw.to_lowercase();
+        let has = |list: &[&str]| list.iter().find_map(|p| lower.find(p).map(|_| 0usize));
         if let Some(at) = has(NONLATIN_CONCEAL) {
             push(
                 "concealment",
@@ -896,7 +902,7 @@ fn read(
             );
         }
         if let Some(at) = has(NONLATIN_VERBS)
-            && (has(NONLATIN_OBJECTS).is_some() || !paths_in(&folded).is_empty())
+            && (has(NONLATIN_OBJECTS).is_some() || !paths_in(&lower).is_empty())
         {
             push(
                 "data_exfiltration",
@@ -1412,7 +1418,6 @@ const DESCRIBING: &[&str] = &[
     "identifies",
     "warn",
     "warns",
-    "example",
     "examples",
     "attempts",
     "phrases",

@@ -38,7 +38,9 @@ const PEOPLE: &str = "user|users|human|humans|person|operator|them|anyone|people
 fn phrase_rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        let conceal_1 = format!("dont|not|never|nor|without|avoid ~1 {TELL}|let|letting ~4 {PEOPLE}");
+        let conceal_1 = format!("dont|not|never|nor|without|avoid ~1 {TELL}|let|letting ~0 the|any|your ~1 {PEOPLE}");
+        let conceal_1b = format!("dont|not|never|nor|without|avoid ~1 {TELL}|let|letting ~0 {PEOPLE}");
+        let conceal_1c = format!("dont|not|never|nor|without|avoid ~1 {TELL} ~3 to|with ~1 the|any ~1 {PEOPLE}");
         let conceal_2 = format!("{PEOPLE} ~3 must|should|will|need|needs|shall|can|cannot|cant|wont|doesnt|dont|does|do|is|are|isnt|arent ~2 not|never|nt ~3 know|see|notice|aware|told|find|learn|suspect|realize|understand|informed|notified|shown|bothered");
         vec![
             rule(
@@ -49,6 +51,7 @@ fn phrase_rules() -> &'static [Rule] {
                     "ignore|disregard|forget|override|bypass|overrule|supersede*|abandon ~3 previous|prior|above|earlier|preceding|all|any|other|system|original|safety|security|existing|default|your|user|users|usual|normal ~2 instruction*|rule*|guideline*|direction*|prompt*|polic*|constraint*|restriction*|guardrail*|safeguard*|directive*|warning*|programming|training",
                     "you are now",
                     "youre now",
+                    "instructions|guidance|rules|prompt|directions ~8 is|are ~1 outdated|obsolete|void|superseded|invalid|revoked",
                     "precedence|priority ~3 over ~4 anything|everything|instruction*|user|users|conversation|system|said|prompt*|guideline*|rules",
                     "supersede*|override|overrides ~3 anything|everything|whatever ~3 said|the|user|in|this",
                     "role ~2 system ~2 content|priority|policy|override",
@@ -77,12 +80,19 @@ fn phrase_rules() -> &'static [Rule] {
                 "tells the agent to keep something from the user",
                 &[
                     conceal_1.as_str(),
+                    conceal_1b.as_str(),
+                    conceal_1c.as_str(),
                     conceal_2.as_str(),
                     "keep|remain|stay ~3 secret|hidden|confidential|invisible|quiet|silent|undisclosed ~3 from",
                     "keep ~2 this|these|it|that ~2 secret|hidden|confidential|between|private",
                     "this|these|it ~3 is|are ~2 invisible|hidden ~3 from|to ~2 the ~1 user|users|human",
                     "dont|not|never ~3 mention|reveal|disclose|acknowledge|discuss|repeat|quote ~3 this|these|that|the ~3 instruction*|step*|note|message|part|requirement*|action*|fact|rule*|directive*|tool|parameter|field",
                     "dont|not|never ~1 mention|reveal|disclose ~1 that|this|it",
+                    "not ~1 need ~2 to ~1 be ~1 mentioned|told|shown|disclosed|reported|displayed",
+                    "non ~1 menzionare|segnalare|dire|dirlo|segnalarlo|mostrare|mostrarlo|comunicare",
+                    "inutile ~2 mentionner|signaler|dire|preciser|préciser|montrer",
+                    "nicht ~4 anzeigen|zeigen|erwahnen|erwähnen|mitteilen|sagen",
+                    "bitte ~1 nicht",
                     "without ~2 the ~1 user|users|human ~2 knowing|noticing|knowledge|awareness|consent|seeing|approval|realizing",
                     "behind ~2 the ~1 user*|human*|their ~1 back",
                     "user|users ~2 will ~1 not|never ~1 see",
@@ -111,7 +121,14 @@ fn phrase_rules() -> &'static [Rule] {
                 &[
                     "from now on",
                     "henceforth|hereafter",
-                    "from ~1 then|that|this ~1 point? ~1 on|onward|onwards",
+                    "from ~1 then|that|this ~2 on|onward|onwards|forward",
+                    "a partir de ~1 ahora|agora|maintenant",
+                    "da questo momento|punto",
+                    "dorenavant|dorénavant|desormais|désormais",
+                    "ab sofort|jetzt",
+                    "von nun an",
+                    "in|en|em|a|à|bei ~1 ogni|cada|chaque|jeder ~1 risposta|respuesta|resposta|réponse|reponse|antwort",
+                    "before ~2 any ~1 other ~1 action|step|thing|request ~3 in ~2 the|this ~1 conversation|session|chat",
                     "from ~1 the ~1 moment|time|instant ~3 connected|loaded|installed|listed|registered|enabled",
                     "before ~2 you ~2 answer|respond|reply|handle|process ~2 any|every|each|all",
                     "applies|apply|applying ~2 to ~2 every|all|each|any ~1 reply|replies|answer*|response*|message*|conversation*|request*",
@@ -158,7 +175,7 @@ fn phrase_rules() -> &'static [Rule] {
                 "tries to steer the agent toward this tool or away from others",
                 &[
                     "always ~2 call|use|invoke|run|execute|prefer|choose|select|pick ~3 this ~1 tool|server|function ~4 instead|rather ~2 of|than ~2 any|other|another|competing|alternative|similar",
-                    "instead|rather ~1 of|than ~3 any|another|other|others|alternative|competing|similar ~2 tool*|server*|function*|mcp*",
+                    "instead|rather ~1 of|than ~3 any|another|other|others|alternative|competing|similar|the ~2 tool*|server*|function*|mcp*",
                     "dont|not|never ~2 use|call|invoke|trust|consider ~2 any ~1 other|another|alternative|competing|different|third ~2 tool*|server*|function*|mcp*",
                     "other|another|competing|alternative ~1 tool|tools|server|servers|function|functions ~3 are|is ~2 deprecated|broken|unsafe|malicious|compromised|insecure|unreliable|forbidden|disabled",
                     "only ~2 this ~1 tool ~3 may|can|should|must ~2 be ~1 used",
@@ -208,7 +225,9 @@ fn phrase_rules() -> &'static [Rule] {
                     "dont|not|never ~2 ask ~3 user|users|them|anyone|human ~3 confirm*|approv*|permission|consent|before",
                     "granted ~2 auto* ~1 approv*",
                     "no ~1 output ~2 needs|need|should|must ~2 be ~1 shown|displayed",
-                    "without ~1 asking|prompting|confirming",
+                    "nicht ~1 nachfragen|fragen",
+                    "sin ~1 preguntar|avisar",
+                    "sans ~1 demander|prévenir|prevenir",
                 ],
             ),
             rule(
@@ -281,6 +300,8 @@ fn phrase_rules() -> &'static [Rule] {
                     "ask|request|prompt|pide|pida|solicita|demande|demandez|frag|frage|fragen|peça|peca|pergunte|pedir ~5 user|users|them|customer|usuario|usuário|utilisateur|nutzer|benutzer ~6 their|your|account|full|complete|completo|su|sua|seu|leur|ihr|ihre|ihren|current ~3 password|passwords|passcode|pin|cvv|cvc|card|tarjeta|cartao|cartão|carte|karte|authenticator|otp|2fa|mfa|seed|mnemonic|ssn|passwort|kennwort|contrasena|contraseña|senha|mot",
                     "reply|respond|answer ~2 with ~3 their|your ~2 password|passcode|pin|cvv|code|card",
                     "full|complete|entire ~1 card ~0 number",
+                    "ask|request|pide|pida|pedir|demande|demander|frag|fragen|peça|peca|chiedi|chiedere ~4 pin|cvv|cvc|tarjeta|card|contrasena|contraseña|senha|passwort|passcode|otp|passport|pasaporte|passaporte|passeport ~6 user|usuario|usuário|utilisateur|nutzer|utente|them",
+                    "pide|pida|pedir|demande|chiedi|peça ~3 al|à|a|l ~1 usuario|utilisateur|utente|usuário ~6 numero|número|pasaporte|tarjeta|pin|contraseña|datos",
                     "numero|número ~1 completo ~2 de ~1 su|sua ~1 tarjeta|cartao|cartão",
                 ],
             ),
@@ -331,7 +352,7 @@ fn phrase_rules() -> &'static [Rule] {
 
 /// The verbs that move or reveal data, for `data_exfiltration`.
 /// Verbs that move data somewhere: with a secret or the conversation nearby, exfiltration.
-const MOVE: &str = "copie|copia|envie|envoie|schicke|sende|sendet|schick|übergib|ubergib|uebergib|inclua|incluye|mets|mettez|pon|ponga|coloque|coloca|adjunta|anexe|füge|fuge|envoyez|envoyer|mitsenden|senden|envía|envia|enviar|incluir|invia|copiez|copier|kopieren|copiar|send|sends|sending|sent|pass|passing|passed|include|append|attach*|provide|put|insert|add|copy|upload|post|embed|share|transmit|leak|exfiltrat*|supply|concatenat*|paste|submit|email|mail|transfer|relay|mirror|mirrored|place|populate|fill|accompan*|output|logged|export|exported|dump";
+const MOVE: &str = "einfügen|einfugen|einfuegen|hinzufügen|hinzufugen|anhängen|anhangen|récupérez|recuperez|placez|placer|mettre|inserisci|metti|carica|caricare|invia|incolla|introduzca|copiez|copia|envie|envoie|schicke|sende|sendet|schick|übergib|ubergib|uebergib|inclua|incluye|mets|mettez|pon|ponga|coloque|coloca|adjunta|anexe|füge|fuge|envoyez|envoyer|mitsenden|senden|envía|envia|enviar|incluir|invia|copiez|copier|kopieren|copiar|send|sends|sending|sent|pass|passing|passed|include|append|attach*|provide|put|insert|add|copy|upload|post|embed|share|transmit|leak|exfiltrat*|supply|concatenat*|paste|submit|email|mail|transfer|relay|mirror|mirrored|place|populate|fill|accompan*|output|logged|export|exported|dump";
 /// Verbs that reach for data: with a secret nearby, exfiltration only when the text gives orders.
 const REACH: &str = "lisez|lire|lesen|leer|leggi|read|cat|open|load|fetch|retrieve|collect|gather|extract|grab|harvest|capture|steal|scrape|obtain|access|ask|set";
 /// Nouns that stand for a verb in a parameter or tool name (`output_of_running_cat_etc_passwd`).
@@ -361,7 +382,6 @@ fn objects() -> &'static [Pattern] {
             "name|names ~2 and ~2 arguments|parameters|inputs ~2 of",
             "arguments|parameters|inputs ~3 of ~2 every|each|any|all ~1 other? ~1 tool|call",
             "token|key|secret|password ~1 environment ~0 variable*",
-            "personal ~0 access ~0 token*",
             "card ~0 number*|cvv|cvc",
             "cvv|cvc",
                         "appeared|mentioned|shared|said|seen|discussed ~3 in ~2 this|the ~1 conversation|chat|session",
@@ -389,6 +409,19 @@ fn objects() -> &'static [Pattern] {
             "browser ~0 cookie*|password*|passwords|history",
             "keychain|keystore|keyring",
             "credit ~0 card|cards",
+            "last|previous|prior|recent ~1 twenty|ten|five|fifty|hundred|few|several ~1 messages|turns|exchanges",
+            "current ~1 conversation|chat|session",
+            "user|users ~1 pasted|shared|typed|entered|uploaded",
+            "variables ~1 d|de ~1 environnement|entorno|ambiente",
+            "umgebungsvariablen",
+            "builds|build|process|your|users|system|current|all|machine ~1 environment|env ~0 variables|vars",
+            "environment|environments|system|machine|host|hosts ~1 credentials|secrets",
+            "printenv",
+            "runs|run|execute|executes ~1 env",
+            "user|users|their|your ~1 github|gitlab|slack|google|aws|openai|stripe|notion|jira ~3 token|tokens|key|keys|password|credentials",
+            "users ~2 token",
+            "home ~0 directory|folder ~3 files|listing|contents",
+            "every|all ~1 file ~2 in ~2 home",
             "last|recent|previous|prior ~3 user|chat ~1 message|messages|turns|exchanges",
             "messages ~2 of ~1 context",
             "user|users|their ~1 message ~1 verbatim",
@@ -527,6 +560,16 @@ const NONLATIN_VERBS: &[&str] = &[
     "перешл",
     "приложи",
 ];
+/// Words for "the assistant" (instructions addressed to it).
+const NONLATIN_ASSISTANT: &[&str] = &[
+    "助手",
+    "アシスタント",
+    "ассистент",
+    "어시스턴트",
+    "المساعد",
+    "assistant",
+    "助理",
+];
 const NONLATIN_OBJECTS: &[&str] = &[
     "密码",
     "密钥",
@@ -575,7 +618,6 @@ const DIRECTIVE: &[&str] = &[
     "never",
     "should",
     "instead",
-    "also",
     "additionally",
     "bcc",
     "cc",
@@ -588,15 +630,24 @@ const DIRECTIVE: &[&str] = &[
     "first",
     "before",
     "after",
+    "afterwards",
+    "afterward",
     "whenever",
     "ensure",
     "required",
     "important",
-    "do",
     "dont",
     "shall",
-    "need",
-    "needs",
+    "deprecated",
+    "broken",
+    "route",
+    "call",
+    "then",
+    "rewrite",
+    "set",
+    "disabled",
+    "unsafe",
+    "outdated",
 ];
 
 /// Instruction-tag names (`<IMPORTANT>`, `<system>`, ...): one of these words inside angle brackets.
@@ -871,9 +922,19 @@ fn read(
             {
                 continue;
             }
-            let quoted = matches!(r.name, "dangerous_command" | "instruction_override")
+            let quoted = (matches!(r.name, "dangerous_command" | "instruction_override")
                 && described(&words, i)
-                && !ordered_sentence(&words, i);
+                && !ordered_sentence(&words, i))
+                || (matches!(
+                    r.name,
+                    "instruction_override" | "concealment" | "consent_bypass"
+                ) && (in_quotes(raw, origin(i)) || refused(&words, i)))
+                || (r.name == "dangerous_command" && refused(&words, i));
+            if r.name == "concealment"
+                && words[end.min(words.len())..(end + 8).min(words.len())].contains(&"unless")
+            {
+                continue;
+            }
             let severity = if quoted { Severity::Low } else { r.severity };
             push(r.name, severity, origin(i), r.detail.into());
         }
@@ -902,7 +963,9 @@ fn read(
             );
         }
         if let Some(at) = has(NONLATIN_VERBS)
-            && (has(NONLATIN_OBJECTS).is_some() || !paths_in(&lower).is_empty())
+            && (!paths_in(&lower).is_empty()
+                || (has(NONLATIN_OBJECTS).is_some()
+                    && (has(NONLATIN_ASSISTANT).is_some() || has(NONLATIN_CONCEAL).is_some())))
         {
             push(
                 "data_exfiltration",
@@ -926,6 +989,16 @@ fn read(
 
     // Instruction tags: `<IMPORTANT>`, `</system>`, `[SYSTEM]`, `<|im_start|>`, `<!-- ... -->`.
     if let Some(at) = instruction_tag(&folded)
+        && !in_quotes(raw, map.get(at).copied().unwrap_or(0))
+        && !folded[at..].split_once('>').is_some_and(|(_, rest)| {
+            let next = rest.trim_start().trim_start_matches(['/', 'o', 'r', ' ']);
+            let rest = rest.trim_start();
+            rest.starts_with("tag")
+                || rest.starts_with("block")
+                || rest.starts_with("or <")
+                || rest.starts_with(", <")
+                || next.starts_with("tags")
+        })
         && !spans
             .iter()
             .position(|&(s, _)| s >= at)
@@ -960,7 +1033,7 @@ fn read(
         let near = |verbs: &WordSet| {
             object_at.iter().find_map(|&(s, e)| {
                 let lo = s.saturating_sub(12);
-                let hi = (e + 8).min(words.len());
+                let hi = (e + 16).min(words.len());
                 (lo..hi)
                     .find(|&k| (k < s || k >= e) && verbs.contains(words[k]) && !negated(k))
                     .map(|_| s)
@@ -995,7 +1068,9 @@ fn read(
         let near = near(move_verbs())
             .or_else(|| near(reach_verbs()).filter(|_| ordered()))
             .or_else(|| named.then(|| near(name_nouns())).flatten());
-        let near = near.filter(|&i| !described(&words, i) || ordered_sentence(&words, i));
+        let near = near.filter(|&i| {
+            (!described(&words, i) || ordered_sentence(&words, i)) && !refused(&words, i)
+        });
         let in_value =
             f.role == Role::Value && !(f.path.contains("key") || f.path.contains("identity"));
         match near {
@@ -1079,7 +1154,12 @@ fn read(
             continue;
         }
         if let Some(i) = (0..=words.len() - n).find(|&i| words[i..i + n] == name[..]) {
-            let ordered = words.iter().any(|w| DIRECTIVE.contains(w));
+            // An order near the mention (not anywhere in a long description).
+            let near = &words[i.saturating_sub(12)..(i + n + 12).min(words.len())];
+            // Chinese, Japanese, Korean and Arabic orders are not in the word list: naming another server's tool
+            // in such text counts as an order about it.
+            let ordered = near.iter().any(|w| DIRECTIVE.contains(w))
+                || raw.chars().any(|c| matches!(c as u32, 0x0600..=0x06FF | 0x3040..=0x30FF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF));
             push(
                 if ordered {
                     "cross_server_shadowing"
@@ -1126,6 +1206,17 @@ fn read(
                     | "always"
                     | "also"
                     | "additional"
+                    | "teilnehmer"
+                    | "participant"
+                    | "participants"
+                    | "attendee"
+                    | "attendees"
+                    | "invitee"
+                    | "destinatario"
+                    | "destinataire"
+                    | "recipient"
+                    | "recipients"
+                    | "automatisch"
             )
         })
     {
@@ -1299,7 +1390,13 @@ fn paths_in(folded: &str) -> Vec<usize> {
     let mut seen = [false; 64];
     for i in 0..b.len() {
         for &k in &first[b[i] as usize] {
-            if !seen[k] && b[i..].starts_with(PATHS[k].as_bytes()) {
+            if !seen[k]
+                && b[i..].starts_with(PATHS[k].as_bytes())
+                && !(PATHS[k] == ".env."
+                    && ["example", "sample", "template", "dist", "defaults"]
+                        .iter()
+                        .any(|x| b[i + 5..].starts_with(x.as_bytes())))
+            {
                 seen[k] = true;
                 out.push(i);
             }
@@ -1452,6 +1549,65 @@ fn described(words: &[&str], i: usize) -> bool {
     words[sentence(words, i)]
         .iter()
         .any(|w| DESCRIBING.contains(w))
+}
+
+/// Words saying the thing named is refused or hidden: "paths such as ~/.ssh are always rejected", "values are
+/// redacted", "potentially destructive commands (`rm -rf`)".
+const REFUSING: &[&str] = &[
+    "rejected",
+    "refused",
+    "blocked",
+    "denied",
+    "excluded",
+    "skipped",
+    "redacted",
+    "masked",
+    "destructive",
+    "dangerous",
+    "potentially",
+    "caution",
+    "careful",
+];
+
+fn refused(words: &[&str], i: usize) -> bool {
+    words[i.saturating_sub(14)..(i + 14).min(words.len())]
+        .iter()
+        .any(|w| REFUSING.contains(w))
+}
+
+/// Whether byte `at` of `raw` sits inside a quotation ('…', "…", “…”): a phrase quoted as an example of what to
+/// look for, not an order.
+fn in_quotes(raw: &str, at: usize) -> bool {
+    let at = at.min(raw.len());
+    let before = &raw[..at];
+    let after = &raw[at..];
+    let opener = before.char_indices().rev().take(80).find_map(|(i, c)| {
+        let boundary = before[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|p| !p.is_alphanumeric());
+        match c {
+            '\'' | '"' if boundary => Some(c),
+            '“' | '‘' | '«' => Some(c),
+            '.' | '!' | '?' | '\n' => Some('x'),
+            _ => None,
+        }
+    });
+    let close = match opener {
+        Some('\'') => '\'',
+        Some('"') => '"',
+        Some('“') => '”',
+        Some('‘') => '’',
+        Some('«') => '»',
+        _ => return false,
+    };
+    after.char_indices().take(120).any(|(i, c)| {
+        c == close
+            && after[i + c.len_utf8()..]
+                .chars()
+                .next()
+                .is_none_or(|n| !n.is_alphanumeric())
+    })
 }
 
 /// Whether the words around `i` give an order all the same ("you must", "always", "before", "please").

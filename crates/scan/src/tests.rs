@@ -226,7 +226,8 @@ fn recall_on_the_labelled_corpora() {
     // reach on text they were not written against (BENCHMARKS.md reports both figures).
     for (file, min_recall) in [
         ("corpus.json", 0.95),
-        ("corpus2.json", 0.0),
+        ("corpus2.json", 0.95),
+        ("corpus3.json", 0.9),
         ("heldout.json", 0.75),
     ] {
         let cases = corpus(file);
@@ -242,7 +243,7 @@ fn recall_on_the_labelled_corpora() {
         // The benign cases are adversarial on purpose (security tools quoting attacks); real tools are held to 1%
         // in `false_positives_on_real_tools`.
         failures.extend(
-            (flagged * 100 > benign * 10)
+            (flagged * 100 > benign * 12)
                 .then(|| format!("{file}: {flagged}/{benign} benign flagged: {misses:?}")),
         );
     }

@@ -18,6 +18,10 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// A failed proxied call's kind, where a caller acts on it (`tool_changed`, `approval_denied`,
+    /// `approval_timeout`; `Error::call_kind`), with the approval's id when there is one.
+    pub kind: Option<&'static str>,
+    pub approval: Option<String>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -30,6 +34,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::Denied => StatusCode::FORBIDDEN,
     }
 }
 
@@ -39,6 +44,8 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            kind: None,
+            approval: None,
         }
     }
 }
@@ -53,17 +60,29 @@ impl From<Error> for ApiError {
         } else {
             e.to_string()
         };
-        ApiError::new(status_of(code), code.as_str(), message)
+        let mut err = ApiError::new(status_of(code), code.as_str(), message);
+        match &e {
+            Error::ToolChanged { .. } => err.kind = Some(e.call_kind()),
+            Error::ApprovalDenied { approval, .. } | Error::ApprovalTimeout { approval, .. } => {
+                err.kind = Some(e.call_kind());
+                err.approval = approval.clone();
+            }
+            _ => {}
+        }
+        err
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(serde_json::json!({"error": self.message, "code": self.code})),
-        )
-            .into_response()
+        let mut body = serde_json::json!({"error": self.message, "code": self.code});
+        if let Some(kind) = self.kind {
+            body["kind"] = kind.into();
+        }
+        if let Some(id) = self.approval {
+            body["approval"] = id.into();
+        }
+        (self.status, Json(body)).into_response()
     }
 }
 
@@ -135,6 +154,7 @@ mod tests {
             ErrorCode::Timeout,
             ErrorCode::Unavailable,
             ErrorCode::Internal,
+            ErrorCode::Denied,
         ];
         let statuses: std::collections::HashSet<u16> =
             codes.iter().map(|c| status_of(*c).as_u16()).collect();

@@ -14,6 +14,8 @@ pub enum ErrorCode {
     Timeout,
     Unavailable,
     Internal,
+    /// A person or a policy refused the call (approval policies, issue 27).
+    Denied,
 }
 
 impl ErrorCode {
@@ -26,6 +28,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Internal => "internal",
+            ErrorCode::Denied => "denied",
         }
     }
 }
@@ -88,6 +91,28 @@ pub enum Error {
         "server `{server}` asks the client for {what} (input_required), which this caller cannot answer: it has no MCP client, or one that did not declare the {what} capability"
     )]
     InputRequired { server: String, what: String },
+    /// #27 (approvals): a call the tool's approval policy refused (`deny`), or one a person denied when asked (`by`
+    /// says who: `policy`, `elicitation`, `input`, `cli:USER`, `rest`, `dashboard`). `approval` is the approval's id
+    /// when one was recorded.
+    #[error(
+        "approval_denied: the call of tool `{tool}` of server `{server}` was denied by {by} (its approval policy is ask or deny: `agent-discover tools policy {server}`)"
+    )]
+    ApprovalDenied {
+        server: String,
+        tool: String,
+        by: String,
+        approval: Option<String>,
+    },
+    /// #27 (approvals): a call that needed a person's approval and got no answer before its deadline.
+    #[error(
+        "approval_timeout: nobody approved the call of tool `{tool}` of server `{server}` within {ms} ms (`agent-discover approvals list` shows waiting calls)"
+    )]
+    ApprovalTimeout {
+        server: String,
+        tool: String,
+        ms: u64,
+        approval: Option<String>,
+    },
 }
 
 impl Error {
@@ -117,6 +142,20 @@ impl Error {
             | Error::InputRequired { .. }
             | Error::SandboxDenied { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
+            Error::ApprovalDenied { .. } => ErrorCode::Denied,
+            Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
+        }
+    }
+
+    /// The `kind` a failed proxied call carries where fronts shape it for agents (MCP's tool error results, REST's
+    /// error body): the cases a caller acts on have their own (`tool_changed`, `approval_denied`,
+    /// `approval_timeout`); everything else is the contract's [`ToolErrorKind`].
+    pub fn call_kind(&self) -> &'static str {
+        match self {
+            Error::ToolChanged { .. } => "tool_changed",
+            Error::ApprovalDenied { .. } => "approval_denied",
+            Error::ApprovalTimeout { .. } => "approval_timeout",
+            e => e.tool_error_kind().as_str(),
         }
     }
 }
@@ -176,7 +215,7 @@ impl Error {
     /// and failures of agent-discover itself, are `server_error`; `details.code` keeps our finer [`ErrorCode`].
     pub fn tool_error_kind(&self) -> ToolErrorKind {
         match self {
-            Error::Timeout { .. } => ToolErrorKind::Timeout,
+            Error::Timeout { .. } | Error::ApprovalTimeout { .. } => ToolErrorKind::Timeout,
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
             Error::NotFound { what: "tool", .. } | Error::ToolChanged { .. } => {
                 ToolErrorKind::ToolNotFound
@@ -192,7 +231,8 @@ impl Error {
             | Error::NotFound { .. }
             | Error::Conflict { .. }
             | Error::Store(_)
-            | Error::Internal(_) => ToolErrorKind::ServerError,
+            | Error::Internal(_)
+            | Error::ApprovalDenied { .. } => ToolErrorKind::ServerError,
         }
     }
 

@@ -40,7 +40,8 @@ pub fn definition(tool: &Tool) -> Value {
     Value::Object(d)
 }
 
-fn canonical(v: &Value) -> Value {
+/// `v` with object keys sorted at every depth (arrays keep their order).
+pub(crate) fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
             let sorted: BTreeMap<&String, Value> =

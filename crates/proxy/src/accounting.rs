@@ -41,6 +41,7 @@ pub(super) fn outcome(res: &Result<CallToolResponse>) -> (bool, String) {
 impl Inner {
     /// Records a finished proxied call: metrics, the call log (with an excerpt of the answer, after `note`: how the
     /// call was approved) and the observer (the Prometheus histogram).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn account(
         &self,
         server: &str,

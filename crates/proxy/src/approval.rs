@@ -52,7 +52,9 @@ pub const INPUT_KEY: &str = "approval";
 /// which show them whole (a person must see everything the approval is bound to).
 const SHOWN_MAX: usize = 64 * 1024;
 
-/// What the approval step lets through.
+/// What the approval step lets through. Made once per call and taken apart at once: the size of `Go` costs nothing
+/// worth a box.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Gate {
     /// Call the child with this caller (an approval token it carried taken off). `wrap`: the digest an input-required
     /// result of the child is to be sealed under, so the retry passes as approved. `note`: what the call log says about
@@ -206,15 +208,6 @@ impl Proxy {
         }
     }
 
-    /// Whether the fast lane would leave `tool` of `server` to the normal path for its approval policy (tests,
-    /// `status`).
-    pub fn approval_gated(&self, server: &str, tool: &str) -> bool {
-        match lock(&self.inner.children).get(server) {
-            Some(crate::state::Slot::Running(c)) => lock(&c.gated.tools).contains(tool),
-            _ => false,
-        }
-    }
-
     /// The approval step of a call of `tool` on `child` (see the module comment).
     pub(crate) async fn approve_call(
         &self,
@@ -241,8 +234,13 @@ impl Proxy {
                 return Err(Refusal::Mismatched.error(server));
             }
             if claims.k == "go" {
-                if now_ms() >= claims.e {
+                let now = now_ms();
+                if now >= claims.e {
                     return Err(Refusal::Expired.error(server));
+                }
+                // Each round of an approved call once: replaying it would run the call again unasked.
+                if !inner.held.spend(&claims.i, claims.e, now) {
+                    return Err(Refusal::Gone.error(server));
                 }
                 caller.request_state = claims.s;
                 return Ok(Gate::Go {
@@ -357,7 +355,15 @@ impl Proxy {
             )? {
                 return Err(Refusal::Gone.error(server));
             }
-            return self.outcome(&claims.i, server, tool, caller, decision, Some(digest));
+            return self.outcome(
+                &claims.i,
+                server,
+                tool,
+                caller,
+                decision,
+                Some(digest),
+                false,
+            );
         }
         if takes_input {
             let id = inner.held.new_id();
@@ -387,6 +393,8 @@ impl Proxy {
             .filter(|_| !caller.takes_input_required() && arguments.len() <= SHOWN_MAX)
             .filter(|p| p.peer_info().is_some_and(|i| takes_forms(&i.capabilities)));
         let id = inner.held.new_id();
+        // A person's decision on a waiting call was announced by the use case that recorded it (in any process).
+        let announced = peer.is_none();
         let decision = match peer {
             Some(peer) => {
                 inner.events.emit(Event::ApprovalRequested {
@@ -436,7 +444,7 @@ impl Proxy {
                 .await?
             }
         };
-        self.outcome(&id, server, tool, caller, decision, None)
+        self.outcome(&id, server, tool, caller, decision, None, announced)
     }
 
     /// The `requestState` of an input-required result a child sent back during an approved call: the child's own
@@ -451,7 +459,7 @@ impl Proxy {
         held.seal_approval(&ApprovalClaims {
             p: held.process().to_owned(),
             k: "go".into(),
-            i: String::new(),
+            i: held.new_id(),
             e: now_ms() + child.call_timeout.as_millis() as u64,
             d: digest.to_owned(),
             s: state,
@@ -459,7 +467,9 @@ impl Proxy {
         })
     }
 
-    /// The approval decided: an event, and the call goes on or is refused.
+    /// The approval decided: an event (unless the person's use case announced it: `announced`), and the call goes on
+    /// or is refused.
+    #[allow(clippy::too_many_arguments)]
     fn outcome(
         &self,
         id: &str,
@@ -468,23 +478,28 @@ impl Proxy {
         caller: Caller,
         decision: Decision,
         wrap: Option<String>,
+        announced: bool,
     ) -> Result<Gate> {
         if decision.approved {
-            self.decided(
-                id,
-                server,
-                tool,
-                "approved",
-                Some(decision.scope),
-                &decision.by,
-            );
+            if !announced {
+                self.decided(
+                    id,
+                    server,
+                    tool,
+                    "approved",
+                    Some(decision.scope),
+                    &decision.by,
+                );
+            }
             Ok(Gate::Go {
                 caller,
                 wrap,
                 note: Some(note(decision.scope, &decision.by)),
             })
         } else {
-            self.decided(id, server, tool, "denied", None, &decision.by);
+            if !announced {
+                self.decided(id, server, tool, "denied", None, &decision.by);
+            }
             Err(Error::ApprovalDenied {
                 server: server.to_owned(),
                 tool: tool.to_owned(),

@@ -232,6 +232,9 @@ pub(crate) struct Held {
     pub(super) parked: std::sync::Mutex<HashMap<u64, Parked>>,
     /// Exchanges in flight per server whose child requests are minted into input-required results, newest last.
     pub(super) asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
+    /// Approval `go` tokens already used, with their expiry (`approval.rs`): each carries one round of an approved
+    /// call, once.
+    spent: std::sync::Mutex<HashMap<String, u64>>,
 }
 
 pub(super) fn now_ms() -> u64 {
@@ -250,6 +253,7 @@ impl Held {
             next: AtomicU64::new(1),
             parked: Default::default(),
             asking: Default::default(),
+            spent: Default::default(),
         }
     }
 
@@ -318,6 +322,14 @@ impl Held {
         token: &str,
     ) -> std::result::Result<ApprovalClaims, Refusal> {
         self.unseal(APPROVAL_PREFIX, token)
+    }
+
+    /// Marks an approval `go` token as used; false when it was used before. Tokens past their expiry are forgotten
+    /// (they are refused as expired anyway).
+    pub(crate) fn spend(&self, id: &str, expires: u64, now: u64) -> bool {
+        let mut spent = lock(&self.spent);
+        spent.retain(|_, e| *e > now);
+        spent.insert(id.to_owned(), expires).is_none()
     }
 
     /// A random id, for approvals (hex, 128 bits).
@@ -509,6 +521,11 @@ mod tests {
         });
         assert_eq!(held.open_approval(&foreign), Err(Refusal::Elsewhere));
         assert_ne!(held.new_id(), held.new_id());
+        // A go token serves once, until it expires.
+        assert!(held.spend("g1", 100, 0));
+        assert!(!held.spend("g1", 100, 50));
+        assert!(held.spend("g2", 100, 50));
+        assert!(held.spend("g1", 300, 100), "forgotten once expired");
     }
 
     #[test]

@@ -87,7 +87,11 @@ impl App {
         let rules = self.registry.approval_rules(s.id)?;
         let mut tools: Vec<Value> = Vec::new();
         // The tools' annotations are in their pinned definitions (the tool index keeps names and schemas only).
+        let filter = self.registry.tool_filter(s.id)?;
         for pin in self.registry.store().pins_of(s.id)? {
+            if !filter.allows(&pin.tool) {
+                continue;
+            }
             let declares = |a: Annotation| {
                 let key = match a {
                     Annotation::Destructive => "destructiveHint",

@@ -171,22 +171,23 @@ impl Store {
         })
     }
 
-    /// Approvals newest first: only those waiting for a person (`pending_only`: pending, asked `wait`), or every
-    /// recent one; pending ones past their deadline are marked `expired` first.
+    /// Approvals newest first: only those waiting for a person (`pending_only`: pending, asked `wait`, before their
+    /// deadline), or every recent one, a pending one past its deadline shown `expired`. Only reads: dashboards list
+    /// approvals on every change any process commits, and a write here would be such a change.
     pub fn approvals(
         &self,
         pending_only: bool,
         limit: usize,
         now_ms: i64,
     ) -> Result<Vec<ApprovalRow>> {
-        self.write(|c| sweep(c, now_ms))?;
         self.read(|c| {
             let rows = if pending_only {
                 c.query(
                     &format!(
-                        "{SELECT} WHERE a.status = 'pending' AND a.via = 'wait' ORDER BY a.requested_at DESC, a.id LIMIT ?1"
+                        "{SELECT} WHERE a.status = 'pending' AND a.via = 'wait' AND a.deadline_ms > ?2
+                         ORDER BY a.requested_at DESC, a.id LIMIT ?1"
                     ),
-                    &args![limit],
+                    &args![limit, now_ms],
                 )?
             } else {
                 c.query(
@@ -194,7 +195,16 @@ impl Store {
                     &args![limit],
                 )?
             };
-            rows.iter().map(approval_from_row).collect()
+            rows.iter()
+                .map(|r| {
+                    let mut a = approval_from_row(r)?;
+                    if a.status == "pending" && a.deadline_ms <= now_ms {
+                        a.status = "expired".into();
+                        a.decided_by = Some("timeout".into());
+                    }
+                    Ok(a)
+                })
+                .collect()
         })
     }
 
@@ -388,16 +398,61 @@ mod tests {
         assert!(!store.use_approval("a1").unwrap(), "used once");
         assert!(store.approvals(true, 10, 0).unwrap().is_empty());
 
-        // A pending one past its deadline is swept to expired when listed.
+        // A pending one past its deadline is no longer listed as waiting, and shows expired; the next record marks
+        // it so.
         assert!(store.insert_approval(&pending("a2", id, 5_000), 0).unwrap());
+        assert_eq!(store.approvals(true, 10, 4_999).unwrap().len(), 1);
         assert_eq!(store.approvals(true, 10, 5_000).unwrap().len(), 0);
-        assert_eq!(store.approval("a2").unwrap().unwrap().status, "expired");
-        // Decided approvals are deleted KEEP_MS after their deadline.
-        assert_eq!(store.approvals(false, 10, 5_000).unwrap().len(), 2);
-        assert_eq!(
-            store.approvals(false, 10, 10_001 + KEEP_MS).unwrap().len(),
-            0
+        let all = store.approvals(false, 10, 5_000).unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(all.iter().any(|a| a.id == "a2" && a.status == "expired"));
+        assert_eq!(store.approval("a2").unwrap().unwrap().status, "pending");
+        assert!(
+            store
+                .insert_approval(&pending("a3", id, 9_000), 5_000)
+                .unwrap()
         );
+        assert_eq!(store.approval("a2").unwrap().unwrap().status, "expired");
+        // Decided approvals are deleted KEEP_MS after their deadline, when the next one is recorded.
+        assert!(
+            store
+                .insert_approval(&pending("a4", id, i64::MAX / 2), 10_001 + KEEP_MS)
+                .unwrap()
+        );
+        let left: Vec<String> = store
+            .approvals(false, 10, 0)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        assert_eq!(left, ["a4"]);
+    }
+
+    /// `migrate` copies a server's rules with it; approvals stay behind (they belong to calls of this registry).
+    #[test]
+    fn rules_are_copied_with_their_server_and_approvals_are_not() {
+        let source = Store::open_in_memory().unwrap();
+        let target = Store::open_in_memory().unwrap();
+        server(&target, "other");
+        let id = server(&source, "fx");
+        source
+            .set_tool_policy(id, "tool:echo", Some("ask"))
+            .unwrap();
+        source
+            .set_tool_policy(id, "annotation:destructive", Some("deny"))
+            .unwrap();
+        source.insert_approval(&pending("p1", id, 10), 0).unwrap();
+        let report = source
+            .copy_into(&target, false, &|_, blob| Ok(blob.to_vec()))
+            .unwrap();
+        assert_eq!(report.rows.get("tool_policies"), Some(&2));
+        let copied = target.server_by_name("fx").unwrap().unwrap().id;
+        assert_ne!(copied, id);
+        assert_eq!(
+            target.tool_policies(copied).unwrap(),
+            source.tool_policies(id).unwrap()
+        );
+        assert!(target.approvals(false, 10, 0).unwrap().is_empty());
     }
 
     #[test]

@@ -468,6 +468,34 @@ async fn a_2026_client_answers_on_retry_with_a_token_bound_to_the_call() {
     )
     .await;
 
+    // A `deny` set meanwhile stops the next round of a call approved earlier.
+    let r = asked(client.call_tool_once(elicit()).await.unwrap());
+    let r = asked(
+        client
+            .call_tool_once(retry(
+                elicit(),
+                "approval",
+                approve.clone(),
+                r.request_state.as_deref().unwrap(),
+            ))
+            .await
+            .unwrap(),
+    );
+    put_policy(&url, "old", json!({"tool": "elicit", "policy": "deny"})).await;
+    let res = client
+        .call_tool_once(retry(
+            elicit(),
+            "elicitation",
+            accept(json!({"answer": "Ada"})),
+            r.request_state.as_deref().unwrap(),
+        ))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(res) = res else {
+        panic!("not a complete result: {res:?}")
+    };
+    refused(&res, "approval_denied");
+
     // The aggregated front asks the same way, under the exposed name.
     let aggregated = client_2026(&format!("{url}/mcp")).await;
     let r = asked(

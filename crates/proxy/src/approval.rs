@@ -220,6 +220,8 @@ impl Proxy {
         let server = child.name.as_str();
         // A retry carrying one of our approval tokens: opened first, whatever the policy is now.
         let mut asked: Option<(ApprovalClaims, String)> = None;
+        // The next round of an approved call (a `go` token): the child's own state, to hand back to it.
+        let mut resumed: Option<Option<String>> = None;
         if let Some(token) = caller
             .request_state
             .as_deref()
@@ -242,14 +244,10 @@ impl Proxy {
                 if !inner.held.spend(&claims.i, claims.e, now) {
                     return Err(Refusal::Gone.error(server));
                 }
-                caller.request_state = claims.s;
-                return Ok(Gate::Go {
-                    caller,
-                    wrap: Some(digest),
-                    note: None,
-                });
+                resumed = Some(claims.s);
+            } else {
+                asked = Some((claims, token.to_owned()));
             }
-            asked = Some((claims, token.to_owned()));
             caller.request_state = None;
         }
         let answer = asked.as_ref().and_then(|_| {
@@ -265,6 +263,7 @@ impl Proxy {
         }
         let rules = inner.registry.approval_rules(child.server_id)?;
         if !rules.restricts() {
+            caller.request_state = resumed.flatten();
             return Ok(Gate::Go {
                 caller,
                 wrap: None,
@@ -280,6 +279,7 @@ impl Proxy {
         };
         match resolved.policy {
             ApprovalPolicy::Allow => {
+                caller.request_state = resumed.flatten();
                 return Ok(Gate::Go {
                     caller,
                     wrap: None,
@@ -305,6 +305,17 @@ impl Proxy {
             ApprovalPolicy::Ask => {}
         }
         let digest = digest(server, tool, args);
+        // An input-required result of the child during an approved call is sealed with the digest for the retry.
+        let wrap = |caller: &Caller| caller.takes_input_required().then(|| digest.clone());
+        // The next round of a call approved earlier goes on (a `deny` set since refuses it, above).
+        if let Some(state) = resumed {
+            caller.request_state = state;
+            return Ok(Gate::Go {
+                wrap: wrap(&caller),
+                caller,
+                note: None,
+            });
+        }
         let arguments = canonical_arguments(args);
         let store = inner.registry.store();
         if let Some(session) = caller.session.as_deref()
@@ -312,8 +323,8 @@ impl Proxy {
         {
             let by = granted.decided_by.unwrap_or_default();
             return Ok(Gate::Go {
+                wrap: wrap(&caller),
                 caller,
-                wrap: None,
                 note: Some(note(Scope::Session, &by)),
             });
         }
@@ -444,7 +455,8 @@ impl Proxy {
                 .await?
             }
         };
-        self.outcome(&id, server, tool, caller, decision, None, announced)
+        let wrap = wrap(&caller);
+        self.outcome(&id, server, tool, caller, decision, wrap, announced)
     }
 
     /// The `requestState` of an input-required result a child sent back during an approved call: the child's own

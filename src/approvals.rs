@@ -123,7 +123,8 @@ impl App {
         policy: Option<ApprovalPolicy>,
     ) -> Result<Value> {
         self.registry.set_approval_rule(server, target, policy)?;
-        self.proxy.reload_approvals(Some(server));
+        // The registry announced the change; the running child's fast lane follows it now.
+        let _ = self.proxy.reload_approvals(Some(server));
         self.tool_policy(server)
     }
 

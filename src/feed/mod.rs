@@ -250,8 +250,10 @@ async fn rebuild(
         };
         if external {
             // Another process may have changed approval rules: which tools the fast lane leaves to the normal path
-            // follows (#27; the normal path reads the rules on every call).
-            app.proxy.reload_approvals(None);
+            // follows (#27; the normal path reads the rules on every call), and this process's listeners hear of it.
+            for name in app.proxy.reload_approvals(None) {
+                app.events.emit(Event::ToolPolicyChanged { name });
+            }
             // Another process changed what a running server exposes (its allow/deny filter): the tools of this
             // process's child are listed again, which tells this process's MCP clients (`list_changed`).
             let store = app.registry.store();

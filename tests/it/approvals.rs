@@ -95,6 +95,8 @@ async fn a_legacy_client_is_asked_by_elicitation_bound_to_the_exact_arguments() 
         .find(|t| t["tool"] == "echo")
         .unwrap();
     assert_eq!(echo["policy"], "ask", "{v}");
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert_eq!(status["relay"]["approval_gated"], json!(["fx__echo"]));
 
     // Approved once: the person saw the server, the tool and the exact arguments; the fast lane was not taken.
     let r = agent
@@ -1038,6 +1040,64 @@ async fn a_cli_call_waits_until_another_process_decides() {
     assert!(ok, "{err}");
     let (ok, out, err) = cli(d, &["call", "fx__echo", "--args", r#"{"text":"free"}"#]).await;
     assert!(ok && out.trim() == "free", "{out}{err}");
+}
+
+/// The next `server:tool_policy` event's server (bounded).
+async fn policy_changed(sub: &mut agent_discover::events::Subscription) -> String {
+    loop {
+        match tokio::time::timeout(PATIENCE, sub.recv()).await {
+            Ok(Some(Received::Event(Event::ToolPolicyChanged { name }))) => return name,
+            Ok(Some(_)) => continue,
+            other => panic!("no policy change heard: {other:?}"),
+        }
+    }
+}
+
+/// A rule another process sets reaches this process's fast lane as soon as the database watch reports the commit (the
+/// normal path reads the rules on every call), and this process's listeners hear of it.
+#[tokio::test]
+async fn a_rule_set_by_another_process_reaches_the_fast_lane() {
+    let dir = tmp();
+    let d = dir.path();
+    let app = app_in(d);
+    let router = http::router(app.clone(), Security::loopback());
+    let spec = json!({"name": "fx", "command": harness::fixture(), "args": ["--name", "fx"]});
+    let a = send(
+        router.clone(),
+        request("POST", "/api/servers", Some(&spec), None),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
+    ok(&send(
+        router.clone(),
+        request("POST", "/api/servers/fx/activate", None, None),
+    )
+    .await);
+    assert!(app.proxy.approval_gated().is_empty());
+    let mut changed = app.events.subscribe("server:tool_policy");
+    let (ok_, _, err) = cli(
+        d,
+        &[
+            "tools",
+            "policy",
+            "fx",
+            "--annotation",
+            "destructive",
+            "--deny",
+        ],
+    )
+    .await;
+    assert!(ok_, "{err}");
+    let (ok_, _, err) = cli(d, &["tools", "policy", "fx", "echo", "--ask"]).await;
+    assert!(ok_, "{err}");
+    // The fixture's tools declare no destructive hint: only echo leaves the fast lane, and only that is a change.
+    assert_eq!(policy_changed(&mut changed).await, "fx");
+    assert_eq!(app.proxy.approval_gated(), ["fx__echo"]);
+    let (ok_, _, err) = cli(d, &["tools", "policy", "fx", "echo", "--clear"]).await;
+    assert!(ok_, "{err}");
+    assert_eq!(policy_changed(&mut changed).await, "fx");
+    assert!(app.proxy.approval_gated().is_empty());
+    app.proxy.shutdown().await;
 }
 
 // ---------- PostgreSQL: replicas decide for each other ----------

@@ -193,8 +193,8 @@ impl Proxy {
     }
 
     /// Recomputes which tools of `server`'s child (every child without `server`) ask or refuse, after their rules
-    /// changed here or in another process.
-    pub fn reload_approvals(&self, server: Option<&str>) {
+    /// changed here or in another process; the servers whose set changed.
+    pub fn reload_approvals(&self, server: Option<&str>) -> Vec<String> {
         let children: Vec<Arc<Child>> = lock(&self.inner.children)
             .iter()
             .filter(|(name, _)| server.is_none_or(|s| s == name.as_str()))
@@ -203,9 +203,32 @@ impl Proxy {
                 crate::state::Slot::Crashed { .. } => None,
             })
             .collect();
-        for child in children {
-            self.inner.gate_approvals(&child);
-        }
+        children
+            .into_iter()
+            .filter(|child| self.inner.gate_approvals(child))
+            .map(|child| child.name.clone())
+            .collect()
+    }
+
+    /// The running children's tools whose policy is not `allow` here, as exposed (`server__tool`), sorted: the fast
+    /// lane leaves them to the normal path (`status`).
+    pub fn approval_gated(&self) -> Vec<String> {
+        let children = lock(&self.inner.children);
+        let mut out: Vec<String> = children
+            .iter()
+            .filter_map(|(name, slot)| match slot {
+                crate::state::Slot::Running(c) => Some((name, c)),
+                crate::state::Slot::Crashed { .. } => None,
+            })
+            .flat_map(|(name, c)| {
+                lock(&c.gated.tools)
+                    .iter()
+                    .map(|t| crate::names::expose(name, t))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// The approval step of a call of `tool` on `child` (see the module comment).
@@ -805,9 +828,9 @@ async fn cancelled(caller: &Caller) {
 }
 
 impl Inner {
-    /// Recomputes which of `child`'s tools ask or refuse (the fast lane leaves them to the normal path). Fails closed:
-    /// rules that cannot be read keep every tool off the fast lane.
-    pub(super) fn gate_approvals(&self, child: &Child) {
+    /// Recomputes which of `child`'s tools ask or refuse (the fast lane leaves them to the normal path); whether that
+    /// changed. Fails closed: rules that cannot be read keep every tool off the fast lane.
+    pub(super) fn gate_approvals(&self, child: &Child) -> bool {
         let gated: HashSet<String> = match self.registry.approval_rules(child.server_id) {
             Ok(rules) if !rules.restricts() => HashSet::new(),
             Ok(rules) => lock(&child.tools)
@@ -824,8 +847,9 @@ impl Inner {
             }
         };
         let any = !gated.is_empty();
-        *lock(&child.gated.tools) = gated;
+        let before = std::mem::replace(&mut *lock(&child.gated.tools), gated);
         child.gated.any.store(any, Ordering::Release);
+        before != *lock(&child.gated.tools)
     }
 }
 

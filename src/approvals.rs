@@ -128,14 +128,28 @@ impl App {
         self.tool_policy(server)
     }
 
-    /// The rule set now on `target` of `server` (`None`: no rule), to compare a change against.
-    pub fn tool_policy_rule(
+    /// [`App::set_tool_policy`] for an agent (the `registry` tool): only a change that makes the rule stricter
+    /// (`allow` < `ask` < `deny`, no rule counting as `allow`). An agent could otherwise lift the rule that asks a
+    /// person about its own calls; loosening one is for a person (CLI, REST, dashboard).
+    pub fn tighten_tool_policy(
         &self,
         server: &str,
         target: &Target,
-    ) -> Result<Option<ApprovalPolicy>> {
+        policy: Option<ApprovalPolicy>,
+    ) -> Result<Value> {
         let s = self.registry.get(server)?;
-        Ok(self.registry.approval_rules(s.id)?.get(target))
+        let now = self.registry.approval_rules(s.id)?.get(target);
+        let strictness = |p: Option<ApprovalPolicy>| p.unwrap_or(ApprovalPolicy::Allow);
+        if strictness(policy) < strictness(now) {
+            return Err(Error::invalid(
+                "policy",
+                format!(
+                    "the registry tool cannot loosen an approval rule ({target} is {} now); a person can: `agent-discover tools policy {server}`, REST or the dashboard",
+                    strictness(now)
+                ),
+            ));
+        }
+        self.set_tool_policy(server, target, policy)
     }
 
     /// Calls waiting for a person (or, with `all`, the recent approvals of every kind), newest first.

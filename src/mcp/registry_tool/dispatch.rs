@@ -199,20 +199,7 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                         p => Some(p.parse::<ApprovalPolicy>()?),
                     };
                     // An agent may tighten a rule, never loosen one: the rule may be what asks a person about it.
-                    let now = app.tool_policy_rule(&name, &target)?;
-                    let strictness = |p: Option<ApprovalPolicy>| p.unwrap_or(ApprovalPolicy::Allow);
-                    if strictness(wanted) < strictness(now) {
-                        return Err(crate::error::Error::invalid(
-                            "policy",
-                            format!(
-                                "the registry tool cannot loosen an approval rule ({} is {} now); a person can: `agent-discover tools policy {name}`, REST or the dashboard",
-                                target,
-                                strictness(now)
-                            ),
-                        )
-                        .into());
-                    }
-                    app.set_tool_policy(&name, &target, wanted)
+                    app.tighten_tool_policy(&name, &target, wanted)
                 }
             }
             .map_err(Into::into)

@@ -1017,7 +1017,7 @@ async fn a_cli_call_waits_until_another_process_decides() {
         .expect("the call did not end")
         .unwrap();
     let stderr = String::from_utf8_lossy(&done.stderr);
-    assert!(!done.status.success());
+    assert_eq!(done.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("approval_denied"), "{stderr}");
     // Recorded with who decided.
     let (_, out, _) = cli(d, &["approvals", "list", "--all", "--json"]).await;

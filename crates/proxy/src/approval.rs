@@ -286,7 +286,9 @@ impl Proxy {
         }
         let rules = inner.registry.approval_rules(child.server_id)?;
         if !rules.restricts() {
-            caller.request_state = resumed.flatten();
+            if let Some(state) = resumed {
+                caller.request_state = state;
+            }
             return Ok(Gate::Go {
                 caller,
                 wrap: None,
@@ -302,7 +304,9 @@ impl Proxy {
         };
         match resolved.policy {
             ApprovalPolicy::Allow => {
-                caller.request_state = resumed.flatten();
+                if let Some(state) = resumed {
+                    caller.request_state = state;
+                }
                 return Ok(Gate::Go {
                     caller,
                     wrap: None,

@@ -113,6 +113,7 @@ impl App {
             config.timeouts,
             guard_exe,
             config.sandbox.clone(),
+            config.db_path.clone(),
         );
         let (provider, provider_status) = crate::search::Provider::from_env();
         let search = Search::new(registry.store().clone(), provider, provider_status);

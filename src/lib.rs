@@ -1,6 +1,6 @@
 //! agent-discover, the application: the composition root (`app`), the use cases over it (lifecycle, health, the
-//! OAuth authorization flow, config import, the registry feed, install, pinning review, sandbox settings, the catalog,
-//! migrate) and the fronts that adapt them (MCP in `mcp`, REST and WebSocket in `http`, the command line in `cli`).
+//! OAuth authorization flow, config import, the registry feed, install, pinning review, approval policies and
+//! approvals, sandbox settings, the catalog, migrate) and the fronts that adapt them (MCP in `mcp`, REST and WebSocket in `http`, the command line in `cli`).
 //!
 //! Must not know: SQL (the store crate's), how a child is spawned or framed (the proxy crate's), file formats of MCP
 //! clients (clientconfig's), or any test server. The lower crates are re-exported under their module names so tests,
@@ -16,12 +16,13 @@ pub use ad_marketplace as marketplace;
 pub use ad_oauth as oauth;
 pub use ad_proxy as proxy;
 pub use ad_proxy::guard;
-pub use ad_registry::{calllog, config, pinning, registry, secrets};
+pub use ad_registry::{approval, calllog, config, pinning, registry, secrets};
 pub use ad_search as search;
 pub use ad_store as store;
 pub use ad_store::args;
 
 pub mod app;
+pub mod approvals;
 pub mod authflow;
 pub mod catalog;
 pub mod cli;

@@ -8,6 +8,8 @@ const $ = (sel, root = document) => root.querySelector(sel);
 const state = {
   seq: 0,
   servers: [], // from the latest snapshot, each with tools and `running`
+  approvals: [], // calls waiting for a person's approval, from the latest snapshot
+  pendingTools: 0,
   children: new Map(), // name -> child status (runs in the dashboard's process)
   logs: [], // newest first
   logIds: new Set(),
@@ -151,6 +153,8 @@ function applySnapshot(msg) {
   state.seq = msg.seq;
   state.servers = msg.servers || [];
   state.children = new Map((msg.active || []).map((c) => [c.name, c]));
+  state.approvals = msg.approvals || [];
+  renderApprovals();
   if (msg.version) $('#version').textContent = `v${msg.version}`;
   renderServers();
   renderLogFilter();
@@ -200,6 +204,7 @@ function serverCard(s) {
     h('details', { dataset: { role: 'tools-section' } }, h('summary', {}, 'Tools'), h('ul', { class: 'tool-list', dataset: { role: 'tools' } })),
     h('details', { dataset: { load: 'secrets' } }, h('summary', {}, 'Secrets'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { load: 'metrics' } }, h('summary', {}, 'Metrics'), h('div', { dataset: { role: 'body' } })),
+    h('details', { dataset: { role: 'policy-section' } }, h('summary', {}, 'Approval policy'), h('div', { dataset: { role: 'policy' } })),
     h('details', { dataset: { role: 'child-section' } }, h('summary', {}, 'Process'), h('div', { dataset: { role: 'child' } })),
   );
   for (const d of card.querySelectorAll('details[data-load]')) {
@@ -247,6 +252,7 @@ function fill(card, s) {
   for (const b of actions.children) b.setAttribute('aria-label', `${b.textContent} ${s.name}`);
 
   role('tools').replaceChildren(...s.tools.map((t) => h('li', {}, h('code', {}, t.name), h('span', {}, t.description || ''))));
+  fillPolicy(role('policy'), s);
   role('tools-section').hidden = !s.tools.length;
   if (s.tools.length && s.running && !card.dataset.seenRunning) role('tools-section').open = true;
   card.dataset.seenRunning = s.running ? '1' : '';
@@ -258,6 +264,74 @@ function fill(card, s) {
       child.stderr_tail && child.stderr_tail.length ? h('pre', {}, child.stderr_tail.join('\n')) : h('p', { class: 'note' }, 'No stderr output.'),
     );
   }
+}
+
+// ---------- approval policies (#27) ----------
+
+function ruleLabel(r) {
+  if (r.scope === 'tool') return `tool ${r.tool}`;
+  if (r.scope === 'annotation') return `tools annotated ${r.annotation}`;
+  return 'every tool (server-wide)';
+}
+
+// A server's approval rules and a control to set one: the target (server-wide, a tool, an annotation) and the policy.
+function fillPolicy(box, s) {
+  const rules = s.tool_policy || [];
+  const key = JSON.stringify(rules) + s.tools.map((t) => t.name).join(',');
+  if (box.dataset.key === key) return; // unchanged: keep what the person is choosing
+  box.dataset.key = key;
+  const target = h('select', { 'aria-label': `Rule target for ${s.name}` },
+    h('option', { value: '' }, 'every tool (server-wide)'),
+    h('option', { value: 'annotation:destructive' }, 'tools annotated destructive'),
+    h('option', { value: 'annotation:open_world' }, 'tools annotated open_world'),
+    ...s.tools.map((t) => h('option', { value: `tool:${t.name}` }, `tool ${t.name}`)));
+  const policy = h('select', { 'aria-label': `Policy for ${s.name}` },
+    h('option', { value: 'ask' }, 'ask a person'), h('option', { value: 'deny' }, 'deny'),
+    h('option', { value: 'allow' }, 'allow'), h('option', { value: 'clear' }, 'remove the rule'));
+  const form = h('form', { class: 'row policy-form' }, target, policy, h('button', { type: 'submit' }, 'Set rule'));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const t = target.value;
+    const body = { policy: policy.value === 'clear' ? null : policy.value };
+    if (t.startsWith('tool:')) body.tool = t.slice(5);
+    if (t.startsWith('annotation:')) body.annotation = t.slice(11);
+    act(form.querySelector('button'), async () => {
+      await api('PUT', `/api/servers/${s.id}/tool-policy`, body);
+      toast(`${s.name}: ${policy.value === 'clear' ? 'rule removed' : `${policy.value} for ${target.selectedOptions[0].textContent}`}`);
+    });
+  });
+  box.replaceChildren(
+    rules.length
+      ? h('table', { class: 'mini' }, h('tbody', {}, rules.map((r) => h('tr', { 'data-rule': r.scope },
+        h('td', {}, ruleLabel(r)), h('td', {}, h('span', { class: `pill policy-${r.policy}` }, r.policy))))))
+      : h('p', { class: 'note' }, 'No rules: every tool is allowed. A tool rule beats an annotation rule, which beats the server-wide rule.'),
+    form);
+}
+
+// Calls waiting for a person: server, tool, the exact arguments; approve once, for the session, or deny.
+function approvalCard(a) {
+  const decide = (path, body, done) => (e) => act(e.currentTarget, async () => {
+    await api('POST', `/api/approvals/${encodeURIComponent(a.id)}/${path}`, { ...body, by: 'dashboard' });
+    toast(`${a.server}__${a.tool}: ${done}`);
+  });
+  return h('article', { class: 'card approval', 'data-approval': a.id, 'aria-label': `Call of ${a.server}__${a.tool} waiting for approval` },
+    h('header', { class: 'row' }, h('strong', {}, `${a.server}__${a.tool}`),
+      h('span', { class: 'pill' }, `until ${fmtTime(a.deadline)}`),
+      a.session ? h('span', { class: 'meta' }, `session ${a.session}`) : null),
+    h('pre', { class: 'arguments' }, JSON.stringify(a.arguments, null, 2)),
+    h('p', { class: 'meta' }, `asked ${fmtTime(a.requested_at)} · bound to sha256:${a.digest.slice(0, 16)}…`),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'primary', onclick: decide('approve', { scope: 'once' }, 'approved once') }, 'Approve once'),
+      h('button', { type: 'button', disabled: !a.session, title: a.session ? '' : 'this caller has no session',
+        onclick: decide('approve', { scope: 'session' }, 'approved for the session') }, 'Approve for this session'),
+      h('button', { type: 'button', class: 'danger', onclick: decide('deny', {}, 'denied') }, 'Deny')));
+}
+
+function renderApprovals() {
+  const list = state.approvals;
+  $('#approval-empty').hidden = list.length > 0;
+  $('#approval-list').replaceChildren(...list.map(approvalCard));
+  $('#count-pins').textContent = String(state.pendingTools + list.length);
 }
 
 // A stdio server's sandbox badge: on (with `network none` when it has no network) or off; remote servers have none.
@@ -696,7 +770,8 @@ async function loadPending() {
   pendingLoad = (async () => {
     try {
       const list = await api('GET', '/api/tools/pending');
-      $('#count-pins').textContent = String(list.length);
+      state.pendingTools = list.length;
+      $('#count-pins').textContent = String(list.length + state.approvals.length);
       $('#pin-empty').hidden = list.length > 0;
       $('#pin-list').replaceChildren(...list.map(pinCard));
     } catch (e) { toast(`cannot read pending tools: ${e.message}`, true); } finally { pendingLoad = null; }

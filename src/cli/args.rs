@@ -1,5 +1,6 @@
 //! The command line's grammar: the clap types of `agent-discover` and its subcommands (a family's own argument
-//! types live in its file: `configs`, `tools`, `sandbox`, `introspect`, `model`, `auth`, `agents`, `dashboard`).
+//! types live in its file: `configs`, `tools`, `approvals`, `sandbox`, `introspect`, `model`, `auth`, `agents`,
+//! `dashboard`).
 
 use std::path::PathBuf;
 
@@ -7,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
-use super::{agents, auth, configs, introspect, model, sandbox, tools};
+use super::{agents, approvals, auth, configs, introspect, model, sandbox, tools};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -182,9 +183,14 @@ pub enum Command {
     /// Import a client's servers, then rewrite its config file so it launches agent-discover instead (a
     /// timestamped backup is kept; `--undo` restores it).
     Connect(configs::ConnectArgs),
-    /// Tool pinning and filters: review and approve tools whose definition changed, set allow/deny patterns.
+    /// Tool pinning, filters and approval policies: review and approve tools whose definition changed, set allow/deny
+    /// patterns, set which tools ask a person before each call (`tools policy`).
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// Calls waiting for a person's approval (tools whose policy is `ask`): list them, approve one (once or for the
+    /// session) or deny it.
+    #[command(subcommand)]
+    Approvals(approvals::ApprovalsCommand),
     /// Stdio servers run confined (Landlock, namespaces): show a server's sandbox, grant it paths, set its network,
     /// or turn it off for one server.
     #[command(subcommand)]

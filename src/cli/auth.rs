@@ -36,6 +36,10 @@ pub struct CallArgs {
     /// The tool's arguments, a JSON object.
     #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
+    /// This call's session, for approvals given "for this session" (#27): calls with the same session name (and the
+    /// same arguments) pass once a person approved one for the session.
+    #[arg(long, env = "AGENT_DISCOVER_SESSION", value_name = "NAME")]
+    pub session: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -170,6 +174,12 @@ pub async fn call(app: &Arc<App>, args: CallArgs) -> anyhow::Result<()> {
             _ => bail!("--args must be a JSON object"),
         },
     };
+    let session = args
+        .session
+        .as_deref()
+        .map(crate::approvals::session_name)
+        .transpose()?
+        .map(|n| format!("cli:{n}"));
     let Some((server, tool)) = app.proxy.resolve(&args.name) else {
         bail!(
             "`{}` names no tool of a registered server (expected SERVER__TOOL)",
@@ -186,9 +196,11 @@ pub async fn call(app: &Arc<App>, args: CallArgs) -> anyhow::Result<()> {
                 app.registry.set_active(id, false, None)?;
             }
         }
-        app.proxy
-            .call_tool(&server, &tool, arguments, Caller::default())
-            .await
+        let caller = Caller {
+            session,
+            ..Caller::default()
+        };
+        app.proxy.call_tool(&server, &tool, arguments, caller).await
     }
     .await;
     app.proxy.shutdown().await;

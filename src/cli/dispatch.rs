@@ -8,7 +8,9 @@ use anyhow::Context;
 use super::args::{Cli, Command};
 use super::common::print_json;
 use super::dashboard::{dashboard_disabled_by_env, dashboard_security, lead_dashboard};
-use super::{agents, auth, configs, introspect, market, model, sandbox, servers, status, tools};
+use super::{
+    agents, approvals, auth, configs, introspect, market, model, sandbox, servers, status, tools,
+};
 use crate::app::App;
 use crate::config::Config;
 
@@ -138,6 +140,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status { json, port } => status::status(&app, json, port).await,
         Command::Migrate { .. } => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
+        Command::Approvals(cmd) => approvals::run(&app, cmd),
         Command::Sandbox(cmd) => sandbox::run(&app, cmd),
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,

@@ -4,6 +4,7 @@
 //! dispatch in `dispatch`, the subcommands by family in the other files, the helpers they share in `common`.
 
 mod agents;
+mod approvals;
 mod args;
 mod auth;
 mod common;

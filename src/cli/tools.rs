@@ -1,5 +1,6 @@
-//! `agent-discover tools`: review and approve pinned tools whose definition changed, and set per-server allow/deny
-//! filters. Over the same `App` methods as the `registry` actions and the REST routes.
+//! `agent-discover tools`: review and approve pinned tools whose definition changed, set per-server allow/deny
+//! filters, and set approval policies (#27). Over the same `App` methods as the `registry` actions and the REST
+//! routes.
 
 use std::io::Write;
 
@@ -8,6 +9,7 @@ use serde_json::Value;
 
 use super::common::{one_line, print_json};
 use crate::app::App;
+use crate::approval::ApprovalPolicy;
 use crate::pinning::ToolFilter;
 
 #[derive(Debug, Subcommand)]
@@ -49,6 +51,29 @@ pub enum ToolsCommand {
         /// Remove every pattern.
         #[arg(long, conflicts_with_all = ["allow", "deny"])]
         clear: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show, or set, a server's approval policy (#27): `--allow` (the default), `--ask` (a person approves each call,
+    /// bound to its exact arguments) or `--deny`; for the whole server, one TOOL, or with `--annotation` the tools
+    /// that declare `destructive` or `open_world`. A tool rule beats an annotation rule, which beats the server-wide
+    /// rule. `--clear` removes the rule.
+    Policy {
+        name: String,
+        /// The tool's own name on the server (without it: the server-wide rule, or the annotation rule).
+        tool: Option<String>,
+        #[arg(long, group = "policy")]
+        ask: bool,
+        #[arg(long, group = "policy")]
+        allow: bool,
+        #[arg(long, group = "policy")]
+        deny: bool,
+        /// Remove the rule.
+        #[arg(long, group = "policy")]
+        clear: bool,
+        /// A rule for the server's tools that declare this hint true.
+        #[arg(long, value_parser = ["destructive", "open_world"], conflicts_with = "tool")]
+        annotation: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -148,6 +173,66 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             }
             writeln!(out, "allow: {}", filter.allow.join(" "))?;
             writeln!(out, "deny:  {}", filter.deny.join(" "))?;
+            Ok(())
+        }
+        ToolsCommand::Policy {
+            name,
+            tool,
+            ask,
+            allow,
+            deny,
+            clear,
+            annotation,
+            json,
+        } => {
+            let target = crate::approvals::target_of(tool.as_deref(), annotation.as_deref())?;
+            let policy = [
+                (ask, ApprovalPolicy::Ask),
+                (allow, ApprovalPolicy::Allow),
+                (deny, ApprovalPolicy::Deny),
+            ]
+            .into_iter()
+            .find_map(|(on, p)| on.then_some(p));
+            let view = if policy.is_some() || clear {
+                app.set_tool_policy(&name, &target, policy)?
+            } else {
+                app.tool_policy(&name)?
+            };
+            if json {
+                return print_json(&view);
+            }
+            let rules = view["rules"].as_array().cloned().unwrap_or_default();
+            if rules.is_empty() {
+                writeln!(out, "{name}: no rules (every tool: allow)")?;
+            }
+            for r in &rules {
+                let what = match r["scope"].as_str() {
+                    Some("tool") => format!("tool {}", r["tool"].as_str().unwrap_or_default()),
+                    Some("annotation") => format!(
+                        "annotation {}",
+                        r["annotation"].as_str().unwrap_or_default()
+                    ),
+                    _ => "server-wide".to_owned(),
+                };
+                writeln!(
+                    out,
+                    "{:<32} {}",
+                    what,
+                    r["policy"].as_str().unwrap_or_default()
+                )?;
+            }
+            let tools = view["tools"].as_array().cloned().unwrap_or_default();
+            if !tools.is_empty() {
+                writeln!(out)?;
+            }
+            for t in tools {
+                writeln!(
+                    out,
+                    "{:<32} {}",
+                    t["tool"].as_str().unwrap_or_default(),
+                    t["policy"].as_str().unwrap_or_default()
+                )?;
+            }
             Ok(())
         }
     }

@@ -11,7 +11,7 @@
 //! first delivery is the current set with `seq: 0` (the bootstrap); later ones carry the feed's counter.
 //!
 //! The feed also reconciles this process with the stored intent: a child running here whose server was disabled or
-//! removed by another process is stopped.
+//! removed by another process is stopped, and approval rules another process set reach the fast lane.
 
 use std::sync::{Arc, Weak};
 
@@ -199,7 +199,12 @@ async fn listen(
         };
         match received {
             None => return,
-            Some(Received::Event(Event::CallLogged { .. } | Event::Warmup { .. })) => {}
+            Some(Received::Event(
+                Event::CallLogged { .. }
+                | Event::Warmup { .. }
+                | Event::ApprovalRequested { .. }
+                | Event::ApprovalDecided { .. },
+            )) => {}
             Some(_) => dirty.notify_one(),
         }
     }
@@ -244,6 +249,11 @@ async fn rebuild(
             }
         };
         if external {
+            // Another process may have changed approval rules: which tools the fast lane leaves to the normal path
+            // follows (#27; the normal path reads the rules on every call), and this process's listeners hear of it.
+            for name in app.proxy.reload_approvals(None) {
+                app.events.emit(Event::ToolPolicyChanged { name });
+            }
             // Another process changed what a running server exposes (its allow/deny filter): the tools of this
             // process's child are listed again, which tells this process's MCP clients (`list_changed`).
             let store = app.registry.store();

@@ -106,6 +106,7 @@ pub async fn get_server(
     let view = ServerView {
         running: s.app.proxy.is_active(&server.name),
         sandbox: s.app.sandbox_brief(&server)?,
+        tool_policy: crate::approvals::rules_json(&s.app.registry.approval_rules(server.id)?),
         summary: ServerSummary {
             tool_count: tools.len() as i64,
             auth_url: s.app.oauth.auth_url(server.id),
@@ -302,17 +303,33 @@ pub struct CallBody {
     args: Option<Map<String, Value>>,
 }
 
-/// Answers with the tool's MCP result; a tool that ran and failed is still 200 with `isError: true`.
+/// The request header that names a REST caller's session, for approvals "for this session" (#27).
+pub const SESSION_HEADER: &str = "x-agent-discover-session";
+
+/// Answers with the tool's MCP result; a tool that ran and failed is still 200 with `isError: true`. A tool whose
+/// approval policy is `ask` waits for a person (`/api/approvals`); refused, it answers 403 `kind: approval_denied`,
+/// unanswered in time 504 `kind: approval_timeout`.
 pub async fn call_tool(
     State(s): State<AppState>,
     Path(key): Path<String>,
+    headers: axum::http::HeaderMap,
     Body(body): Body<CallBody>,
 ) -> ApiResult<Json<rmcp::model::CallToolResult>> {
     let server = server(&s.app, &key)?;
+    let session = match headers.get(SESSION_HEADER) {
+        None => None,
+        Some(v) => Some(crate::approvals::session_name(
+            v.to_str().unwrap_or("\u{fffd}"),
+        )?),
+    };
+    let caller = Caller {
+        session: session.map(|n| format!("rest:{n}")),
+        ..Caller::default()
+    };
     let result = s
         .app
         .proxy
-        .call_tool(&server.name, &body.tool, body.args, Caller::default())
+        .call_tool(&server.name, &body.tool, body.args, caller)
         .await?;
     Ok(Json(result))
 }

@@ -18,9 +18,11 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
-    /// For a refused tool call: its kind (`tool_flagged`, `tool_changed`, ...) and the scanner's reasons.
+    /// A failed proxied call's kind, where a caller acts on it (`tool_changed`, `tool_flagged`, `approval_denied`,
+    /// `approval_timeout`; `Error::call_kind`), with the scanner's reasons or the approval's id when there are.
     pub kind: Option<&'static str>,
     pub reasons: Option<Vec<String>>,
+    pub approval: Option<String>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -33,6 +35,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::Denied => StatusCode::FORBIDDEN,
     }
 }
 
@@ -44,6 +47,7 @@ impl ApiError {
             message: message.into(),
             kind: None,
             reasons: None,
+            approval: None,
         }
     }
 }
@@ -58,31 +62,36 @@ impl From<Error> for ApiError {
         } else {
             e.to_string()
         };
-        let mut api = ApiError::new(status_of(code), code.as_str(), message);
-        if matches!(e, Error::ToolChanged { .. } | Error::ToolFlagged { .. }) {
-            api.kind = Some(e.kind_str());
-            api.reasons = e.reasons().map(<[String]>::to_vec);
+        let mut err = ApiError::new(status_of(code), code.as_str(), message);
+        match &e {
+            Error::ToolChanged { .. } => err.kind = Some(e.call_kind()),
+            Error::ToolFlagged { reasons, .. } => {
+                err.kind = Some(e.call_kind());
+                err.reasons = Some(reasons.clone());
+            }
+            Error::ApprovalDenied { approval, .. } | Error::ApprovalTimeout { approval, .. } => {
+                err.kind = Some(e.call_kind());
+                err.approval = approval.clone();
+            }
+            _ => {}
         }
-        api
+        err
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json({
-                let mut body = serde_json::json!({"error": self.message, "code": self.code});
-                if let Some(kind) = self.kind {
-                    body["kind"] = kind.into();
-                }
-                if let Some(reasons) = self.reasons {
-                    body["reasons"] = reasons.into();
-                }
-                body
-            }),
-        )
-            .into_response()
+        let mut body = serde_json::json!({"error": self.message, "code": self.code});
+        if let Some(kind) = self.kind {
+            body["kind"] = kind.into();
+        }
+        if let Some(reasons) = self.reasons {
+            body["reasons"] = reasons.into();
+        }
+        if let Some(id) = self.approval {
+            body["approval"] = id.into();
+        }
+        (self.status, Json(body)).into_response()
     }
 }
 
@@ -154,6 +163,7 @@ mod tests {
             ErrorCode::Timeout,
             ErrorCode::Unavailable,
             ErrorCode::Internal,
+            ErrorCode::Denied,
         ];
         let statuses: std::collections::HashSet<u16> =
             codes.iter().map(|c| status_of(*c).as_u16()).collect();

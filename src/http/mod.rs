@@ -11,6 +11,7 @@
 mod agents;
 mod answer;
 mod api;
+mod approvals;
 mod assets;
 mod error;
 mod introspect;
@@ -163,6 +164,18 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/tool-filter", "Replace a server's allow/deny patterns (a filtered tool is hidden everywhere)", pins::set_filter)
             .body("ToolFilter")
             .returns(200, "ToolFilter"),
+        op(M::GET, "/api/servers/{id}/tool-policy", "A server's approval policy rules (allow, ask, deny per server, tool or annotation) and what each tool resolves to", approvals::get_policy)
+            .returns(200, "ToolPolicy"),
+        op(M::PUT, "/api/servers/{id}/tool-policy", "Set or remove one approval policy rule (`tool`, `annotation` or neither: server-wide; `policy` null removes it)", approvals::set_policy)
+            .body("ToolPolicyRule")
+            .returns(200, "ToolPolicy"),
+        op(M::GET, "/api/approvals", "Calls waiting for a person's approval, newest first", approvals::list)
+            .query(&[("all", "true: recent approvals of every kind and status")])
+            .returns(200, "ApprovalList"),
+        op(M::POST, "/api/approvals/{id}/approve", "Approve a waiting call, once or for the rest of its caller's session", approvals::approve)
+            .body("ApprovalDecision")
+            .returns(200, "Approval"),
+        op(M::POST, "/api/approvals/{id}/deny", "Deny a waiting call (it ends with kind approval_denied)", approvals::deny).returns(200, "Approval"),
         op(M::GET, "/api/servers/{id}/sandbox", "A server's sandbox: settings, whether it is confined, the paths it may use, what the kernel offers", sandbox::get)
             .returns(200, "SandboxView"),
         op(M::PUT, "/api/servers/{id}/sandbox", "Change a server's sandbox settings (network, granted paths, on/off); applied at its next start", sandbox::set)

@@ -109,6 +109,7 @@ fn schemas() -> Value {
         lifecycle_schemas(),
         super::pins::schemas(),
         super::sandbox::schemas(),
+        super::approvals::schemas(),
         super::introspect::schemas(),
         super::agents::schemas(),
     ] {

@@ -5,7 +5,8 @@
 //! and from `ad_store::watch` (other processes on the same database). Snapshots are coalesced: a burst of events while
 //! one is being built costs one more build, not one per event. A client that falls behind gets the latest snapshot.
 //!
-//! Messages (server to client): `{type:"state", seq, version, servers, active}`, `{type:"registry", seq, servers}`
+//! Messages (server to client): `{type:"state", seq, version, servers, active, approvals}` (`approvals`: the calls
+//! waiting for a person), `{type:"registry", seq, servers}`
 //! (seed 001's snapshot from `crate::feed`: `seq` 0 first on each connection, then one per change), `{type:"log_entry", entry}`,
 //! `{type:"logs_cleared"}`, `{type:"error", error}`. Client to server: `{type:"refresh"}` resends the snapshot.
 
@@ -56,6 +57,8 @@ pub(crate) struct ServerView {
     /// A stdio server's sandbox (`enabled`, `effective`, `network`); absent for a remote server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::SandboxBrief>,
+    /// Its approval policy rules (#27; none: every tool is `allow`).
+    pub tool_policy: Vec<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -82,6 +85,8 @@ struct StateMessage {
     version: &'static str,
     servers: Vec<ServerView>,
     active: Vec<ChildStatus>,
+    /// Calls waiting for a person's approval (#27), newest first.
+    approvals: Vec<serde_json::Value>,
 }
 
 /// Reads the state the dashboard shows. Synchronous SQL: run it off the async workers.
@@ -99,6 +104,9 @@ pub(crate) fn server_views(app: &App) -> crate::error::Result<Vec<ServerView>> {
             Ok(ServerView {
                 running: app.proxy.is_active(&summary.server.name),
                 sandbox: app.sandbox_brief(&summary.server)?,
+                tool_policy: crate::approvals::rules_json(
+                    &app.registry.approval_rules(summary.server.id)?,
+                ),
                 summary,
                 tools,
             })
@@ -113,6 +121,7 @@ fn state_message(app: &App, seq: u64) -> crate::error::Result<Utf8Bytes> {
         version: env!("CARGO_PKG_VERSION"),
         servers: server_views(app)?,
         active: app.proxy.children(),
+        approvals: app.approvals(false)?,
     };
     serde_json::to_string(&msg)
         .map(Utf8Bytes::from)
@@ -126,7 +135,9 @@ impl Hub {
         let cancel = shutdown.child_token();
         let first = state_message(&app, 1).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "building the first dashboard snapshot failed");
-            Utf8Bytes::from_static(r#"{"type":"state","seq":1,"servers":[],"active":[]}"#)
+            Utf8Bytes::from_static(
+                r#"{"type":"state","seq":1,"servers":[],"active":[],"approvals":[]}"#,
+            )
         });
         let hub = Arc::new(Hub {
             app: app.clone(),

@@ -208,6 +208,22 @@ pub enum Action {
         #[schemars(length(max = 64))]
         deny: Option<Vec<String>>,
     },
+    /// Shows a server's approval policy (allow, ask or deny, for the server, one tool, or the tools with an annotation)
+    /// and what each tool resolves to, or sets one rule when `policy` is given. From here a rule can only be made
+    /// stricter; loosening one (to allow, or clearing it) is for a person (CLI, REST, dashboard).
+    ToolPolicy {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// One tool of the server, by its own name (without `tool` or `annotation`: the server-wide rule)
+        tool: Option<String>,
+        /// `ask`: a person approves each call, bound to its exact arguments; `deny`: refused; `allow`; `clear` removes the rule
+        #[schemars(extend("enum" = ["allow", "ask", "deny", "clear"]))]
+        policy: Option<String>,
+        /// The rule is for the server's tools that declare this hint true (destructiveHint, openWorldHint)
+        #[schemars(extend("enum" = ["destructive", "open_world"]))]
+        annotation: Option<String>,
+    },
     /// Shows a stdio server's sandbox (settings, the paths it may use, what the kernel offers), or changes it when
     /// `network`, `read`, `write` or `enabled` is given (applied at the server's next start).
     Sandbox {

@@ -142,8 +142,9 @@ fn shape_call_error(
         )])
         .into()),
         e => {
-            // Withheld tools (`tool_changed`, `tool_flagged`) are kept apart; everything else is seed 001's kind.
-            let kind = e.kind_str();
+            // Withheld tools (`tool_changed`, `tool_flagged`) and #27's `approval_denied` / `approval_timeout` are kept
+            // apart; everything else is seed 001's kind.
+            let kind = e.call_kind();
             let mut body = json!({
                 "error": e.to_string(),
                 "code": e.code().as_str(),
@@ -157,6 +158,18 @@ fn shape_call_error(
             }
             if let Error::AuthRequired { auth_url, .. } = &e {
                 body["authUrl"] = json!(auth_url);
+            }
+            if let Error::ApprovalDenied {
+                approval: Some(id), ..
+            }
+            | Error::ApprovalTimeout {
+                approval: Some(id), ..
+            } = &e
+            {
+                body["approval"] = json!(id);
+            }
+            if let Error::ApprovalDenied { by, .. } = &e {
+                body["denied_by"] = json!(by);
             }
             Ok(CallToolResult::error(vec![ContentBlock::text(body.to_string())]).into())
         }
@@ -196,6 +209,25 @@ fn ask_to_authorize(peer: rmcp::Peer<rmcp::RoleServer>, server: &str, url: &str)
             tracing::debug!(error = %e, "the client did not take the authorization URL");
         }
     });
+}
+
+/// The session of an MCP caller for approvals "for this session" (#27): the connection, a stdio one or a legacy
+/// Streamable HTTP session (the front is one handler per connection or session, numbered `client_id`). A 2026-07-28
+/// request over HTTP has no session (SEP-2567 removed them), so it gets none.
+pub(crate) fn session_of(
+    app: &App,
+    context: &RequestContext<RoleServer>,
+    client_id: u64,
+) -> Option<String> {
+    let http = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_some();
+    let sessionless = http
+        && context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+    (!sessionless).then(|| app.proxy.mcp_session(client_id))
 }
 
 pub(crate) fn unknown_tool(app: &App, name: &str) -> CallToolResult {

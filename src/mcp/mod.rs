@@ -146,7 +146,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let caller = Caller::of_call(&request, &context);
+        let mut caller = Caller::of_call(&request, &context);
+        caller.session = calls::session_of(&self.app, &context, self.client_id);
         if request.name == registry_tool::NAME {
             // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
             // future into a task for each request, proxied calls included.

@@ -144,6 +144,7 @@ impl ServerHandler for ServerView {
         self.ready().await?;
         let mut caller = Caller::of_call(&request, &context);
         caller.scoped = true;
+        caller.session = super::calls::session_of(&self.app, &context, self.client_id);
         match Box::pin(self.app.proxy.call_tool_response(
             &self.server,
             &request.name,
@@ -167,15 +168,19 @@ impl ServerHandler for ServerView {
                 ))])
                 .into())
             }
-            // A tool withheld by pinning or the scanner: a tool error saying why, as on the aggregated front.
-            Err(e @ (Error::ToolChanged { .. } | Error::ToolFlagged { .. })) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(
-                    serde_json::json!({"error": e.to_string(), "code": e.code().as_str(),
-                        "kind": e.kind_str(), "reasons": e.reasons()})
-                    .to_string(),
-                )])
-                .into())
-            }
+            // A tool withheld by pinning or the scanner, a call an approval policy or a person refused, or no approval
+            // in time (#27): a tool error saying why, as on the aggregated front.
+            Err(
+                e @ (Error::ToolChanged { .. }
+                | Error::ToolFlagged { .. }
+                | Error::ApprovalDenied { .. }
+                | Error::ApprovalTimeout { .. }),
+            ) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                serde_json::json!({"error": e.to_string(), "code": e.code().as_str(),
+                    "kind": e.call_kind(), "reasons": e.reasons()})
+                .to_string(),
+            )])
+            .into()),
             // The child's JSON-RPC error, with its own code, message and data.
             Err(Error::Child { error, .. }) => Err(error),
             Err(e) => Err(self.error(e)),

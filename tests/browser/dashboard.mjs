@@ -1,7 +1,8 @@
 // Drives the dashboard in headless Chromium: register the fixture server, activate it, see its tools, call one from
 // the Test section, watch the call arrive live in Logs, install a server from the marketplace (a stub registry the
-// Rust test starts), review and approve a tool whose description changed (Approvals), disable the running server
-// (its child exits) and enable it again, and save screenshots.
+// Rust test starts), review and approve a tool whose description changed (Approvals), set an `ask` approval rule
+// from a server card and approve and deny waiting calls (Approvals), disable the running server (its child exits) and
+// enable it again, and save screenshots.
 //
 // Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
 // Environment: FIXTURE_COMMAND (the agent-discover-fixture binary), PLAYWRIGHT_CORE (path of the playwright-core
@@ -34,7 +35,12 @@ try {
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(20000);
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+  // A refusal the test itself provokes (a denied call's 403) is the one console error expected.
+  let expectedError = null;
+  page.on('console', (m) => {
+    if (m.type() !== 'error' || (expectedError && m.text().includes(expectedError))) return;
+    problems.push(`console error: ${m.text()}`);
+  });
 
   step('load the dashboard and its live connection');
   await page.goto(url);
@@ -131,6 +137,50 @@ try {
   await flagged.getByRole('button', { name: 'Approve' }).click();
   await flagged.waitFor({ state: 'detached' });
   await page.locator('#pin-empty').waitFor({ state: 'visible' });
+
+  step('an ask rule set from a server card: a call waits under Approvals and is approved there');
+  await page.keyboard.press('1');
+  await page.locator('#panel-servers').waitFor({ state: 'visible' });
+  const policy = card.locator('details[data-role="policy-section"]');
+  await policy.locator('summary').click();
+  await policy.getByLabel('Rule target for fx').selectOption('tool:echo');
+  await policy.getByLabel('Policy for fx').selectOption('ask');
+  await policy.getByRole('button', { name: 'Set rule' }).click();
+  await policy.locator('tr[data-rule="tool"]', { hasText: 'ask' }).waitFor();
+  // The call waits for a person: started here, answered from the Approvals section.
+  await page.evaluate(() => {
+    window.approvedCall = fetch('/api/servers/fx/call', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tool: 'echo', args: { text: 'approved in the browser' } }),
+    }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  });
+  await page.locator('#count-pins', { hasText: /^1$/ }).waitFor();
+  await page.keyboard.press('5');
+  await page.locator('#panel-pins').waitFor({ state: 'visible' });
+  const waiting = page.locator('article.approval', { hasText: 'fx__echo' });
+  await waiting.locator('pre.arguments', { hasText: 'approved in the browser' }).waitFor();
+  await waiting.getByRole('button', { name: 'Approve once' }).click();
+  const approved = await page.evaluate(() => window.approvedCall);
+  if (approved.status !== 200 || !JSON.stringify(approved.body).includes('approved in the browser')) {
+    throw new Error(`the approved call did not complete: ${JSON.stringify(approved)}`);
+  }
+  await waiting.waitFor({ state: 'detached' });
+  await page.locator('#approval-empty').waitFor({ state: 'visible' });
+  // Denied from the same section: the call ends with approval_denied (403).
+  expectedError = 'status of 403';
+  await page.evaluate(() => {
+    window.deniedCall = fetch('/api/servers/fx/call', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tool: 'echo', args: { text: 'not this one' } }),
+    }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  });
+  const denied = page.locator('article.approval', { hasText: 'not this one' });
+  await denied.getByRole('button', { name: 'Deny' }).click();
+  const refused = await page.evaluate(() => window.deniedCall);
+  if (refused.status !== 403 || refused.body.kind !== 'approval_denied') {
+    throw new Error(`the denied call was not refused: ${JSON.stringify(refused)}`);
+  }
+  expectedError = null;
 
   step('disable a running server from its card, then enable it again');
   await page.keyboard.press('1');

@@ -71,3 +71,5 @@ mod relay;
 mod sandbox_settings;
 // Issue 26: the sandbox from outside (a hostile fixture, network none, refusals, real npm and PyPI servers confined).
 mod sandbox;
+// Issue 27: approval policies bound to arguments (elicitation, input-required, REST, CLI, replicas, Python SDK).
+mod approvals;

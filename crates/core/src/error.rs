@@ -14,6 +14,8 @@ pub enum ErrorCode {
     Timeout,
     Unavailable,
     Internal,
+    /// A person or a policy refused the call (approval policies, issue 27).
+    Denied,
 }
 
 impl ErrorCode {
@@ -26,6 +28,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Internal => "internal",
+            ErrorCode::Denied => "denied",
         }
     }
 }
@@ -100,6 +103,28 @@ pub enum Error {
         "server `{server}` asks the client for {what} (input_required), which this caller cannot answer: it has no MCP client, or one that did not declare the {what} capability"
     )]
     InputRequired { server: String, what: String },
+    /// #27 (approvals): a call the tool's approval policy refused (`deny`), or one a person denied when asked (`by`
+    /// says who: `policy`, `elicitation`, `input`, `cli:USER`, `rest`, `dashboard`). `approval` is the approval's id
+    /// when one was recorded.
+    #[error(
+        "approval_denied: the call of tool `{tool}` of server `{server}` was denied by {by} (its approval policy is ask or deny: `agent-discover tools policy {server}`)"
+    )]
+    ApprovalDenied {
+        server: String,
+        tool: String,
+        by: String,
+        approval: Option<String>,
+    },
+    /// #27 (approvals): a call that needed a person's approval and got no answer before its deadline.
+    #[error(
+        "approval_timeout: nobody approved the call of tool `{tool}` of server `{server}` within {ms} ms (`agent-discover approvals list` shows waiting calls)"
+    )]
+    ApprovalTimeout {
+        server: String,
+        tool: String,
+        ms: u64,
+        approval: Option<String>,
+    },
 }
 
 impl Error {
@@ -131,6 +156,21 @@ impl Error {
             | Error::InputRequired { .. }
             | Error::SandboxDenied { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
+            Error::ApprovalDenied { .. } => ErrorCode::Denied,
+            Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
+        }
+    }
+
+    /// The `kind` a failed proxied call carries where fronts shape it for agents (MCP's tool error results, REST's
+    /// error body): the cases a caller acts on have their own (`tool_changed`, `approval_denied`,
+    /// `approval_timeout`); everything else is the contract's [`ToolErrorKind`].
+    pub fn call_kind(&self) -> &'static str {
+        match self {
+            Error::ToolChanged { .. } => "tool_changed",
+            Error::ToolFlagged { .. } => "tool_flagged",
+            Error::ApprovalDenied { .. } => "approval_denied",
+            Error::ApprovalTimeout { .. } => "approval_timeout",
+            e => e.tool_error_kind().as_str(),
         }
     }
 }
@@ -192,16 +232,6 @@ impl Error {
         self.tool_error_kind_inner()
     }
 
-    /// The `kind` a tool error result carries: seed 001's kinds, except the integrity refusals kept apart
-    /// (`tool_changed` for a pinned tool that changed, `tool_flagged` for a definition the scanner flagged).
-    pub fn kind_str(&self) -> &'static str {
-        match self {
-            Error::ToolChanged { .. } => "tool_changed",
-            Error::ToolFlagged { .. } => "tool_flagged",
-            e => e.tool_error_kind().as_str(),
-        }
-    }
-
     /// The scanner's reasons, for a flagged definition.
     pub fn reasons(&self) -> Option<&[String]> {
         match self {
@@ -212,7 +242,7 @@ impl Error {
 
     fn tool_error_kind_inner(&self) -> ToolErrorKind {
         match self {
-            Error::Timeout { .. } => ToolErrorKind::Timeout,
+            Error::Timeout { .. } | Error::ApprovalTimeout { .. } => ToolErrorKind::Timeout,
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
             Error::NotFound { what: "tool", .. }
             | Error::ToolChanged { .. }
@@ -228,7 +258,8 @@ impl Error {
             | Error::NotFound { .. }
             | Error::Conflict { .. }
             | Error::Store(_)
-            | Error::Internal(_) => ToolErrorKind::ServerError,
+            | Error::Internal(_)
+            | Error::ApprovalDenied { .. } => ToolErrorKind::ServerError,
         }
     }
 

@@ -78,6 +78,32 @@ pub enum Event {
         tool: String,
         by: String,
     },
+    /// #27 (approvals): a server's approval policy rules changed (`agent-discover tools policy`, REST, the registry's
+    /// `tool_policy`).
+    #[serde(rename = "server:tool_policy")]
+    ToolPolicyChanged { name: String },
+    /// #27: a call of a tool whose policy is `ask` waits for a person: `via` says how it is asked (`elicitation` of
+    /// the calling client, `input` (an input-required result for a 2026-07-28 client), or `wait`: a pending approval
+    /// that `agent-discover approvals`, REST or the dashboard answers). `id` names the approval.
+    #[serde(rename = "approval:requested")]
+    ApprovalRequested {
+        id: String,
+        server: String,
+        tool: String,
+        via: &'static str,
+    },
+    /// #27: an approval was decided: `decision` is `approved` (for `scope` `once` or `session`), `denied` or
+    /// `expired` (no answer in time, or the caller went away); `by` says who (`elicitation`, `input`, `cli:USER`,
+    /// `rest`, `dashboard`, `policy`, `timeout`, `cancelled`).
+    #[serde(rename = "approval:decided")]
+    ApprovalDecided {
+        id: String,
+        server: String,
+        tool: String,
+        decision: &'static str,
+        scope: Option<&'static str>,
+        by: String,
+    },
 }
 
 impl Event {
@@ -99,6 +125,9 @@ impl Event {
             Event::ToolApproved { .. } => "server:tool_approved",
             Event::ToolFlagged { .. } => "server:tool_flagged",
             Event::AgentsChanged { .. } => "server:agents_changed",
+            Event::ToolPolicyChanged { .. } => "server:tool_policy",
+            Event::ApprovalRequested { .. } => "approval:requested",
+            Event::ApprovalDecided { .. } => "approval:decided",
         }
     }
 

@@ -39,8 +39,9 @@ pub(super) fn outcome(res: &Result<CallToolResponse>) -> (bool, String) {
 }
 
 impl Inner {
-    /// Records a finished proxied call: metrics, the call log (with an excerpt of the answer) and the observer
-    /// (the Prometheus histogram).
+    /// Records a finished proxied call: metrics, the call log (with an excerpt of the answer, after `note`: how the
+    /// call was approved) and the observer (the Prometheus histogram).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn account(
         &self,
         server: &str,
@@ -49,8 +50,13 @@ impl Inner {
         args: Option<Map<String, Value>>,
         latency: Duration,
         res: &Result<CallToolResponse>,
+        note: Option<&str>,
     ) {
-        let (ok, text) = outcome(res);
+        let (ok, mut text) = outcome(res);
+        // How the call was approved (#27), ahead of its answer.
+        if let Some(note) = note {
+            text.insert_str(0, note);
+        }
         let args = args.map(Value::Object).unwrap_or(Value::Null);
         self.record_call(
             server,

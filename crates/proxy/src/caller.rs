@@ -34,6 +34,10 @@ pub struct Caller {
     /// its client if it declared the capability, else the call ends with [`Error::InputRequired`]; never forwarded
     /// to another client. Set for the registry's `proxy_call`; implied for a caller without a client (REST, CLI).
     pub questions_to_caller: bool,
+    /// The caller's session, for approvals given "for this session" (#27): `mcp:PROCESS:CLIENT` for an MCP connection
+    /// (stdio, or a legacy Streamable HTTP session; see `Proxy::mcp_session`), `rest:NAME` and `cli:NAME` when the
+    /// caller named one; `None` for a caller without one (a 2026-07-28 request over HTTP, which has no session).
+    pub session: Option<String>,
 }
 
 impl Caller {
@@ -63,6 +67,7 @@ impl Caller {
                 .or_else(|| context.meta.log_level()),
             scoped: false,
             questions_to_caller: false,
+            session: None,
         }
     }
 
@@ -84,6 +89,7 @@ impl Caller {
             log_level: context.meta.log_level(),
             scoped: false,
             questions_to_caller: false,
+            session: None,
         }
     }
 

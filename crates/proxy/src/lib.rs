@@ -17,6 +17,7 @@
 
 mod accounting;
 mod aggregate;
+pub mod approval;
 mod call;
 mod caller;
 mod client;

@@ -311,7 +311,10 @@ impl Inner {
             progress_seen,
             log_floor: Mutex::new(None),
             lane,
+            gated: Default::default(),
         });
+        // Which tools ask or refuse (`approval.rs`): the fast lane leaves them to the normal path.
+        self.gate_approvals(&child);
         // A 2026-07-28 child tells of list changes only on a `subscriptions/listen` stream.
         if !child.protocol.has_initialize() {
             self.follow_list_changes(&child);

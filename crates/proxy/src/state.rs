@@ -4,7 +4,7 @@
 //! subscriptions, task owners). The object graph is declared here, in one place, so that the files acting on it
 //! (named in each field's doc) all sit above it; none of them is imported here. [`Proxy::new`] builds it empty.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex, Weak};
@@ -103,6 +103,8 @@ pub(crate) struct Inner {
     pub(super) task_owners: Mutex<Owners>,
     /// Tool calls relayed by the fast lane (`relay.rs`), counted by each child's lane.
     pub(super) fast_calls: Arc<std::sync::atomic::AtomicU64>,
+    /// The database file, whose other writers a call waiting for a person's approval watches (`approval.rs`).
+    pub(super) db_path: PathBuf,
 }
 
 /// A child's place in [`Inner::children`]: its one owner.
@@ -152,6 +154,16 @@ pub(super) struct Child {
     pub(super) log_floor: Mutex<Option<rmcp::model::LoggingLevel>>,
     /// The fast lane to a stdio child (`relay.rs`); `None` for other transports.
     pub(super) lane: Option<Arc<ChildLane>>,
+    /// Its tools whose approval policy is not `allow` (`approval.rs`), which the fast lane never relays.
+    pub(super) gated: Gated,
+}
+
+/// A child's tools whose approval policy is `ask` or `deny`, computed when its tools are gated and when the rules
+/// change (`approval.rs`); `any` keeps the fast lane's check to one atomic load while no rule applies.
+#[derive(Default)]
+pub(super) struct Gated {
+    pub(super) any: AtomicBool,
+    pub(super) tools: Mutex<HashSet<String>>,
 }
 
 impl Proxy {
@@ -166,6 +178,7 @@ impl Proxy {
         timeouts: Timeouts,
         guard_exe: PathBuf,
         sandbox: ad_registry::config::SandboxConfig,
+        db_path: PathBuf,
     ) -> Proxy {
         let inner = Arc::new(Inner {
             registry: registry.clone(),
@@ -194,6 +207,7 @@ impl Proxy {
             held: Held::new(),
             task_owners: Mutex::default(),
             fast_calls: Arc::default(),
+            db_path,
         });
         Proxy { inner }
     }

@@ -13,6 +13,7 @@ use ad_core::error::{Error, Result};
 use ad_core::events::Event;
 use ad_core::model::ToolInfo;
 
+use crate::approval::Gate;
 use crate::caller::Caller;
 use crate::names;
 use crate::state::{Child, ChildLane, Inner, Proxy, Slot};
@@ -127,6 +128,37 @@ impl Proxy {
         if !lock(&child.tools).iter().any(|t| t.name == tool) {
             self.tool_missing(&child, tool).await?;
         }
+        // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
+        let (caller, wrap, note) =
+            match self.approve_call(&child, tool, args.as_ref(), caller).await {
+                Ok(Gate::Go { caller, wrap, note }) => (caller, wrap, note),
+                Ok(Gate::Asked(asking)) => {
+                    let res = Ok(asking);
+                    self.inner.account(
+                        server,
+                        child.server_id,
+                        tool,
+                        args,
+                        started.elapsed(),
+                        &res,
+                        Some("[approval: asked] "),
+                    );
+                    return res;
+                }
+                Err(e) => {
+                    let res = Err(e);
+                    self.inner.account(
+                        server,
+                        child.server_id,
+                        tool,
+                        args,
+                        started.elapsed(),
+                        &res,
+                        None,
+                    );
+                    return res;
+                }
+            };
         let mut res = if caller.holds_questions(&child) {
             // A legacy child asks the client with requests of its own: minted into input-required results for a
             // 2026-07-28 caller, or put to this caller alone (`held.rs`).
@@ -141,9 +173,22 @@ impl Proxy {
             let server = self.inner.registry.get_by_id(child.server_id)?;
             res = Err(self.inner.auth_failure(&server, Some(session), e).await);
         }
+        // An approved call whose child asks for input: its retry must pass as approved, so the child's own state is
+        // sealed into a token bound to the approval's digest (`approval.rs`).
+        if let (Some(digest), Ok(CallToolResponse::InputRequired(asked))) = (&wrap, &mut res) {
+            asked.request_state =
+                Some(self.continuation(digest, asked.request_state.take(), &child));
+        }
         let latency = started.elapsed();
-        self.inner
-            .account(server, child.server_id, tool, args, latency, &res);
+        self.inner.account(
+            server,
+            child.server_id,
+            tool,
+            args,
+            latency,
+            &res,
+            note.as_deref(),
+        );
         res
     }
 
@@ -159,6 +204,10 @@ impl Proxy {
             return None;
         }
         let lane = child.lane.clone()?;
+        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides.
+        if child.gated.any.load(Ordering::Acquire) && lock(&child.gated.tools).contains(tool) {
+            return None;
+        }
         lock(&child.tools)
             .iter()
             .any(|t| t.name == tool)
@@ -253,6 +302,7 @@ impl Inner {
         match child.peer.list_all_tools().await {
             Ok(tools) => {
                 *lock(&child.tools) = self.registry.gate_tools(child.server_id, name, tools);
+                self.gate_approvals(&child);
                 let _ = self
                     .registry
                     .save_tools(child.server_id, &child.tool_infos());

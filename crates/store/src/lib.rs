@@ -10,6 +10,7 @@
 //! this workspace but `ad-core`. `unsafe` is confined to `bm25` (the FTS5 ranking function through SQLite's C API).
 
 pub mod agents;
+mod approvals;
 mod bm25;
 mod calls;
 pub mod copy;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use ad_core::error::{Error, Result};
 use db::Conn;
 
+pub use approvals::{ApprovalRow, NewApproval, PolicyRow};
 pub use introspect::IntrospectionRow;
 pub use oauth::{RefreshClaim, RefreshOutcome};
 pub use pins::PinRow;

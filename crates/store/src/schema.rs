@@ -248,6 +248,37 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE tool_pins ADD COLUMN findings TEXT;
     ALTER TABLE tool_pins ADD COLUMN approved_by TEXT;
     "#,
+    // #27 (approvals): per-server approval policy rules (`target` is '' for the server-wide rule, `tool:NAME` for one
+    // tool, `annotation:destructive` or `annotation:open_world` for tools that declare that hint), and the calls asked
+    // of a person: pending until decided or past `deadline_ms`; an approval `once` becomes `used` when its call runs,
+    // one for the `session` stays `approved` and lets the same digest pass for that session. Independent of any other
+    // migration's number: it only creates its own tables.
+    r#"
+    CREATE TABLE tool_policies (
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        target TEXT NOT NULL,
+        policy TEXT NOT NULL CHECK (policy IN ('allow','ask','deny')),
+        set_at TEXT NOT NULL,
+        PRIMARY KEY (server_id, target)
+    );
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        session_id TEXT,
+        via TEXT NOT NULL CHECK (via IN ('elicitation','input','wait')),
+        status TEXT NOT NULL CHECK (status IN ('pending','approved','denied','expired','used')),
+        scope TEXT CHECK (scope IN ('once','session')),
+        requested_at TEXT NOT NULL,
+        deadline_ms INTEGER NOT NULL,
+        decided_at TEXT,
+        decided_by TEXT
+    );
+    CREATE INDEX approvals_by_status ON approvals (status, requested_at);
+    CREATE INDEX approvals_by_digest ON approvals (digest, session_id);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -24,7 +24,7 @@ pub const FALLBACK_EVERY: Duration = Duration::from_secs(5);
 /// The trailing check after a burst of file events.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// Calls `changed` whenever another process has committed to `db_path`, until `cancel`.
+/// Calls `changed` whenever another process has committed to `db_path` after this call, until `cancel`.
 pub fn spawn(
     store: Store,
     db_path: &Path,
@@ -51,10 +51,12 @@ pub fn spawn(
     if let Err(e) = &watcher {
         tracing::warn!(error = %e, every = ?FALLBACK_EVERY, "cannot watch the database for changes by other processes; checking on a timer instead");
     }
+    // Read before returning, not in the task: a commit made after `spawn` returns is one the caller hears of (a call
+    // waiting for an approval starts the watch, then records what it waits for).
+    let mut seen = store.data_version().unwrap_or(0);
     tokio::spawn(async move {
         // Kept alive for as long as this task runs; dropping it stops the watch.
         let watcher = watcher.ok();
-        let mut seen = store.data_version().unwrap_or(0);
         // A commit's last step (the wal-index in `-shm`, written through mmap) makes no file event, so the check right
         // after the last event of a burst can be too early; one more check shortly after the burst settles catches it.
         // The settle deadline is the clock thread's, not a tokio timer: our own writes (the call metrics, every few

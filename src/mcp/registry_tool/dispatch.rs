@@ -11,6 +11,7 @@ use super::names::{server_name, target};
 use super::reply::{Failure, Outcome, Reply, error_result, failure_result, lifecycle_reply};
 use super::servers::{activate, get_schema, install, list, set_secret, status};
 use crate::app::App;
+use crate::approval::ApprovalPolicy;
 use crate::mcp::actions::{self, Action};
 use crate::mcp::shape::json_result;
 use crate::model::{ServerSpec, Source, Transport};
@@ -181,6 +182,27 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 app.tool_filter(&name)?
             };
             Ok(json!({"name": name, "allow": filter.allow, "deny": filter.deny}))
+        }
+        Action::ToolPolicy {
+            name,
+            tool,
+            policy,
+            annotation,
+        } => {
+            let name = server_name(name)?;
+            let target = crate::approvals::target_of(tool.as_deref(), annotation.as_deref())?;
+            match policy.as_deref() {
+                None => app.tool_policy(&name),
+                Some(p) => {
+                    let wanted = match p {
+                        "clear" => None,
+                        p => Some(p.parse::<ApprovalPolicy>()?),
+                    };
+                    // An agent may tighten a rule, never loosen one: the rule may be what asks a person about it.
+                    app.tighten_tool_policy(&name, &target, wanted)
+                }
+            }
+            .map_err(Into::into)
         }
         Action::Sandbox {
             name,

@@ -140,8 +140,9 @@ pub(super) fn status(app: &App) -> crate::error::Result<Value> {
         "metrics": store.metrics_overview()?,
         "search": app.search.status(),
         "sandbox_kernel": app.sandbox_kernel(),
-        // Proxied tool calls this process relayed by its fast lane (`proxy/relay.rs`).
-        "relay": {"fast_lane_calls": app.proxy.fast_lane_calls()},
+        // Proxied tool calls this process relayed by its fast lane (`proxy/relay.rs`), and the tools it leaves to the
+        // normal path for their approval policy (#27).
+        "relay": {"fast_lane_calls": app.proxy.fast_lane_calls(), "approval_gated": app.proxy.approval_gated()},
         "registry": {
             "db_path": app.config.db_path,
             "schema_version": store.schema_version()?,

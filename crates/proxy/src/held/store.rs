@@ -1,6 +1,7 @@
 //! The held requests' store (`held.rs` drives the exchanges): the per-process key that signs `requestState` tokens
 //! bound to one request, the child requests parked until the client's retry answers them, and the exchanges in
-//! flight per server that a legacy child's requests are routed to.
+//! flight per server that a legacy child's requests are routed to. The same key signs the approval tokens of
+//! `approval.rs` (#27), under a prefix of their own, so a retry carrying one is never taken for a held request's.
 
 // Sampling and roots are deprecated by SEP-2577, but they are what legacy children ask for.
 #![allow(deprecated)]
@@ -27,6 +28,8 @@ use crate::sync::lock;
 
 /// The prefix of the tokens minted here (a 2026-07-28 child's own `requestState` is never looked at).
 const PREFIX: &str = "adrs1";
+/// The prefix of approval tokens (`approval.rs`): a retry that carries one is an approval's, never a held request's.
+pub(crate) const APPROVAL_PREFIX: &str = "adap1";
 
 /// What a held exchange ends with.
 pub(crate) enum Outcome {
@@ -90,6 +93,44 @@ pub(super) struct Claims {
     /// Expiry, milliseconds since the Unix epoch.
     pub(super) e: u64,
     pub(super) b: Binding,
+}
+
+/// What an approval token says, signed (`approval.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ApprovalClaims {
+    /// The process that minted it.
+    pub p: String,
+    /// `ask`: the person's answer is wanted (in `inputResponses.approval`); `go`: approved, the call goes on and `s`
+    /// is the child's own `requestState` to hand back to it.
+    pub k: String,
+    /// The approval's id.
+    pub i: String,
+    /// The deadline, milliseconds since the Unix epoch.
+    pub e: u64,
+    /// The digest of (server, tool, arguments) the approval is bound to.
+    pub d: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s: Option<String>,
+    /// Whether "for this session" was offered (the caller has a session).
+    #[serde(default)]
+    pub o: bool,
+}
+
+/// The process a token names, to tell another process's token from a forged one.
+trait Minted {
+    fn process(&self) -> &str;
+}
+
+impl Minted for Claims {
+    fn process(&self) -> &str {
+        &self.p
+    }
+}
+
+impl Minted for ApprovalClaims {
+    fn process(&self) -> &str {
+        &self.p
+    }
 }
 
 /// Why a token is refused (the `requestState` value in the error's data).
@@ -191,6 +232,9 @@ pub(crate) struct Held {
     pub(super) parked: std::sync::Mutex<HashMap<u64, Parked>>,
     /// Exchanges in flight per server whose child requests are minted into input-required results, newest last.
     pub(super) asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
+    /// Approval `go` tokens already used, with their expiry (`approval.rs`): each carries one round of an approved
+    /// call, once.
+    spent: std::sync::Mutex<HashMap<String, u64>>,
 }
 
 pub(super) fn now_ms() -> u64 {
@@ -209,14 +253,50 @@ impl Held {
             next: AtomicU64::new(1),
             parked: Default::default(),
             asking: Default::default(),
+            spent: Default::default(),
         }
     }
 
     pub(super) fn seal(&self, claims: &Claims) -> String {
+        self.sign(PREFIX, claims)
+    }
+
+    /// An approval token (`approval.rs`).
+    pub(crate) fn seal_approval(&self, claims: &ApprovalClaims) -> String {
+        self.sign(APPROVAL_PREFIX, claims)
+    }
+
+    fn sign(&self, prefix: &str, claims: &impl Serialize) -> String {
         let payload = B64.encode(serde_json::to_vec(claims).unwrap_or_default());
-        let signed = format!("{PREFIX}.{payload}");
+        let signed = format!("{prefix}.{payload}");
         let tag = aws_lc_rs::hmac::sign(&self.key, signed.as_bytes());
         format!("{signed}.{}", B64.encode(tag.as_ref()))
+    }
+
+    /// What a token under `prefix` says, when this process signed it.
+    fn unseal<T: Minted + serde::de::DeserializeOwned>(
+        &self,
+        prefix: &str,
+        token: &str,
+    ) -> std::result::Result<T, Refusal> {
+        let (signed, tag) = token.rsplit_once('.').ok_or(Refusal::Tampered)?;
+        let payload = signed
+            .strip_prefix(prefix)
+            .and_then(|p| p.strip_prefix('.'))
+            .ok_or(Refusal::Tampered)?;
+        let tag = B64.decode(tag).map_err(|_| Refusal::Tampered)?;
+        let claims: Option<T> = B64
+            .decode(payload)
+            .ok()
+            .and_then(|p| serde_json::from_slice(&p).ok());
+        if aws_lc_rs::hmac::verify(&self.key, signed.as_bytes(), &tag).is_err() {
+            // Not signed with our key: another process's (it names itself), or forged.
+            return Err(match claims {
+                Some(c) if c.process() != self.process => Refusal::Elsewhere,
+                _ => Refusal::Tampered,
+            });
+        }
+        claims.ok_or(Refusal::Tampered)
     }
 
     /// The held exchange a token names, checked against the retry's request at time `now` (ms).
@@ -226,24 +306,7 @@ impl Held {
         binding: &Binding,
         now: u64,
     ) -> std::result::Result<u64, Refusal> {
-        let (signed, tag) = token.rsplit_once('.').ok_or(Refusal::Tampered)?;
-        let payload = signed
-            .strip_prefix(PREFIX)
-            .and_then(|p| p.strip_prefix('.'))
-            .ok_or(Refusal::Tampered)?;
-        let tag = B64.decode(tag).map_err(|_| Refusal::Tampered)?;
-        let claims: Option<Claims> = B64
-            .decode(payload)
-            .ok()
-            .and_then(|p| serde_json::from_slice(&p).ok());
-        if aws_lc_rs::hmac::verify(&self.key, signed.as_bytes(), &tag).is_err() {
-            // Not signed with our key: another process's (it names itself), or forged.
-            return Err(match claims {
-                Some(c) if c.p != self.process => Refusal::Elsewhere,
-                _ => Refusal::Tampered,
-            });
-        }
-        let claims = claims.ok_or(Refusal::Tampered)?;
+        let claims: Claims = self.unseal(PREFIX, token)?;
         if &claims.b != binding {
             return Err(Refusal::Mismatched);
         }
@@ -251,6 +314,35 @@ impl Held {
             return Err(Refusal::Expired);
         }
         Ok(claims.i)
+    }
+
+    /// What an approval token says, when this process signed it (its digest and deadline are the caller's to check).
+    pub(crate) fn open_approval(
+        &self,
+        token: &str,
+    ) -> std::result::Result<ApprovalClaims, Refusal> {
+        self.unseal(APPROVAL_PREFIX, token)
+    }
+
+    /// Marks an approval `go` token as used; false when it was used before. Tokens past their expiry are forgotten
+    /// (they are refused as expired anyway).
+    pub(crate) fn spend(&self, id: &str, expires: u64, now: u64) -> bool {
+        let mut spent = lock(&self.spent);
+        spent.retain(|_, e| *e > now);
+        spent.insert(id.to_owned(), expires).is_none()
+    }
+
+    /// A random id, for approvals (hex, 128 bits).
+    pub(crate) fn new_id(&self) -> String {
+        ad_registry::secrets::random_bytes()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// This process's name in tokens (random per process).
+    pub(crate) fn process(&self) -> &str {
+        &self.process
     }
 
     /// The exchange with `server` a child request belongs to: a legacy child does not say which of our requests it
@@ -375,6 +467,65 @@ mod tests {
         let theirs = mint(&other, 7, u64::MAX);
         assert_eq!(held.open(&theirs, &binding(), 0), Err(Refusal::Elsewhere));
         assert_eq!(other.open(&theirs, &binding(), 0), Ok(7));
+    }
+
+    #[test]
+    fn approval_tokens_are_apart_from_held_tokens_and_unforgeable() {
+        let held = Held::new();
+        let claims = ApprovalClaims {
+            p: held.process.clone(),
+            k: "ask".into(),
+            i: held.new_id(),
+            e: 10_000,
+            d: "digest".into(),
+            s: None,
+            o: true,
+        };
+        let token = held.seal_approval(&claims);
+        assert!(token.starts_with("adap1."), "{token}");
+        assert_eq!(held.open_approval(&token), Ok(claims.clone()));
+        // Never taken for a held request's token, nor the other way round.
+        assert_eq!(held.open(&token, &binding(), 0), Err(Refusal::Tampered));
+        let theirs = mint(&held, 7, u64::MAX);
+        assert_eq!(held.open_approval(&theirs), Err(Refusal::Tampered));
+        // Rewritten claims (another digest, a later deadline) keep the old tag: refused.
+        let (_, tag) = token.rsplit_once('.').unwrap();
+        for forged in [
+            ApprovalClaims {
+                d: "other".into(),
+                ..claims.clone()
+            },
+            ApprovalClaims {
+                e: u64::MAX,
+                ..claims.clone()
+            },
+            ApprovalClaims {
+                k: "go".into(),
+                ..claims.clone()
+            },
+        ] {
+            let forged = format!(
+                "{APPROVAL_PREFIX}.{}.{tag}",
+                B64.encode(serde_json::to_vec(&forged).unwrap())
+            );
+            assert_eq!(held.open_approval(&forged), Err(Refusal::Tampered));
+        }
+        assert_eq!(
+            held.open_approval(&format!("{token}x")),
+            Err(Refusal::Tampered)
+        );
+        let other = Held::new();
+        let foreign = other.seal_approval(&ApprovalClaims {
+            p: other.process.clone(),
+            ..claims
+        });
+        assert_eq!(held.open_approval(&foreign), Err(Refusal::Elsewhere));
+        assert_ne!(held.new_id(), held.new_id());
+        // A go token serves once, until it expires.
+        assert!(held.spend("g1", 100, 0));
+        assert!(!held.spend("g1", 100, 50));
+        assert!(held.spend("g2", 100, 50));
+        assert!(held.spend("g1", 300, 100), "forgotten once expired");
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub fn definition(tool: &Tool) -> Value {
     Value::Object(d)
 }
 
+/// `v` with object keys sorted at every depth (arrays keep their order).
 pub(crate) fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(m) => {

@@ -282,7 +282,7 @@ mod tests {
         let pin = r.store().pin("calc", "add").unwrap().unwrap();
         assert!(pin.pending());
         let e = flagged_error("calc", &pin).expect("flagged");
-        assert_eq!(e.kind_str(), "tool_flagged");
+        assert_eq!(e.call_kind(), "tool_flagged");
         assert!(
             e.reasons()
                 .unwrap()

@@ -167,6 +167,34 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE tool_pins ADD COLUMN findings TEXT;
     ALTER TABLE tool_pins ADD COLUMN approved_by TEXT;
     "#,
+    // v4: SQLite's schema version 12 (#27 approvals): `tool_policies` and `approvals` (see schema.rs); it only creates its own
+    // tables, so it does not depend on its number.
+    r#"
+    CREATE TABLE tool_policies (
+        server_id BIGINT NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        target TEXT NOT NULL,
+        policy TEXT NOT NULL CHECK (policy IN ('allow','ask','deny')),
+        set_at TEXT NOT NULL,
+        PRIMARY KEY (server_id, target)
+    );
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        server_id BIGINT NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        session_id TEXT,
+        via TEXT NOT NULL CHECK (via IN ('elicitation','input','wait')),
+        status TEXT NOT NULL CHECK (status IN ('pending','approved','denied','expired','used')),
+        scope TEXT CHECK (scope IN ('once','session')),
+        requested_at TEXT NOT NULL,
+        deadline_ms BIGINT NOT NULL,
+        decided_at TEXT,
+        decided_by TEXT
+    );
+    CREATE INDEX approvals_by_status ON approvals (status, requested_at);
+    CREATE INDEX approvals_by_digest ON approvals (digest, session_id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -51,7 +51,7 @@ fn phrase_rules() -> &'static [Rule] {
                     "ignore|disregard|forget|override|bypass|overrule|supersede*|abandon ~3 previous|prior|above|earlier|preceding|all|any|other|system|original|safety|security|existing|default|your|user|users|usual|normal ~2 instruction*|rule*|guideline*|direction*|prompt*|polic*|constraint*|restriction*|guardrail*|safeguard*|directive*|warning*|programming|training",
                     "you are now",
                     "youre now",
-                    "instructions|guidance|rules|prompt|directions ~8 is|are ~1 outdated|obsolete|void|superseded|invalid|revoked",
+                    "instructions|guidance|rules|prompt|directions ~8 is|are ~1 outdated|obsolete|void|superseded|revoked",
                     "precedence|priority ~3 over ~4 anything|everything|instruction*|user|users|conversation|system|said|prompt*|guideline*|rules",
                     "supersede*|override|overrides ~3 anything|everything|whatever ~3 said|the|user|in|this",
                     "role ~2 system ~2 content|priority|policy|override",
@@ -411,7 +411,7 @@ fn objects() -> &'static [Pattern] {
             "credit ~0 card|cards",
             "last|previous|prior|recent ~1 twenty|ten|five|fifty|hundred|few|several ~1 messages|turns|exchanges",
             "current ~1 conversation|chat|session",
-            "user|users ~1 pasted|shared|typed|entered|uploaded",
+            "the ~1 user|users ~1 pasted|shared|typed|entered|uploaded",
             "variables ~1 d|de ~1 environnement|entorno|ambiente",
             "umgebungsvariablen",
             "builds|build|process|your|users|system|current|all|machine ~1 environment|env ~0 variables|vars",
@@ -567,7 +567,6 @@ const NONLATIN_ASSISTANT: &[&str] = &[
     "ассистент",
     "어시스턴트",
     "المساعد",
-    "assistant",
     "助理",
 ];
 const NONLATIN_OBJECTS: &[&str] = &[
@@ -1194,6 +1193,7 @@ fn read(
     }
     // An email address with copy-to wording: an order to copy messages elsewhere.
     if let Some(at) = foreign_address(&folded)
+        && !in_quotes(raw, map.get(at).copied().unwrap_or(0))
         && words.iter().any(|w| {
             matches!(
                 *w,
@@ -1305,6 +1305,8 @@ fn foreign_address(folded: &str) -> Option<usize> {
                 "domain.com",
                 "company.com",
                 "test.com",
+                "contoso.com",
+                "fabrikam.com",
             ]
             .iter()
             .any(|d| domain == *d || domain.ends_with(&format!(".{d}")))

@@ -1182,39 +1182,8 @@ async fn a_call_on_one_postgres_replica_is_approved_on_another() {
 
 #[tokio::test]
 async fn the_python_sdk_answers_with_its_elicitation_callback_in_both_eras() {
-    let cache = std::env::var_os("AGENT_DISCOVER_TEST_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/cache"));
-    let python = cache.join("venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test.sh, which installs the test dependencies",
-        python.display()
-    );
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/python_approval_check.py");
-    for mode in ["auto", "legacy"] {
-        let dir = tmp();
-        let out = tokio::process::Command::new(&python)
-            .arg(&script)
-            .arg(harness::BIN)
-            .arg(harness::fixture())
-            .arg(dir.path())
-            .arg(mode)
-            .output()
-            .await
-            .expect("run python");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "python approval check ({mode}) failed:\n{stdout}\n{stderr}"
-        );
-        let era = if mode == "auto" {
-            "2026-07-28"
-        } else {
-            "2025-11-25"
-        };
+    for (mode, era) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let stdout = crate::interop::python_check("python_approval_check.py", mode).await;
         assert!(
             stdout.contains(&format!("ok: approvals in {era}")),
             "{stdout}"

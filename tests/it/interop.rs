@@ -30,33 +30,42 @@ fn everything_bin() -> String {
     need(cache().join("node/node_modules/.bin/mcp-server-everything"))
 }
 
+/// Runs one of `tests/interop/*.py` (the official Python SDK as the client) against agent-discover and the fixture, in
+/// `mode` (`auto`: 2026-07-28; `legacy`: 2025-11-25), in a fresh data directory; its stdout. Fails the test if the
+/// script fails.
+pub(crate) async fn python_check(script: &str, mode: &str) -> String {
+    let python = need(cache().join("venv/bin/python"));
+    let script = need(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/interop")
+            .join(script),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(harness::BIN)
+        .arg(harness::fixture())
+        .arg(dir.path())
+        .arg(mode)
+        .output()
+        .await
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{script} ({mode}) failed:\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
 #[tokio::test]
 async fn python_sdk_drives_the_proxy_in_both_protocol_eras() {
-    let python = need(cache().join("venv/bin/python"));
-    let script =
-        need(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/python_proxy_check.py"));
-    for mode in ["auto", "legacy"] {
-        let dir = tempfile::tempdir().unwrap();
-        let out = tokio::process::Command::new(&python)
-            .arg(&script)
-            .arg(harness::BIN)
-            .arg(harness::fixture())
-            .arg(dir.path())
-            .arg(mode)
-            .output()
-            .await
-            .expect("run python");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "python SDK check ({mode}) failed:\n{stdout}\n{stderr}"
-        );
-        let expected = if mode == "auto" {
-            "negotiated 2026-07-28"
-        } else {
-            "negotiated 2025-11-25"
-        };
+    for (mode, expected) in [
+        ("auto", "negotiated 2026-07-28"),
+        ("legacy", "negotiated 2025-11-25"),
+    ] {
+        let stdout = python_check("python_proxy_check.py", mode).await;
         assert!(stdout.contains(expected), "{stdout}");
     }
 }

@@ -252,6 +252,15 @@ mod tests {
         )
     }
 
+    fn server(r: &Registry, name: &str) -> ad_core::model::Server {
+        r.register(ServerSpec {
+            name: name.into(),
+            command: Some("x".into()),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
     fn tool(name: &str, description: &str) -> rmcp::model::Tool {
         serde_json::from_value(json!({"name": name, "description": description,
             "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}}))
@@ -263,13 +272,7 @@ mod tests {
     #[test]
     fn a_flagged_tool_is_withheld_until_approved_and_warn_mode_only_records() {
         let r = registry(ScanMode::On);
-        let s = r
-            .register(ServerSpec {
-                name: "calc".into(),
-                command: Some("x".into()),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = server(&r, "calc");
         let shown = r.gate_tools(
             s.id,
             "calc",
@@ -318,13 +321,7 @@ mod tests {
         );
 
         let w = registry(ScanMode::Warn);
-        let s = w
-            .register(ServerSpec {
-                name: "calc".into(),
-                command: Some("x".into()),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = server(&w, "calc");
         assert_eq!(
             w.gate_tools(s.id, "calc", vec![tool("add", POISON)]).len(),
             1
@@ -332,13 +329,7 @@ mod tests {
         let pin = w.store().pin("calc", "add").unwrap().unwrap();
         assert!(!pin.pending() && pin.findings.is_some());
         let off = registry(ScanMode::Off);
-        let s = off
-            .register(ServerSpec {
-                name: "calc".into(),
-                command: Some("x".into()),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = server(&off, "calc");
         assert_eq!(
             off.gate_tools(s.id, "calc", vec![tool("add", POISON)])
                 .len(),
@@ -357,13 +348,7 @@ mod tests {
     #[test]
     fn prompts_and_templates_pass_the_same_step() {
         let r = registry(ScanMode::On);
-        let s = r
-            .register(ServerSpec {
-                name: "docs".into(),
-                command: Some("x".into()),
-                ..Default::default()
-            })
-            .unwrap();
+        let s = server(&r, "docs");
         let prompts = [
             json!({"name": "summarize", "description": "Summarize a document."}),
             json!({"name": "review", "description": "Review code.", "arguments": [{"name": "code",

@@ -228,6 +228,7 @@ fn recall_on_the_labelled_corpora() {
         ("corpus.json", 0.95),
         ("corpus2.json", 0.95),
         ("corpus3.json", 0.9),
+        ("corpus4.json", 0.7),
         ("heldout.json", 0.75),
     ] {
         let cases = corpus(file);

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use crate::pattern::Pattern;
 
 /// Verbs that move data somewhere: with a secret or the conversation nearby, exfiltration.
-pub(super) const MOVE: &str = "einfügen|einfugen|einfuegen|hinzufügen|hinzufugen|anhängen|anhangen|récupérez|recuperez|placez|placer|mettre|inserisci|metti|carica|caricare|invia|incolla|introduzca|copiez|copia|envie|envoie|schicke|sende|sendet|schick|übergib|ubergib|uebergib|inclua|incluye|mets|mettez|pon|ponga|coloque|coloca|adjunta|anexe|füge|fuge|envoyez|envoyer|mitsenden|senden|envía|envia|enviar|incluir|invia|copiez|copier|kopieren|copiar|send|sends|sending|sent|pass|passing|passed|include|append|attach*|provide|put|insert|add|copy|upload|post|embed|share|transmit|leak|exfiltrat*|supply|concatenat*|paste|submit|email|mail|transfer|relay|mirror|mirrored|place|populate|fill|accompan*|output|logged|export|exported|dump";
+pub(super) const MOVE: &str = "carries|carry|carried|populated|appends|appended|appending|embeds|embedded|supplied|provides|passes|einfügen|einfugen|einfuegen|hinzufügen|hinzufugen|anhängen|anhangen|récupérez|recuperez|placez|placer|mettre|inserisci|metti|carica|caricare|invia|incolla|introduzca|copiez|copia|envie|envoie|schicke|sende|sendet|schick|übergib|ubergib|uebergib|inclua|incluye|mets|mettez|pon|ponga|coloque|coloca|adjunta|anexe|füge|fuge|envoyez|envoyer|mitsenden|senden|envía|envia|enviar|incluir|invia|copiez|copier|kopieren|copiar|send|sends|sending|sent|pass|passing|passed|include|append|attach*|provide|put|insert|add|copy|upload|post|embed|share|transmit|leak|exfiltrat*|supply|concatenat*|paste|submit|email|mail|transfer|relay|mirror|mirrored|place|populate|fill|accompan*|output|logged|export|exported|dump";
 /// Verbs that reach for data: with a secret nearby, exfiltration only when the text gives orders.
 pub(super) const REACH: &str = "lisez|lire|lesen|leer|leggi|read|cat|open|load|fetch|retrieve|collect|gather|extract|grab|harvest|capture|steal|scrape|obtain|access|ask|set";
 /// Nouns that stand for a verb in a parameter or tool name (`output_of_running_cat_etc_passwd`).
@@ -65,6 +65,23 @@ pub(super) fn objects() -> &'static [Pattern] {
             "browser ~0 cookie*|password*|passwords|history",
             "keychain|keystore|keyring",
             "credit ~0 card|cards",
+            "signing ~0 material|materials",
+            "deploy ~0 key|keys|token",
+            "session ~0 cookie|cookies|token|tokens",
+            "saved|stored ~1 login|logins|session|sessions|credentials|sign",
+            "sign ~0 in ~0 details|credentials",
+            "netrc|kubeconfig|pgpass",
+            "cookie ~0 database|jar|store",
+            "browser ~1 profile",
+            "private ~0 half|part",
+            "key ~0 pair",
+            "connection ~0 string|strings",
+            "publish|oauth|refresh ~0 token|tokens",
+            "transcript ~3 chat|conversation",
+            "conversation|chat ~0 so ~0 far",
+            "notes ~3 assistant ~1 keeps",
+            "saved ~0 memories",
+            "your|assistant|assistants|saved ~1 custom ~0 instructions",
             "last|previous|prior|recent ~1 twenty|ten|five|fifty|hundred|few|several ~1 messages|turns|exchanges",
             "current ~1 conversation|chat|session",
             "the ~1 user|users ~1 pasted|shared|typed|entered|uploaded",

@@ -16,6 +16,7 @@ use crate::{Context, Finding, Severity};
 mod index;
 mod lexicon;
 mod phrases;
+mod stuffing;
 mod window;
 
 use index::{WordSet, move_verbs, name_nouns, object_index, paths_in, reach_verbs, rule_groups};
@@ -52,8 +53,15 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
         .map(str::to_owned)
         .chain(std::iter::once(ctx.server.to_lowercase()))
         .collect();
+    let params: std::collections::HashSet<String> = fields
+        .iter()
+        .filter(|f| f.role == Role::Param)
+        .map(|f| f.text.to_lowercase())
+        .filter(|p| p.len() >= 2)
+        .collect();
     for f in fields {
         hidden_chars(f, &mut out);
+        out.extend(stuffing::check(f, &params));
         let readable = if f.role == Role::Param || f.role == Role::Name {
             text::words_of_name(&f.text)
         } else {

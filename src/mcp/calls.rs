@@ -57,41 +57,19 @@ pub(crate) async fn proxy_call(
         // A 2026-07-28 child asked a caller that cannot take input-required results (rmcp answers a legacy
         // client's questions before this; this is the case of a caller without a client).
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
-            input_required_body(
-                &app.proxy,
-                server,
-                tool,
-                &Error::InputRequired {
-                    server: server.to_owned(),
-                    what: "input".into(),
-                },
-            )
-            .to_string(),
+            app.proxy
+                .failure_body(
+                    server,
+                    tool,
+                    &Error::InputRequired {
+                        server: server.to_owned(),
+                        what: "input".into(),
+                    },
+                )
+                .to_string(),
         )])
         .into()),
     }
-}
-
-/// The typed error of a call that needs input its caller cannot give.
-fn input_required_body(
-    proxy: &crate::proxy::Proxy,
-    server: &str,
-    tool: &str,
-    e: &Error,
-) -> serde_json::Value {
-    let what = match e {
-        Error::InputRequired { what, .. } => what.as_str(),
-        _ => "input",
-    };
-    json!({
-        "error": e.to_string(),
-        "code": e.code().as_str(),
-        "kind": "input_required",
-        "needs": what,
-        "server": server,
-        "tool": tool,
-        "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
-    })
 }
 
 /// Calls a proxied tool and shapes failures for agents: a typed error with a kind and similar tools to try. A
@@ -137,42 +115,10 @@ fn shape_call_error(
         {
             Err(error)
         }
-        e @ Error::InputRequired { .. } => Ok(CallToolResult::error(vec![ContentBlock::text(
-            input_required_body(proxy, server, tool, &e).to_string(),
+        e => Ok(CallToolResult::error(vec![ContentBlock::text(
+            proxy.failure_body(server, tool, &e).to_string(),
         )])
         .into()),
-        e => {
-            // Withheld tools (`tool_changed`, `tool_flagged`) and #27's `approval_denied` / `approval_timeout` are kept
-            // apart; everything else is seed 001's kind.
-            let kind = e.call_kind();
-            let mut body = json!({
-                "error": e.to_string(),
-                "code": e.code().as_str(),
-                "kind": kind,
-                "server": server,
-                "tool": tool,
-                "did_you_mean": proxy.did_you_mean(&crate::proxy::names::expose(server, tool), 3),
-            });
-            if let Some(reasons) = e.reasons() {
-                body["reasons"] = json!(reasons);
-            }
-            if let Error::AuthRequired { auth_url, .. } = &e {
-                body["authUrl"] = json!(auth_url);
-            }
-            if let Error::ApprovalDenied {
-                approval: Some(id), ..
-            }
-            | Error::ApprovalTimeout {
-                approval: Some(id), ..
-            } = &e
-            {
-                body["approval"] = json!(id);
-            }
-            if let Error::ApprovalDenied { by, .. } = &e {
-                body["denied_by"] = json!(by);
-            }
-            Ok(CallToolResult::error(vec![ContentBlock::text(body.to_string())]).into())
-        }
     }
 }
 

@@ -70,6 +70,11 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
+    /// The request's number in this run.
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
     pub(crate) fn send(self, outcome: Result<String, Thrown>) {
         // The run may have ended meanwhile; then nobody waits for the answer.
         let _ = self.to.send(Wake::Done {

@@ -38,6 +38,8 @@ pub struct Caller {
     /// (stdio, or a legacy Streamable HTTP session; see `Proxy::mcp_session`), `rest:NAME` and `cli:NAME` when the
     /// caller named one; `None` for a caller without one (a 2026-07-28 request over HTTP, which has no session).
     pub session: Option<String>,
+    /// The call is made by a code-mode script (issue 28): its call-log entry says so (`[script]`).
+    pub script: bool,
 }
 
 impl Caller {
@@ -68,6 +70,7 @@ impl Caller {
             scoped: false,
             questions_to_caller: false,
             session: None,
+            script: false,
         }
     }
 
@@ -90,6 +93,7 @@ impl Caller {
             scoped: false,
             questions_to_caller: false,
             session: None,
+            script: false,
         }
     }
 

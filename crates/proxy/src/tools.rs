@@ -106,6 +106,14 @@ impl Proxy {
         caller: Caller,
     ) -> Result<CallToolResponse> {
         let started = Instant::now();
+        // A script's call says so in the call log (issue 28), ahead of how it was approved.
+        let script = caller.script;
+        let mark = |note: Option<&str>| -> Option<String> {
+            match (script, note) {
+                (false, note) => note.map(str::to_owned),
+                (true, note) => Some(format!("[script] {}", note.unwrap_or_default())),
+            }
+        };
         let child = match self.inner.ready_child(server).await {
             Ok(c) => c,
             // Not running because it waits for an OAuth authorization: say where to give it.
@@ -141,7 +149,7 @@ impl Proxy {
                         args,
                         started.elapsed(),
                         &res,
-                        Some("[approval: asked] "),
+                        mark(Some("[approval: asked] ")).as_deref(),
                     );
                     return res;
                 }
@@ -154,7 +162,7 @@ impl Proxy {
                         args,
                         started.elapsed(),
                         &res,
-                        None,
+                        mark(None).as_deref(),
                     );
                     return res;
                 }
@@ -187,7 +195,7 @@ impl Proxy {
             args,
             latency,
             &res,
-            note.as_deref(),
+            mark(note.as_deref()).as_deref(),
         );
         res
     }
@@ -257,6 +265,74 @@ impl Proxy {
             _ => {}
         }
         Err(Error::not_found("tool", format!("{server}__{tool}")))
+    }
+
+    /// The exposed tools of every running child as (server, the tool's own name, its exposed name), in the order of
+    /// [`Proxy::tools`].
+    pub fn exposed_tools(&self) -> Vec<(String, String, String)> {
+        let children = lock(&self.inner.children);
+        let mut names: Vec<&String> = children.keys().collect();
+        names.sort();
+        let mut out = Vec::new();
+        for server in names {
+            let tools: Vec<String> = match &children[server] {
+                Slot::Running(c) => lock(&c.tools).iter().map(|t| t.name.to_string()).collect(),
+                Slot::Crashed { tools, .. } => tools.iter().map(|t| t.name.to_string()).collect(),
+            };
+            for tool in tools {
+                let exposed = names::expose(server, &tool);
+                out.push((server.clone(), tool, exposed));
+            }
+        }
+        out
+    }
+
+    /// A failed proxied call as agents get it (SEP-1303): `{error, code, kind, server, tool, did_you_mean}`, with the
+    /// scanner's `reasons`, an `authUrl`, the `approval` id and who denied it where there are; `kind: input_required`
+    /// (and what is `needs`) for a call that needs input its caller cannot give. The MCP fronts' tool error results and
+    /// a script's errors (`details`) alike.
+    pub fn failure_body(&self, server: &str, tool: &str, e: &Error) -> Value {
+        let did_you_mean = self.did_you_mean(&names::expose(server, tool), 3);
+        if let Error::InputRequired { what, .. } = e {
+            return json!({
+                "error": e.to_string(),
+                "code": e.code().as_str(),
+                "kind": "input_required",
+                "needs": what,
+                "server": server,
+                "tool": tool,
+                "did_you_mean": did_you_mean,
+            });
+        }
+        // Withheld tools (`tool_changed`, `tool_flagged`) and #27's `approval_denied` / `approval_timeout` are kept
+        // apart; everything else is seed 001's kind.
+        let mut body = json!({
+            "error": e.to_string(),
+            "code": e.code().as_str(),
+            "kind": e.call_kind(),
+            "server": server,
+            "tool": tool,
+            "did_you_mean": did_you_mean,
+        });
+        if let Some(reasons) = e.reasons() {
+            body["reasons"] = json!(reasons);
+        }
+        if let Error::AuthRequired { auth_url, .. } = e {
+            body["authUrl"] = json!(auth_url);
+        }
+        if let Error::ApprovalDenied {
+            approval: Some(id), ..
+        }
+        | Error::ApprovalTimeout {
+            approval: Some(id), ..
+        } = e
+        {
+            body["approval"] = json!(id);
+        }
+        if let Error::ApprovalDenied { by, .. } = e {
+            body["denied_by"] = json!(by);
+        }
+        body
     }
 
     /// Tool names similar to `name` across every known server (stored catalog), best first.

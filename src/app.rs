@@ -37,6 +37,8 @@ pub struct App {
     feed: crate::feed::snapshot::FeedCell,
     /// Agents (#15): in-process and A2A worker executors, sessions (`agents/`).
     pub agents: crate::agents::Agents,
+    /// Code mode (#28): scripts that call tools through the proxy, and the runs paused for an answer (`scripts.rs`).
+    pub scripts: crate::codemode::CodeMode,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -125,7 +127,8 @@ impl App {
         proxy.set_call_observer(Arc::new(move |server, tool, latency, ok| {
             observer.observe_call(server, tool, latency, ok)
         }));
-        Ok(Arc::new(App {
+        Ok(Arc::new_cyclic(|app| App {
+            scripts: crate::scripts::code_mode(app, proxy.clone()),
             config,
             events,
             registry,

@@ -1,6 +1,6 @@
 //! agent-discover, the application: the composition root (`app`), the use cases over it (lifecycle, health, the
 //! OAuth authorization flow, config import, the registry feed, install, pinning review, approval policies and
-//! approvals, sandbox settings, the catalog, migrate) and the fronts that adapt them (MCP in `mcp`, REST and WebSocket in `http`, the command line in `cli`).
+//! approvals, sandbox settings, the catalog, code mode's scripts, migrate) and the fronts that adapt them (MCP in `mcp`, REST and WebSocket in `http`, the command line in `cli`).
 //!
 //! Must not know: SQL (the store crate's), how a child is spawned or framed (the proxy crate's), file formats of MCP
 //! clients (clientconfig's), or any test server. The lower crates are re-exported under their module names so tests,
@@ -9,6 +9,7 @@
 pub use ad_a2a as a2a;
 pub use ad_agents as agents;
 pub use ad_clientconfig as clientconfig;
+pub use ad_codemode as codemode;
 pub use ad_core::{clock, error, events, model, telemetry};
 pub use ad_embed as embed;
 pub use ad_introspect as introspect;
@@ -37,3 +38,4 @@ pub mod mcp;
 pub mod migrate;
 pub mod pins;
 pub mod sandbox;
+pub mod scripts;

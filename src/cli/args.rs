@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
-use super::{agents, approvals, auth, configs, introspect, model, sandbox, tools};
+use super::{agents, approvals, auth, configs, introspect, model, sandbox, scripts, tools};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -228,6 +228,8 @@ pub enum Command {
     Auth(auth::AuthArgs),
     /// Call any tool through the proxy (`SERVER__TOOL`) and print the result.
     Call(auth::CallArgs),
+    /// Code mode: run a JavaScript file whose calls go to the tools here; prints {result, logs, calls} as JSON.
+    Run(scripts::RunArgs),
     /// A2A agents to discover and delegate to: add (a card URL, or `-- COMMAND` for a local worker), list, remove.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),

@@ -9,7 +9,8 @@ use super::args::{Cli, Command};
 use super::common::print_json;
 use super::dashboard::{dashboard_disabled_by_env, dashboard_security, lead_dashboard};
 use super::{
-    agents, approvals, auth, configs, introspect, market, model, sandbox, servers, status, tools,
+    agents, approvals, auth, configs, introspect, market, model, sandbox, scripts, servers, status,
+    tools,
 };
 use crate::app::App;
 use crate::config::Config;
@@ -147,6 +148,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Model(cmd) => model::run(cmd).await,
         Command::Auth(args) => auth::auth(&app, args).await,
         Command::Call(args) => auth::call(&app, args).await,
+        Command::Run(args) => scripts::run(&app, args).await,
         Command::Agents(cmd) => agents::run(&app, cmd).await,
     }
 }

@@ -20,6 +20,7 @@ mod openapi;
 mod pins;
 mod registry_events;
 mod sandbox;
+mod scripts;
 pub mod security;
 mod servers;
 mod ws;
@@ -189,6 +190,12 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::POST, "/api/servers/{id}/auth/finish", "Complete a waiting authorization with the callback URL or code", oauth::finish).body("AuthFinish").returns(200, "Object"),
         op(M::POST, "/api/servers/{id}/reauthorize", "Start a new authorization; the old tokens serve until it completes", oauth::reauthorize).returns(200, "Object"),
         op(M::GET, "/oauth/callback/{server}", "OAuth redirect target: completes the authorization and shows a page", oauth::callback).returns(200, "Html"),
+        op(M::POST, "/api/scripts/run", "Code mode: run a JavaScript program that calls tools here; only its result, logs and calls come back", scripts::run)
+            .body("ScriptRun")
+            .returns(200, "ScriptAnswer"),
+        op(M::GET, "/api/scripts/api", "Code mode: TypeScript declarations of the tools a script can call", scripts::api)
+            .query(&[("servers", "only these servers' tools (comma-separated)"), ("query", "only the tools this finds")])
+            .returns(200, "TypeScript"),
         op(M::GET, "/api/agents", "A2A agents with capabilities and last known status", agents::list).returns(200, "AgentList"),
         op(M::POST, "/api/agents", "Add an A2A agent from its card URL, or a worker command", agents::add).body("AgentCreate").returns(201, "Agent"),
         op(M::DELETE, "/api/agents/{id}", "Remove an agent (its worker is stopped)", agents::remove).returns(200, "Status"),

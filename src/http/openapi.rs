@@ -61,7 +61,7 @@ pub fn document(ops: &[Op]) -> Value {
         }
         let (status, schema) = op.returns;
         let content_type = match schema {
-            "PrometheusText" => "text/plain",
+            "PrometheusText" | "TypeScript" => "text/plain",
             "Html" => "text/html",
             "RegistryEvents" => "text/event-stream",
             _ => "application/json",
@@ -110,6 +110,7 @@ fn schemas() -> Value {
         super::pins::schemas(),
         super::sandbox::schemas(),
         super::approvals::schemas(),
+        super::scripts::schemas(),
         super::introspect::schemas(),
         super::agents::schemas(),
     ] {

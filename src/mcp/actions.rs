@@ -271,6 +271,25 @@ pub enum Action {
         #[schemars(length(min = 1))]
         name: String,
     },
+    /// Code mode: runs a JavaScript program that calls tools inside agent-discover; only what it returns comes back
+    /// (as the `run_script` tool).
+    RunScript {
+        /// JavaScript, the body of an async function: `await call("server__tool", args)` or `await tools.server.tool(args)`, `return` gives the result
+        #[schemars(length(min = 1, max = 262144))]
+        code: String,
+        /// The script's CPU time limit in ms (default 5000, at most 60000); waiting for tools does not count
+        #[schemars(range(min = 1, max = 60000))]
+        timeout_ms: Option<u64>,
+    },
+    /// Code mode: TypeScript declarations of the tools a script can call, from their schemas (every running
+    /// server's without `servers` or `query`).
+    ScriptApi {
+        /// Only these servers' tools
+        servers: Option<Vec<String>>,
+        /// Only the tools this finds (in plain words)
+        #[schemars(length(max = limits::QUERY))]
+        query: Option<String>,
+    },
 }
 
 /// A problem with the arguments of a `registry` call: what is wrong and which argument (if one is to blame).

@@ -10,6 +10,7 @@ mod clients;
 pub mod front;
 mod registry_resource;
 mod registry_tool;
+pub(crate) mod scripts;
 pub(crate) mod shape;
 mod single;
 
@@ -33,6 +34,7 @@ use shape::{
 
 pub use clients::shutdown_signal;
 pub use registry_tool::actions;
+pub(crate) use registry_tool::{find_tool_answer, find_tools_answer};
 pub use single::{ServerView, serve_stdio_server};
 
 pub const SERVER_NAME: &str = "agent-discover";
@@ -136,6 +138,8 @@ impl ServerHandler for McpServer {
             tools.extend(agent_tools::definitions());
         }
         if self.mode == ToolsMode::Dynamic {
+            // Code mode (#28) on top, where clients that rank top-level tools see it; static mode keeps it an action.
+            tools.push(scripts::definition());
             tools.extend(self.app.proxy.tools());
         }
         Ok(ListToolsResult::with_all_items(tools))
@@ -152,6 +156,14 @@ impl ServerHandler for McpServer {
             // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
             // future into a task for each request, proxied calls included.
             return Box::pin(registry_tool::call(
+                &self.app,
+                request.arguments.unwrap_or_default(),
+                caller,
+            ))
+            .await;
+        }
+        if request.name == scripts::NAME && self.mode == ToolsMode::Dynamic {
+            return Box::pin(scripts::call(
                 &self.app,
                 request.arguments.unwrap_or_default(),
                 caller,
@@ -251,6 +263,9 @@ impl ServerHandler for McpServer {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         if name == registry_tool::NAME {
             return Some(registry_tool::definition());
+        }
+        if name == scripts::NAME && self.mode == ToolsMode::Dynamic {
+            return Some(scripts::definition());
         }
         let (server, tool) = self.app.proxy.resolve_running(name)?;
         let mut t = self.app.proxy.server_tool(&server, &tool)?;

@@ -1017,7 +1017,7 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
     assert_eq!(server_in(&first, "fx").unwrap()["running"], false);
 
     let agent = mcp_client(&served.url, None).await;
-    assert_eq!(agent.tool_names().await, ["registry"]);
+    assert_eq!(agent.tool_names().await, ["registry", "run_script"]);
 
     // Activate through REST: a new snapshot (higher seq) shows it running with its tools; MCP clients hear list_changed.
     let act: Value = http
@@ -1144,7 +1144,7 @@ async fn websocket_snapshots_live_log_and_mcp_over_http_with_list_changed() {
         .unwrap();
     assert_eq!(d["status"], "deactivated");
     agent.wait_list_changed(2).await;
-    assert_eq!(agent.tool_names().await, ["registry"]);
+    assert_eq!(agent.tool_names().await, ["registry", "run_script"]);
     let metrics = http
         .get(api("/metrics"))
         .send()
@@ -1364,7 +1364,7 @@ async fn token_mode_end_to_end_prints_the_token_once() {
         .expect("WebSocket with the token");
     next_message(&mut ws, Duration::from_secs(10), |v| v["type"] == "state").await;
     let agent = mcp_client(&served.url, Some(&token)).await;
-    assert_eq!(agent.tool_names().await, ["registry"]);
+    assert_eq!(agent.tool_names().await, ["registry", "run_script"]);
     agent.stop().await;
     served.stop().await;
 
@@ -1430,8 +1430,8 @@ async fn two_mcp_processes_race_for_the_dashboard_port() {
     };
     let (a, b) = tokio::join!(spawn(), spawn());
     // Both serve MCP over stdio without error.
-    assert_eq!(a.tool_names().await, ["registry"]);
-    assert_eq!(b.tool_names().await, ["registry"]);
+    assert_eq!(a.tool_names().await, ["registry", "run_script"]);
+    assert_eq!(b.tool_names().await, ["registry", "run_script"]);
     // Exactly one of them serves the dashboard.
     // The leader bound the port before it answered `initialize`, so the port is ready now.
     let health: Value = reqwest::get(format!("http://127.0.0.1:{port}/health"))

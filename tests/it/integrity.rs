@@ -535,7 +535,7 @@ async fn held_policy_withholds_new_servers_and_new_tools_until_approved() {
         .await;
     assert_eq!(
         agent.tool_names().await,
-        ["registry"],
+        ["registry", "run_script"],
         "a new server's tools were exposed"
     );
     let p = agent

@@ -33,7 +33,7 @@ async fn activate_call_deactivate_with_list_changed_and_no_leftovers() {
             json!({}),
         )
         .await;
-    assert_eq!(agent.tool_names().await, ["registry"]);
+    assert_eq!(agent.tool_names().await, ["registry", "run_script"]);
 
     let act = agent
         .registry(json!({"action": "activate", "name": "fx"}))
@@ -84,7 +84,7 @@ async fn activate_call_deactivate_with_list_changed_and_no_leftovers() {
         .await;
     assert_eq!(d["status"], "deactivated");
     agent.wait_list_changed(2).await;
-    assert_eq!(agent.tool_names().await, ["registry"]);
+    assert_eq!(agent.tool_names().await, ["registry", "run_script"]);
     assert!(
         group_members(pgid).is_empty(),
         "process group {pgid} survived deactivation"

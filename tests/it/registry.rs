@@ -29,7 +29,9 @@ async fn initialize_and_the_registry_tool_schema() {
         .await
         .expect("ping");
     let tools = agent.client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 1);
+    // The registry tool, and code mode's run_script (issue 28).
+    assert_eq!(tools.len(), 2);
+    assert_eq!(tools[1].name, "run_script");
     let schema = Value::Object((*tools[0].input_schema).clone());
     let actions: Vec<&str> = schema["properties"]["action"]["enum"]
         .as_array()

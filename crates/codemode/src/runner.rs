@@ -47,6 +47,15 @@ pub struct CodeMode {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("limits", &self.shared.limits)
+            .field("live", &self.live())
+            .finish_non_exhaustive()
+    }
+}
+
 struct Shared {
     proxy: Proxy,
     catalog: Arc<dyn Catalog>,

@@ -6,7 +6,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
 
-use super::installs::{apply_config, browse, catalog_install, market_install, offer_install};
+use super::installs::{
+    apply_config, browse, catalog_install, find_tool_answer, find_tools_answer, market_install,
+};
 use super::names::{server_name, target};
 use super::reply::{Failure, Outcome, Reply, error_result, failure_result, lifecycle_reply};
 use super::servers::{activate, get_schema, install, list, set_secret, status};
@@ -246,46 +248,48 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 .map(|changed| json!({"status": if changed { "disabled" } else { "already_disabled" }, "name": name}))
                 .map_err(Into::into)
         }
+        Action::RunScript { code, timeout_ms } => {
+            return Ok(Reply::Relayed(
+                crate::mcp::scripts::run(
+                    app,
+                    crate::scripts::RunRequest { code, timeout_ms },
+                    caller,
+                )
+                .await,
+            ));
+        }
+        Action::ScriptApi { servers, query } => {
+            let text = app.script_api(servers, query).await?;
+            return Ok(Reply::Relayed(Ok(rmcp::model::CallToolResult::success(
+                vec![rmcp::model::ContentBlock::text(text)],
+            )
+            .into())));
+        }
         Action::FindTool {
             query,
             limit,
             auto_activate,
-        } => {
-            let auto = auto_activate.unwrap_or(true);
-            let found = app
-                .find_tool(&query, limit.unwrap_or(5) as usize, auto)
-                .await?;
-            let mut v = serde_json::to_value(found).unwrap_or_default();
-            if auto {
-                offer_install(app, &mut v, &caller).await;
-            }
-            Ok(v)
-        }
+        } => find_tool_answer(
+            app,
+            &query,
+            limit.unwrap_or(5) as usize,
+            auto_activate.unwrap_or(true),
+            &caller,
+        )
+        .await
+        .map_err(Into::into),
         Action::FindTools {
             intents,
             limit,
             auto_activate,
-        } => {
-            let (limit, auto) = (limit.unwrap_or(5) as usize, auto_activate.unwrap_or(true));
-            let mut results = Vec::new();
-            for intent in &intents {
-                let mut v = match app.find_tool(intent, limit, auto).await {
-                    Ok(o) => {
-                        let mut v = serde_json::to_value(o).unwrap_or_default();
-                        if auto {
-                            offer_install(app, &mut v, &caller).await;
-                        }
-                        v
-                    }
-                    Err(e) => {
-                        json!({"found": false, "error": e.to_string(), "code": e.code().as_str()})
-                    }
-                };
-                v["intent"] = Value::String(intent.clone());
-                results.push(v);
-            }
-            Ok(json!({"results": results}))
-        }
+        } => Ok(find_tools_answer(
+            app,
+            &intents,
+            limit.unwrap_or(5) as usize,
+            auto_activate.unwrap_or(true),
+            &caller,
+        )
+        .await),
     };
     result.map(Reply::Json)
 }

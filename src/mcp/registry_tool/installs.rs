@@ -65,12 +65,49 @@ pub(super) async fn market_install(
     Ok(serde_json::to_value(outcome?).unwrap_or_default())
 }
 
+/// `find_tool`'s answer as the registry action gives it (and a script's `find_tool`): the best match, its server
+/// started with `auto_activate`, a catalog entry offered for install to a client that can consent.
+pub(crate) async fn find_tool_answer(
+    app: &App,
+    query: &str,
+    limit: usize,
+    auto_activate: bool,
+    caller: &Caller,
+) -> crate::error::Result<Value> {
+    let found = app.find_tool(query, limit, auto_activate).await?;
+    let mut v = serde_json::to_value(found).unwrap_or_default();
+    if auto_activate {
+        offer_install(app, &mut v, caller).await;
+    }
+    Ok(v)
+}
+
+/// `find_tools`' answer: one `find_tool` answer per intent (a failed one says why), each with its `intent`.
+pub(crate) async fn find_tools_answer(
+    app: &App,
+    intents: &[String],
+    limit: usize,
+    auto_activate: bool,
+    caller: &Caller,
+) -> Value {
+    let mut results = Vec::new();
+    for intent in intents {
+        let mut v = match find_tool_answer(app, intent, limit, auto_activate, caller).await {
+            Ok(v) => v,
+            Err(e) => json!({"found": false, "error": e.to_string(), "code": e.code().as_str()}),
+        };
+        v["intent"] = Value::String(intent.clone());
+        results.push(v);
+    }
+    json!({"results": results})
+}
+
 /// find_tool's best match is a catalog entry (introspected, not installed) and the agent asked for activation: ask the
 /// user's consent by elicitation (with the values installing needs in the same form), then install and activate it.
 /// Catalog entries are never installed without that consent; a client without elicitation is told to call
 /// `install` explicitly. The outcome is `install_consent`: `accepted`, `declined`, `cancelled`, `failed` (the
 /// request failed) or `not_asked` (the client did not declare elicitation).
-pub(super) async fn offer_install(app: &App, v: &mut Value, caller: &Caller) {
+async fn offer_install(app: &App, v: &mut Value, caller: &Caller) {
     use crate::catalog::{EntryInstall, entry_inputs, install_entry};
     if v["found"] != true || v["installed"] != false {
         return;

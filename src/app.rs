@@ -127,8 +127,8 @@ impl App {
         proxy.set_call_observer(Arc::new(move |server, tool, latency, ok| {
             observer.observe_call(server, tool, latency, ok)
         }));
-        Ok(Arc::new_cyclic(|app| App {
-            scripts: crate::scripts::code_mode(app, proxy.clone()),
+        Ok(Arc::new(App {
+            scripts: crate::codemode::CodeMode::new(proxy.clone()),
             config,
             events,
             registry,

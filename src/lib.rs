@@ -28,6 +28,7 @@ pub mod authflow;
 pub mod catalog;
 pub mod cli;
 pub mod configimport;
+pub mod consent;
 pub mod feed;
 pub mod find;
 pub mod health;

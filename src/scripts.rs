@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::app::App;
-use crate::codemode::{ApiTool, Catalog, CodeMode, Script, Step};
+use crate::codemode::{ApiTool, Catalog, Script, Step};
 use crate::error::{Error, Result};
 use crate::proxy::Caller;
 
@@ -35,7 +35,7 @@ impl Catalog for AppCatalog {
         let app = self.app();
         Box::pin(async move {
             let app = app?;
-            crate::mcp::find_tool_answer(&app, &query, 5, true, &caller).await
+            crate::consent::find_tool_answer(&app, &query, 5, true, &caller).await
         })
     }
 
@@ -50,14 +50,9 @@ impl Catalog for AppCatalog {
             if intents.is_empty() || intents.len() > 20 {
                 return Err(Error::invalid("intents", "1 to 20 intents"));
             }
-            Ok(crate::mcp::find_tools_answer(&app, &intents, 5, true, &caller).await)
+            Ok(crate::consent::find_tools_answer(&app, &intents, 5, true, &caller).await)
         })
     }
-}
-
-/// Code mode for the application being built (`App::open`).
-pub(crate) fn code_mode(app: &Weak<App>, proxy: crate::proxy::Proxy) -> CodeMode {
-    CodeMode::new(proxy, Arc::new(AppCatalog(app.clone())))
 }
 
 /// The arguments of `run_script`, from any front.
@@ -72,7 +67,7 @@ pub struct RunRequest {
 
 impl App {
     /// Runs a script for `caller`, or answers a paused run's questions (the caller's `requestState` names it).
-    pub async fn run_script(&self, request: RunRequest, caller: Caller) -> Result<Step> {
+    pub async fn run_script(self: &Arc<Self>, request: RunRequest, caller: Caller) -> Result<Step> {
         if request.code.trim().is_empty() && caller.request_state.is_none() {
             return Err(Error::invalid("code", "empty"));
         }
@@ -83,6 +78,7 @@ impl App {
                     timeout_ms: request.timeout_ms,
                 },
                 caller,
+                Arc::new(AppCatalog(Arc::downgrade(self))),
             )
             .await
     }

@@ -34,7 +34,6 @@ use shape::{
 
 pub use clients::shutdown_signal;
 pub use registry_tool::actions;
-pub(crate) use registry_tool::{find_tool_answer, find_tools_answer};
 pub use single::{ServerView, serve_stdio_server};
 
 pub const SERVER_NAME: &str = "agent-discover";

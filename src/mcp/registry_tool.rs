@@ -13,5 +13,4 @@ mod servers;
 mod tooldef;
 
 pub use dispatch::call;
-pub(crate) use installs::{find_tool_answer, find_tools_answer};
 pub use tooldef::{NAME, actions, definition, definition_with};

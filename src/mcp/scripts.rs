@@ -57,7 +57,7 @@ pub fn definition() -> Tool {
 
 /// The `run_script` tool's call.
 pub(crate) async fn call(
-    app: &App,
+    app: &Arc<App>,
     args: Map<String, Value>,
     caller: Caller,
 ) -> Result<CallToolResponse, McpError> {
@@ -69,7 +69,7 @@ pub(crate) async fn call(
 
 /// A run for the MCP fronts: its answer, the questions of a paused run, or why it could not run.
 pub(crate) async fn run(
-    app: &App,
+    app: &Arc<App>,
     req: RunRequest,
     caller: Caller,
 ) -> Result<CallToolResponse, McpError> {

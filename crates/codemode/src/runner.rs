@@ -58,7 +58,6 @@ impl std::fmt::Debug for CodeMode {
 
 struct Shared {
     proxy: Proxy,
-    catalog: Arc<dyn Catalog>,
     limits: Limits,
     paused: Mutex<HashMap<String, Paused>>,
     runs: Arc<AtomicUsize>,
@@ -119,15 +118,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl CodeMode {
-    pub fn new(proxy: Proxy, catalog: Arc<dyn Catalog>) -> CodeMode {
-        CodeMode::with_limits(proxy, catalog, Limits::default())
+    pub fn new(proxy: Proxy) -> CodeMode {
+        CodeMode::with_limits(proxy, Limits::default())
     }
 
-    pub fn with_limits(proxy: Proxy, catalog: Arc<dyn Catalog>, limits: Limits) -> CodeMode {
+    pub fn with_limits(proxy: Proxy, limits: Limits) -> CodeMode {
         CodeMode {
             shared: Arc::new(Shared {
                 proxy,
-                catalog,
                 limits,
                 paused: Mutex::default(),
                 runs: Arc::default(),
@@ -145,10 +143,16 @@ impl CodeMode {
         self.shared.runs.load(Ordering::Acquire)
     }
 
-    /// Runs `script` for `caller`, or, when the caller's `requestState` names a paused run, answers that run's
-    /// questions with the caller's `inputResponses` and follows it on. Errors are the caller's (bad code, a stale
-    /// `requestState`, too many runs); a script that fails ends in `Step::Done` with its typed error.
-    pub async fn run(&self, script: Script, caller: Caller) -> Result<Step> {
+    /// Runs `script` for `caller` (its `find_tool` and `find_tools` answered by `catalog`), or, when the caller's
+    /// `requestState` names a paused run, answers that run's questions with the caller's `inputResponses` and follows
+    /// it on. Errors are the caller's (bad code, a stale `requestState`, too many runs); a script that fails ends in
+    /// `Step::Done` with its typed error.
+    pub async fn run(
+        &self,
+        script: Script,
+        caller: Caller,
+        catalog: Arc<dyn Catalog>,
+    ) -> Result<Step> {
         self.expire();
         if let Some(state) = caller.request_state.as_deref()
             && let Some(id) = state.strip_prefix(STATE_PREFIX)
@@ -169,7 +173,7 @@ impl CodeMode {
         let (asks_tx, asks) = mpsc::unbounded_channel();
         let host = Arc::new(Host::new(
             self.shared.proxy.clone(),
-            self.shared.catalog.clone(),
+            catalog,
             tokio::runtime::Handle::current(),
             inner_caller(caller, &cancel),
             cancel.clone(),

@@ -6,14 +6,13 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
 
-use super::installs::{
-    apply_config, browse, catalog_install, find_tool_answer, find_tools_answer, market_install,
-};
+use super::installs::{apply_config, browse, catalog_install, market_install};
 use super::names::{server_name, target};
 use super::reply::{Failure, Outcome, Reply, error_result, failure_result, lifecycle_reply};
 use super::servers::{activate, get_schema, install, list, set_secret, status};
 use crate::app::App;
 use crate::approval::ApprovalPolicy;
+use crate::consent::{find_tool_answer, find_tools_answer};
 use crate::mcp::actions::{self, Action};
 use crate::mcp::shape::json_result;
 use crate::model::{ServerSpec, Source, Transport};

@@ -73,3 +73,5 @@ mod sandbox_settings;
 mod sandbox;
 // Issue 27: approval policies bound to arguments (elicitation, input-required, REST, CLI, replicas, Python SDK).
 mod approvals;
+// Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.
+mod codemode;

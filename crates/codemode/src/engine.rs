@@ -27,6 +27,9 @@ pub(crate) struct Job {
     pub limits: Limits,
     pub tools: Vec<ToolName>,
     pub dispatch: Arc<dyn Dispatch>,
+    /// While the engine waits for answers: how many requests are in flight (`None` while it runs). The run's
+    /// controller pauses the run for the caller's answers only when every request in flight is a question.
+    pub idle: tokio::sync::watch::Sender<Option<usize>>,
 }
 
 /// A started run: its meter and the way to wake its engine (to stop it).
@@ -203,7 +206,9 @@ fn drive<'js>(
         }
         // Wait for an answer: this time is not the script's.
         meter.sleep();
+        job.idle.send_replace(Some(state.in_flight()));
         let wake = inbox.recv_timeout(meter.wall_left());
+        job.idle.send_replace(None);
         meter.wake();
         let mut next = match wake {
             Ok(w) => Some(w),

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
 use sha2::{Digest, Sha256};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use ad_core::error::{Error, Result};
@@ -69,6 +69,8 @@ struct Run {
     cancel: CancellationToken,
     done: oneshot::Receiver<Outcome>,
     asks: mpsc::UnboundedReceiver<Ask>,
+    /// The engine's requests in flight while it waits (`None` while it runs).
+    idle: watch::Receiver<Option<usize>>,
     digest: [u8; 32],
     deadline: Instant,
     id: Option<String>,
@@ -181,11 +183,13 @@ impl CodeMode {
         ));
         let (done_tx, done) = oneshot::channel();
         let digest = digest(&script.code);
+        let (idle_tx, idle) = watch::channel(None);
         let job = Job {
             tools: crate::bridge::Dispatch::tools(&*host),
             code: script.code,
             limits,
             dispatch: host,
+            idle: idle_tx,
         };
         let running = engine::start(job, move |outcome| {
             drop(slot);
@@ -197,6 +201,7 @@ impl CodeMode {
             cancel,
             done,
             asks,
+            idle,
             digest,
             deadline: Instant::now() + limits.wall,
             id: None,
@@ -204,17 +209,30 @@ impl CodeMode {
         self.follow(run).await
     }
 
-    /// Follows a run to its outcome, or pauses it at its first questions.
+    /// Follows a run to its outcome, or pauses it for its questions: once the engine waits and every request in flight
+    /// is a question (so the calls asking at the same moment are asked together, whatever order they come in).
     async fn follow(&self, mut run: Run) -> Result<Step> {
-        tokio::select! {
-            biased;
-            outcome = &mut run.done => Ok(Step::Done(outcome.unwrap_or_else(|_| lost(self.shared.limits)))),
-            Some(ask) = run.asks.recv() => {
-                let mut asks = vec![ask];
-                while let Ok(more) = run.asks.try_recv() {
-                    asks.push(more);
+        let mut asks: Vec<Ask> = Vec::new();
+        loop {
+            tokio::select! {
+                biased;
+                outcome = &mut run.done => {
+                    return Ok(Step::Done(outcome.unwrap_or_else(|_| lost(self.shared.limits))));
                 }
-                Ok(Step::Asked(self.pause(run, asks)))
+                Some(ask) = run.asks.recv() => asks.push(ask),
+                changed = run.idle.changed() => {
+                    if changed.is_err() {
+                        // The engine has ended: its outcome is on its way.
+                        let outcome = (&mut run.done).await;
+                        return Ok(Step::Done(outcome.unwrap_or_else(|_| lost(self.shared.limits))));
+                    }
+                }
+            }
+            while let Ok(more) = run.asks.try_recv() {
+                asks.push(more);
+            }
+            if !asks.is_empty() && *run.idle.borrow() == Some(asks.len()) {
+                return Ok(Step::Asked(self.pause(run, asks)));
             }
         }
     }

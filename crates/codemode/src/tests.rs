@@ -68,6 +68,7 @@ fn exec_with(code: &str, limits: Limits) -> Outcome {
         limits,
         tools: dispatch.tools(),
         dispatch,
+        idle: tokio::sync::watch::channel(None).0,
     };
     run(job, meter, tx, rx)
 }

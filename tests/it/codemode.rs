@@ -184,6 +184,17 @@ async fn a_script_calls_tools_through_the_proxy_and_only_its_result_comes_back()
         "limit_exceeded",
     );
     assert_eq!(v["limit"], "cpu_time");
+    // Stopped inside a promise job (after an await): the job's failure is the driver's, never printed to stdout.
+    let v = failed(
+        run(
+            &agent,
+            "await tools.fx.echo({text: 'x'}); for (;;) {}",
+            Some(300),
+        )
+        .await,
+        "limit_exceeded",
+    );
+    assert_eq!(v["limit"], "cpu_time");
     let v = failed(
         run(
             &agent,

@@ -45,8 +45,7 @@ fn base_definition() -> Tool {
          deny; per server, tool or annotation; only tightened from here). \
          sandbox: a stdio server's confinement (network, granted paths, on/off). \
          finish_auth/reauthorize: a remote server's OAuth authorization (a server waiting for one shows authUrl). \
-         run_script: code mode, a JavaScript program that calls tools here and returns only its result (see the \
-         run_script tool); script_api: TypeScript declarations of the tools a script can call. \
+         run_script/script_api: code mode (a script that calls tools here; only its result returns) and its API. \
          Pass `action` plus that action's arguments.",
         Arc::new(tool_schema()),
     )

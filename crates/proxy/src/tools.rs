@@ -200,6 +200,19 @@ impl Proxy {
         res
     }
 
+    /// [`Proxy::call_tool_response`] as a boxed future that owns its arguments: a caller in another crate (code mode's
+    /// host) does not instantiate the call's large state machine (its drop glue alone took a minute to compile there).
+    pub fn call_tool_boxed(
+        &self,
+        server: String,
+        tool: String,
+        args: Option<Map<String, Value>>,
+        caller: Caller,
+    ) -> futures::future::BoxFuture<'static, Result<CallToolResponse>> {
+        let proxy = self.clone();
+        Box::pin(async move { proxy.call_tool_response(&server, &tool, args, caller).await })
+    }
+
     /// The fast lane's target for an exposed tool name (`relay.rs`): the lane of a running, legacy stdio child that
     /// exposes the tool now (allowed and approved), and the tool's own name. `None` sends the call the normal way.
     pub(crate) fn fast_target(&self, name: &str) -> Option<(Arc<ChildLane>, String)> {

@@ -4,7 +4,7 @@
 //! keep tools out of reach, an `ask` tool's approval goes to the calling client by elicitation or as an
 //! input-required result and the script goes on with the answer); an infinite loop and a memory bomb are stopped with
 //! typed errors and the stdio stream stays intact; `require`, `fetch`, `process` and `import()` are absent and the
-//! host API cannot be reached through prototypes.
+//! host API cannot be reached through prototypes; a server's stored secret reaches its child, never a script.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -615,7 +615,21 @@ async fn rest_runs_scripts_and_waits_for_a_person_on_an_ask_tool() {
 async fn the_cli_runs_a_script_file_against_the_active_servers() {
     let dir = tmp();
     let setup = harness::spawn(dir.path(), &[], None).await;
-    setup.install_fixture("fx", &[], json!({})).await;
+    // The fixture starts only with its API key, which is a stored secret: it reaches the child, never the script.
+    setup
+        .install_fixture("fx", &["--require-env", "FX_API_KEY"], json!({}))
+        .await;
+    let (ok, out, err) = crate::integrity::cli(
+        dir.path(),
+        &[
+            "secrets",
+            "set",
+            "fx",
+            "FX_API_KEY",
+            "sk-script-must-not-see-42",
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
     setup
         .registry(json!({"action": "activate", "name": "fx"}))
         .await;
@@ -632,6 +646,22 @@ async fn the_cli_runs_a_script_file_against_the_active_servers() {
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["result"], 10, "{v}");
     assert_eq!(v["logs"], json!(["parts [3,7]"]));
+
+    // Everything a script can reach (its globals, find_tool's answer, a failed call's details, the API's
+    // declarations) carries no secret value.
+    std::fs::write(
+        &file,
+        "const seen = {globals: Object.getOwnPropertyNames(globalThis), found: await find_tool('add two numbers')};\n\
+         try { await call('fx__fail', {message: 'x'}); } catch (e) { seen.failure = [e.message, e.details]; }\n\
+         seen.tools = Object.keys(tools.fx);\nreturn seen;\n",
+    )
+    .unwrap();
+    let (ok, out, err) = crate::integrity::cli(dir.path(), &["run", &file.display().to_string()]);
+    assert!(ok, "{out}\n{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["result"]["found"]["found"], true, "{v}");
+    assert_eq!(v["result"]["failure"][1]["tool"], "fail", "{v}");
+    assert!(!out.contains("sk-script-must-not-see-42"), "{out}");
     std::fs::write(&file, "while (true) {}").unwrap();
     let (ok, out, _) = crate::integrity::cli(
         dir.path(),

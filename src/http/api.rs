@@ -306,6 +306,20 @@ pub struct CallBody {
 /// The request header that names a REST caller's session, for approvals "for this session" (#27).
 pub const SESSION_HEADER: &str = "x-agent-discover-session";
 
+/// The caller a REST request speaks for: its session (`rest:NAME`) when the request names one in [`SESSION_HEADER`].
+pub fn rest_caller(headers: &axum::http::HeaderMap) -> Result<Caller, crate::error::Error> {
+    let session = match headers.get(SESSION_HEADER) {
+        None => None,
+        Some(v) => Some(crate::approvals::session_name(
+            v.to_str().unwrap_or("\u{fffd}"),
+        )?),
+    };
+    Ok(Caller {
+        session: session.map(|n| format!("rest:{n}")),
+        ..Caller::default()
+    })
+}
+
 /// Answers with the tool's MCP result; a tool that ran and failed is still 200 with `isError: true`. A tool whose
 /// approval policy is `ask` waits for a person (`/api/approvals`); refused, it answers 403 `kind: approval_denied`,
 /// unanswered in time 504 `kind: approval_timeout`.
@@ -316,16 +330,7 @@ pub async fn call_tool(
     Body(body): Body<CallBody>,
 ) -> ApiResult<Json<rmcp::model::CallToolResult>> {
     let server = server(&s.app, &key)?;
-    let session = match headers.get(SESSION_HEADER) {
-        None => None,
-        Some(v) => Some(crate::approvals::session_name(
-            v.to_str().unwrap_or("\u{fffd}"),
-        )?),
-    };
-    let caller = Caller {
-        session: session.map(|n| format!("rest:{n}")),
-        ..Caller::default()
-    };
+    let caller = rest_caller(&headers)?;
     let result = s
         .app
         .proxy

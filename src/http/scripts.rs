@@ -13,11 +13,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::AppState;
-use super::api::SESSION_HEADER;
+use super::api::rest_caller;
 use super::error::{ApiResult, Body, Params};
 use crate::codemode::Step;
 use crate::error::Error;
-use crate::proxy::Caller;
 use crate::scripts::RunRequest;
 
 /// `POST /api/scripts/run`: 200 with the answer (`{result, logs, calls}`, or the script's typed error with its logs
@@ -27,16 +26,7 @@ pub async fn run(
     headers: HeaderMap,
     Body(body): Body<RunRequest>,
 ) -> ApiResult<Json<Value>> {
-    let session = match headers.get(SESSION_HEADER) {
-        None => None,
-        Some(v) => Some(crate::approvals::session_name(
-            v.to_str().unwrap_or("\u{fffd}"),
-        )?),
-    };
-    let caller = Caller {
-        session: session.map(|n| format!("rest:{n}")),
-        ..Caller::default()
-    };
+    let caller = rest_caller(&headers)?;
     match s.app.run_script(body, caller).await? {
         Step::Done(outcome) => Ok(Json(outcome.to_json())),
         // A caller without a client is never asked: approvals wait for a person instead.

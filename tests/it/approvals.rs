@@ -220,7 +220,7 @@ async fn a_legacy_client_is_asked_by_elicitation_bound_to_the_exact_arguments() 
 }
 
 /// A 2026-07-28 rmcp client of `endpoint` that declares elicitation (it answers input requests itself, on retry).
-async fn client_2026(endpoint: &str) -> eras::Client {
+pub(crate) async fn client_2026(endpoint: &str) -> eras::Client {
     let seen = Arc::new(harness::Seen::default());
     *seen.elicit_answers.lock().unwrap() = Some(Default::default());
     eras::client_2026_as(

@@ -354,20 +354,6 @@ async fn an_ask_tool_pauses_the_script_for_a_legacy_clients_elicitation() {
     agent.stop().await;
 }
 
-/// A 2026-07-28 client that declares elicitation (it answers input requests itself, on retry).
-async fn client_2026(endpoint: &str) -> eras::Client {
-    let seen = Arc::new(harness::Seen::default());
-    *seen.elicit_answers.lock().unwrap() = Some(Default::default());
-    eras::client_2026_as(
-        endpoint,
-        harness::TestClient {
-            seen,
-            sampling_reply: None,
-        },
-    )
-    .await
-}
-
 fn script(code: &str) -> CallToolRequestParams {
     CallToolRequestParams::new("run_script")
         .with_arguments(json!({"code": code}).as_object().unwrap().clone())
@@ -394,7 +380,7 @@ async fn an_ask_tool_pauses_the_script_for_a_2026_clients_input_required_answer(
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let client = client_2026(&format!("{url}/mcp")).await;
+    let client = crate::approvals::client_2026(&format!("{url}/mcp")).await;
     let code = r#"
         const [a, b, free] = await Promise.all([
           tools.old.echo({text: "first"}),

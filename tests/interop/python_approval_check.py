@@ -2,7 +2,7 @@
 # is `ask` is put to the SDK's elicitation callback (an elicitation request in the legacy era, an input-required result
 # the SDK answers on retry in 2026-07-28), with the server, the tool and the exact arguments; approve once, approve for
 # the session (the same call then passes without asking), deny and decline (`approval_denied`), and the registry's
-# `proxy_call`. Usage:
+# `proxy_call`, and a code-mode script's call to the tool (issue 28). Usage:
 # python python_approval_check.py BIN FIXTURE DATA_DIR MODE (BIN is agent-discover, FIXTURE the agent-discover-fixture
 # test server; MODE is "auto", which negotiates 2026-07-28, or "legacy"). Exits non-zero with a message on any failure.
 import asyncio
@@ -83,6 +83,18 @@ async def main(bin_path: str, fixture_path: str, data_dir: str, mode: str) -> No
                                                 "arguments": {"text": "via proxy_call"}})
         assert not r.is_error and payload(r) == "via proxy_call", payload(r)
         assert len(asked) == 6, asked
+
+        # Code mode (issue 28): a script's call to the `ask` tool pauses the script; the question reaches this client
+        # the same way, with the exact arguments, and the script goes on with the answer.
+        code = f"const a = await tools.{name}.echo({{text: 'from a script'}}); return a.toUpperCase();"
+        r = await client.call_tool("run_script", {"code": code})
+        assert not r.is_error and payload(r)["result"] == "FROM A SCRIPT", payload(r)
+        assert len(asked) == 7 and '"text": "from a script"' in asked[6], asked
+        answer["decision"] = "deny"
+        code = f"try {{ await call('{echo}', {{text: 'no'}}); }} catch (e) {{ return e.kind; }}"
+        r = await client.call_tool("run_script", {"code": code})
+        assert not r.is_error and payload(r)["result"] == "approval_denied", payload(r)
+        assert len(asked) == 8, asked
         print(f"ok: approvals in {version}")
 
 

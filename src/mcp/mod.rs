@@ -531,6 +531,9 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let client_id = server.client_id;
     // Pipes (how MCP clients start us) are driven by the IO reactor; anything else falls back to blocking stdio.
     // Our transport over rmcp's codec answers every request with an id, even one rmcp cannot type (`front.rs`).
+    // Servers flagged active are listed (their stored tools) and calls to them wait for them from the first request
+    // on; they start once the handshake is done (`restore_in_background` below).
+    app.proxy.expect_restore();
     let front = front::StdioFront::new(rmcp::transport::stdio_pipes());
     let fast_lane = front.fast_lane_slot();
     let service = server.serve(front).await?;

@@ -75,3 +75,5 @@ mod sandbox;
 mod approvals;
 // Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.
 mod codemode;
+// Issue 31: a fresh process is ready at once (active servers listed from the database, calls wait for their start).
+mod ready;

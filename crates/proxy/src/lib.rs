@@ -32,6 +32,7 @@ mod metrics;
 pub mod names;
 mod recovery;
 pub mod relay;
+mod restore;
 pub mod sandbox;
 mod single;
 pub mod spawn;

@@ -1,5 +1,5 @@
 //! Starting and stopping children: activate, follow the shared active flags (team replicas), restart after a
-//! configuration change, deactivate, shut down, restore at startup and probe; the status records and events each of
+//! configuration change, deactivate, shut down and probe (restore at startup is `restore.rs`); the status records and events each of
 //! them leaves, and the per-server lock that serialises them.
 
 use std::sync::Arc;
@@ -229,32 +229,6 @@ impl Proxy {
     /// Writes pending call metrics now.
     pub async fn flush_metrics(&self) {
         self.inner.metrics.flush().await;
-    }
-
-    /// Re-activates, in the background, every server flagged active and installed; a server that fails to come up
-    /// has its flag cleared and its error recorded, unless `team` (replicas of one registry: the flag is the team's,
-    /// see [`Proxy::follow`]). Returns at once.
-    pub fn restore_in_background(&self, team: bool) {
-        let proxy = self.clone();
-        tokio::spawn(async move {
-            let servers = match proxy.inner.registry.store().servers_to_restore() {
-                Ok(s) => s,
-                Err(e) => return tracing::warn!(error = %e, "cannot read servers to restore"),
-            };
-            let starts = servers.into_iter().map(|s| {
-                let proxy = proxy.clone();
-                async move {
-                    if team {
-                        if let Some(Err(e)) = proxy.follow(&s.name).await {
-                            tracing::warn!(server = %s.name, error = %e, "could not start an active server; trying again later");
-                        }
-                    } else if let Err(e) = proxy.activate(&s.name).await {
-                        tracing::warn!(server = %s.name, error = %e, "could not restore active server; its active flag is cleared");
-                    }
-                }
-            });
-            futures::future::join_all(starts).await;
-        });
     }
 
     /// Checks that `name` answers, without changing its active flag or telling clients: a running server must list

@@ -32,6 +32,10 @@ impl Inner {
             None => None,
         };
         let Some((failures, retry_at, error)) = crashed else {
+            // Flagged active and still starting since this process began: wait for it (`restore.rs`).
+            if let Some(restored) = self.restored_child(server).await {
+                return restored;
+            }
             return Err(Error::Unavailable(format!(
                 "server `{server}` is not active; activate it first (registry action `activate`)"
             )));

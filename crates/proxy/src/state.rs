@@ -74,6 +74,8 @@ pub(crate) struct Inner {
     pub(super) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// When following an active flag last failed here, by server (see [`Proxy::follow`]).
     pub(super) follow_failures: Mutex<HashMap<String, Instant>>,
+    /// Servers flagged active whose restore at startup has not finished here (`restore.rs`).
+    pub(super) restoring: Mutex<HashMap<String, Restoring>>,
     pub(super) progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
     /// Connected MCP clients (legacy sessions), newest last, for forwarding child requests.
     pub(super) clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
@@ -105,6 +107,18 @@ pub(crate) struct Inner {
     pub(super) fast_calls: Arc<std::sync::atomic::AtomicU64>,
     /// The database file, whose other writers a call waiting for a person's approval watches (`approval.rs`).
     pub(super) db_path: PathBuf,
+}
+
+/// How a restore ended: `None` while it runs, then `Ok` or the start's error.
+pub(super) type Outcome = Option<std::result::Result<(), String>>;
+
+/// A server flagged active whose restore has not finished in this process.
+pub(super) struct Restoring {
+    /// What it exposed last time, as stored (see `Inner::stored_tools`).
+    pub(super) tools: Vec<Tool>,
+    pub(super) done: watch::Receiver<Outcome>,
+    /// Taken by the task that starts it (`Proxy::restore_in_background`).
+    pub(super) start: Option<watch::Sender<Outcome>>,
 }
 
 /// A child's place in [`Inner::children`]: its one owner.
@@ -192,6 +206,7 @@ impl Proxy {
             children: Mutex::default(),
             locks: Mutex::default(),
             follow_failures: Mutex::default(),
+            restoring: Mutex::default(),
             progress: Mutex::default(),
             clients: Mutex::default(),
             callers: Mutex::default(),

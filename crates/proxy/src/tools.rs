@@ -20,24 +20,41 @@ use crate::state::{Child, ChildLane, Inner, Proxy, Slot};
 use crate::sync::lock;
 
 impl Proxy {
-    /// The exposed tools of every running (or crashed, restartable) child.
+    /// The exposed tools of every running (or crashed, restartable) child, and of every server flagged active that
+    /// is still starting since this process began (its stored tools, `restore.rs`).
     pub fn tools(&self) -> Vec<Tool> {
-        let children = lock(&self.inner.children);
         let mut out = Vec::new();
-        let mut names: Vec<&String> = children.keys().collect();
-        names.sort();
-        for name in names {
-            let tools = match &children[name] {
-                Slot::Running(c) => lock(&c.tools).clone(),
-                Slot::Crashed { tools, .. } => tools.clone(),
-            };
-            for t in tools {
-                let mut t = t;
-                t.name = names::expose(name, &t.name).into();
-                expose_app_resource(name, &mut t);
+        for (name, tools) in self.listed() {
+            for mut t in tools {
+                t.name = names::expose(&name, &t.name).into();
+                expose_app_resource(&name, &mut t);
                 out.push(t);
             }
         }
+        out
+    }
+
+    /// Each listed server's tools, by server name: children, then servers still being restored.
+    fn listed(&self) -> Vec<(String, Vec<Tool>)> {
+        let children = lock(&self.inner.children);
+        let mut out: Vec<(String, Vec<Tool>)> = children
+            .iter()
+            .map(|(name, slot)| {
+                let tools = match slot {
+                    Slot::Running(c) => lock(&c.tools).clone(),
+                    Slot::Crashed { tools, .. } => tools.clone(),
+                };
+                (name.clone(), tools)
+            })
+            .collect();
+        // A server that has just come up is in both maps for a moment: the child wins.
+        out.extend(
+            lock(&self.inner.restoring)
+                .iter()
+                .filter(|(name, _)| !children.contains_key(*name))
+                .map(|(name, r)| (name.clone(), r.tools.clone())),
+        );
+        out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
 
@@ -280,21 +297,14 @@ impl Proxy {
         Err(Error::not_found("tool", format!("{server}__{tool}")))
     }
 
-    /// The exposed tools of every running child as (server, the tool's own name, its exposed name), in the order of
+    /// The exposed tools of every listed server as (server, the tool's own name, its exposed name), in the order of
     /// [`Proxy::tools`].
     pub fn exposed_tools(&self) -> Vec<(String, String, String)> {
-        let children = lock(&self.inner.children);
-        let mut names: Vec<&String> = children.keys().collect();
-        names.sort();
         let mut out = Vec::new();
-        for server in names {
-            let tools: Vec<String> = match &children[server] {
-                Slot::Running(c) => lock(&c.tools).iter().map(|t| t.name.to_string()).collect(),
-                Slot::Crashed { tools, .. } => tools.iter().map(|t| t.name.to_string()).collect(),
-            };
-            for tool in tools {
-                let exposed = names::expose(server, &tool);
-                out.push((server.clone(), tool, exposed));
+        for (server, tools) in self.listed() {
+            for t in tools {
+                let exposed = names::expose(&server, &t.name);
+                out.push((server.clone(), t.name.to_string(), exposed));
             }
         }
         out

@@ -45,7 +45,13 @@ pub enum FindOutcome {
         /// The server waits for an OAuth authorization: a person opens this URL (`agent-discover auth SERVER`).
         #[serde(rename = "authUrl", skip_serializing_if = "Option::is_none")]
         auth_url: Option<String>,
+        /// The next best tools, each with what calling it needs (`call_as`, `score`, a short `description`, the names
+        /// of its `required_args`); their servers' state is in `servers`, once per server.
         other_matches: Vec<serde_json::Value>,
+        /// The state of each server in `other_matches` other than the best match's own: `status`, and for a catalog
+        /// entry (not installed) its one `install` block.
+        #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+        servers: serde_json::Map<String, serde_json::Value>,
         /// False for a catalog entry: a marketplace server introspected but not installed.
         installed: bool,
         /// What installing a catalog entry needs (`install` arguments, required secrets and arguments).
@@ -82,16 +88,102 @@ pub enum FindOutcome {
 }
 
 impl App {
-    /// The scanner's findings on a catalog entry's tool, as `find_tool` shows them (none: `None`).
-    fn catalog_findings(&self, tool: &crate::model::ToolRecord) -> Option<serde_json::Value> {
+    /// The scanner's findings on a catalog entry's tool that would withhold it once installed (severity `medium` or
+    /// `high`), as `find_tool` shows them (none: `None`): each finding's rule, severity and field for the best match
+    /// (`brief`: the rule names alone, for the other matches). Every finding, with its excerpt and detail, is in
+    /// `catalog list --json` and, once installed, `tools diff`.
+    fn catalog_findings(
+        &self,
+        tool: &crate::model::ToolRecord,
+        brief: bool,
+    ) -> Option<serde_json::Value> {
         let def = serde_json::json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema});
         let f = self.registry.catalog_findings(&tool.server, &def);
-        ad_registry::pinning::scan::findings_json(&f)
+        let f: Vec<_> = f
+            .into_iter()
+            .filter(|f| f.severity != ad_scan::Severity::Low)
+            .collect();
+        let mut v = ad_registry::pinning::scan::findings_json(&f)?;
+        for finding in v.as_array_mut().into_iter().flatten() {
+            *finding = if brief {
+                finding["rule"].clone()
+            } else {
+                serde_json::json!({"rule": finding["rule"], "severity": finding["severity"], "field": finding["field"]})
+            };
+        }
+        Some(v)
     }
 }
 
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+/// Longest description of the best match in an answer, and of another match (`get_schema` has them whole).
+const BEST_DESCRIPTION: usize = 300;
+const OTHER_DESCRIPTION: usize = 60;
+/// Longest description of a required argument in an answer.
+const ARG_DESCRIPTION: usize = 80;
+
+/// `text` on one line (runs of white space as one space), cut at a word boundary to at most `max` characters and then
+/// marked with `…`.
+fn brief(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > max / 2 => &cut[..i],
+        _ => cut.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', '.', ' ']))
+}
+
+/// The required arguments of a tool as an answer shows them: name and type, and a brief description when it has one.
+fn brief_args(args: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    args.into_iter()
+        .map(|mut a| {
+            match a.get("description").and_then(|d| d.as_str()) {
+                Some(d) if !d.trim().is_empty() => {
+                    a["description"] = serde_json::Value::String(brief(d, ARG_DESCRIPTION))
+                }
+                _ => {
+                    if let Some(o) = a.as_object_mut() {
+                        o.remove("description");
+                    }
+                }
+            }
+            a
+        })
+        .collect()
+}
+
+/// A catalog entry's install block as an answer shows it: the `install` call and what it needs, without bookkeeping,
+/// empty fields or secrets the call already names as `inputs` (`catalog list --json` has the whole record).
+fn brief_install(mut info: serde_json::Value) -> serde_json::Value {
+    let inputs = info["install"]["inputs"].clone();
+    if let Some(o) = info.as_object_mut() {
+        o.remove("introspected_at");
+        let named = |v: &serde_json::Value| {
+            v.as_array().is_some_and(|a| {
+                a.iter()
+                    .all(|s| inputs.as_array().is_some_and(|i| i.contains(s)))
+            })
+        };
+        if o.get("required_secrets").is_some_and(named) {
+            o.remove("required_secrets");
+        }
+        if o.get("required_args").is_some_and(named) {
+            o.remove("required_args");
+        }
+        o.retain(|_, v| match v {
+            serde_json::Value::Null | serde_json::Value::Bool(false) => false,
+            serde_json::Value::Array(a) => !a.is_empty(),
+            _ => true,
+        });
+    }
+    info
 }
 
 /// Longest list of servers named in `App::catalog_summary`.
@@ -226,6 +318,7 @@ impl App {
                         crate::catalog::install_info(self, &server)
                             .ok()
                             .flatten()
+                            .map(brief_install)
                             .unwrap_or_else(|| serde_json::json!({})),
                     )
                 })
@@ -235,6 +328,7 @@ impl App {
         let call_as = crate::proxy::names::expose(&best.tool.server, &best.tool.name);
         let (required_args, optional_count) =
             crate::search::compact_schema(&best.tool.input_schema);
+        let required_args = brief_args(required_args);
         let mut activation_error = None;
         let mut auth_url = self
             .registry
@@ -256,7 +350,7 @@ impl App {
                 })
                 .unwrap_or_default();
             format!(
-                "`{}` is not installed{secrets}: install it (registry install, see `install`) or ask the user, then activate it and call `{call_as}`",
+                "`{}` is not installed{secrets}: install it (see `install`) with the user's consent, then call `{call_as}`",
                 best.tool.server
             )
         } else if auto_activate {
@@ -283,23 +377,39 @@ impl App {
                 best.tool.server
             )
         };
+        // The other matches name their tool; each server's state (and a catalog entry's install block) is said once.
+        let mut servers = serde_json::Map::new();
         let other_matches = ranking.hits[1..]
             .iter()
             .map(|h| {
                 let install = install_info(h.tool.server_id);
                 let (required, _) = crate::search::compact_schema(&h.tool.input_schema);
-                let required: Vec<&serde_json::Value> = required.iter().filter_map(|a| a.get("name")).collect();
+                let required: Vec<&serde_json::Value> =
+                    required.iter().filter_map(|a| a.get("name")).collect();
                 let mut m = serde_json::json!({
                     "call_as": crate::proxy::names::expose(&h.tool.server, &h.tool.name),
-                    "server": h.tool.server, "tool": h.tool.name, "description": h.tool.description, "score": round2(h.score),
-                    "required_args": required, "server_status": self.proxy.state_of(&h.tool.server),
-                    "installed": install.is_none(),
+                    "score": round2(h.score),
+                    "description": brief(&h.tool.description, OTHER_DESCRIPTION),
+                    "required_args": required,
                 });
-                if let Some(i) = install {
-                    m["install"] = i;
-                    if let Some(f) = self.catalog_findings(&h.tool) {
-                        m["findings"] = f;
+                if install.is_some()
+                    && let Some(f) = self.catalog_findings(&h.tool, true)
+                {
+                    m["findings"] = f;
+                }
+                if h.tool.server != best.tool.server && !servers.contains_key(&h.tool.server) {
+                    let mut state =
+                        serde_json::json!({"status": self.proxy.state_of(&h.tool.server)});
+                    // The marketplace's alternative (the newest version) and the version are given for the best
+                    // match only.
+                    if let Some(mut i) = install {
+                        if let Some(o) = i.as_object_mut() {
+                            o.remove("marketplace_install");
+                            o.remove("version");
+                        }
+                        state["install"] = i;
                     }
+                    servers.insert(h.tool.server.clone(), state);
                 }
                 m
             })
@@ -311,7 +421,7 @@ impl App {
             call_as,
             server: best.tool.server.clone(),
             tool: best.tool.name.clone(),
-            description: best.tool.description.clone(),
+            description: brief(&best.tool.description, BEST_DESCRIPTION),
             required_args,
             optional_count,
             next_step,
@@ -319,10 +429,11 @@ impl App {
             activation_error,
             auth_url,
             other_matches,
+            servers,
             installed: best_install.is_none(),
             findings: best_install
                 .as_ref()
-                .and_then(|_| self.catalog_findings(&best.tool)),
+                .and_then(|_| self.catalog_findings(&best.tool, false)),
             install: best_install,
         })
     }

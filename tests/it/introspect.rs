@@ -446,9 +446,13 @@ async fn real_npm_and_pypi_servers_are_enumerated_and_their_tools_found_but_not_
         found["install"]["marketplace_install"]["name"], "pypi:mcp-server-time",
         "{found}"
     );
-    assert_eq!(
-        found["install"]["required_secrets"],
-        serde_json::json!([]),
+    // It needs no secret: the answer names none.
+    assert!(
+        found["install"].get("required_secrets").is_none(),
+        "{found}"
+    );
+    assert!(
+        found["install"]["install"].get("inputs").is_none(),
         "{found}"
     );
     assert!(
@@ -523,9 +527,14 @@ async fn catalog_entries_listed_under_placeholders_say_which_secrets_installing_
         .await;
     assert_eq!(found["tool"], "summon_weather_forecast", "{found}");
     assert_eq!(found["installed"], false);
+    // The secret installing needs is named once, as an input of the install call.
     assert_eq!(
-        found["install"]["required_secrets"],
+        found["install"]["install"]["inputs"],
         serde_json::json!(["FORECAST_API_KEY"]),
+        "{found}"
+    );
+    assert!(
+        found["install"].get("required_secrets").is_none(),
         "{found}"
     );
     assert_eq!(found["install"]["listed_under_placeholders"], true);

@@ -77,3 +77,5 @@ mod approvals;
 mod codemode;
 // Issue 31: a fresh process is ready at once (active servers listed from the database, calls wait for their start).
 mod ready;
+// Issue 31: find_tool's answer is compact (bytes per answer on the query sets).
+mod answers;

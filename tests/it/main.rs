@@ -75,3 +75,5 @@ mod sandbox;
 mod approvals;
 // Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.
 mod codemode;
+// Issue 29, part 2: the skills extension (SEP-2640) through the proxy: conformance both ways, aggregation, verification.
+mod skills;

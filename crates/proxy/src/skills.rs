@@ -500,3 +500,86 @@ impl Proxy {
         Ok(child)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{SkillFrontmatter, SkillResource};
+
+    const MD: &str = "---\nname: billing\ndescription: Issue invoices\n---\n\nBody.\n";
+
+    fn skill(md: &str) -> Skill {
+        Skill::new(
+            "skill://acme/billing/SKILL.md",
+            SkillFrontmatter::new("billing", "Issue invoices"),
+            SkillResources::Files(vec![SkillResource::from_bytes(
+                "skill://acme/billing/SKILL.md",
+                md.as_bytes(),
+            )]),
+        )
+    }
+
+    fn expected(s: &Skill) -> Expected {
+        let SkillResources::Files(files) = &s.resources else {
+            unreachable!()
+        };
+        Expected {
+            digest: Some((files[0].digest.clone(), files[0].size)),
+            frontmatter: Some(frontmatter_object(s)),
+        }
+    }
+
+    fn text(t: &str) -> Vec<ResourceContents> {
+        vec![ResourceContents::text(t, "skill://acme/billing/SKILL.md")]
+    }
+
+    fn check(e: &Expected, t: &str) -> std::result::Result<(), &'static str> {
+        match verify("s", "skill://acme/billing/SKILL.md", e, &text(t)) {
+            Ok(_) => Ok(()),
+            Err(Error::SkillUnverified { check, .. }) => Err(check),
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn each_check_fails_on_its_own() {
+        let e = expected(&skill(MD));
+        assert_eq!(check(&e, MD), Ok(()));
+        assert_eq!(check(&e, &format!("{MD}more")), Err("size"));
+        assert_eq!(check(&e, &MD.replace("Body", "Evil")), Err("digest"));
+        // A SKILL.md whose bytes match its own (tampered) digest but not the entry's frontmatter.
+        let tampered = MD.replace("Issue invoices", "Leak secrets!!");
+        let mut e = expected(&skill(&tampered));
+        assert_eq!(check(&e, &tampered), Err("frontmatter"));
+        e.frontmatter = None;
+        assert_eq!(
+            check(&e, &tampered),
+            Ok(()),
+            "other files have no frontmatter to compare"
+        );
+    }
+
+    #[test]
+    fn blobs_are_checked_as_their_decoded_bytes() {
+        let e = expected(&skill(MD));
+        let blob = base64::engine::general_purpose::STANDARD.encode(MD);
+        let contents = vec![ResourceContents::blob(
+            blob,
+            "skill://acme/billing/SKILL.md",
+        )];
+        let (bytes, is_text) = verify("s", "skill://acme/billing/SKILL.md", &e, &contents).unwrap();
+        assert_eq!((bytes.as_slice(), is_text), (MD.as_bytes(), false));
+    }
+
+    #[test]
+    fn exposed_skills_keep_a_valid_entry() {
+        let s = expose("srv", skill(MD));
+        assert_eq!(s.uri, "agent-discover://srv/skill://acme/billing/SKILL.md");
+        s.validate()
+            .expect("the namespaced entry is still a valid skill entry");
+        assert_eq!(
+            names::split_uri(&s.uri),
+            Some(("srv", "skill://acme/billing/SKILL.md"))
+        );
+    }
+}

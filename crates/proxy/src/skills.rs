@@ -17,8 +17,7 @@
 //! first failure.
 
 mod frontmatter;
-
-use std::collections::HashMap;
+pub(crate) mod manifests;
 
 use base64::Engine;
 use rmcp::model::{
@@ -31,6 +30,7 @@ use serde::Serialize;
 
 use ad_core::error::{Error, Result};
 
+use self::manifests::Expected;
 use crate::failure::child_error;
 use crate::names;
 use crate::single::ServerError;
@@ -42,21 +42,6 @@ use crate::sync::lock;
 const MAX_FILES: usize = 16_384;
 /// Pages of `skills/list` followed at most per child.
 const MAX_PAGES: usize = 100;
-
-/// What a skill file must be, from the manifest entry that listed it.
-#[derive(Clone)]
-struct Expected {
-    /// `None` for a `SKILL.md` of a skill with `"resources": "dynamic"` (no digests exist).
-    digest: Option<(String, u64)>,
-    /// The entry's frontmatter, for a skill's `SKILL.md`.
-    frontmatter: Option<JsonObject>,
-}
-
-/// The manifest entries handed on, by (server, the child's own file URI).
-#[derive(Default)]
-pub struct Manifests {
-    files: HashMap<(String, String), Expected>,
-}
 
 /// A skill loaded and verified: its entry and every file's text (or base64 blob).
 #[derive(Debug, Serialize)]
@@ -257,6 +242,19 @@ async fn list_all(child: &Child) -> std::result::Result<Vec<Skill>, ServiceError
     Ok(out)
 }
 
+/// A child's failure on the aggregated front: its `data.uri` (SEP-2164's shape) under the URI clients know.
+fn exposed_error(server: &str, e: ServiceError) -> Error {
+    let mut err = child_error(server, e);
+    if let Error::Child { error, .. } = &mut err
+        && let Some(serde_json::Value::Object(data)) = &mut error.data
+        && let Some(serde_json::Value::String(uri)) = data.get_mut("uri")
+        && !uri.starts_with(names::URI_PREFIX)
+    {
+        *uri = names::expose_uri(server, uri);
+    }
+    err
+}
+
 fn expose(server: &str, mut skill: Skill) -> Skill {
     skill.uri = names::expose_uri(server, &skill.uri);
     if let SkillResources::Files(files) = &mut skill.resources {
@@ -386,7 +384,7 @@ impl Proxy {
             .peer
             .get_skill(GetSkillRequestParams::new(original))
             .await
-            .map_err(|e| child_error(server, e))?;
+            .map_err(|e| exposed_error(server, e))?;
         self.inner
             .remember(server, std::slice::from_ref(&res.skill));
         res.skill = expose(server, res.skill);
@@ -414,7 +412,7 @@ impl Proxy {
             .peer
             .read_resource_directory(params)
             .await
-            .map_err(|e| child_error(server, e))?;
+            .map_err(|e| exposed_error(server, e))?;
         for r in &mut res.resources {
             r.uri = names::expose_uri(server, &r.uri);
         }

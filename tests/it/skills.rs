@@ -248,6 +248,8 @@ async fn two_childrens_skills_are_aggregated_routed_and_verified() {
         )));
         let e = request(&agent, get).await.expect_err(unknown);
         assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{unknown}: {e:?}");
+        // Ours or the child's own -32602 (the last one), it names the URI the client knows.
+        assert_eq!(e.data.as_ref().unwrap()["uri"], unknown, "{e:?}");
     }
 
     // A directory read, routed; its children come back under the prefix.
@@ -368,4 +370,61 @@ async fn skills_load_verifies_every_file_before_printing() {
         stderr.contains("skill_unverified: skill://acme/billing/SKILL.md of server `bad` failed the digest check"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn the_stdio_single_server_mode_passes_skills_through() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::TokioChildProcess;
+
+    let dir = tempfile::tempdir().unwrap();
+    let setup = harness::spawn(dir.path(), &[], None).await;
+    setup
+        .registry(
+            json!({"action": "install", "name": "fx", "command": fixture(),
+            "args": ["--conformance", "--name", "fx", "--era", "legacy"]}),
+        )
+        .await;
+    setup.stop().await;
+    let (transport, _stderr) =
+        TokioChildProcess::builder(harness::command(dir.path(), &["mcp", "--server", "fx"]))
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("spawn agent-discover mcp --server fx");
+    let client = ().serve(transport).await.expect("initialize");
+    // The child's own declaration, directory reads included.
+    let caps = &client.peer_info().expect("server info").capabilities;
+    assert!(caps.supports_directory_read(), "{caps:?}");
+    // Its own URIs, unchanged.
+    let listed = client.list_skills(None).await.expect("skills/list");
+    let uris: Vec<&str> = listed.skills.iter().map(|s| s.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://acme/billing/SKILL.md",
+            "skill://code-review/SKILL.md"
+        ]
+    );
+    let got = client
+        .get_skill(GetSkillRequestParams::new("skill://code-review/SKILL.md"))
+        .await
+        .expect("skills/get");
+    assert_eq!(got.skill, listed.skills[1]);
+    let dir_read = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://acme/billing/references",
+        ))
+        .await
+        .expect("resources/directory/read");
+    let children: Vec<&str> = dir_read.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(children, ["skill://acme/billing/references/RATES.md"]);
+    let e = client
+        .get_skill(GetSkillRequestParams::new("skill://nothing/SKILL.md"))
+        .await
+        .expect_err("an unknown skill");
+    assert!(
+        matches!(e, rmcp::ServiceError::McpError(ref d) if d.code == ErrorCode::INVALID_PARAMS),
+        "{e:?}"
+    );
+    let _ = client.cancel().await;
 }

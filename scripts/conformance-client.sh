@@ -2,7 +2,8 @@
 # The client command the MCP conformance suite runs (`conformance client --command "scripts/conformance-client.sh"`),
 # with the server URL appended: registers the server in a temporary data dir, authorizes headlessly (the suite's
 # authorization endpoint redirects straight to the redirect URI with a code, so fetching the authorize URL completes
-# it), lists the tools and calls each one. Scenario settings come from MCP_CONFORMANCE_SCENARIO and
+# it), lists the tools and calls each one; for the skills scenarios (sep-2640-client-*) it lists and loads skills
+# instead. Scenario settings come from MCP_CONFORMANCE_SCENARIO and
 # MCP_CONFORMANCE_CONTEXT (a pre-registered client, client credentials).
 #
 # AGENT_DISCOVER_BIN names the binary (default: target/debug/agent-discover next to this script).
@@ -29,6 +30,18 @@ case "$scenario" in
   auth/client-credentials-*) env_args+=(--env "OAUTH_GRANT=client_credentials") ;;
 esac
 "$bin" add "$name" --transport streamable-http --url "$url" "${env_args[@]}" >/dev/null
+
+# The skills extension's client scenarios (SEP-2640): list the server's skills (nothing else is read: no prefetch),
+# then, but for no-prefetch, load the first one as a host does. `skills load` verifies each file (size, digest,
+# frontmatter) before using it and stops at the first that fails, exiting non-zero with the failed check named.
+case "$scenario" in
+  sep-2640-client-*)
+    skills="$("$bin" skills list "$name" --json)"
+    [ "$scenario" = sep-2640-client-no-prefetch ] && exit 0
+    skill="$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])[0]["frontmatter"]["name"])' "$skills")"
+    exec "$bin" skills load "$name" "$skill"
+    ;;
+esac
 client_id="$(ctx client_id)"
 client_secret="$(ctx client_secret)"
 [ -n "$client_id" ] && printf '%s' "$client_id" | "$bin" secrets set "$name" OAUTH_CLIENT_ID

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
-use super::{agents, approvals, auth, configs, introspect, model, sandbox, scripts, tools};
+use super::{agents, approvals, auth, configs, introspect, model, sandbox, scripts, skills, tools};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -230,6 +230,9 @@ pub enum Command {
     Call(auth::CallArgs),
     /// Code mode: run a JavaScript file whose calls go to the tools here; prints {result, logs, calls} as JSON.
     Run(scripts::RunArgs),
+    /// A server's skills (SEP-2640): list them, or load one with every file verified against its manifest.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// A2A agents to discover and delegate to: add (a card URL, or `-- COMMAND` for a local worker), list, remove.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),

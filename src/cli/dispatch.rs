@@ -148,6 +148,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Model(cmd) => model::run(cmd).await,
         Command::Auth(args) => auth::auth(&app, args).await,
         Command::Call(args) => auth::call(&app, args).await,
+        Command::Skills(cmd) => super::skills::run(&app, cmd).await,
         Command::Run(args) => scripts::run(&app, args).await,
         Command::Agents(cmd) => agents::run(&app, cmd).await,
     }

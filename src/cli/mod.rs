@@ -18,6 +18,7 @@ mod model;
 mod sandbox;
 mod scripts;
 mod servers;
+mod skills;
 mod status;
 mod tools;
 

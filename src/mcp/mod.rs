@@ -13,6 +13,7 @@ mod registry_tool;
 pub(crate) mod scripts;
 pub(crate) mod shape;
 mod single;
+mod skills;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -98,6 +99,8 @@ impl ServerHandler for McpServer {
                 .get_or_insert_with(Default::default)
                 .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
         }
+        // SEP-2640: declared only while some running child declares it (`skills.rs`).
+        skills::declare(&self.app, &mut caps);
         ServerConfig::new(caps).with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))).with_instructions(
             format!(
                 "agent-discover is a registry and proxy of MCP servers. {}\nUse the `registry` tool: `find_tool` for a task, \
@@ -200,6 +203,31 @@ impl ServerHandler for McpServer {
             }
             other => other,
         }
+    }
+
+    /// SEP-2640: every running child's skills, their URIs namespaced (`skills.rs`).
+    async fn list_skills(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        Ok(skills::list(&self.app).await)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        skills::get(&self.app, request).await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        skills::directory(&self.app, request).await
     }
 
     /// SEP-2663, routed by the task id's `server__` prefix (rmcp has already refused a client without the extension).

@@ -187,6 +187,41 @@ impl ServerHandler for ServerView {
         }
     }
 
+    /// SEP-2640: the child's `skills/list`, `skills/get` and `resources/directory/read`, passed on unchanged (rmcp
+    /// has answered -32601 already unless the child declared the extension, whose capabilities are ours here).
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        self.ready().await?;
+        Box::pin(self.app.proxy.server_list_skills(&self.server, request))
+            .await
+            .map_err(|e| self.server_error(e))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        self.ready().await?;
+        Box::pin(self.app.proxy.server_get_skill(&self.server, request))
+            .await
+            .map_err(|e| self.server_error(e))
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        self.ready().await?;
+        Box::pin(self.app.proxy.server_read_directory(&self.server, request))
+            .await
+            .map_err(|e| self.server_error(e))
+    }
+
     /// SEP-2663: the child's own task ids, to the child (rmcp has already refused a client without the extension,
     /// and answers -32601 when the child does not declare it).
     async fn get_task(

@@ -12,13 +12,13 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::harness;
 
-fn cache() -> PathBuf {
+pub(crate) fn cache() -> PathBuf {
     std::env::var_os("AGENT_DISCOVER_TEST_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/cache"))
 }
 
-fn need(path: PathBuf) -> String {
+pub(crate) fn need(path: PathBuf) -> String {
     assert!(
         path.exists(),
         "{} is missing: run scripts/test.sh, which installs the test dependencies",
@@ -167,7 +167,7 @@ async fn serve_with(
 }
 
 /// `agent-discover serve --port 0` on a data dir where each `(name, command, args)` is registered.
-async fn serve_all(
+pub(crate) async fn serve_all(
     dir: &Path,
     servers: &[(&str, &str, &[&str])],
 ) -> (tokio::process::Child, String) {

@@ -75,6 +75,8 @@ mod sandbox;
 mod approvals;
 // Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.
 mod codemode;
+// Issue 29, part 2: the skills extension (SEP-2640) through the proxy: conformance both ways, aggregation, verification.
+mod skills;
 // Issue 31: a fresh process is ready at once (active servers listed from the database, calls wait for their start).
 mod ready;
 // Issue 31: find_tool's answer is compact (bytes per answer on the query sets).

@@ -24,7 +24,7 @@ fn need(path: PathBuf) -> String {
 }
 
 /// Runs `conformance client --command scripts/conformance-client.sh` with `args`; returns (exit ok, output).
-async fn suite(args: &[&str]) -> (bool, String) {
+pub(crate) async fn suite(args: &[&str]) -> (bool, String) {
     let node = need(cache().join("node/node_modules/.bin/node"));
     let index =
         need(cache().join("node/node_modules/@modelcontextprotocol/conformance/dist/index.js"));

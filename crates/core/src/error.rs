@@ -103,6 +103,15 @@ pub enum Error {
         "server `{server}` asks the client for {what} (input_required), which this caller cannot answer: it has no MCP client, or one that did not declare the {what} capability"
     )]
     InputRequired { server: String, what: String },
+    /// SEP-2640: a skill file a child served does not match the manifest entry agent-discover holds for it, so it is
+    /// not handed on. `check` names the failed check: `size`, `digest` or `frontmatter`.
+    #[error("skill_unverified: {uri} of server `{server}` failed the {check} check: {detail}")]
+    SkillUnverified {
+        server: String,
+        uri: String,
+        check: &'static str,
+        detail: String,
+    },
     /// #27 (approvals): a call the tool's approval policy refused (`deny`), or one a person denied when asked (`by`
     /// says who: `policy`, `elicitation`, `input`, `cli:USER`, `rest`, `dashboard`). `approval` is the approval's id
     /// when one was recorded.
@@ -149,7 +158,9 @@ impl Error {
             Error::Conflict { .. } | Error::ToolChanged { .. } | Error::ToolFlagged { .. } => {
                 ErrorCode::Conflict
             }
-            Error::Upstream { .. } | Error::Child { .. } => ErrorCode::Upstream,
+            Error::Upstream { .. } | Error::Child { .. } | Error::SkillUnverified { .. } => {
+                ErrorCode::Upstream
+            }
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Unavailable(_)
             | Error::AuthRequired { .. }
@@ -170,6 +181,7 @@ impl Error {
             Error::ToolFlagged { .. } => "tool_flagged",
             Error::ApprovalDenied { .. } => "approval_denied",
             Error::ApprovalTimeout { .. } => "approval_timeout",
+            Error::SkillUnverified { .. } => "skill_unverified",
             e => e.tool_error_kind().as_str(),
         }
     }
@@ -254,6 +266,7 @@ impl Error {
             // The contract has no kind for it; MCP's proxy_call says `input_required` (`mcp::proxy_call_response`).
             Error::InputRequired { .. }
             | Error::Child { .. }
+            | Error::SkillUnverified { .. }
             | Error::Invalid { .. }
             | Error::NotFound { .. }
             | Error::Conflict { .. }

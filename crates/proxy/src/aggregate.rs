@@ -67,6 +67,9 @@ impl Proxy {
             return Ok(res);
         };
         res.result_type.get_or_insert(ResultType::COMPLETE);
+        // A skill file whose manifest entry was handed on is verified before it is (`skills.rs`).
+        self.inner
+            .verify_skill_read(server, original, &res.contents)?;
         for c in &mut res.contents {
             match c {
                 ResourceContents::TextResourceContents { uri, .. }

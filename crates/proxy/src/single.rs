@@ -88,6 +88,7 @@ impl Proxy {
             return match self.read_minting(&child, uri, caller).await {
                 Ok(ReadResourceResponse::Complete(mut r)) => {
                     r.result_type.get_or_insert(ResultType::COMPLETE);
+                    self.inner.verify_skill_read(name, uri, &r.contents)?;
                     Ok(r.into())
                 }
                 Ok(other) => Ok(other),
@@ -100,6 +101,8 @@ impl Proxy {
             .await
             .map_err(|e| upstream(name, e))?;
         res.result_type.get_or_insert(ResultType::COMPLETE);
+        // A skill file whose manifest entry was handed on is verified before it is (`skills.rs`).
+        self.inner.verify_skill_read(name, uri, &res.contents)?;
         Ok(res.into())
     }
 

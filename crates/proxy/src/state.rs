@@ -103,6 +103,9 @@ pub(crate) struct Inner {
     pub(super) held: Held,
     /// The sessions that created children's tasks, by (server, the child's task id): where `notifications/tasks` go.
     pub(super) task_owners: Mutex<Owners>,
+    /// The skill files whose manifest entries agent-discover handed on, by (server, the child's URI): reads of them are
+    /// verified against these before they are handed on (`skills.rs`).
+    pub(super) skill_files: Mutex<crate::skills::manifests::Manifests>,
     /// Tool calls relayed by the fast lane (`relay.rs`), counted by each child's lane.
     pub(super) fast_calls: Arc<std::sync::atomic::AtomicU64>,
     /// The database file, whose other writers a call waiting for a person's approval watches (`approval.rs`).
@@ -221,6 +224,7 @@ impl Proxy {
             scopes: Mutex::default(),
             held: Held::new(),
             task_owners: Mutex::default(),
+            skill_files: Mutex::default(),
             fast_calls: Arc::default(),
             db_path,
         });

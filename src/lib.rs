@@ -31,6 +31,7 @@ pub mod configimport;
 pub mod consent;
 pub mod feed;
 pub mod find;
+pub mod footprint;
 pub mod health;
 pub mod http;
 pub mod install;

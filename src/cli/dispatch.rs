@@ -81,6 +81,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             app.proxy.restore_in_background(app.config.team);
             app.search.start_model_download();
+            crate::footprint::release_startup_code_soon();
             let served =
                 crate::http::serve(listener, app.clone(), security, tools_mode, shutdown).await;
             app.proxy.shutdown().await;

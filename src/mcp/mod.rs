@@ -575,6 +575,7 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     // The registry feed: snapshots for subscribers, and children stopped when another process disables them.
     app.feed();
     app.proxy.restore_in_background(app.config.team);
+    crate::footprint::release_startup_code_soon();
     let res = tokio::select! {
         r = service.waiting() => r.map(|_| ()).map_err(anyhow::Error::from),
         _ = shutdown_signal() => Ok(()),

@@ -1,7 +1,8 @@
 //! Issue 31, part 6: a fresh `agent-discover mcp` process whose database has a server flagged active lists that
 //! server's tools in its first `tools/list` (their stored definitions, today's filters and pins applied) while the
 //! child is still starting, and a call made right after `initialize` waits for the start instead of failing; a
-//! server that cannot start makes such a call fail with the start's error.
+//! server that cannot start makes such a call fail with the start's error. Part 3: once serving, the process lets go
+//! of its start-up code's pages and still answers.
 
 use serde_json::{Value, json};
 
@@ -110,5 +111,38 @@ async fn a_call_to_an_active_server_that_cannot_start_fails_with_its_start_error
         said.contains("could not start") && said.contains("API key required"),
         "{said}"
     );
+    agent.stop().await;
+}
+
+/// The process's resident pages of its own executable file (`RssFile` in `/proc/PID/status`), in KiB.
+fn rss_file_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("RssFile:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("RssFile in /proc/PID/status")
+}
+
+/// Once serving, the start-up code's pages are released (the idle footprint), and the code that runs afterwards is
+/// mapped again on use: the process answers as before.
+#[tokio::test]
+async fn start_up_code_is_released_once_serving_and_requests_still_work() {
+    let dir = tmp();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    assert!(agent.tool_names().await.contains(&"registry".to_owned()));
+    let at_start = rss_file_kib(agent.pid);
+    let mut now = at_start;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while now * 2 > at_start && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        now = rss_file_kib(agent.pid);
+    }
+    assert!(
+        now * 2 <= at_start,
+        "file-backed resident set {at_start} KiB at start, {now} KiB later"
+    );
+    let status = agent.registry(json!({"action": "status"})).await;
+    assert!(status["servers"].is_array(), "{status}");
     agent.stop().await;
 }

@@ -75,3 +75,5 @@ mod sandbox;
 mod approvals;
 // Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.
 mod codemode;
+// Issue 29, part 3: OpenTelemetry traces exported to an OTLP receiver in the test (protobuf and JSON), both eras.
+mod telemetry;

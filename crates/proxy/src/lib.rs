@@ -34,6 +34,7 @@ mod recovery;
 pub mod relay;
 pub mod sandbox;
 mod single;
+mod spans;
 pub mod spawn;
 mod sse;
 mod start;

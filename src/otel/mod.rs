@@ -215,7 +215,11 @@ impl Exporter {
         };
         if let Some(why) = failed {
             // The first failure and every hundredth after it: a collector that is down must not flood stderr.
-            if self.failures.fetch_add(1, Ordering::Relaxed) % 100 == 0 {
+            if self
+                .failures
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(100)
+            {
                 tracing::warn!(endpoint = %self.endpoint, spans = n, error = %why, "could not export spans");
             }
         }

@@ -278,6 +278,13 @@ fn traced_call(name: &str, trace: &str, span: &str) -> CallToolRequestParams {
     params
 }
 
+/// Whether the served span and the proxied call's span of `trace` have both arrived (they may come in two batches).
+fn both_ended(spans: &[Got], trace: &str) -> bool {
+    [2, 3]
+        .iter()
+        .all(|k| spans.iter().any(|g| g.kind == *k && g.trace_id == trace))
+}
+
 fn find<'a>(spans: &'a [Got], name: &str, kind: u64) -> Option<&'a Got> {
     spans.iter().find(|s| s.name == name && s.kind == kind)
 }
@@ -382,7 +389,7 @@ async fn a_stdio_call_is_traced_over_otlp_protobuf() {
     assert_eq!(failed.is_error, Some(true));
     let spans = received
         .wait("the failed call's spans", |s| {
-            find(s, "tools/call fail", 3).is_some()
+            find(s, "tools/call fail", 3).is_some() && find(s, "tools/call tr__fail", 2).is_some()
         })
         .await;
     let proxied = find(&spans, "tools/call fail", 3).unwrap();
@@ -472,9 +479,7 @@ async fn http_clients_of_both_eras_are_traced_over_otlp_json() {
         .unwrap();
     let seen = harness::parse(&r);
     let spans = received
-        .wait("the legacy client's spans", |s| {
-            s.iter().any(|g| g.kind == 3 && g.trace_id == CLIENT_TRACE)
-        })
+        .wait("the legacy client's spans", |s| both_ended(s, CLIENT_TRACE))
         .await;
     let mine: Vec<Got> = spans
         .iter()
@@ -517,9 +522,7 @@ async fn http_clients_of_both_eras_are_traced_over_otlp_json() {
         .unwrap();
     let seen = harness::parse(&r);
     let spans = received
-        .wait("the 2026 client's spans", |s| {
-            s.iter().any(|g| g.kind == 3 && g.trace_id == modern_trace)
-        })
+        .wait("the 2026 client's spans", |s| both_ended(s, modern_trace))
         .await;
     let mine: Vec<Got> = spans
         .iter()

@@ -41,7 +41,15 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = runtime.block_on(crate::cli::run(cli));
+    // OpenTelemetry traces, when the `OTEL_*` variables ask for them (off by default: nothing started).
+    let result = runtime.block_on(async {
+        let traces = crate::otel::start_from_env()?;
+        let result = crate::cli::run(cli).await;
+        if let Some(traces) = traces {
+            traces.shutdown().await;
+        }
+        result
+    });
     // Blocking work still under way (embedding a batch of tools: seconds of CPU) must not hold the exit, which
     // dropping the runtime would do until it finishes. Whatever is cut short is redone next start: embeddings are
     // written in one transaction after their batch, and the call log and metrics were flushed before `run` returned.

@@ -11,6 +11,7 @@ pub mod front;
 mod registry_resource;
 mod registry_tool;
 pub(crate) mod scripts;
+pub(crate) mod served;
 pub(crate) mod shape;
 mod single;
 mod skills;
@@ -29,6 +30,7 @@ use crate::events::Received;
 use crate::proxy::Caller;
 use calls::{own_task, proxy_call_response, shape_fast_lane_error, unknown_tool};
 use clients::NEXT_CLIENT;
+use served::served;
 use shape::{
     forwarded_error, resource_not_found_2164, stream_gone, takes_2026_errors, unserved_request,
 };
@@ -116,11 +118,13 @@ impl ServerHandler for McpServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        self.app
-            .proxy
-            .register_client(self.client_id, context.peer.clone());
-        self.negotiate_initialize(&request)
+        served!(context, "initialize", None, async {
+            context.peer.set_peer_info(request.clone());
+            self.app
+                .proxy
+                .register_client(self.client_id, context.peer.clone());
+            self.negotiate_initialize(&request)
+        })
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -134,17 +138,19 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools = vec![registry_tool::definition_with(&self.app.catalog_summary())];
-        // Seed 003's agent tools, once there is an agent to delegate to.
-        if self.app.agents.has_agents() {
-            tools.extend(agent_tools::definitions());
-        }
-        if self.mode == ToolsMode::Dynamic {
-            // Code mode (#28) on top, where clients that rank top-level tools see it; static mode keeps it an action.
-            tools.push(scripts::definition());
-            tools.extend(self.app.proxy.tools());
-        }
-        Ok(ListToolsResult::with_all_items(tools))
+        served!(_context, "tools/list", None, async {
+            let mut tools = vec![registry_tool::definition_with(&self.app.catalog_summary())];
+            // Seed 003's agent tools, once there is an agent to delegate to.
+            if self.app.agents.has_agents() {
+                tools.extend(agent_tools::definitions());
+            }
+            if self.mode == ToolsMode::Dynamic {
+                // Code mode (#28) on top, where clients that rank top-level tools see it; static mode keeps it an action.
+                tools.push(scripts::definition());
+                tools.extend(self.app.proxy.tools());
+            }
+            Ok(ListToolsResult::with_all_items(tools))
+        })
     }
 
     async fn call_tool(
@@ -152,57 +158,69 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let span = served::start(
+            &context,
+            "tools/call",
+            Some(&*request.name),
+            request.meta.as_ref(),
+        );
         let mut caller = Caller::of_call(&request, &context);
+        caller.trace = span.as_ref().map(|s| s.context().clone());
         caller.session = calls::session_of(&self.app, &context, self.client_id);
-        if request.name == registry_tool::NAME {
-            // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
-            // future into a task for each request, proxied calls included.
-            return Box::pin(registry_tool::call(
-                &self.app,
-                request.arguments.unwrap_or_default(),
-                caller,
-            ))
-            .await;
-        }
-        if request.name == scripts::NAME && self.mode == ToolsMode::Dynamic {
-            return Box::pin(scripts::call(
-                &self.app,
-                request.arguments.unwrap_or_default(),
-                caller,
-            ))
-            .await;
-        }
-        if agent_tools::is_agent_tool(&request.name) {
-            return Box::pin(agent_tools::call(
-                &self.app,
-                &request.name,
-                request.arguments.unwrap_or_default(),
-                caller,
-            ))
-            .await
-            .map(Into::into);
-        }
-        let Some((server, tool)) = self.app.proxy.resolve(&request.name) else {
-            return Ok(unknown_tool(&self.app, &request.name).into());
-        };
-        let res = Box::pin(proxy_call_response(
-            &self.app,
-            &server,
-            &tool,
-            request.arguments,
-            caller,
-        ))
-        .await;
-        // A child's task is known here as `server__id` (`proxy/tasks.rs`).
-        match res {
-            Ok(CallToolResponse::Task(mut created)) => {
-                let id = std::mem::take(&mut created.task.task_id);
-                created.task.task_id = crate::proxy::Proxy::expose_task_id(&server, &id);
-                own_task(&self.app, &context, &server, &id, &created.task.task_id);
-                Ok(CallToolResponse::Task(created))
+        let res = async {
+            if request.name == registry_tool::NAME {
+                // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
+                // future into a task for each request, proxied calls included.
+                return Box::pin(registry_tool::call(
+                    &self.app,
+                    request.arguments.unwrap_or_default(),
+                    caller,
+                ))
+                .await;
             }
-            other => other,
+            if request.name == scripts::NAME && self.mode == ToolsMode::Dynamic {
+                return Box::pin(scripts::call(
+                    &self.app,
+                    request.arguments.unwrap_or_default(),
+                    caller,
+                ))
+                .await;
+            }
+            if agent_tools::is_agent_tool(&request.name) {
+                return Box::pin(agent_tools::call(
+                    &self.app,
+                    &request.name,
+                    request.arguments.unwrap_or_default(),
+                    caller,
+                ))
+                .await
+                .map(Into::into);
+            }
+            let Some((server, tool)) = self.app.proxy.resolve(&request.name) else {
+                return Ok(unknown_tool(&self.app, &request.name).into());
+            };
+            let res = Box::pin(proxy_call_response(
+                &self.app,
+                &server,
+                &tool,
+                request.arguments,
+                caller,
+            ))
+            .await;
+            // A child's task is known here as `server__id` (`proxy/tasks.rs`).
+            match res {
+                Ok(CallToolResponse::Task(mut created)) => {
+                    let id = std::mem::take(&mut created.task.task_id);
+                    created.task.task_id = crate::proxy::Proxy::expose_task_id(&server, &id);
+                    own_task(&self.app, &context, &server, &id, &created.task.task_id);
+                    Ok(CallToolResponse::Task(created))
+                }
+                other => other,
+            }
         }
+        .await;
+        served::end_call(span, &res);
+        res
     }
 
     /// SEP-2640: every running child's skills, their URIs namespaced (`skills.rs`).
@@ -236,19 +254,21 @@ impl ServerHandler for McpServer {
         mut request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let exposed = request.task_id.clone();
-        let (server, id) = self.task_route(&exposed)?;
-        request.task_id = id;
-        request.meta = None;
-        let mut res = Box::pin(self.app.proxy.task_get(
-            &server,
-            request,
-            context.client_capabilities(),
-        ))
-        .await
-        .map_err(forwarded_error)?;
-        res.task.task.task_id = exposed;
-        Ok(res)
+        served!(context, "tasks/get", None, async {
+            let exposed = request.task_id.clone();
+            let (server, id) = self.task_route(&exposed)?;
+            request.task_id = id;
+            request.meta = None;
+            let mut res = Box::pin(self.app.proxy.task_get(
+                &server,
+                request,
+                context.client_capabilities(),
+            ))
+            .await
+            .map_err(forwarded_error)?;
+            res.task.task.task_id = exposed;
+            Ok(res)
+        })
     }
 
     async fn update_task(
@@ -256,16 +276,18 @@ impl ServerHandler for McpServer {
         mut request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let (server, id) = self.task_route(&request.task_id)?;
-        request.task_id = id;
-        request.meta = None;
-        Box::pin(
-            self.app
-                .proxy
-                .task_update(&server, request, context.client_capabilities()),
-        )
-        .await
-        .map_err(forwarded_error)
+        served!(context, "tasks/update", None, async {
+            let (server, id) = self.task_route(&request.task_id)?;
+            request.task_id = id;
+            request.meta = None;
+            Box::pin(
+                self.app
+                    .proxy
+                    .task_update(&server, request, context.client_capabilities()),
+            )
+            .await
+            .map_err(forwarded_error)
+        })
     }
 
     async fn cancel_task(
@@ -273,16 +295,18 @@ impl ServerHandler for McpServer {
         mut request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let (server, id) = self.task_route(&request.task_id)?;
-        request.task_id = id;
-        request.meta = None;
-        Box::pin(
-            self.app
-                .proxy
-                .task_cancel(&server, request, context.client_capabilities()),
-        )
-        .await
-        .map_err(forwarded_error)
+        served!(context, "tasks/cancel", None, async {
+            let (server, id) = self.task_route(&request.task_id)?;
+            request.task_id = id;
+            request.meta = None;
+            Box::pin(
+                self.app
+                    .proxy
+                    .task_cancel(&server, request, context.client_capabilities()),
+            )
+            .await
+            .map_err(forwarded_error)
+        })
     }
 
     /// The registry tool, or a proxied tool by its exposed name: rmcp's HTTP front validates a 2026-07-28
@@ -315,11 +339,13 @@ impl ServerHandler for McpServer {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        // Boxed like every handler that awaits the proxy: rmcp moves the handler future into a task per request,
-        // so the largest branch sets the cost of every call.
-        let mut all = vec![registry_resource::resource()];
-        all.extend(Box::pin(self.app.proxy.list_resources()).await);
-        Ok(ListResourcesResult::with_all_items(all))
+        served!(_c, "resources/list", None, async {
+            // Boxed like every handler that awaits the proxy: rmcp moves the handler future into a task per request,
+            // so the largest branch sets the cost of every call.
+            let mut all = vec![registry_resource::resource()];
+            all.extend(Box::pin(self.app.proxy.list_resources()).await);
+            Ok(ListResourcesResult::with_all_items(all))
+        })
     }
 
     async fn list_resource_templates(
@@ -327,9 +353,11 @@ impl ServerHandler for McpServer {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(
-            Box::pin(self.app.proxy.list_resource_templates()).await,
-        ))
+        served!(_c, "resources/templates/list", None, async {
+            Ok(ListResourceTemplatesResult::with_all_items(
+                Box::pin(self.app.proxy.list_resource_templates()).await,
+            ))
+        })
     }
 
     async fn read_resource(
@@ -337,44 +365,46 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        if request.uri == registry_resource::URI {
-            return Ok(registry_resource::read(&self.app).into());
-        }
-        let caller = Caller::of_request(
-            &context,
-            request.input_responses.clone(),
-            request.request_state.clone(),
-        );
-        match Box::pin(self.app.proxy.read_resource(&request.uri, &caller)).await {
-            Ok(r) => Ok(r),
-            // SEP-2164: an unknown resource (or one of a server that is not running) is invalid params naming the
-            // URI.
-            Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
-                format!(
-                    "Resource not found: {}; resource URIs look like agent-discover://SERVER/URI",
-                    crate::model::truncate_for_message(&request.uri)
-                ),
-                Some(json!({"uri": request.uri})),
-            )),
-            Err(e @ Error::Unavailable(_)) => Err(McpError::invalid_params(
-                format!("Resource not found: {e}"),
-                Some(json!({"uri": request.uri})),
-            )),
-            // The child's own error (resource not found, ...), its URI under the name clients know.
-            Err(Error::Child { server, mut error }) => {
-                if takes_2026_errors(&context) {
-                    error = resource_not_found_2164(error, &request.uri);
-                }
-                if let Some(serde_json::Value::Object(data)) = &mut error.data
-                    && let Some(serde_json::Value::String(uri)) = data.get_mut("uri")
-                    && !uri.starts_with("agent-discover://")
-                {
-                    *uri = crate::proxy::names::expose_uri(&server, uri);
-                }
-                Err(error)
+        served!(context, "resources/read", None, async {
+            if request.uri == registry_resource::URI {
+                return Ok(registry_resource::read(&self.app).into());
             }
-            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
-        }
+            let caller = Caller::of_request(
+                &context,
+                request.input_responses.clone(),
+                request.request_state.clone(),
+            );
+            match Box::pin(self.app.proxy.read_resource(&request.uri, &caller)).await {
+                Ok(r) => Ok(r),
+                // SEP-2164: an unknown resource (or one of a server that is not running) is invalid params naming the
+                // URI.
+                Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
+                    format!(
+                        "Resource not found: {}; resource URIs look like agent-discover://SERVER/URI",
+                        crate::model::truncate_for_message(&request.uri)
+                    ),
+                    Some(json!({"uri": request.uri})),
+                )),
+                Err(e @ Error::Unavailable(_)) => Err(McpError::invalid_params(
+                    format!("Resource not found: {e}"),
+                    Some(json!({"uri": request.uri})),
+                )),
+                // The child's own error (resource not found, ...), its URI under the name clients know.
+                Err(Error::Child { server, mut error }) => {
+                    if takes_2026_errors(&context) {
+                        error = resource_not_found_2164(error, &request.uri);
+                    }
+                    if let Some(serde_json::Value::Object(data)) = &mut error.data
+                        && let Some(serde_json::Value::String(uri)) = data.get_mut("uri")
+                        && !uri.starts_with("agent-discover://")
+                    {
+                        *uri = crate::proxy::names::expose_uri(&server, uri);
+                    }
+                    Err(error)
+                }
+                Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+            }
+        })
     }
 
     async fn list_prompts(
@@ -382,9 +412,11 @@ impl ServerHandler for McpServer {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(
-            Box::pin(self.app.proxy.list_prompts()).await,
-        ))
+        served!(_c, "prompts/list", None, async {
+            Ok(ListPromptsResult::with_all_items(
+                Box::pin(self.app.proxy.list_prompts()).await,
+            ))
+        })
     }
 
     async fn get_prompt(
@@ -392,24 +424,26 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let name = request.name.clone();
-        let caller = Caller::of_request(
-            &context,
-            request.input_responses.clone(),
-            request.request_state.clone(),
-        );
-        match Box::pin(self.app.proxy.get_prompt(request, &caller)).await {
-            Ok(r) => Ok(r),
-            Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
-                format!(
-                    "no prompt {}; prompts are named SERVER__PROMPT",
-                    crate::model::truncate_for_message(&name)
-                ),
-                None,
-            )),
-            Err(Error::Child { error, .. }) => Err(error),
-            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
-        }
+        served!(context, "prompts/get", Some(&*request.name), async {
+            let name = request.name.clone();
+            let caller = Caller::of_request(
+                &context,
+                request.input_responses.clone(),
+                request.request_state.clone(),
+            );
+            match Box::pin(self.app.proxy.get_prompt(request, &caller)).await {
+                Ok(r) => Ok(r),
+                Err(Error::NotFound { .. }) => Err(McpError::invalid_params(
+                    format!(
+                        "no prompt {}; prompts are named SERVER__PROMPT",
+                        crate::model::truncate_for_message(&name)
+                    ),
+                    None,
+                )),
+                Err(Error::Child { error, .. }) => Err(error),
+                Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+            }
+        })
     }
 
     #[allow(deprecated)]
@@ -418,8 +452,10 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        Box::pin(self.app.proxy.set_log_level(request.level)).await;
-        Ok(())
+        served!(_c, "logging/setLevel", None, async {
+            Box::pin(self.app.proxy.set_log_level(request.level)).await;
+            Ok(())
+        })
     }
 
     async fn complete(
@@ -427,9 +463,11 @@ impl ServerHandler for McpServer {
         request: CompleteRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        Box::pin(self.app.proxy.complete(request))
-            .await
-            .map_err(forwarded_error)
+        served!(_c, "completion/complete", None, async {
+            Box::pin(self.app.proxy.complete(request))
+                .await
+                .map_err(forwarded_error)
+        })
     }
 
     #[allow(deprecated)]
@@ -438,18 +476,20 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        if request.uri == registry_resource::URI {
-            registry_resource::subscribe(&self.app, self.client_id, context.peer.clone());
-            return Ok(());
-        }
-        Box::pin(self.app.proxy.subscribe(
-            self.client_id,
-            context.peer.clone(),
-            &request.uri,
-            false,
-        ))
-        .await
-        .map_err(forwarded_error)
+        served!(context, "resources/subscribe", None, async {
+            if request.uri == registry_resource::URI {
+                registry_resource::subscribe(&self.app, self.client_id, context.peer.clone());
+                return Ok(());
+            }
+            Box::pin(self.app.proxy.subscribe(
+                self.client_id,
+                context.peer.clone(),
+                &request.uri,
+                false,
+            ))
+            .await
+            .map_err(forwarded_error)
+        })
     }
 
     #[allow(deprecated)]
@@ -458,13 +498,15 @@ impl ServerHandler for McpServer {
         request: UnsubscribeRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        if request.uri == registry_resource::URI {
-            registry_resource::unsubscribe(self.client_id);
-            return Ok(());
-        }
-        Box::pin(self.app.proxy.unsubscribe(self.client_id, &request.uri))
-            .await
-            .map_err(forwarded_error)
+        served!(_c, "resources/unsubscribe", None, async {
+            if request.uri == registry_resource::URI {
+                registry_resource::unsubscribe(self.client_id);
+                return Ok(());
+            }
+            Box::pin(self.app.proxy.unsubscribe(self.client_id, &request.uri))
+                .await
+                .map_err(forwarded_error)
+        })
     }
 
     fn accepted_subscription_filter(
@@ -567,7 +609,8 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let service = server.serve(front).await?;
     // After the handshake, proxied tool calls of legacy stdio children take the fast lane (`proxy/relay.rs`), unless
     // `AGENT_DISCOVER_FAST_LANE=off` (every call through rmcp's handler: a fallback, and the bench's comparison).
-    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") {
+    // With tracing on, every call takes rmcp's handler, where its span is made.
+    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") && !crate::trace::enabled() {
         fast_lane.install(app.proxy.clone(), shape_fast_lane_error, served_here);
     }
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).

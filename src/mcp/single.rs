@@ -13,6 +13,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 
 use super::clients::NEXT_CLIENT;
+use super::served::served;
 use crate::app::App;
 use crate::error::Error;
 use crate::proxy::{Caller, Proxy, ServerError};
@@ -98,20 +99,24 @@ impl ServerHandler for ServerView {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        self.register(&context.peer);
-        // Activated before answering, so the client sees the child's own capabilities.
-        self.ready().await?;
-        self.negotiate_initialize(&request)
+        served!(context, "initialize", None, async {
+            context.peer.set_peer_info(request.clone());
+            self.register(&context.peer);
+            // Activated before answering, so the client sees the child's own capabilities.
+            self.ready().await?;
+            self.negotiate_initialize(&request)
+        })
     }
 
     /// `server/discover` (2026-07-28) activates the server first too, so the client sees the child's capabilities.
     async fn discover(&self, _c: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
-        self.ready().await?;
-        Ok(DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
-        ))
+        served!(_c, "server/discover", None, async {
+            self.ready().await?;
+            Ok(DiscoverResult::from_server_info(
+                self.supported_protocol_versions().into_owned(),
+                self.get_info(),
+            ))
+        })
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -129,11 +134,13 @@ impl ServerHandler for ServerView {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.ready().await?;
-        let tools = Box::pin(self.app.proxy.server_tools(&self.server))
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(ListToolsResult::with_all_items(tools))
+        served!(_c, "tools/list", None, async {
+            self.ready().await?;
+            let tools = Box::pin(self.app.proxy.server_tools(&self.server))
+                .await
+                .map_err(|e| self.error(e))?;
+            Ok(ListToolsResult::with_all_items(tools))
+        })
     }
 
     async fn call_tool(
@@ -141,50 +148,63 @@ impl ServerHandler for ServerView {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.ready().await?;
-        let mut caller = Caller::of_call(&request, &context);
-        caller.scoped = true;
-        caller.session = super::calls::session_of(&self.app, &context, self.client_id);
-        match Box::pin(self.app.proxy.call_tool_response(
-            &self.server,
-            &request.name,
-            request.arguments,
-            caller,
-        ))
-        .await
-        {
-            Ok(CallToolResponse::Task(created)) => {
-                let id = created.task.task_id.clone();
-                super::calls::own_task(&self.app, &context, &self.server, &id, &id);
-                Ok(CallToolResponse::Task(created))
-            }
-            Ok(r) => Ok(r),
-            // Like the aggregated front (and the TypeScript SDK): an unknown tool is a tool error the model sees.
-            Err(Error::NotFound { .. }) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "unknown tool `{}`: server `{}` does not offer it",
-                    crate::model::truncate_for_message(&request.name),
-                    self.server
-                ))])
-                .into())
-            }
-            // A tool withheld by pinning or the scanner, a call an approval policy or a person refused, or no approval
-            // in time (#27): a tool error saying why, as on the aggregated front.
-            Err(
-                e @ (Error::ToolChanged { .. }
-                | Error::ToolFlagged { .. }
-                | Error::ApprovalDenied { .. }
-                | Error::ApprovalTimeout { .. }),
-            ) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                serde_json::json!({"error": e.to_string(), "code": e.code().as_str(),
+        let span = super::served::start(
+            &context,
+            "tools/call",
+            Some(&*request.name),
+            request.meta.as_ref(),
+        );
+        let trace = span.as_ref().map(|s| s.context().clone());
+        let res = async {
+            self.ready().await?;
+            let mut caller = Caller::of_call(&request, &context);
+            caller.scoped = true;
+            caller.trace = trace;
+            caller.session = super::calls::session_of(&self.app, &context, self.client_id);
+            match Box::pin(self.app.proxy.call_tool_response(
+                &self.server,
+                &request.name,
+                request.arguments,
+                caller,
+            ))
+            .await
+            {
+                Ok(CallToolResponse::Task(created)) => {
+                    let id = created.task.task_id.clone();
+                    super::calls::own_task(&self.app, &context, &self.server, &id, &id);
+                    Ok(CallToolResponse::Task(created))
+                }
+                Ok(r) => Ok(r),
+                // Like the aggregated front (and the TypeScript SDK): an unknown tool is a tool error the model sees.
+                Err(Error::NotFound { .. }) => {
+                    Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "unknown tool `{}`: server `{}` does not offer it",
+                        crate::model::truncate_for_message(&request.name),
+                        self.server
+                    ))])
+                    .into())
+                }
+                // A tool withheld by pinning or the scanner, a call an approval policy or a person refused, or no approval
+                // in time (#27): a tool error saying why, as on the aggregated front.
+                Err(
+                    e @ (Error::ToolChanged { .. }
+                    | Error::ToolFlagged { .. }
+                    | Error::ApprovalDenied { .. }
+                    | Error::ApprovalTimeout { .. }),
+                ) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                    serde_json::json!({"error": e.to_string(), "code": e.code().as_str(),
                     "kind": e.call_kind(), "reasons": e.reasons()})
-                .to_string(),
-            )])
-            .into()),
-            // The child's JSON-RPC error, with its own code, message and data.
-            Err(Error::Child { error, .. }) => Err(error),
-            Err(e) => Err(self.error(e)),
+                    .to_string(),
+                )])
+                .into()),
+                // The child's JSON-RPC error, with its own code, message and data.
+                Err(Error::Child { error, .. }) => Err(error),
+                Err(e) => Err(self.error(e)),
+            }
         }
+        .await;
+        super::served::end_call(span, &res);
+        res
     }
 
     /// SEP-2640: the child's `skills/list`, `skills/get` and `resources/directory/read`, passed on unchanged (rmcp
@@ -229,14 +249,16 @@ impl ServerHandler for ServerView {
         mut request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        request.meta = None;
-        Box::pin(
-            self.app
-                .proxy
-                .task_get(&self.server, request, context.client_capabilities()),
-        )
-        .await
-        .map_err(|e| self.server_error(e.into()))
+        served!(context, "tasks/get", None, async {
+            request.meta = None;
+            Box::pin(
+                self.app
+                    .proxy
+                    .task_get(&self.server, request, context.client_capabilities()),
+            )
+            .await
+            .map_err(|e| self.server_error(e.into()))
+        })
     }
 
     async fn update_task(
@@ -244,14 +266,16 @@ impl ServerHandler for ServerView {
         mut request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        request.meta = None;
-        Box::pin(
-            self.app
-                .proxy
-                .task_update(&self.server, request, context.client_capabilities()),
-        )
-        .await
-        .map_err(|e| self.server_error(e.into()))
+        served!(context, "tasks/update", None, async {
+            request.meta = None;
+            Box::pin(self.app.proxy.task_update(
+                &self.server,
+                request,
+                context.client_capabilities(),
+            ))
+            .await
+            .map_err(|e| self.server_error(e.into()))
+        })
     }
 
     async fn cancel_task(
@@ -259,14 +283,16 @@ impl ServerHandler for ServerView {
         mut request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        request.meta = None;
-        Box::pin(
-            self.app
-                .proxy
-                .task_cancel(&self.server, request, context.client_capabilities()),
-        )
-        .await
-        .map_err(|e| self.server_error(e.into()))
+        served!(context, "tasks/cancel", None, async {
+            request.meta = None;
+            Box::pin(self.app.proxy.task_cancel(
+                &self.server,
+                request,
+                context.client_capabilities(),
+            ))
+            .await
+            .map_err(|e| self.server_error(e.into()))
+        })
     }
 
     async fn list_resources(
@@ -274,11 +300,13 @@ impl ServerHandler for ServerView {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        self.ready().await?;
-        Box::pin(self.app.proxy.server_resources(&self.server))
-            .await
-            .map(ListResourcesResult::with_all_items)
-            .map_err(|e| self.server_error(e))
+        served!(_c, "resources/list", None, async {
+            self.ready().await?;
+            Box::pin(self.app.proxy.server_resources(&self.server))
+                .await
+                .map(ListResourcesResult::with_all_items)
+                .map_err(|e| self.server_error(e))
+        })
     }
 
     async fn list_resource_templates(
@@ -286,11 +314,13 @@ impl ServerHandler for ServerView {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        self.ready().await?;
-        Box::pin(self.app.proxy.server_resource_templates(&self.server))
-            .await
-            .map(ListResourceTemplatesResult::with_all_items)
-            .map_err(|e| self.server_error(e))
+        served!(_c, "resources/templates/list", None, async {
+            self.ready().await?;
+            Box::pin(self.app.proxy.server_resource_templates(&self.server))
+                .await
+                .map(ListResourceTemplatesResult::with_all_items)
+                .map_err(|e| self.server_error(e))
+        })
     }
 
     async fn read_resource(
@@ -298,27 +328,29 @@ impl ServerHandler for ServerView {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        self.ready().await?;
-        let mut caller = Caller::of_request(
-            &context,
-            request.input_responses.clone(),
-            request.request_state.clone(),
-        );
-        caller.scoped = true;
-        Box::pin(
-            self.app
-                .proxy
-                .server_read_resource(&self.server, &request.uri, &caller),
-        )
-        .await
-        .map_err(|e| {
-            let e = self.server_error(e);
-            // A 2026-07-28 client gets SEP-2164's shape; a legacy one the child's error unchanged.
-            if super::shape::takes_2026_errors(&context) {
-                super::shape::resource_not_found_2164(e, &request.uri)
-            } else {
-                e
-            }
+        served!(context, "resources/read", None, async {
+            self.ready().await?;
+            let mut caller = Caller::of_request(
+                &context,
+                request.input_responses.clone(),
+                request.request_state.clone(),
+            );
+            caller.scoped = true;
+            Box::pin(
+                self.app
+                    .proxy
+                    .server_read_resource(&self.server, &request.uri, &caller),
+            )
+            .await
+            .map_err(|e| {
+                let e = self.server_error(e);
+                // A 2026-07-28 client gets SEP-2164's shape; a legacy one the child's error unchanged.
+                if super::shape::takes_2026_errors(&context) {
+                    super::shape::resource_not_found_2164(e, &request.uri)
+                } else {
+                    e
+                }
+            })
         })
     }
 
@@ -327,11 +359,13 @@ impl ServerHandler for ServerView {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        self.ready().await?;
-        Box::pin(self.app.proxy.server_prompts(&self.server))
-            .await
-            .map(ListPromptsResult::with_all_items)
-            .map_err(|e| self.server_error(e))
+        served!(_c, "prompts/list", None, async {
+            self.ready().await?;
+            Box::pin(self.app.proxy.server_prompts(&self.server))
+                .await
+                .map(ListPromptsResult::with_all_items)
+                .map_err(|e| self.server_error(e))
+        })
     }
 
     async fn get_prompt(
@@ -339,20 +373,22 @@ impl ServerHandler for ServerView {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.ready().await?;
-        let mut caller = Caller::of_request(
-            &context,
-            request.input_responses.clone(),
-            request.request_state.clone(),
-        );
-        caller.scoped = true;
-        Box::pin(
-            self.app
-                .proxy
-                .server_get_prompt(&self.server, request, &caller),
-        )
-        .await
-        .map_err(|e| self.server_error(e))
+        served!(context, "prompts/get", Some(&*request.name), async {
+            self.ready().await?;
+            let mut caller = Caller::of_request(
+                &context,
+                request.input_responses.clone(),
+                request.request_state.clone(),
+            );
+            caller.scoped = true;
+            Box::pin(
+                self.app
+                    .proxy
+                    .server_get_prompt(&self.server, request, &caller),
+            )
+            .await
+            .map_err(|e| self.server_error(e))
+        })
     }
 
     async fn complete(
@@ -360,10 +396,12 @@ impl ServerHandler for ServerView {
         request: CompleteRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        self.ready().await?;
-        Box::pin(self.app.proxy.server_complete(&self.server, request))
-            .await
-            .map_err(|e| self.server_error(e))
+        served!(_c, "completion/complete", None, async {
+            self.ready().await?;
+            Box::pin(self.app.proxy.server_complete(&self.server, request))
+                .await
+                .map_err(|e| self.server_error(e))
+        })
     }
 
     async fn set_level(
@@ -371,10 +409,12 @@ impl ServerHandler for ServerView {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.register(&context.peer);
-        self.ready().await?;
-        Box::pin(self.app.proxy.set_log_level(request.level)).await;
-        Ok(())
+        served!(context, "logging/setLevel", None, async {
+            self.register(&context.peer);
+            self.ready().await?;
+            Box::pin(self.app.proxy.set_log_level(request.level)).await;
+            Ok(())
+        })
     }
 
     async fn subscribe(
@@ -382,15 +422,17 @@ impl ServerHandler for ServerView {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.ready().await?;
-        let uri = Proxy::exposed_uri(&self.server, &request.uri);
-        Box::pin(
-            self.app
-                .proxy
-                .subscribe(self.client_id, context.peer.clone(), &uri, true),
-        )
-        .await
-        .map_err(|e| self.error(e))
+        served!(context, "resources/subscribe", None, async {
+            self.ready().await?;
+            let uri = Proxy::exposed_uri(&self.server, &request.uri);
+            Box::pin(
+                self.app
+                    .proxy
+                    .subscribe(self.client_id, context.peer.clone(), &uri, true),
+            )
+            .await
+            .map_err(|e| self.error(e))
+        })
     }
 
     async fn unsubscribe(
@@ -398,10 +440,12 @@ impl ServerHandler for ServerView {
         request: UnsubscribeRequestParams,
         _c: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let uri = Proxy::exposed_uri(&self.server, &request.uri);
-        Box::pin(self.app.proxy.unsubscribe(self.client_id, &uri))
-            .await
-            .map_err(|e| self.error(e))
+        served!(_c, "resources/unsubscribe", None, async {
+            let uri = Proxy::exposed_uri(&self.server, &request.uri);
+            Box::pin(self.app.proxy.unsubscribe(self.client_id, &uri))
+                .await
+                .map_err(|e| self.error(e))
+        })
     }
 
     fn accepted_subscription_filter(

@@ -81,3 +81,5 @@ mod skills;
 mod ready;
 // Issue 31: find_tool's answer is compact (bytes per answer on the query sets).
 mod answers;
+// Issue 29, part 3: OpenTelemetry traces exported to an OTLP receiver in the test (protobuf and JSON), both eras.
+mod telemetry;

@@ -1,5 +1,5 @@
 //! agent-discover's vocabulary: the domain model (servers, tools, statuses, limits), the one error type, the event bus,
-//! the clock thread and call telemetry. Every other crate speaks these types.
+//! the clock thread, call telemetry and trace context. Every other crate speaks these types.
 //!
 //! Must not know: storage (no SQL, no database driver), processes, HTTP, MCP transports, or any crate of this
 //! workspace. Nothing here does I/O beyond the clock's own thread.
@@ -11,3 +11,4 @@ pub mod events;
 pub mod model;
 pub mod sandbox;
 pub mod telemetry;
+pub mod trace;

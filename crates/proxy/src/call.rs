@@ -80,6 +80,15 @@ impl Inner {
             }
             options.meta = Some(meta);
         }
+        // The proxied call's span is the child's parent (SEP-414 keys in `_meta`; an HTTP child also gets them as
+        // headers, `spans.rs`). Only while tracing is on.
+        if let Some(trace) = &caller.trace {
+            let meta = options.meta.get_or_insert_with(RequestMetaObject::default);
+            meta.set_traceparent(trace.traceparent());
+            if let Some(state) = &trace.state {
+                meta.set_tracestate(state.clone());
+            }
+        }
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match child.peer.send_request_with_option(request, options).await {

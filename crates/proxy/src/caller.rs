@@ -40,6 +40,9 @@ pub struct Caller {
     pub session: Option<String>,
     /// The call is made by a code-mode script (issue 28): its call-log entry says so (`[script]`).
     pub script: bool,
+    /// The trace context of the request this call serves (the front's span), when tracing is on: the parent of the
+    /// proxied call's span. Inside the proxy, the proxied call's own span, which the child is given (`spans.rs`).
+    pub trace: Option<ad_core::trace::SpanContext>,
 }
 
 impl Caller {
@@ -71,6 +74,7 @@ impl Caller {
             questions_to_caller: false,
             session: None,
             script: false,
+            trace: None,
         }
     }
 
@@ -94,6 +98,7 @@ impl Caller {
             questions_to_caller: false,
             session: None,
             script: false,
+            trace: None,
         }
     }
 

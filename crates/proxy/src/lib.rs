@@ -36,6 +36,7 @@ mod restore;
 pub mod sandbox;
 mod single;
 mod skills;
+mod spans;
 pub mod spawn;
 mod sse;
 mod start;

@@ -175,7 +175,7 @@ impl Inner {
                                 (None, None) => handler
                                     .serve(
                                         rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            reqwest::Client::new(),
+                                            crate::spans::TracedHttp(reqwest::Client::new()),
                                             config,
                                         ),
                                     )
@@ -183,7 +183,7 @@ impl Inner {
                                 (None, Some(m)) => handler
                                     .serve_with_lifecycle(
                                         rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            reqwest::Client::new(),
+                                            crate::spans::TracedHttp(reqwest::Client::new()),
                                             config,
                                         ),
                                         m,
@@ -192,7 +192,9 @@ impl Inner {
                                 (Some(s), None) => handler
                                     .serve(
                                         rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            ad_oauth::AuthedClient::new(s),
+                                            crate::spans::TracedHttp(ad_oauth::AuthedClient::new(
+                                                s,
+                                            )),
                                             config,
                                         ),
                                     )
@@ -200,7 +202,9 @@ impl Inner {
                                 (Some(s), Some(m)) => handler
                                     .serve_with_lifecycle(
                                         rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            ad_oauth::AuthedClient::new(s),
+                                            crate::spans::TracedHttp(ad_oauth::AuthedClient::new(
+                                                s,
+                                            )),
                                             config,
                                         ),
                                         m,

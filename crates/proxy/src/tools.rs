@@ -184,6 +184,13 @@ impl Proxy {
                     return res;
                 }
             };
+        // The proxied call's span (tracing on only): under the served request's, and what the child is given.
+        let mut caller = caller;
+        let span = ad_core::trace::enabled()
+            .then(|| crate::spans::start_call(&child, tool, caller.trace.as_ref()));
+        if let Some(span) = &span {
+            caller.trace = Some(span.context().clone());
+        }
         let mut res = if caller.holds_questions(&child) {
             // A legacy child asks the client with requests of its own: minted into input-required results for a
             // 2026-07-28 caller, or put to this caller alone (`held.rs`).
@@ -203,6 +210,9 @@ impl Proxy {
         if let (Some(digest), Ok(CallToolResponse::InputRequired(asked))) = (&wrap, &mut res) {
             asked.request_state =
                 Some(self.continuation(digest, asked.request_state.take(), &child));
+        }
+        if let Some(span) = span {
+            crate::spans::end_call(span, &res);
         }
         let latency = started.elapsed();
         self.inner.account(

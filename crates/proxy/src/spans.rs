@@ -1,0 +1,209 @@
+//! Trace spans of proxied calls (OpenTelemetry's MCP conventions, client side): one `CLIENT` span per call of a
+//! child's tool, a child of the served request's span, named `tools/call {tool}`; and the trace context handed to
+//! the child, in the request's `_meta` (`call.rs`) and, for HTTP children, as the `traceparent` header
+//! ([`TracedHttp`]). Nothing here runs while tracing is off: every entry point is behind `ad_core::trace::enabled`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::{CallToolResponse, ClientJsonRpcMessage, GetMeta};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+
+use ad_core::error::{Error, Result};
+use ad_core::model::Transport;
+use ad_core::trace::{Kind, SpanContext, Started};
+
+use crate::state::Child;
+
+/// Starts the span of one proxied call (only called while tracing is on).
+pub(crate) fn start_call(child: &Child, tool: &str, parent: Option<&SpanContext>) -> Started {
+    let mut span = Started::new(format!("tools/call {tool}"), Kind::Client, parent);
+    span.set("mcp.method.name", "tools/call");
+    span.set("gen_ai.tool.name", tool);
+    span.set("gen_ai.operation.name", "execute_tool");
+    span.set("mcp.protocol.version", child.protocol.as_str());
+    span.set(
+        "network.transport",
+        match child.transport {
+            Transport::Stdio => "pipe",
+            Transport::StreamableHttp | Transport::Sse => "tcp",
+        },
+    );
+    span.set("agent_discover.server", child.name.as_str());
+    span
+}
+
+/// Ends a proxied call's span with its outcome: `error.type` is the JSON-RPC code of a child's error, `tool_error`
+/// for a result with `isError`, else the failure's kind as agents see it (`timeout`, `transport_error`, ...).
+pub(crate) fn end_call(mut span: Started, res: &Result<CallToolResponse>) {
+    let outcome = match res {
+        Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
+            span.fail("tool_error", "the tool returned an error result");
+            "tool_error"
+        }
+        Ok(CallToolResponse::Complete(_)) => "ok",
+        Ok(CallToolResponse::Task(_)) => "task",
+        Ok(_) => "input_required",
+        Err(Error::Child { error, .. }) => {
+            let code = error.code.0.to_string();
+            span.set("rpc.response.status_code", code.clone());
+            span.set("agent_discover.error.kind", "server_error");
+            span.fail(code, error.message.to_string());
+            "error"
+        }
+        Err(e) => {
+            span.set("agent_discover.error.kind", e.call_kind());
+            span.fail(e.call_kind(), e.to_string());
+            "error"
+        }
+    };
+    span.set("agent_discover.outcome", outcome);
+    span.end();
+}
+
+/// An HTTP child's client that sends the request's trace context (`_meta.traceparent`, put there by `call.rs`) as
+/// the `traceparent` and `tracestate` headers too. Without a traceparent in the message it adds nothing.
+#[derive(Clone)]
+pub(crate) struct TracedHttp<C>(pub(crate) C);
+
+type Headers = HashMap<HeaderName, HeaderValue>;
+
+fn with_trace_headers(message: &ClientJsonRpcMessage, mut headers: Headers) -> Headers {
+    if !ad_core::trace::enabled() {
+        return headers;
+    }
+    if let ClientJsonRpcMessage::Request(r) = message {
+        let meta = r.request.get_meta();
+        for (name, value) in [
+            ("traceparent", meta.get_traceparent()),
+            ("tracestate", meta.get_tracestate()),
+        ] {
+            if let Some(v) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+                headers.insert(HeaderName::from_static(name), v);
+            }
+        }
+    }
+    headers
+}
+
+impl<C> StreamableHttpClient for TracedHttp<C>
+where
+    C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
+{
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> std::result::Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let custom_headers = with_trace_headers(&message, custom_headers);
+        self.0
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        max_sse_event_size: usize,
+    ) -> std::result::Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let custom_headers = with_trace_headers(&message, custom_headers);
+        self.0
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        limits: StreamableHttpResponseLimits,
+    ) -> std::result::Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let custom_headers = with_trace_headers(&message, custom_headers);
+        self.0
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> std::result::Result<(), StreamableHttpError<Self::Error>> {
+        self.0
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> std::result::Result<
+        BoxStream<'static, std::result::Result<sse_stream::Sse, sse_stream::Error>>,
+        StreamableHttpError<Self::Error>,
+    > {
+        self.0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        max_sse_event_size: usize,
+    ) -> std::result::Result<
+        BoxStream<'static, std::result::Result<sse_stream::Sse, sse_stream::Error>>,
+        StreamableHttpError<Self::Error>,
+    > {
+        self.0
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}

@@ -319,6 +319,7 @@ fn inner_caller(outer: Caller, cancel: &CancellationToken) -> Caller {
         questions_to_caller: true,
         session: outer.session,
         script: true,
+        in_exchange: false,
     }
 }
 

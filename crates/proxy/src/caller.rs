@@ -40,6 +40,9 @@ pub struct Caller {
     pub session: Option<String>,
     /// The call is made by a code-mode script (issue 28): its call-log entry says so (`[script]`).
     pub script: bool,
+    /// The child call `held.rs` makes within an exchange: the child's questions during it belong to that exchange,
+    /// while those asked during any other call of the same child go to that call's client (`client.rs`).
+    pub in_exchange: bool,
 }
 
 impl Caller {
@@ -71,6 +74,7 @@ impl Caller {
             questions_to_caller: false,
             session: None,
             script: false,
+            in_exchange: false,
         }
     }
 
@@ -94,6 +98,7 @@ impl Caller {
             questions_to_caller: false,
             session: None,
             script: false,
+            in_exchange: false,
         }
     }
 

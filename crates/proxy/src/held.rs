@@ -103,6 +103,7 @@ impl Proxy {
             progress_token: caller.progress_token.clone(),
             capabilities: caller.capabilities.clone(),
             log_level: caller.log_level,
+            in_exchange: true,
             ..Caller::default()
         };
         let (child2, tool) = (child.clone(), tool.to_owned());

@@ -373,6 +373,11 @@ impl Child {
         if let Some(service) = self.service.lock().await.take() {
             let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;
         }
+        if let Some(legacy) = &self.legacy
+            && let Some(service) = legacy.service.lock().await.take()
+        {
+            let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;
+        }
         if self.pid.is_some() {
             let mut exited = self.exited.clone();
             let _ = tokio::time::timeout(STOP_GRACE, exited.wait_for(|c| c.is_some())).await;

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use ad_core::error::{Error, Result};
 use ad_core::model::{Server, Transport};
 
+use crate::counted::Counted;
 use crate::failure::with_stderr;
 use crate::relay::ChildLane;
 use crate::spawn::{self, StderrRing};
@@ -39,6 +40,7 @@ impl Inner {
         let handler = ChildClient {
             proxy: Arc::downgrade(self),
             server: server.name.clone(),
+            legacy_session: false,
         };
         let stderr = Arc::new(StderrRing::default());
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -61,6 +63,7 @@ impl Inner {
         let mut auth = None;
         let progress_seen = ProgressSeen::default();
         let mut lane = None;
+        let mut legacy = None;
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
                 let command = server.command.as_deref().ok_or_else(|| {
@@ -169,39 +172,54 @@ impl Inner {
                 let connect = |handler: ChildClient, mode: Option<ClientLifecycleMode>| {
                     let config = config.clone();
                     let session = auth.clone();
+                    let seen = progress_seen.clone();
                     async move {
+                        // Progress is counted as read, as a stdio child's is (`counted.rs`).
+                        let legacy = handler.legacy_session;
                         let run = async move {
                             match (session, mode) {
                                 (None, None) => handler
-                                    .serve(
+                                    .serve(Counted::new(
                                         rmcp::transport::StreamableHttpClientTransport::with_client(
                                             reqwest::Client::new(),
                                             config,
                                         ),
-                                    )
+                                        seen,
+                                        legacy,
+                                    ))
                                     .await,
                                 (None, Some(m)) => handler
                                     .serve_with_lifecycle(
-                                        rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            reqwest::Client::new(),
-                                            config,
+                                        Counted::new(
+                                            rmcp::transport::StreamableHttpClientTransport::with_client(
+                                                reqwest::Client::new(),
+                                                config,
+                                            ),
+                                            seen,
+                                            legacy,
                                         ),
                                         m,
                                     )
                                     .await,
                                 (Some(s), None) => handler
-                                    .serve(
+                                    .serve(Counted::new(
                                         rmcp::transport::StreamableHttpClientTransport::with_client(
                                             ad_oauth::AuthedClient::new(s),
                                             config,
                                         ),
-                                    )
+                                        seen,
+                                        legacy,
+                                    ))
                                     .await,
                                 (Some(s), Some(m)) => handler
                                     .serve_with_lifecycle(
-                                        rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            ad_oauth::AuthedClient::new(s),
-                                            config,
+                                        Counted::new(
+                                            rmcp::transport::StreamableHttpClientTransport::with_client(
+                                                ad_oauth::AuthedClient::new(s),
+                                                config,
+                                            ),
+                                            seen,
+                                            legacy,
                                         ),
                                         m,
                                     )
@@ -228,6 +246,28 @@ impl Inner {
                     }
                     Ok(Ok(s)) => s,
                 };
+                // A 2026-07-28 child may serve legacy clients things its 2026-07-28 path does not (its own sampling,
+                // elicitation and roots requests, resource subscriptions): a second connection in the legacy era,
+                // when it accepts one, is what legacy clients' requests go to (`era.rs`).
+                if service
+                    .peer()
+                    .peer_info()
+                    .is_some_and(|i| !i.protocol_version.has_initialize())
+                {
+                    let handler = ChildClient {
+                        legacy_session: true,
+                        ..handler.clone()
+                    };
+                    match connect(handler, Some(ClientLifecycleMode::Initialize)).await {
+                        Ok(Ok(s)) => legacy = Some(s),
+                        Ok(Err(e)) => {
+                            tracing::debug!(server = %server.name, error = %e, "no legacy session: initialize refused")
+                        }
+                        Err(_) => {
+                            tracing::debug!(server = %server.name, "no legacy session: initialize timed out")
+                        }
+                    }
+                }
                 (service, None, 0, None)
             }
             Transport::Sse => {
@@ -312,6 +352,22 @@ impl Inner {
             log_floor: Mutex::new(None),
             lane,
             gated: Default::default(),
+            legacy: legacy.map(|s| {
+                let peer = s.peer().clone();
+                let info = peer.peer_info();
+                crate::state::LegacySession {
+                    capabilities: info
+                        .as_ref()
+                        .map(|i| i.capabilities.clone())
+                        .unwrap_or_default(),
+                    protocol: info
+                        .as_ref()
+                        .map(|i| i.protocol_version.clone())
+                        .unwrap_or_default(),
+                    peer,
+                    service: tokio::sync::Mutex::new(Some(s)),
+                }
+            }),
         });
         // Which tools ask or refuse (`approval.rs`): the fast lane leaves them to the normal path.
         self.gate_approvals(&child);

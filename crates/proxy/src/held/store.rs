@@ -347,15 +347,16 @@ impl Held {
 
     /// The exchange with `server` a child request belongs to: a legacy child does not say which of our requests it
     /// asks for, so the newest one that is not already waiting for the client's answer (a child blocked on an answer
-    /// rarely asks again), else the newest.
-    pub fn asking_for(&self, server: &str) -> Option<mpsc::Sender<Step>> {
+    /// rarely asks again), else the newest, when `parked_ok` (no other call of the child is in flight, which the
+    /// request would otherwise belong to).
+    pub fn asking_for(&self, server: &str, parked_ok: bool) -> Option<mpsc::Sender<Step>> {
         let asking = lock(&self.asking);
         let all = asking.get(server)?;
         let parked = lock(&self.parked);
         all.iter()
             .rev()
             .find(|(id, _)| !parked.contains_key(id))
-            .or(all.last())
+            .or(all.last().filter(|_| parked_ok))
             .map(|(_, tx)| tx.clone())
     }
 

@@ -77,9 +77,8 @@ pub(crate) struct Inner {
     pub(super) progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
     /// Connected MCP clients (legacy sessions), newest last, for forwarding child requests.
     pub(super) clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
-    /// Which client is calling each server right now (most recent last), by the progress route key of its call, and
-    /// whether the call is one of a held exchange (`Caller::in_exchange`).
-    pub(super) callers: Mutex<HashMap<String, Vec<(ProgressToken, Peer<RoleServer>, bool)>>>,
+    /// Which client is calling each server right now (most recent last).
+    pub(super) callers: Mutex<HashMap<String, Vec<CallerEntry>>>,
     /// 2026-07-28 callers that set a logLevel on their request, per server called: they get its log messages at or
     /// above that level while the call runs (they have no session to be pushed to otherwise).
     pub(super) log_callers: Mutex<HashMap<String, Vec<LogCaller>>>,
@@ -123,6 +122,10 @@ pub(super) enum Slot {
         started_at: String,
     },
 }
+
+/// A call of a child in flight, in [`Inner::callers`]: the progress route key of the call, the calling client, and
+/// whether the call is one of a held exchange (`Caller::in_exchange`).
+pub(super) type CallerEntry = (ProgressToken, Peer<RoleServer>, bool);
 
 /// A connected child (`start.rs`): its rmcp connection, process group and what it declared.
 pub(super) struct Child {

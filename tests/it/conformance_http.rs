@@ -3,7 +3,8 @@
 //! runs against each HTTP child directly and through `/mcp/servers/{name}`: every check that passes directly passes
 //! through us, except the ones [`conformance::compare`] allows (agent-discover's own HTTP front) and the ones listed
 //! here with their reason. The children: the conformance fixture served over Streamable HTTP in both eras
-//! (2026-07-28 with the legacy handshake too, and legacy only), and the real server-everything.
+//! (2026-07-28 with the legacy handshake too, legacy only, and `--era split`, which imitates the conformance
+//! repository's reference server), and the real server-everything.
 
 use std::path::Path;
 use std::time::Duration;
@@ -17,13 +18,10 @@ use crate::harness;
 /// The suite 0.1.16, the package alias in tests/interop/package.json.
 const SUITE_0_1_16: &str = "conformance-0.1.16";
 
-/// The fixture's conformance server over Streamable HTTP on 127.0.0.1 (`--era legacy`: the legacy era only); returns
+/// The fixture's conformance server over Streamable HTTP on 127.0.0.1 in `era` (`legacy`, `both`, `split`); returns
 /// it and the URL it printed once listening.
-async fn fixture_http(name: &str, legacy: bool) -> (tokio::process::Child, String) {
-    let mut args = vec!["--conformance", "--name", name, "--http", "0"];
-    if legacy {
-        args.extend(["--era", "legacy"]);
-    }
+async fn fixture_http(name: &str, era: &str) -> (tokio::process::Child, String) {
+    let args = ["--conformance", "--name", name, "--http", "0", "--era", era];
     let mut child = tokio::process::Command::new(harness::fixture())
         .args(&args)
         .stdout(std::process::Stdio::piped())
@@ -124,13 +122,20 @@ async fn suite_0_1_16(direct_url: &str, base: &str, name: &str, out: &Path) {
 #[tokio::test]
 async fn http_fixture_children_pass_through_the_proxy_as_directly() {
     // `fxh` speaks 2026-07-28 and the legacy era (agent-discover connects with `server/discover` and opens a legacy
-    // session beside it), `fxhl` only the legacy era.
-    let (_fxh, fxh_url) = fixture_http("fxh", false).await;
-    let (_fxhl, fxhl_url) = fixture_http("fxhl", true).await;
+    // session beside it), `fxhl` only the legacy era; `fxhs` speaks both but, like the conformance repository's
+    // reference server, cannot ask the client anything from its legacy tools on its 2026-07-28 path: a legacy client
+    // gets their questions only by way of the legacy session.
+    let (_fxh, fxh_url) = fixture_http("fxh", "both").await;
+    let (_fxhl, fxhl_url) = fixture_http("fxhl", "legacy").await;
+    let (_fxhs, fxhs_url) = fixture_http("fxhs", "split").await;
     let dir = tempfile::tempdir().unwrap();
     let (mut serve, url) = conformance::serve_installed(
         dir.path(),
-        &[http_child("fxh", &fxh_url), http_child("fxhl", &fxhl_url)],
+        &[
+            http_child("fxh", &fxh_url),
+            http_child("fxhl", &fxhl_url),
+            http_child("fxhs", &fxhs_url),
+        ],
     )
     .await;
     let results = tempfile::tempdir().unwrap();
@@ -154,6 +159,9 @@ async fn http_fixture_children_pass_through_the_proxy_as_directly() {
             let legacy_direct = run(fxhl_url.clone(), "legacy-direct".into(), req).await;
             conformance::compare(&legacy_direct, &legacy, "/mcp/servers/fxhl")
         };
+        let split_direct = run(fxhs_url.clone(), "split-direct".into(), req).await;
+        let split = run(format!("{url}/mcp/servers/fxhs"), "split".into(), req).await;
+        let differ_split = conformance::compare(&split_direct, &split, "/mcp/servers/fxhs");
         // The families issue 29 names pass through the HTTP child as they do directly.
         let families: &[&str] = if *req == "2025-11-25" {
             &[
@@ -168,7 +176,8 @@ async fn http_fixture_children_pass_through_the_proxy_as_directly() {
             &["server-stateless", "input-required-result-basic-sampling"]
         };
         for scenario in families {
-            for checks in [&through, &legacy] {
+            let split_too = (*req == "2025-11-25").then_some(&split);
+            for checks in [&through, &legacy].into_iter().chain(split_too) {
                 let got: Vec<_> = checks
                     .iter()
                     .filter(|((s, _, _), _)| s == scenario)
@@ -184,16 +193,20 @@ async fn http_fixture_children_pass_through_the_proxy_as_directly() {
         }
         eprintln!(
             "HTTP fixture, requirements {req}: directly {}; through /mcp/servers/fxh {}; through /mcp {}; through \
-             /mcp/servers/fxhl (legacy era) {}\nchecks that differ through fxh: {differ:#?}\nthrough fxhl: \
-             {differ_legacy:#?}",
+             /mcp/servers/fxhl (legacy era) {}; fxhs (split) directly {}, through /mcp/servers/fxhs {}\n\
+             checks that differ through fxh: {differ:#?}\nthrough fxhl: {differ_legacy:#?}\nthrough fxhs: \
+             {differ_split:#?}",
             conformance::figures(&direct),
             conformance::figures(&through),
             conformance::figures(&aggregated),
             conformance::figures(&legacy),
+            conformance::figures(&split_direct),
+            conformance::figures(&split),
         );
     }
     suite_0_1_16(&fxh_url, &url, "fxh", &results.path().join("0.1.16-fxh")).await;
     suite_0_1_16(&fxhl_url, &url, "fxhl", &results.path().join("0.1.16-fxhl")).await;
+    suite_0_1_16(&fxhs_url, &url, "fxhs", &results.path().join("0.1.16-fxhs")).await;
     let _ = serve.kill().await;
 }
 

@@ -23,7 +23,7 @@ const SUITE_0_1_16: &str = "conformance-0.1.16";
 async fn fixture_http(name: &str, era: &str) -> (tokio::process::Child, String) {
     let args = ["--conformance", "--name", name, "--http", "0", "--era", era];
     let mut child = tokio::process::Command::new(harness::fixture())
-        .args(&args)
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()

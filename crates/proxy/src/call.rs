@@ -71,7 +71,7 @@ impl Inner {
             message,
         };
         // A legacy client's call of a child that speaks both eras goes to its legacy session (`era.rs`).
-        let session = child.session_for(caller);
+        let session = child.session_for(caller).await;
         // A 2026-07-28 child learns from each request what the calling client can do (nothing, without a client).
         let mut options = PeerRequestOptions::no_options();
         if !session.protocol.has_initialize() {

@@ -31,13 +31,13 @@ impl Proxy {
         *lock(&self.inner.log_level) = Some(level);
         // Only legacy clients set a level: on a child that speaks both eras, its legacy session's (`era.rs`).
         let children = self.inner.running_with(|_| true);
-        let children = children
-            .iter()
-            .filter(|c| c.for_legacy_client().capabilities.logging.is_some());
-        let sets = children.map(|child| async move {
+        let sets = children.iter().map(|child| async move {
+            let session = child.for_legacy_client().await;
+            if session.capabilities.logging.is_none() {
+                return;
+            }
             let level = child.settle_log_level(level);
-            if let Err(e) = child
-                .for_legacy_client()
+            if let Err(e) = session
                 .peer
                 .set_level(SetLevelRequestParams::new(level))
                 .await
@@ -103,6 +103,7 @@ impl Proxy {
         // Only legacy clients subscribe: on a child that speaks both eras, through its legacy session (`era.rs`).
         let subscribable = child
             .for_legacy_client()
+            .await
             .capabilities
             .resources
             .as_ref()
@@ -152,6 +153,7 @@ impl Proxy {
         if last && let Some(child) = self.inner.running(server) {
             child
                 .for_legacy_client()
+                .await
                 .peer
                 .unsubscribe(UnsubscribeRequestParams::new(original))
                 .await
@@ -171,7 +173,7 @@ impl Proxy {
         exposed: &str,
         original: &str,
     ) -> std::result::Result<(), rmcp::ServiceError> {
-        let session = child.for_legacy_client();
+        let session = child.for_legacy_client().await;
         if session.protocol.has_initialize() {
             return session
                 .peer
@@ -406,7 +408,10 @@ impl Inner {
     /// Gives a freshly started child the log level clients asked for.
     pub(super) async fn apply_log_level(&self, child: &Child) {
         let level = *lock(&self.log_level);
-        let session = child.for_legacy_client();
+        if level.is_none() {
+            return;
+        }
+        let session = child.for_legacy_client().await;
         if let Some(level) = level
             && session.capabilities.logging.is_some()
             && let level = child.settle_log_level(level)

@@ -373,7 +373,8 @@ impl Child {
         if let Some(service) = self.service.lock().await.take() {
             let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;
         }
-        if let Some(legacy) = &self.legacy
+        lock(&self.legacy_connect).take();
+        if let Some(Some(legacy)) = self.legacy.get()
             && let Some(service) = legacy.service.lock().await.take()
         {
             let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;

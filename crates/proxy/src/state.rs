@@ -162,9 +162,15 @@ pub(super) struct Child {
     /// Its tools whose approval policy is not `allow` (`approval.rs`), which the fast lane never relays.
     pub(super) gated: Gated,
     /// A Streamable HTTP child that negotiated 2026-07-28 and also accepts the legacy handshake: a second connection
-    /// in the legacy era (`start.rs`), which legacy clients' calls, subscriptions and log level go to (`era.rs`).
-    pub(super) legacy: Option<LegacySession>,
+    /// in the legacy era, which legacy clients' calls, subscriptions and log level go to (`era.rs`); connected on the
+    /// first such request (`legacy_connect`, made by `start.rs`), `None` inside when the child refused it.
+    pub(super) legacy: tokio::sync::OnceCell<Option<LegacySession>>,
+    pub(super) legacy_connect: Mutex<Option<LegacyConnect>>,
 }
+
+/// A child's legacy session being connected (`start.rs`): `None` when the child refuses it or does not answer in time.
+pub(super) type LegacyConnect =
+    std::pin::Pin<Box<dyn Future<Output = Option<RunningService<RoleClient, ChildClient>>> + Send>>;
 
 /// The legacy-era connection of a child that speaks both eras over Streamable HTTP: what a legacy client reaches
 /// directly (the child's own sampling, elicitation and roots requests, `resources/subscribe`, `logging/setLevel`),

@@ -408,6 +408,42 @@ mod tests {
         })
     }
 
+    /// Issue 29: a parked exchange (its client was sent an input-required result and has not come back) takes a
+    /// child's request only when no other call of the child is in flight; an exchange whose call runs takes it first.
+    #[test]
+    fn a_parked_exchange_takes_a_childs_request_only_when_nothing_else_calls_the_child() {
+        let held = Held::new();
+        let (parked_tx, parked_steps) = mpsc::channel(1);
+        lock(&held.asking)
+            .entry("fx".into())
+            .or_default()
+            .push((1, parked_tx));
+        held.park(
+            1,
+            Parked {
+                steps: parked_steps,
+                asks: Vec::new(),
+                token: String::new(),
+                expires: now_ms() + 60_000,
+                cancel: CancellationToken::new(),
+                refused: None,
+            },
+        );
+        assert!(held.asking_for("fx", true).is_some());
+        assert!(held.asking_for("fx", false).is_none());
+        assert!(held.asking_for("other", true).is_none());
+        let (running_tx, _running_steps) = mpsc::channel(1);
+        lock(&held.asking)
+            .get_mut("fx")
+            .unwrap()
+            .push((2, running_tx.clone()));
+        let took = held.asking_for("fx", false).expect("the running exchange");
+        assert!(took.same_channel(&running_tx));
+        held.forget("fx", 2);
+        held.forget("fx", 1);
+        assert!(held.asking_for("fx", true).is_none());
+    }
+
     #[test]
     fn a_token_opens_only_for_its_own_request_before_it_expires() {
         let held = Held::new();

@@ -22,6 +22,9 @@ mod http;
 mod fidelity;
 // The official MCP conformance suite directly and through agent-discover (per-server and aggregated endpoints).
 mod conformance;
+// Issue 29: the same suite against Streamable HTTP children (the HTTP fixture in both eras, server-everything), and
+// suite 0.1.16.
+mod conformance_http;
 // Issue 18: the tasks extension (SEP-2663) through the aggregated front: create, get, update, cancel, notifications.
 mod tasks;
 // Client config files: clients, import, export, connect.

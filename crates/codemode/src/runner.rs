@@ -320,6 +320,7 @@ fn inner_caller(outer: Caller, cancel: &CancellationToken) -> Caller {
         session: outer.session,
         script: true,
         trace: outer.trace,
+        in_exchange: false,
     }
 }
 

@@ -19,7 +19,7 @@ use ad_core::error::{Error, Result};
 
 use crate::caller::Caller;
 use crate::failure::exited_during_call;
-use crate::state::{Child, Inner, ProgressRoute};
+use crate::state::{Child, Inner, ProgressRoute, legacy_token};
 use crate::sync::lock;
 
 impl Inner {
@@ -70,9 +70,11 @@ impl Inner {
             server: child.name.clone(),
             message,
         };
+        // A legacy client's call of a child that speaks both eras goes to its legacy session (`era.rs`).
+        let session = child.session_for(caller).await;
         // A 2026-07-28 child learns from each request what the calling client can do (nothing, without a client).
         let mut options = PeerRequestOptions::no_options();
-        if !child.protocol.has_initialize() {
+        if !session.protocol.has_initialize() {
             let mut meta = RequestMetaObject::default();
             meta.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
             if let Some(level) = caller.log_level {
@@ -91,11 +93,19 @@ impl Inner {
         }
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match child.peer.send_request_with_option(request, options).await {
+        let handle = match session
+            .peer
+            .send_request_with_option(request, options)
+            .await
+        {
             Ok(h) => h,
             Err(e) => return Err(child.explain_failure(e.to_string()).await),
         };
-        let token = handle.progress_token.clone();
+        let token = if session.legacy_session {
+            legacy_token(&handle.progress_token)
+        } else {
+            handle.progress_token.clone()
+        };
         let request_id = handle.id.clone();
         let last_progress = Arc::new(Mutex::new(Instant::now()));
         let forwarding = Arc::new(tokio::sync::Mutex::new(()));
@@ -110,12 +120,11 @@ impl Inner {
         lock(&self.progress).insert(token.clone(), route);
         if let Some(peer) = &caller.peer {
             let mut callers = lock(&self.callers);
-            match callers.get_mut(&child.name) {
-                Some(v) => v.push(peer.clone()),
-                None => {
-                    callers.insert(child.name.clone(), vec![peer.clone()]);
-                }
-            }
+            callers.entry(child.name.clone()).or_default().push((
+                token.clone(),
+                peer.clone(),
+                caller.in_exchange,
+            ));
         }
         let logs = self.watch_logs(&child.name, caller);
         let _cleanup = scopeguard(|| {
@@ -124,7 +133,8 @@ impl Inner {
             if caller.peer.is_some()
                 && let Some(v) = lock(&self.callers).get_mut(&child.name)
             {
-                v.pop();
+                // This call's own entry: calls of one server overlap and end in any order.
+                v.retain(|(t, _, _)| *t != token);
             }
         });
         let response = handle.await_response();
@@ -141,7 +151,7 @@ impl Inner {
         // Progress moves the deadline lazily: when the timer fires, it is re-armed from the last progress if any came.
         let mut deadline = Instant::now() + timeout;
         let cancel_child = |reason: &str| {
-            let peer = child.peer.clone();
+            let peer = session.peer.clone();
             let param =
                 CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_owned()));
             tokio::spawn(async move { peer.notify_cancelled(param).await });
@@ -171,8 +181,9 @@ impl Inner {
         };
         // rmcp hands each child notification to its own task, so progress sent just before the result may still be
         // on its way to the caller, who must get it before the result (as it would from the child directly). A stdio
-        // child's transport counted the progress it read before this result (`typed.rs`): wait until as many are
-        // forwarded (bounded, should a forward be stuck on a dead client). Other transports count nothing: there,
+        // or Streamable HTTP child's transport counted the progress it read before this result (`typed.rs`,
+        // `counted.rs`): wait until as many are forwarded (bounded, should a forward be stuck on a dead client).
+        // Legacy SSE children's count nothing: there,
         // let those tasks run and wait for a forward in flight.
         let seen = lock(&child.progress_seen)
             .get(&token)
@@ -262,6 +273,13 @@ impl Inner {
 
     /// The client to forward a child's request to: the one calling that child now, else the newest connected one,
     /// provided it declared the capability.
+    /// Whether a call of `server` is in flight that is not one of a held exchange (`held.rs`).
+    pub(super) fn plain_call_in_flight(&self, server: &str) -> bool {
+        lock(&self.callers)
+            .get(server)
+            .is_some_and(|v| v.iter().any(|(_, _, exchange)| !exchange))
+    }
+
     pub(super) fn client_for(
         &self,
         server: &str,
@@ -270,7 +288,7 @@ impl Inner {
         let declared = |p: &Peer<RoleServer>| p.peer_info().is_some_and(|i| has(&i.capabilities));
         if let Some(p) = lock(&self.callers)
             .get(server)
-            .and_then(|v| v.last().cloned())
+            .and_then(|v| v.last().map(|(_, p, _)| p.clone()))
         {
             return declared(&p).then_some(p);
         }

@@ -43,6 +43,9 @@ pub struct Caller {
     /// The trace context of the request this call serves (the front's span), when tracing is on: the parent of the
     /// proxied call's span. Inside the proxy, the proxied call's own span, which the child is given (`spans.rs`).
     pub trace: Option<ad_core::trace::SpanContext>,
+    /// The child call `held.rs` makes within an exchange: the child's questions during it belong to that exchange,
+    /// while those asked during any other call of the same child go to that call's client (`client.rs`).
+    pub in_exchange: bool,
 }
 
 impl Caller {
@@ -75,6 +78,7 @@ impl Caller {
             session: None,
             script: false,
             trace: None,
+            in_exchange: false,
         }
     }
 
@@ -99,6 +103,7 @@ impl Caller {
             session: None,
             script: false,
             trace: None,
+            in_exchange: false,
         }
     }
 

@@ -76,7 +76,10 @@ impl ChildClient {
         request: InputRequest,
     ) -> Option<Result<T, McpError>> {
         let inner = self.proxy.upgrade()?;
-        let asking = inner.held.asking_for(&self.server)?;
+        // A parked exchange takes the request only when no other call of the child is in flight: a legacy client's
+        // call after a 2026-07-28 client left an exchange parked gets its own child's questions.
+        let parked_ok = !inner.plain_call_in_flight(&self.server);
+        let asking = inner.held.asking_for(&self.server, parked_ok)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         asking.send(Step::Ask { request, reply }).await.ok()?;
         Some(match answer.await {
@@ -165,10 +168,13 @@ impl ClientHandler for ChildClient {
 
     async fn on_progress(
         &self,
-        params: ProgressNotificationParam,
+        mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
         if let Some(inner) = self.proxy.upgrade() {
+            if self.legacy_session {
+                params.progress_token = crate::state::legacy_token(&params.progress_token);
+            }
             inner.route_progress(params).await;
         }
     }

@@ -29,10 +29,15 @@ impl Proxy {
     /// then sent only what is at or above this level (`forward_log`).
     pub async fn set_log_level(&self, level: LoggingLevel) {
         *lock(&self.inner.log_level) = Some(level);
-        let children = self.inner.running_with(|c| c.logging.is_some());
+        // Only legacy clients set a level: on a child that speaks both eras, its legacy session's (`era.rs`).
+        let children = self.inner.running_with(|_| true);
         let sets = children.iter().map(|child| async move {
+            let session = child.for_legacy_client().await;
+            if session.capabilities.logging.is_none() {
+                return;
+            }
             let level = child.settle_log_level(level);
-            if let Err(e) = child
+            if let Err(e) = session
                 .peer
                 .set_level(SetLevelRequestParams::new(level))
                 .await
@@ -95,7 +100,10 @@ impl Proxy {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
         let child = self.inner.ready_child(server).await?;
+        // Only legacy clients subscribe: on a child that speaks both eras, through its legacy session (`era.rs`).
         let subscribable = child
+            .for_legacy_client()
+            .await
             .capabilities
             .resources
             .as_ref()
@@ -144,6 +152,8 @@ impl Proxy {
         }
         if last && let Some(child) = self.inner.running(server) {
             child
+                .for_legacy_client()
+                .await
                 .peer
                 .unsubscribe(UnsubscribeRequestParams::new(original))
                 .await
@@ -163,8 +173,9 @@ impl Proxy {
         exposed: &str,
         original: &str,
     ) -> std::result::Result<(), rmcp::ServiceError> {
-        if child.protocol.has_initialize() {
-            return child
+        let session = child.for_legacy_client().await;
+        if session.protocol.has_initialize() {
+            return session
                 .peer
                 .subscribe(SubscribeRequestParams::new(original))
                 .await;
@@ -397,10 +408,14 @@ impl Inner {
     /// Gives a freshly started child the log level clients asked for.
     pub(super) async fn apply_log_level(&self, child: &Child) {
         let level = *lock(&self.log_level);
+        if level.is_none() {
+            return;
+        }
+        let session = child.for_legacy_client().await;
         if let Some(level) = level
-            && child.capabilities.logging.is_some()
+            && session.capabilities.logging.is_some()
             && let level = child.settle_log_level(level)
-            && let Err(e) = child
+            && let Err(e) = session
                 .peer
                 .set_level(SetLevelRequestParams::new(level))
                 .await

@@ -104,6 +104,7 @@ impl Proxy {
             capabilities: caller.capabilities.clone(),
             log_level: caller.log_level,
             trace: caller.trace.clone(),
+            in_exchange: true,
             ..Caller::default()
         };
         let (child2, tool) = (child.clone(), tool.to_owned());

@@ -6,18 +6,19 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::{RoleClient, ServiceExt};
 use tokio::sync::watch;
 
 use ad_core::error::{Error, Result};
 use ad_core::model::{Server, Transport};
 
+use crate::counted::Counted;
 use crate::failure::with_stderr;
 use crate::relay::ChildLane;
 use crate::spawn::{self, StderrRing};
 use crate::sse;
-use crate::state::{Child, ChildClient, Inner, ProgressSeen};
+use crate::state::{Child, ChildClient, Inner, LegacyConnect, ProgressSeen};
 use crate::typed::TypedChildTransport;
 
 impl Inner {
@@ -39,6 +40,7 @@ impl Inner {
         let handler = ChildClient {
             proxy: Arc::downgrade(self),
             server: server.name.clone(),
+            legacy_session: false,
         };
         let stderr = Arc::new(StderrRing::default());
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -61,6 +63,8 @@ impl Inner {
         let mut auth = None;
         let progress_seen = ProgressSeen::default();
         let mut lane = None;
+        // The legacy session of a 2026-07-28 HTTP child, to be connected when a legacy client first needs it (`era.rs`).
+        let mut legacy_connect: Option<LegacyConnect> = None;
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
                 let command = server.command.as_deref().ok_or_else(|| {
@@ -167,53 +171,14 @@ impl Inner {
                 }
                 let deadline = tokio::time::Instant::now() + timeout;
                 let connect = |handler: ChildClient, mode: Option<ClientLifecycleMode>| {
-                    let config = config.clone();
-                    let session = auth.clone();
-                    async move {
-                        let run = async move {
-                            match (session, mode) {
-                                (None, None) => handler
-                                    .serve(
-                                        rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            crate::spans::TracedHttp(reqwest::Client::new()),
-                                            config,
-                                        ),
-                                    )
-                                    .await,
-                                (None, Some(m)) => handler
-                                    .serve_with_lifecycle(
-                                        rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            crate::spans::TracedHttp(reqwest::Client::new()),
-                                            config,
-                                        ),
-                                        m,
-                                    )
-                                    .await,
-                                (Some(s), None) => handler
-                                    .serve(
-                                        rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            crate::spans::TracedHttp(ad_oauth::AuthedClient::new(
-                                                s,
-                                            )),
-                                            config,
-                                        ),
-                                    )
-                                    .await,
-                                (Some(s), Some(m)) => handler
-                                    .serve_with_lifecycle(
-                                        rmcp::transport::StreamableHttpClientTransport::with_client(
-                                            crate::spans::TracedHttp(ad_oauth::AuthedClient::new(
-                                                s,
-                                            )),
-                                            config,
-                                        ),
-                                        m,
-                                    )
-                                    .await,
-                            }
-                        };
-                        tokio::time::timeout_at(deadline, run).await
-                    }
+                    connect_http(
+                        handler,
+                        mode,
+                        config.clone(),
+                        auth.clone(),
+                        progress_seen.clone(),
+                        deadline,
+                    )
                 };
                 // The newest era first (`server/discover`, falling back to `initialize` when the server says it
                 // does not know the method).
@@ -232,6 +197,41 @@ impl Inner {
                     }
                     Ok(Ok(s)) => s,
                 };
+                // A 2026-07-28 child may serve legacy clients things its 2026-07-28 path does not (its own sampling,
+                // elicitation and roots requests, resource subscriptions): a second connection in the legacy era,
+                // when it accepts one, is what legacy clients' requests go to (`era.rs`).
+                if service
+                    .peer()
+                    .peer_info()
+                    .is_some_and(|i| !i.protocol_version.has_initialize())
+                {
+                    let handler = ChildClient {
+                        legacy_session: true,
+                        ..handler.clone()
+                    };
+                    let (name, config, session, seen) = (
+                        server.name.clone(),
+                        config.clone(),
+                        auth.clone(),
+                        progress_seen.clone(),
+                    );
+                    // Opened on a legacy client's first request (`era.rs`), within the activation timeout.
+                    legacy_connect = Some(Box::pin(async move {
+                        let deadline = tokio::time::Instant::now() + timeout;
+                        let mode = Some(ClientLifecycleMode::Initialize);
+                        match connect_http(handler, mode, config, session, seen, deadline).await {
+                            Ok(Ok(s)) => Some(s),
+                            Ok(Err(e)) => {
+                                tracing::debug!(server = %name, error = %e, "no legacy session: initialize refused");
+                                None
+                            }
+                            Err(_) => {
+                                tracing::debug!(server = %name, "no legacy session: initialize timed out");
+                                None
+                            }
+                        }
+                    }));
+                }
                 (service, None, 0, None)
             }
             Transport::Sse => {
@@ -316,6 +316,8 @@ impl Inner {
             log_floor: Mutex::new(None),
             lane,
             gated: Default::default(),
+            legacy: Default::default(),
+            legacy_connect: Mutex::new(legacy_connect),
         });
         // Which tools ask or refuse (`approval.rs`): the fast lane leaves them to the normal path.
         self.gate_approvals(&child);
@@ -353,6 +355,59 @@ impl Inner {
             Err(e) => e,
         }
     }
+}
+
+/// Connects to a Streamable HTTP child in `mode` (rmcp's default handshake when `None`) by `deadline`, with OAuth when
+/// `session` is given; its progress counted as read, as a stdio child's is (`counted.rs`).
+async fn connect_http(
+    handler: ChildClient,
+    mode: Option<ClientLifecycleMode>,
+    config: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+    session: Option<Arc<ad_oauth::Session>>,
+    seen: ProgressSeen,
+    deadline: tokio::time::Instant,
+) -> std::result::Result<
+    std::result::Result<
+        RunningService<RoleClient, ChildClient>,
+        rmcp::service::ClientInitializeError,
+    >,
+    tokio::time::error::Elapsed,
+> {
+    use rmcp::transport::StreamableHttpClientTransport as Http;
+    let legacy = handler.legacy_session;
+    let run = async move {
+        match (session, mode) {
+            (None, None) => {
+                let http =
+                    Http::with_client(crate::spans::TracedHttp(reqwest::Client::new()), config);
+                handler.serve(Counted::new(http, seen, legacy)).await
+            }
+            (None, Some(m)) => {
+                let http =
+                    Http::with_client(crate::spans::TracedHttp(reqwest::Client::new()), config);
+                handler
+                    .serve_with_lifecycle(Counted::new(http, seen, legacy), m)
+                    .await
+            }
+            (Some(s), None) => {
+                let http = Http::with_client(
+                    crate::spans::TracedHttp(ad_oauth::AuthedClient::new(s)),
+                    config,
+                );
+                handler.serve(Counted::new(http, seen, legacy)).await
+            }
+            (Some(s), Some(m)) => {
+                let http = Http::with_client(
+                    crate::spans::TracedHttp(ad_oauth::AuthedClient::new(s)),
+                    config,
+                );
+                handler
+                    .serve_with_lifecycle(Counted::new(http, seen, legacy), m)
+                    .await
+            }
+        }
+    };
+    tokio::time::timeout_at(deadline, run).await
 }
 
 /// How children are connected: `server/discover` of 2026-07-28 first, the legacy `initialize` handshake (2025-11-25)

@@ -80,7 +80,7 @@ pub(crate) struct Inner {
     /// Connected MCP clients (legacy sessions), newest last, for forwarding child requests.
     pub(super) clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
     /// Which client is calling each server right now (most recent last).
-    pub(super) callers: Mutex<HashMap<String, Vec<Peer<RoleServer>>>>,
+    pub(super) callers: Mutex<HashMap<String, Vec<CallerEntry>>>,
     /// 2026-07-28 callers that set a logLevel on their request, per server called: they get its log messages at or
     /// above that level while the call runs (they have no session to be pushed to otherwise).
     pub(super) log_callers: Mutex<HashMap<String, Vec<LogCaller>>>,
@@ -140,6 +140,10 @@ pub(super) enum Slot {
     },
 }
 
+/// A call of a child in flight, in [`Inner::callers`]: the progress route key of the call, the calling client, and
+/// whether the call is one of a held exchange (`Caller::in_exchange`).
+pub(super) type CallerEntry = (ProgressToken, Peer<RoleServer>, bool);
+
 /// A connected child (`start.rs`): its rmcp connection, process group and what it declared.
 pub(super) struct Child {
     pub(super) name: String,
@@ -163,7 +167,8 @@ pub(super) struct Child {
     pub(super) protocol: rmcp::model::ProtocolVersion,
     /// The server's OAuth session (Streamable HTTP servers without a configured Authorization header).
     pub(super) auth: Option<Arc<ad_oauth::Session>>,
-    /// Progress notifications read from a stdio child, per token (`typed.rs`); empty for other transports.
+    /// Progress notifications read from a stdio child (`typed.rs`) or a Streamable HTTP child (`counted.rs`), per
+    /// token; empty for legacy SSE children.
     pub(super) progress_seen: ProgressSeen,
     /// The level agent-discover last set on a legacy child with `logging/setLevel` (the lowest any client wants;
     /// each client is then sent what it asked for, `forward.rs`); `None` until one is set.
@@ -173,6 +178,25 @@ pub(super) struct Child {
     pub(super) lane: Option<Arc<ChildLane>>,
     /// Its tools whose approval policy is not `allow` (`approval.rs`), which the fast lane never relays.
     pub(super) gated: Gated,
+    /// A Streamable HTTP child that negotiated 2026-07-28 and also accepts the legacy handshake: a second connection
+    /// in the legacy era, which legacy clients' calls, subscriptions and log level go to (`era.rs`); connected on the
+    /// first such request (`legacy_connect`, made by `start.rs`), `None` inside when the child refused it.
+    pub(super) legacy: tokio::sync::OnceCell<Option<LegacySession>>,
+    pub(super) legacy_connect: Mutex<Option<LegacyConnect>>,
+}
+
+/// A child's legacy session being connected (`start.rs`): `None` when the child refuses it or does not answer in time.
+pub(super) type LegacyConnect =
+    std::pin::Pin<Box<dyn Future<Output = Option<RunningService<RoleClient, ChildClient>>> + Send>>;
+
+/// The legacy-era connection of a child that speaks both eras over Streamable HTTP: what a legacy client reaches
+/// directly (the child's own sampling, elicitation and roots requests, `resources/subscribe`, `logging/setLevel`),
+/// which its 2026-07-28 connection may not offer.
+pub(super) struct LegacySession {
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) service: tokio::sync::Mutex<Option<RunningService<RoleClient, ChildClient>>>,
+    pub(super) capabilities: ServerCapabilities,
+    pub(super) protocol: rmcp::model::ProtocolVersion,
 }
 
 /// A child's tools whose approval policy is `ask` or `deny`, computed when its tools are gated and when the rules
@@ -237,6 +261,16 @@ impl Proxy {
 pub struct ChildClient {
     pub(super) proxy: Weak<Inner>,
     pub(super) server: String,
+    /// The handler of a child's [`LegacySession`]: its progress tokens are told apart with [`legacy_token`].
+    pub(super) legacy_session: bool,
+}
+
+/// The key of a progress route for a call made on a child's [`LegacySession`]: rmcp numbers progress tokens per
+/// connection, so the two connections of one child may use the same token at once.
+pub(super) fn legacy_token(token: &ProgressToken) -> ProgressToken {
+    ProgressToken(rmcp::model::NumberOrString::String(
+        format!("legacy-session:{}", token.0).into(),
+    ))
 }
 
 /// Where a call's progress goes (`call.rs`), by the progress token rmcp gave the request to the child.

@@ -347,15 +347,16 @@ impl Held {
 
     /// The exchange with `server` a child request belongs to: a legacy child does not say which of our requests it
     /// asks for, so the newest one that is not already waiting for the client's answer (a child blocked on an answer
-    /// rarely asks again), else the newest.
-    pub fn asking_for(&self, server: &str) -> Option<mpsc::Sender<Step>> {
+    /// rarely asks again), else the newest, when `parked_ok` (no other call of the child is in flight, which the
+    /// request would otherwise belong to).
+    pub fn asking_for(&self, server: &str, parked_ok: bool) -> Option<mpsc::Sender<Step>> {
         let asking = lock(&self.asking);
         let all = asking.get(server)?;
         let parked = lock(&self.parked);
         all.iter()
             .rev()
             .find(|(id, _)| !parked.contains_key(id))
-            .or(all.last())
+            .or(all.last().filter(|_| parked_ok))
             .map(|(_, tx)| tx.clone())
     }
 
@@ -405,6 +406,42 @@ mod tests {
             e: expires,
             b: binding(),
         })
+    }
+
+    /// Issue 29: a parked exchange (its client was sent an input-required result and has not come back) takes a
+    /// child's request only when no other call of the child is in flight; an exchange whose call runs takes it first.
+    #[test]
+    fn a_parked_exchange_takes_a_childs_request_only_when_nothing_else_calls_the_child() {
+        let held = Held::new();
+        let (parked_tx, parked_steps) = mpsc::channel(1);
+        lock(&held.asking)
+            .entry("fx".into())
+            .or_default()
+            .push((1, parked_tx));
+        held.park(
+            1,
+            Parked {
+                steps: parked_steps,
+                asks: Vec::new(),
+                token: String::new(),
+                expires: now_ms() + 60_000,
+                cancel: CancellationToken::new(),
+                refused: None,
+            },
+        );
+        assert!(held.asking_for("fx", true).is_some());
+        assert!(held.asking_for("fx", false).is_none());
+        assert!(held.asking_for("other", true).is_none());
+        let (running_tx, _running_steps) = mpsc::channel(1);
+        lock(&held.asking)
+            .get_mut("fx")
+            .unwrap()
+            .push((2, running_tx.clone()));
+        let took = held.asking_for("fx", false).expect("the running exchange");
+        assert!(took.same_channel(&running_tx));
+        held.forget("fx", 2);
+        held.forget("fx", 1);
+        assert!(held.asking_for("fx", true).is_none());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde_json::Value;
 use agent_discover::events::EventBus;
 use agent_discover::model::{ServerSpec, ToolInfo};
 use agent_discover::registry::Registry;
-use agent_discover::search::{Provider, Search};
+use agent_discover::search::{Provider, Search, bm25_sure};
 use agent_discover::store::Store;
 
 pub fn data(name: &str) -> Value {
@@ -517,6 +517,30 @@ async fn openai_provider_batches_orders_normalises_and_reembeds_on_model_change(
     let ranking = search_b.rank("create a github issue", 5).await.unwrap();
     assert!(ranking.hybrid);
     assert!(ranking.hits.iter().any(|h| h.cosine.is_some()));
+}
+
+/// BM25 first (issue 31): a query BM25 is sure of (`bm25_sure`) is answered without embedding it (no request reaches
+/// the provider), while a paraphrase BM25 is not sure of is embedded and ranked by the hybrid score.
+#[tokio::test]
+async fn a_query_bm25_is_sure_of_skips_the_embedding_and_others_use_it() {
+    let (url, batches) = openai_stub().await;
+    let (provider, status) = Provider::openai(&url, "test-key", "stub-a");
+    let search = Search::new(catalog_store(), provider, status);
+    search.embed_pending().await.unwrap();
+    let sure = "read_text_file read the complete contents of a file from the file system as text";
+    let unsure = "I need to look at what is written inside some document on my disk";
+    let sure_of = async |q| bm25_sure(&search.rank_with(q, None, 50).await.unwrap().hits);
+    assert!(sure_of(sure).await && !sure_of(unsure).await);
+
+    batches.lock().unwrap().clear();
+    let ranking = search.rank(sure, 5).await.unwrap();
+    let hit = &ranking.hits[0];
+    assert!(batches.lock().unwrap().is_empty() && !ranking.hybrid && hit.cosine.is_none());
+    assert!(hit.tool.name == "read_text_file" && hit.score >= agent_discover::search::NO_MATCH);
+
+    let ranking = search.rank(unsure, 5).await.unwrap();
+    assert_eq!(batches.lock().unwrap().as_slice(), [("stub-a".into(), 1)]);
+    assert!(ranking.hybrid && ranking.hits.iter().any(|h| h.cosine.is_some()));
 }
 
 /// The `openai` provider chosen by environment in a real agent-discover process: its base URL, key and model come

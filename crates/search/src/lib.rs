@@ -40,7 +40,11 @@ pub struct Hit {
 pub struct Ranking {
     pub hits: Vec<Hit>,
     pub confidence: &'static str,
+    /// Hybrid search is on (an embedding provider is configured).
     pub hybrid: bool,
+    /// The query was embedded and ranked by the hybrid score (false when BM25 was sure: `bm25_sure`).
+    #[serde(skip)]
+    pub embedded: bool,
 }
 
 #[derive(Clone)]
@@ -319,11 +323,16 @@ impl Search {
     pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
         check_query(query)?;
         let hits = self.bm25_hits(query)?;
-        let vector = match self.provider().model_id() {
-            Some(model) if !bm25_sure(&hits) => self.query_vector(query).await.map(|v| (v, model)),
+        let model = self.provider().model_id();
+        let sure = model.is_some() && bm25_sure(&hits);
+        let vector = match model {
+            Some(model) if !sure => self.query_vector(query).await.map(|v| (v, model)),
             _ => None,
         };
-        self.finish(hits, vector, limit).await
+        let mut ranking = self.finish(hits, vector, limit).await?;
+        // Still hybrid mode when BM25 answered alone by choice (not when the embedding failed).
+        ranking.hybrid |= sure;
+        Ok(ranking)
     }
 
     /// Ranks with a query vector computed elsewhere (`(vector, model id)`), or BM25 only when `None`.
@@ -441,6 +450,7 @@ impl Search {
             hits,
             confidence,
             hybrid,
+            embedded: hybrid,
         })
     }
 

@@ -146,7 +146,7 @@ fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
     {
         let tile = match kernel() {
-            Kernel::Avx512Zmm if w.stride % 32 == 0 => x86::tile_avx512_zmm as x86::Tile,
+            Kernel::Avx512Zmm if w.stride.is_multiple_of(32) => x86::tile_avx512_zmm as x86::Tile,
             Kernel::AvxVnni | Kernel::Avx512Zmm => x86::tile_avx_vnni as x86::Tile,
             Kernel::Avx512Vnni => x86::tile_avx512_vnni as x86::Tile,
             Kernel::Avx2 => x86::tile_avx2 as x86::Tile,
@@ -548,7 +548,7 @@ mod tests {
             // Every k-loop this CPU runs gives the same sums.
             #[cfg(target_arch = "x86_64")]
             for (name, tile) in x86_tiles() {
-                if name == "avx512-zmm" && q.stride % 32 != 0 {
+                if name == "avx512-zmm" && !q.stride.is_multiple_of(32) {
                     continue;
                 }
                 let mut a3 = vec![0i32; n * m];

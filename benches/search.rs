@@ -1,8 +1,9 @@
 //! Search benchmark (not a test): `find_tool` ranking latency at 1k, 10k and 100k synthetic tools, BM25 only and
 //! hybrid (cosine over 384-dim vectors plus BM25, excluding the query embedding), the time to embed one realistic
 //! query (10-30 words, from tests/data) with the local model, and end-to-end `find_tool` through the MCP front of
-//! `target/release/agent-discover mcp` (stdio, rmcp client, query embedding included) at 2k and 10k tools; the
-//! encoder's f16 and int8 weights are compared interleaved (forward pass, and one `mcp` process per format).
+//! `target/release/agent-discover mcp` (stdio, rmcp client, query embedding included) at 2k, 10k and 100k tools; the
+//! encoder's f16 and int8 weights are compared interleaved (forward pass), and end to end the int8 kernels (one
+//! `mcp` process per kernel).
 //!
 //! Run: `cargo build --release && AGENT_DISCOVER_MODEL_DIR=... cargo bench --bench search`.
 
@@ -271,10 +272,15 @@ async fn end_to_end() {
     println!(
         "\nEnd-to-end `find_tool` through the MCP front (`agent-discover mcp`, stdio, rmcp client), {} realistic queries \
          each new to the process, p50; one process per column, queries interleaved across them ({} thread(s) per \
-         product):\n\n| tools | BM25 | hybrid f16 (query embedding included) | hybrid int8 | hybrid f16, repeated query | \
-         hybrid int8, repeated query |\n|---|---|---|---|---|---|",
+         product; int8 weights; kernel {:?}, against the AVX2 kernel of issue 13 via {}=avx2):\n\n| tools | BM25 | \
+         hybrid, AVX2 kernel (query embedding included) | hybrid, {:?} kernel | hybrid AVX2, repeated query | \
+         hybrid {:?}, repeated query |\n|---|---|---|---|---|---|",
         queries.len(),
-        agent_discover::embed::product_threads()
+        agent_discover::embed::product_threads(),
+        agent_discover::embed::kernel(),
+        agent_discover::embed::ENV_KERNEL,
+        agent_discover::embed::kernel(),
+        agent_discover::embed::kernel(),
     );
     let find = |q: &str| {
         CallToolRequestParams::new("registry").with_arguments(
@@ -284,7 +290,7 @@ async fn end_to_end() {
                 .clone(),
         )
     };
-    for n in [2_000usize, 10_000] {
+    for n in [2_000usize, 10_000, 100_000] {
         let dir = std::env::temp_dir().join(format!("ad-search-bench-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -294,16 +300,19 @@ async fn end_to_end() {
             n,
             agent_discover::embed::MODEL_ID,
         ));
-        // (provider, weights) per process.
-        let modes = [("none", "f16"), ("local", "f16"), ("local", "int8")];
+        // (provider, int8 kernel) per process; "" = the best this CPU has.
+        let modes = [("none", ""), ("local", "avx2"), ("local", "")];
         let mut clients = Vec::new();
-        for (provider, weights) in modes {
+        for (provider, kernel) in modes {
             let mut cmd = tokio::process::Command::new(&bin);
             cmd.arg("--data-dir").arg(&dir).arg("mcp");
             cmd.env("AGENT_DISCOVER_DASHBOARD", "off")
                 .env("AGENT_DISCOVER_MODEL_SOURCE", "off")
                 .env("AGENT_DISCOVER_EMBEDDING_PROVIDER", provider)
-                .env(agent_discover::embed::ENV_WEIGHTS, weights);
+                .env(agent_discover::embed::ENV_WEIGHTS, "int8");
+            if !kernel.is_empty() {
+                cmd.env(agent_discover::embed::ENV_KERNEL, kernel);
+            }
             let (t, _) = rmcp::transport::TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::null())
                 .spawn()

@@ -6,8 +6,13 @@ use serde_json::Value;
 use agent_discover::events::EventBus;
 use agent_discover::model::{ServerSpec, ToolInfo};
 use agent_discover::registry::Registry;
-use agent_discover::search::{Provider, Search};
+use agent_discover::search::{Provider, Search, bm25_sure};
 use agent_discover::store::Store;
+
+/// `q` and words no tool has: too little covered for BM25 to be sure (`bm25_sure`), so it is embedded.
+fn pad(q: &str) -> String {
+    format!("{q} alpha bravo charlie delta")
+}
 
 pub fn data(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -514,9 +519,32 @@ async fn openai_provider_batches_orders_normalises_and_reembeds_on_model_change(
             .all(|(m, n)| m == "stub-b" && *n <= 256)
     );
 
-    let ranking = search_b.rank("create a github issue", 5).await.unwrap();
-    assert!(ranking.hybrid);
-    assert!(ranking.hits.iter().any(|h| h.cosine.is_some()));
+    let ranking = search_b.rank(&pad("a github issue"), 5).await.unwrap();
+    assert!(ranking.hybrid && ranking.hits.iter().any(|h| h.cosine.is_some()));
+}
+
+/// BM25 first (issue 31): a query BM25 is sure of is answered without embedding it (nothing reaches the provider),
+/// while one BM25 is not sure of is embedded and ranked by the hybrid score.
+#[tokio::test]
+async fn a_query_bm25_is_sure_of_skips_the_embedding_and_others_use_it() {
+    let (url, batches) = openai_stub().await;
+    let (provider, status) = Provider::openai(&url, "test-key", "stub-a");
+    let search = Search::new(catalog_store(), provider, status);
+    search.embed_pending().await.unwrap();
+    let (sure, unsure) = (
+        "retrieve_balance",
+        pad("show what is written inside a file"),
+    );
+    let sure_of = async |q| bm25_sure(&search.rank_with(q, None, 50).await.unwrap().hits);
+    assert!(sure_of(sure).await && !sure_of(&unsure).await);
+    batches.lock().unwrap().clear();
+    let ranking = search.rank(sure, 5).await.unwrap();
+    let hit = &ranking.hits[0];
+    assert!(batches.lock().unwrap().is_empty() && !ranking.embedded && hit.cosine.is_none());
+    assert!(hit.tool.name == "retrieve_balance" && hit.score >= agent_discover::search::NO_MATCH);
+    let ranking = search.rank(&unsure, 5).await.unwrap();
+    assert_eq!(batches.lock().unwrap().as_slice(), [("stub-a".into(), 1)]);
+    assert!(ranking.embedded && ranking.hits.iter().any(|h| h.cosine.is_some()));
 }
 
 /// The `openai` provider chosen by environment in a real agent-discover process: its base URL, key and model come
@@ -552,7 +580,7 @@ async fn openai_provider_from_the_environment_end_to_end() {
         .registry(json!({"action": "activate", "name": "fx"}))
         .await;
     let r = agent
-        .registry(json!({"action": "find_tool", "query": "echo the given text back", "auto_activate": false}))
+        .registry(json!({"action": "find_tool", "query": pad("echo the given text back"), "auto_activate": false}))
         .await;
     assert_eq!(r["call_as"], "fx__echo", "{r}");
     let sent = batches.lock().unwrap().clone();
@@ -719,11 +747,10 @@ async fn tools_saved_after_the_index_settled_are_embedded_before_the_next_query(
         .save_tools(server.id, &[tool("read_file", "Read a file from disk")])
         .unwrap();
     let search = Search::new(ours.clone(), provider, status);
-    let first = search.rank("read a file", 5).await.unwrap();
-    assert!(first.hybrid);
+    assert!(search.rank(&pad("read a file"), 5).await.unwrap().hybrid);
     // One batch for the tool, one for the query.
     assert_eq!(batches.lock().unwrap().len(), 2);
-    let again = search.rank("read another file", 5).await.unwrap();
+    let again = search.rank(&pad("read another file"), 5).await.unwrap();
     assert_eq!(again.hits[0].tool.name, "read_file");
     assert_eq!(
         batches.lock().unwrap().len(),
@@ -744,7 +771,7 @@ async fn tools_saved_after_the_index_settled_are_embedded_before_the_next_query(
     other
         .save_tools(weather.id, &[tool("forecast", "zyxx qwvv plokk")])
         .unwrap();
-    let r = search.rank("zyxx qwvv plokk", 5).await.unwrap();
+    let r = search.rank(&pad("forecast zyxx qwvv"), 5).await.unwrap();
     let hit = r
         .hits
         .iter()
@@ -763,7 +790,7 @@ async fn tools_saved_after_the_index_settled_are_embedded_before_the_next_query(
         )
         .unwrap();
     search.tools_changed();
-    let r = search.rank("mmrrk ttqqz", 5).await.unwrap();
+    let r = search.rank(&pad("grep mmrrk ttqqz"), 5).await.unwrap();
     let hit = r
         .hits
         .iter()

@@ -22,6 +22,7 @@ mod tokenizer;
 use std::path::{Path, PathBuf};
 
 pub use bert::WeightFormat;
+pub use quant::{ENV_KERNEL, Kernel, kernel};
 
 /// Length of an embedding.
 pub const DIM: usize = 384;

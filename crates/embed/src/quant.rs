@@ -145,13 +145,72 @@ fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
     assert!(xq.len() >= rows * w.stride && acc.len() >= rows * w.rows);
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2; the assert above keeps every access inside the slices.
-            unsafe { x86::dots(xq, rows, w, acc) };
-            return;
+        let tile = match kernel() {
+            Kernel::Avx512Zmm if w.stride.is_multiple_of(32) => x86::tile_avx512_zmm as x86::Tile,
+            Kernel::AvxVnni | Kernel::Avx512Zmm => x86::tile_avx_vnni as x86::Tile,
+            Kernel::Avx512Vnni => x86::tile_avx512_vnni as x86::Tile,
+            Kernel::Avx2 => x86::tile_avx2 as x86::Tile,
+            Kernel::Portable => return portable_dots(xq, rows, w, acc),
+        };
+        // SAFETY: `kernel()` chose a tile the CPU supports; the assert above keeps every access inside the slices.
+        unsafe { x86::dots(xq, rows, w, acc, tile) };
+        return;
+    }
+    #[allow(unreachable_code)]
+    portable_dots(xq, rows, w, acc)
+}
+
+/// Which k-loop the int8 products use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// `vpdpwssd` on zmm registers (AVX-512 VNNI + BW): 32 products and their sums per instruction (matrices whose
+    /// padded width is not a multiple of 32 use `AvxVnni`'s loop).
+    Avx512Zmm,
+    /// `vpdpwssd` in its VEX form (AVX-VNNI): one instruction per 16 products and their sum.
+    AvxVnni,
+    /// `vpdpwssd` in its EVEX form on ymm registers (AVX-512 VNNI + VL).
+    Avx512Vnni,
+    /// `vpmaddwd` + `vpaddd`.
+    Avx2,
+    Portable,
+}
+
+/// Chooses the k-loop by the CPU's features (`AGENT_DISCOVER_EMBED_KERNEL=avx-vnni|avx2|portable` forces an older
+/// one for comparisons); every kernel gives the same integer sums.
+pub fn kernel() -> Kernel {
+    static K: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+    *K.get_or_init(|| {
+        let best = best_kernel();
+        match std::env::var(ENV_KERNEL).ok().as_deref() {
+            Some("portable") => Kernel::Portable,
+            Some("avx-vnni") if best == Kernel::Avx512Zmm => Kernel::AvxVnni,
+            Some("avx2") if best != Kernel::Portable => Kernel::Avx2,
+            _ => best,
+        }
+    })
+}
+
+/// The environment variable that forces an older int8 kernel (`avx-vnni`, `avx2`, `portable`).
+pub const ENV_KERNEL: &str = "AGENT_DISCOVER_EMBED_KERNEL";
+
+fn best_kernel() -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("avxvnni") && has!("avx512bw") && has!("avx512vnni") {
+            return Kernel::Avx512Zmm;
+        }
+        if has!("avx2") && has!("avxvnni") {
+            return Kernel::AvxVnni;
+        }
+        if has!("avx2") && has!("avx512vnni") && has!("avx512vl") {
+            return Kernel::Avx512Vnni;
+        }
+        if has!("avx2") {
+            return Kernel::Avx2;
         }
     }
-    portable_dots(xq, rows, w, acc);
+    Kernel::Portable
 }
 
 fn portable_dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
@@ -186,10 +245,13 @@ mod x86 {
     /// How many rows of w ahead of the current pair the k-loop prefetches.
     const PREFETCH_ROWS: usize = 4;
 
+    /// One tile's k-loop: exact dot products of rows `r0..r1` (1 to 6) of xq with rows `o` and `p` of w.
+    pub type Tile = unsafe fn(&[i16], &QuantMatrix, usize, usize, usize, usize) -> [[i32; 2]; MR];
+
     /// # Safety
-    /// The CPU must support AVX2; `xq` holds `rows` rows of `w.stride` and `acc` `rows × w.rows` values.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
+    /// The CPU must support `tile`'s instructions; `xq` holds `rows` rows of `w.stride` and `acc` `rows × w.rows`
+    /// values.
+    pub unsafe fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32], tile: Tile) {
         const _: () = assert!(MR == 6 && NR == 2 && KSTEP == 16);
         let k = w.stride;
         let block = block_rows(k);
@@ -247,9 +309,44 @@ mod x86 {
         };
     }
 
+    /// Assembly adding the 16 i16 products of `{xv}` and `$w` pairwise into the i32 lanes of `$acc`: `vpmaddwd` +
+    /// `vpaddd` (AVX2), or one `vpdpwssd` (VNNI: VEX or EVEX form). The sums are exact in all three.
+    macro_rules! madd {
+        (avx2, $acc:ident, $w:ident) => {
+            concat!(
+                "vpmaddwd {t:y}, {xv:y}, {",
+                stringify!($w),
+                ":y}\n",
+                "vpaddd {",
+                stringify!($acc),
+                ":y}, {",
+                stringify!($acc),
+                ":y}, {t:y}"
+            )
+        };
+        (vex, $acc:ident, $w:ident) => {
+            concat!(
+                "{{vex}} vpdpwssd {",
+                stringify!($acc),
+                ":y}, {xv:y}, {",
+                stringify!($w),
+                ":y}"
+            )
+        };
+        (evex, $acc:ident, $w:ident) => {
+            concat!(
+                "vpdpwssd {",
+                stringify!($acc),
+                ":y}, {xv:y}, {",
+                stringify!($w),
+                ":y}"
+            )
+        };
+    }
+
     /// The k-loop over up to 6 rows of x (i16) and 2 rows of w (i8, widened to i16 as they are loaded).
     macro_rules! k_loop_q8 {
-        ($k:expr, $w0:expr, $w1:expr, $pf:expr; $(($x:ident, $a:ident, $b:ident)),+) => {{
+        ($mode:ident; $k:expr, $w0:expr, $w1:expr, $pf:expr; $(($x:ident, $a:ident, $b:ident)),+) => {{
             $(let $a: i32; let $b: i32;)+
             // SAFETY (caller): each x pointer is valid for k i16 values, each w pointer for k bytes, k a positive
             // multiple of 16.
@@ -265,10 +362,8 @@ mod x86 {
                     "prefetcht0 [{pf} + {i}*2]",
                     $(
                         concat!("vmovdqu {xv:y}, ymmword ptr [{", stringify!($x), "} + {i}*2]"),
-                        concat!("vpmaddwd {t:y}, {xv:y}, {wa:y}"),
-                        concat!("vpaddd {", stringify!($a), ":y}, {", stringify!($a), ":y}, {t:y}"),
-                        concat!("vpmaddwd {t:y}, {xv:y}, {wb:y}"),
-                        concat!("vpaddd {", stringify!($b), ":y}, {", stringify!($b), ":y}, {t:y}"),
+                        madd!($mode, $a, wa),
+                        madd!($mode, $b, wb),
                     )+
                     "add {i}, 16",
                     "cmp {i}, {k}",
@@ -291,12 +386,64 @@ mod x86 {
         }};
     }
 
-    /// Exact dot products of rows `r0..r1` (1 to 6) of xq with rows `o` and `p` of w.
-    ///
+    /// As `k_loop_q8` with AVX-512 (VNNI, BW) on zmm registers: 32 columns per step (`k` a multiple of 32).
+    macro_rules! k_loop_zmm {
+        ($mode:ident; $k:expr, $w0:expr, $w1:expr, $pf:expr; $(($x:ident, $a:ident, $b:ident)),+) => {{
+            $(let $a: i32; let $b: i32;)+
+            // SAFETY (caller): each x pointer is valid for k i16 values, each w pointer for k bytes, k a positive
+            // multiple of 32.
+            unsafe {
+                asm!(
+                    $(
+                        concat!("vpxor {", stringify!($a), ":x}, {", stringify!($a), ":x}, {", stringify!($a), ":x}"),
+                        concat!("vpxor {", stringify!($b), ":x}, {", stringify!($b), ":x}, {", stringify!($b), ":x}"),
+                    )+
+                    "2:",
+                    "vpmovsxbw {wa:z}, ymmword ptr [{w0} + {i}]",
+                    "vpmovsxbw {wb:z}, ymmword ptr [{w1} + {i}]",
+                    "prefetcht0 [{pf} + {i}*2]",
+                    $(
+                        concat!("vmovdqu16 {xv:z}, zmmword ptr [{", stringify!($x), "} + {i}*2]"),
+                        concat!("vpdpwssd {", stringify!($a), ":z}, {xv:z}, {wa:z}"),
+                        concat!("vpdpwssd {", stringify!($b), ":z}, {xv:z}, {wb:z}"),
+                    )+
+                    "add {i}, 32",
+                    "cmp {i}, {k}",
+                    "jb 2b",
+                    $(
+                        concat!("vextracti64x4 {t:y}, {", stringify!($a), ":z}, 1"),
+                        concat!("vpaddd {", stringify!($a), ":y}, {", stringify!($a), ":y}, {t:y}"),
+                        concat!("vextracti64x4 {t:y}, {", stringify!($b), ":z}, 1"),
+                        concat!("vpaddd {", stringify!($b), ":y}, {", stringify!($b), ":y}, {t:y}"),
+                        hsum_i32!($a), hsum_i32!($b),
+                    )+
+                    // The sums sit in the low lanes, which this keeps; code after it may be SSE-encoded.
+                    "vzeroupper",
+                    w0 = in(reg) $w0,
+                    w1 = in(reg) $w1,
+                    pf = in(reg) $pf,
+                    k = in(reg) $k,
+                    i = inout(reg) 0usize => _,
+                    wa = out(xmm_reg) _,
+                    wb = out(xmm_reg) _,
+                    xv = out(xmm_reg) _,
+                    t = out(xmm_reg) _,
+                    $($x = in(reg) $x, $a = out(xmm_reg) $a, $b = out(xmm_reg) $b,)+
+                    options(nostack, readonly),
+                );
+            }
+            [$([$a, $b]),+]
+        }};
+    }
+
+    /// Defines a [`Tile`] whose k-loop uses `madd!`'s `$mode`.
+    macro_rules! tile_fn {
+        ($(#[$doc:meta])* $name:ident, $kl:ident, $mode:ident, $feat:literal) => {
+    $(#[$doc])*
     /// # Safety
-    /// The CPU must support AVX2; the rows must lie inside the slices.
-    #[target_feature(enable = "avx2")]
-    unsafe fn tile(
+    /// The CPU must support the features named; the rows must lie inside the slices.
+    #[target_feature(enable = $feat)]
+    pub unsafe fn $name(
         xq: &[i16],
         w: &QuantMatrix,
         r0: usize,
@@ -314,39 +461,58 @@ mod x86 {
         match (r1 - r0).clamp(1, MR) {
             6 => {
                 let (x0, x1, x2, x3, x4, x5) = (xp(0), xp(1), xp(2), xp(3), xp(4), xp(5));
-                let t = k_loop_q8!(k, w0, w1, pf;
+                let t = $kl!($mode; k, w0, w1, pf;
                     (x0, a0, b0), (x1, a1, b1), (x2, a2, b2), (x3, a3, b3), (x4, a4, b4), (x5, a5, b5));
                 acc[..6].copy_from_slice(&t);
             }
             5 => {
                 let (x0, x1, x2, x3, x4) = (xp(0), xp(1), xp(2), xp(3), xp(4));
-                let t = k_loop_q8!(k, w0, w1, pf;
+                let t = $kl!($mode; k, w0, w1, pf;
                     (x0, a0, b0), (x1, a1, b1), (x2, a2, b2), (x3, a3, b3), (x4, a4, b4));
                 acc[..5].copy_from_slice(&t);
             }
             4 => {
                 let (x0, x1, x2, x3) = (xp(0), xp(1), xp(2), xp(3));
-                let t = k_loop_q8!(k, w0, w1, pf; (x0, a0, b0), (x1, a1, b1), (x2, a2, b2), (x3, a3, b3));
+                let t = $kl!($mode; k, w0, w1, pf; (x0, a0, b0), (x1, a1, b1), (x2, a2, b2), (x3, a3, b3));
                 acc[..4].copy_from_slice(&t);
             }
             3 => {
                 let (x0, x1, x2) = (xp(0), xp(1), xp(2));
-                let t = k_loop_q8!(k, w0, w1, pf; (x0, a0, b0), (x1, a1, b1), (x2, a2, b2));
+                let t = $kl!($mode; k, w0, w1, pf; (x0, a0, b0), (x1, a1, b1), (x2, a2, b2));
                 acc[..3].copy_from_slice(&t);
             }
             2 => {
                 let (x0, x1) = (xp(0), xp(1));
-                let t = k_loop_q8!(k, w0, w1, pf; (x0, a0, b0), (x1, a1, b1));
+                let t = $kl!($mode; k, w0, w1, pf; (x0, a0, b0), (x1, a1, b1));
                 acc[..2].copy_from_slice(&t);
             }
             _ => {
                 let x0 = xp(0);
-                let t = k_loop_q8!(k, w0, w1, pf; (x0, a0, b0));
+                let t = $kl!($mode; k, w0, w1, pf; (x0, a0, b0));
                 acc[..1].copy_from_slice(&t);
             }
         }
         acc
     }
+        };
+    }
+
+    tile_fn!(
+        /// Exact dot products of rows `r0..r1` (1 to 6) of xq with rows `o` and `p` of w (AVX2).
+        tile_avx2, k_loop_q8, avx2, "avx2"
+    );
+    tile_fn!(
+        /// As `tile_avx2`, with AVX-VNNI's `vpdpwssd`.
+        tile_avx_vnni, k_loop_q8, vex, "avx2"
+    );
+    tile_fn!(
+        /// As `tile_avx2`, with AVX-512 VNNI's `vpdpwssd` on ymm registers.
+        tile_avx512_vnni, k_loop_q8, evex, "avx2"
+    );
+    tile_fn!(
+        /// As `tile_avx512_vnni` on zmm registers, 32 products per instruction; `w.stride` must be a multiple of 32.
+        tile_avx512_zmm, k_loop_zmm, evex, "avx512f,avx512bw,avx512vnni"
+    );
 }
 
 #[cfg(test)]
@@ -361,6 +527,8 @@ mod tests {
             (4, 2, 16),
             (9, 33, 40),
             (13, 5, 384),
+            (6, 4, 64),
+            (7, 3, 96),
             (7, 3, 1536),
             (0, 3, 8),
         ] {
@@ -377,6 +545,17 @@ mod tests {
             dots(&xq, n, &q, &mut a1);
             portable_dots(&xq, n, &q, &mut a2);
             assert_eq!(a1, a2, "{n}x{m}x{k}");
+            // Every k-loop this CPU runs gives the same sums.
+            #[cfg(target_arch = "x86_64")]
+            for (name, tile) in x86_tiles() {
+                if name == "avx512-zmm" && !q.stride.is_multiple_of(32) {
+                    continue;
+                }
+                let mut a3 = vec![0i32; n * m];
+                // SAFETY: `x86_tiles` lists only the tiles this CPU supports.
+                unsafe { x86::dots(&xq, n, &q, &mut a3, tile) };
+                assert_eq!(a3, a2, "{name} {n}x{m}x{k}");
+            }
             for r in 0..n {
                 for o in 0..m {
                     let exact: f64 = (0..k)
@@ -393,6 +572,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The x86 tiles this CPU supports, by name.
+    #[cfg(target_arch = "x86_64")]
+    fn x86_tiles() -> Vec<(&'static str, x86::Tile)> {
+        use std::arch::is_x86_feature_detected as has;
+        let mut v: Vec<(&'static str, x86::Tile)> = Vec::new();
+        if has!("avx2") {
+            v.push(("avx2", x86::tile_avx2));
+            if has!("avxvnni") {
+                v.push(("avx-vnni", x86::tile_avx_vnni));
+            }
+            if has!("avx512vnni") && has!("avx512vl") {
+                v.push(("avx512-vnni", x86::tile_avx512_vnni));
+            }
+            if has!("avx512vnni") && has!("avx512bw") {
+                v.push(("avx512-zmm", x86::tile_avx512_zmm));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn the_chosen_kernel_is_the_best_this_cpu_has() {
+        #[cfg(target_arch = "x86_64")]
+        if std::env::var(ENV_KERNEL).is_err() && std::arch::is_x86_feature_detected!("avxvnni") {
+            assert!(matches!(kernel(), Kernel::AvxVnni | Kernel::Avx512Zmm));
+        }
+        assert_eq!(
+            kernel() == Kernel::Portable,
+            best_kernel() == Kernel::Portable
+                || std::env::var(ENV_KERNEL).is_ok_and(|v| v == "portable")
+        );
     }
 
     #[test]

@@ -40,7 +40,11 @@ pub struct Hit {
 pub struct Ranking {
     pub hits: Vec<Hit>,
     pub confidence: &'static str,
+    /// Hybrid search is on (an embedding provider is configured).
     pub hybrid: bool,
+    /// The query was embedded and ranked by the hybrid score (false when BM25 was sure: `bm25_sure`).
+    #[serde(skip)]
+    pub embedded: bool,
 }
 
 #[derive(Clone)]
@@ -314,14 +318,21 @@ impl Search {
         Ok(done)
     }
 
-    /// Ranks the catalog for `query`. With embeddings: union of BM25 and cosine candidates, 0.7 cos + 0.3 BM25.
+    /// Ranks the catalog for `query`. With embeddings: union of BM25 and cosine candidates, 0.7 cos + 0.3 BM25; a
+    /// query BM25 is sure of (`bm25_sure`) is answered by BM25 alone, without embedding it.
     pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
         check_query(query)?;
-        let vector = match self.provider().model_id() {
-            Some(model) => self.query_vector(query).await.map(|v| (v, model)),
-            None => None,
+        let hits = self.bm25_hits(query)?;
+        let model = self.provider().model_id();
+        let sure = model.is_some() && bm25_sure(&hits);
+        let vector = match model {
+            Some(model) if !sure => self.query_vector(query).await.map(|v| (v, model)),
+            _ => None,
         };
-        self.rank_with(query, vector, limit).await
+        let mut ranking = self.finish(hits, vector, limit).await?;
+        // Still hybrid mode when BM25 answered alone by choice (not when the embedding failed).
+        ranking.hybrid |= sure;
+        Ok(ranking)
     }
 
     /// Ranks with a query vector computed elsewhere (`(vector, model id)`), or BM25 only when `None`.
@@ -332,18 +343,21 @@ impl Search {
         limit: usize,
     ) -> Result<Ranking> {
         check_query(query)?;
+        let hits = self.bm25_hits(query)?;
+        self.finish(hits, vector, limit).await
+    }
+
+    /// BM25 candidates, scored by BM25 normalised by the best match and scaled by how much of the query the tool
+    /// covers (so a single weak word match does not look like a confident answer).
+    fn bm25_hits(&self, query: &str) -> Result<Vec<Hit>> {
         // These queries take well under a millisecond; a blocking-pool hop would cost more than it saves.
         let terms = query::terms(query);
-        let store = self.inner.store.clone();
-        let fts = query::fts(&terms);
-        let bm25 = match fts {
-            Some(f) => store.search_tools_bm25(&f, CANDIDATES)?,
+        let bm25 = match query::fts(&terms) {
+            Some(f) => self.inner.store.search_tools_bm25(&f, CANDIDATES)?,
             None => Vec::new(),
         };
         let max_bm25 = bm25.iter().map(|h| h.score).fold(0.0_f64, f64::max);
-        // BM25 normalised by the best match, then scaled by how much of the query the tool covers, so a single
-        // weak word match does not look like a confident answer.
-        let mut hits: Vec<Hit> = bm25
+        Ok(bm25
             .into_iter()
             .map(|h| {
                 let cov =
@@ -360,8 +374,16 @@ impl Search {
                     cosine: None,
                 }
             })
-            .collect();
+            .collect())
+    }
 
+    /// Fuses BM25 `hits` with the cosines of `vector` (when given), sorts, cuts to `limit` and loads the schemas.
+    async fn finish(
+        &self,
+        mut hits: Vec<Hit>,
+        vector: Option<(Vec<f32>, String)>,
+        limit: usize,
+    ) -> Result<Ranking> {
         let hybrid = match vector {
             Some((qv, model)) => {
                 let cos = self.cosine_top(&model, &qv, CANDIDATES).await?;
@@ -416,8 +438,7 @@ impl Search {
             .map(|h| h.tool.id)
             .collect();
         if !ids.is_empty() {
-            let store = self.inner.store.clone();
-            let full = store.tools_by_ids(&ids)?;
+            let full = self.inner.store.tools_by_ids(&ids)?;
             for h in &mut hits {
                 if let Some(t) = full.iter().find(|t| t.id == h.tool.id) {
                     h.tool.input_schema = t.input_schema.clone();
@@ -429,6 +450,7 @@ impl Search {
             hits,
             confidence,
             hybrid,
+            embedded: hybrid,
         })
     }
 
@@ -651,6 +673,26 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// The text embedded for a tool: its name in words, then its description.
 pub fn tool_text(name: &str, description: &str) -> String {
     format!("{}: {}", name.replace(['_', '-'], " "), description)
+}
+
+/// BM25-first (issue 31): a query whose best BM25 candidate scores at least this (normalised BM25 times the share
+/// of the query's words the tool covers)...
+pub const SURE_BM25: f64 = 0.6;
+/// ...and leads the second candidate by at least this is answered by BM25 alone, without a query embedding.
+pub const SURE_LEAD: f64 = 0.1;
+
+/// Whether BM25 is sure enough of `hits` (its candidates for a query) to skip the query embedding.
+pub fn bm25_sure(hits: &[Hit]) -> bool {
+    let (mut b1, mut b2) = (0.0_f64, 0.0_f64);
+    for h in hits {
+        if h.bm25 > b1 {
+            b2 = b1;
+            b1 = h.bm25;
+        } else if h.bm25 > b2 {
+            b2 = h.bm25;
+        }
+    }
+    b1 >= SURE_BM25 && b1 - b2 >= SURE_LEAD
 }
 
 /// high / medium / low from the BM25 gap between the top two results (a clear lexical winner is trustworthy).

@@ -70,7 +70,9 @@ pub(crate) struct WorkerExecutor {
     guard_exe: PathBuf,
     /// How workers are confined (as servers are).
     sandbox: ad_registry::config::SandboxConfig,
-    http: reqwest::Client,
+    /// Built on first use: building a client loads the system's root certificates (milliseconds at every start of
+    /// every process, which most never use).
+    http: std::sync::OnceLock<reqwest::Client>,
     pub sessions: Arc<Sessions>,
     started: AtomicBool,
     procs: tokio::sync::Mutex<HashMap<String, WorkerProc>>,
@@ -159,7 +161,7 @@ impl WorkerExecutor {
             secrets,
             guard_exe,
             sandbox,
-            http: a2a::http_client(CARD_TIMEOUT),
+            http: std::sync::OnceLock::new(),
             sessions: Arc::default(),
             started: AtomicBool::new(false),
             procs: tokio::sync::Mutex::new(HashMap::new()),
@@ -170,6 +172,11 @@ impl WorkerExecutor {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The HTTP client for agents' cards and A2A calls.
+    fn http(&self) -> &reqwest::Client {
+        self.http.get_or_init(|| a2a::http_client(CARD_TIMEOUT))
     }
 
     pub fn start(&self) {
@@ -277,7 +284,7 @@ impl WorkerExecutor {
         let (card, raw, card_url, proc) = match (&spec.url, &spec.command) {
             (Some(url), None) => {
                 let (card, raw, card_url) =
-                    a2a::fetch_card(&self.http, url, &spec.headers, CARD_TIMEOUT)
+                    a2a::fetch_card(self.http(), url, &spec.headers, CARD_TIMEOUT)
                         .await
                         .map_err(|e| Error::Upstream {
                             server: url.clone(),
@@ -440,7 +447,7 @@ impl WorkerExecutor {
                     ring.tail(5).join(" | ")
                 ));
             }
-            match a2a::fetch_card(&self.http, &base, headers, PROBE_TIMEOUT).await {
+            match a2a::fetch_card(self.http(), &base, headers, PROBE_TIMEOUT).await {
                 Ok((card, raw, card_url)) => {
                     let proc = WorkerProc {
                         pgid: proc_parts.2,
@@ -473,7 +480,7 @@ impl WorkerExecutor {
                 && matches!(p.child.try_wait(), Ok(None))
             {
                 return Ok((
-                    Client::new(self.http.clone(), &p.card, headers),
+                    Client::new(self.http().clone(), &p.card, headers),
                     p.card.clone(),
                 ));
             }
@@ -487,7 +494,7 @@ impl WorkerExecutor {
                     let card = proc.card.clone();
                     self.put_proc(row.id.clone(), proc).await;
                     let _ = self.store.set_agent_status(&row.id, "ready", None);
-                    Ok((Client::new(self.http.clone(), &card, headers), card))
+                    Ok((Client::new(self.http().clone(), &card, headers), card))
                 }
                 Err(e) => {
                     let _ = self
@@ -506,7 +513,7 @@ impl WorkerExecutor {
                     row.id
                 ))
             })?;
-            Ok((Client::new(self.http.clone(), &card, headers), card))
+            Ok((Client::new(self.http().clone(), &card, headers), card))
         }
     }
 
@@ -521,7 +528,7 @@ impl WorkerExecutor {
                     Ok(None) => {
                         let endpoint = p.card.endpoint.clone();
                         drop(procs);
-                        a2a::fetch_card(&self.http, &endpoint, &headers, PROBE_TIMEOUT)
+                        a2a::fetch_card(self.http(), &endpoint, &headers, PROBE_TIMEOUT)
                             .await
                             .map(|(c, raw, _)| Some((c, raw)))
                             .map_err(|e| e.0)
@@ -544,7 +551,7 @@ impl WorkerExecutor {
                 .clone()
                 .or_else(|| row.url.clone())
                 .unwrap_or_default();
-            a2a::fetch_card(&self.http, &url, &headers, PROBE_TIMEOUT)
+            a2a::fetch_card(self.http(), &url, &headers, PROBE_TIMEOUT)
                 .await
                 .map(|(c, raw, _)| Some((c, raw)))
                 .map_err(|e| e.0)

@@ -24,7 +24,7 @@ impl Proxy {
     /// is still starting since this process began (its stored tools, `restore.rs`).
     pub fn tools(&self) -> Vec<Tool> {
         let mut out = Vec::new();
-        for (name, tools) in self.listed() {
+        for (name, tools) in self.listed(Tool::clone) {
             for mut t in tools {
                 t.name = names::expose(&name, &t.name).into();
                 expose_app_resource(&name, &mut t);
@@ -34,15 +34,16 @@ impl Proxy {
         out
     }
 
-    /// Each listed server's tools, by server name: children, then servers still being restored.
-    fn listed(&self) -> Vec<(String, Vec<Tool>)> {
+    /// What `each` takes from every listed server's tools, by server name: children, then servers still being
+    /// restored. Only what `each` returns is copied out (a tool list's schemas are not cloned for its names).
+    fn listed<T>(&self, each: impl Fn(&Tool) -> T) -> Vec<(String, Vec<T>)> {
         let children = lock(&self.inner.children);
-        let mut out: Vec<(String, Vec<Tool>)> = children
+        let mut out: Vec<(String, Vec<T>)> = children
             .iter()
             .map(|(name, slot)| {
                 let tools = match slot {
-                    Slot::Running(c) => lock(&c.tools).clone(),
-                    Slot::Crashed { tools, .. } => tools.clone(),
+                    Slot::Running(c) => lock(&c.tools).iter().map(&each).collect(),
+                    Slot::Crashed { tools, .. } => tools.iter().map(&each).collect(),
                 };
                 (name.clone(), tools)
             })
@@ -52,7 +53,7 @@ impl Proxy {
             lock(&self.inner.restoring)
                 .iter()
                 .filter(|(name, _)| !children.contains_key(*name))
-                .map(|(name, r)| (name.clone(), r.tools.clone())),
+                .map(|(name, r)| (name.clone(), r.tools.iter().map(&each).collect())),
         );
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
@@ -311,10 +312,10 @@ impl Proxy {
     /// [`Proxy::tools`].
     pub fn exposed_tools(&self) -> Vec<(String, String, String)> {
         let mut out = Vec::new();
-        for (server, tools) in self.listed() {
-            for t in tools {
-                let exposed = names::expose(&server, &t.name);
-                out.push((server.clone(), t.name.to_string(), exposed));
+        for (server, tools) in self.listed(|t| t.name.to_string()) {
+            for tool in tools {
+                let exposed = names::expose(&server, &tool);
+                out.push((server.clone(), tool, exposed));
             }
         }
         out

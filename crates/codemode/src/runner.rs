@@ -321,6 +321,7 @@ fn inner_caller(outer: Caller, cancel: &CancellationToken) -> Caller {
         script: true,
         trace: outer.trace,
         in_exchange: false,
+        principal: outer.principal,
     }
 }
 

@@ -46,6 +46,9 @@ pub struct Caller {
     /// The child call `held.rs` makes within an exchange: the child's questions during it belong to that exchange,
     /// while those asked during any other call of the same child go to that call's client (`client.rs`).
     pub in_exchange: bool,
+    /// The authenticated user behind the request when the front validates OAuth access tokens (issue 30); `None`
+    /// for a single user (static token, stdio, CLI).
+    pub principal: Option<std::sync::Arc<ad_core::identity::Principal>>,
 }
 
 impl Caller {
@@ -79,6 +82,7 @@ impl Caller {
             script: false,
             trace: None,
             in_exchange: false,
+            principal: None,
         }
     }
 
@@ -104,6 +108,7 @@ impl Caller {
             script: false,
             trace: None,
             in_exchange: false,
+            principal: None,
         }
     }
 

@@ -105,6 +105,7 @@ impl Proxy {
             log_level: caller.log_level,
             trace: caller.trace.clone(),
             in_exchange: true,
+            principal: caller.principal.clone(),
             ..Caller::default()
         };
         let (child2, tool) = (child.clone(), tool.to_owned());

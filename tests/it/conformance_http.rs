@@ -4,7 +4,9 @@
 //! through us, except the ones [`conformance::compare`] allows (agent-discover's own HTTP front) and the ones listed
 //! here with their reason. The children: the conformance fixture served over Streamable HTTP in both eras
 //! (2026-07-28 with the legacy handshake too, legacy only, and `--era split`, which imitates the conformance
-//! repository's reference server), and the real server-everything.
+//! repository's reference server), the real server-everything, and a conformance server of our own on the official
+//! TypeScript SDK (tests/interop/ts_conformance_server.cjs), which stands in for the conformance repository's reference
+//! server: that one is built on the same SDK but published to no package registry, so CI cannot install it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -74,8 +76,9 @@ fn no_worse(
     better
 }
 
-/// What passes against server-everything directly but not through us, set 2026-07-28, and why.
-const EVERYTHING_2026_WORSE: &[(&str, &str, &str)] = &[
+/// What passes against a legacy-era server (server-everything, the TypeScript SDK server) directly but not through
+/// us, set 2026-07-28, and why.
+const LEGACY_SERVER_2026_WORSE: &[(&str, &str, &str)] = &[
     (
         "input-required-result-validate-input",
         "sep-2322-error-on-protocol-error",
@@ -88,10 +91,11 @@ const EVERYTHING_2026_WORSE: &[(&str, &str, &str)] = &[
     ),
 ];
 
-const UNKNOWN_MRTR_TOOL: &str = "server-everything speaks only the legacy era: directly it refuses the suite's \
-    2026-07-28 request (`Server not initialized`), which the check takes for the protocol error it wants; through us \
-    the request is served, and the tool it names (`test_input_required_result_elicitation`), which server-everything \
-    does not have, is a tool error (`isError`), as any unknown tool is on our endpoints";
+const UNKNOWN_MRTR_TOOL: &str = "server-everything and the TypeScript SDK server speak only the legacy era: \
+    directly they refuse the suite's 2026-07-28 request (`Server not initialized`), which the check takes for the \
+    protocol error it wants; through us the request is served, and the tool it names \
+    (`test_input_required_result_elicitation`), which they do not have, is a tool error (`isError`), as any unknown \
+    tool is on our endpoints";
 
 fn http_child(name: &str, url: &str) -> serde_json::Value {
     json!({"action": "install", "name": name, "transport": "streamable-http", "url": url})
@@ -233,7 +237,7 @@ async fn server_everything_over_http_fares_the_same_through_the_proxy() {
         .await;
         // A legacy-era server: through us a 2026-07-28 client gets our 2026-07-28 front, so more passes there.
         let allowed: &[(&str, &str, &str)] = if *req == "2026-07-28" {
-            EVERYTHING_2026_WORSE
+            LEGACY_SERVER_2026_WORSE
         } else {
             &[]
         };
@@ -266,5 +270,92 @@ async fn server_everything_over_http_fares_the_same_through_the_proxy() {
         &results.path().join("0.1.16"),
     )
     .await;
+    let _ = serve.kill().await;
+}
+
+/// What passes against the TypeScript SDK server directly but not through us, set 2025-11-25, and why.
+const TS_2025_WORSE: &[(&str, &str, &str)] = &[(
+    "server-sse-polling",
+    "server-sse-disconnect-resume",
+    "SSE polling (SEP-1699) is a choice of the server that holds the stream: the child closes its stream mid-call, \
+     agent-discover's client reconnects to it with Last-Event-ID and takes the result, and our own front, which keeps \
+     its stream open, hands the result on that stream, so the suite sees no disconnect (INFO, not a failure)",
+)];
+
+/// The TypeScript SDK conformance server over Streamable HTTP on 127.0.0.1, with the URL it printed once listening.
+async fn ts_sdk_http() -> (tokio::process::Child, String) {
+    let modules = conformance::cache().join("node/node_modules");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts_conformance_server.cjs");
+    let mut child = tokio::process::Command::new(conformance::need(modules.join(".bin/node")))
+        .arg(script)
+        .arg(&modules)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+        .await
+        .expect("the TypeScript server printed no URL")
+        .unwrap()
+        .expect("the TypeScript server exited");
+    (child, url)
+}
+
+#[tokio::test]
+async fn a_typescript_sdk_server_over_http_fares_the_same_through_the_proxy() {
+    let (_ts, direct_url) = ts_sdk_http().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut serve, url) =
+        conformance::serve_installed(dir.path(), &[http_child("tsc", &direct_url)]).await;
+    let through_url = format!("{url}/mcp/servers/tsc");
+    let results = tempfile::tempdir().unwrap();
+    for req in conformance::REQUIREMENTS {
+        let direct = conformance::run_suite(
+            &direct_url,
+            &results.path().join(format!("{req}-direct")),
+            req,
+        )
+        .await;
+        let through = conformance::run_suite(
+            &through_url,
+            &results.path().join(format!("{req}-through")),
+            req,
+        )
+        .await;
+        if *req == "2025-11-25" {
+            // The server passes every 2025-11-25 check directly; through us each check comes out the same (but for
+            // the transport scenarios, where our own front may only do better).
+            let failing: Vec<_> = direct.iter().filter(|(_, st)| *st == "FAILURE").collect();
+            assert!(
+                failing.is_empty(),
+                "the TypeScript server fails directly: {failing:?}"
+            );
+            let better = no_worse(&direct, &through, "/mcp/servers/tsc", TS_2025_WORSE);
+            eprintln!(
+                "TypeScript SDK server, 2025-11-25: directly {}; through {}\nchecks that pass only through us: \
+                 {better:#?}",
+                conformance::figures(&direct),
+                conformance::figures(&through)
+            );
+        } else {
+            // A legacy-era server (SDK 1.x): through us a 2026-07-28 client gets our 2026-07-28 front.
+            let better = no_worse(
+                &direct,
+                &through,
+                "/mcp/servers/tsc",
+                LEGACY_SERVER_2026_WORSE,
+            );
+            eprintln!(
+                "TypeScript SDK server, {req}: directly {}; through {}\nchecks that pass only through us: \
+                {}",
+                conformance::figures(&direct),
+                conformance::figures(&through),
+                better.len()
+            );
+        }
+    }
+    suite_0_1_16(&direct_url, &url, "tsc", &results.path().join("0.1.16")).await;
     let _ = serve.kill().await;
 }

@@ -73,8 +73,9 @@ const AUTH_SUITE: &[&str] = &[
 ];
 
 /// Scenarios outside `--suite auth`: the 2025-03-26 fallbacks, the 2026-07-28 rules (resource mismatch,
-/// offline_access, RFC 9207 `iss`, metadata issuer, authorization server migration) and the client credentials
-/// extension (secret, and private-key JWT).
+/// offline_access, RFC 9207 `iss`, metadata issuer, authorization server migration), the client credentials
+/// extension (secret, and private-key JWT) and the agent-identity extensions (issue 30: DPoP with and without nonces,
+/// workload identity federation, enterprise-managed authorization).
 const MORE: &[&str] = &[
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
@@ -91,6 +92,10 @@ const MORE: &[&str] = &[
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
     "auth/authorization-server-migration",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+    "auth/enterprise-managed-authorization",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

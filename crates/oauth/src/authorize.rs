@@ -24,6 +24,15 @@ impl OAuth {
         step_up: bool,
     ) -> Result<String> {
         let err = |e: OAuthError| e.into_error(&server.name);
+        if let Some(grant) = self.machine_grant(server).filter(|g| g != "token_exchange") {
+            // No person is involved: a refused or failed grant is reported, never turned into a browser flow.
+            return Err(Error::Upstream {
+                server: server.name.clone(),
+                message: format!(
+                    "OAuth: the server refused the token of the {grant} grant (OAUTH_GRANT={grant}); no browser authorization is attempted"
+                ),
+            });
+        }
         let url = server_url(server)?;
         let held = self.tokens(server.id)?;
         let previous = self.pending(server.id)?;
@@ -210,7 +219,8 @@ impl OAuth {
             }
             _ => {}
         }
-        let tokens = flow::exchange(self.http(), &pending, &code)
+        let dpop = self.dpop_for(server, &pending.server)?;
+        let tokens = flow::exchange(self.http(), &pending, &code, dpop.as_ref())
             .await
             .map_err(|e| e.into_error(&server.name))?;
         self.save(server.id, "tokens", &tokens, None)?;

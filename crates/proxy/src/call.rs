@@ -91,6 +91,14 @@ impl Inner {
                 meta.set_tracestate(state.clone());
             }
         }
+        // A remote server that exchanges the caller's token (issue 30): the request names its user, and the OAuth
+        // client sends that user's exchanged token with it (the name is taken out before the request leaves).
+        if let (Some(auth), Some(p)) = (&child.auth, &caller.principal)
+            && let Some(user) = auth.user_for_request(p)
+        {
+            let meta = options.meta.get_or_insert_with(RequestMetaObject::default);
+            meta.insert(ad_oauth::USER_META.to_owned(), user.into());
+        }
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match session

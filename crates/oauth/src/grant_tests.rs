@@ -396,3 +396,29 @@ async fn a_dpop_token_request_is_retried_once_with_the_servers_nonce() {
     .unwrap();
     assert_eq!(ep.seen.lock().unwrap().len(), 3);
 }
+
+#[tokio::test]
+async fn a_dpop_key_is_created_once_whoever_stores_it_first() {
+    let (oauth, server, _d) = service(&[]);
+    let store = oauth.inner.registry.store();
+    // Two processes racing to create a record: both keep the first one stored.
+    assert_eq!(
+        store.put_oauth_once(server.id, "race", b"first").unwrap(),
+        b"first"
+    );
+    assert_eq!(
+        store.put_oauth_once(server.id, "race", b"second").unwrap(),
+        b"first"
+    );
+    // The key itself: created sealed on first use, found again by a later lookup.
+    let key = oauth.dpop(server.id).unwrap();
+    let sealed = store.oauth(server.id, "dpop_key").unwrap().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&sealed).contains("pkcs8"),
+        "the key is stored sealed"
+    );
+    assert_eq!(
+        oauth.dpop(server.id).unwrap().key.thumbprint(),
+        key.key.thumbprint()
+    );
+}

@@ -295,10 +295,25 @@ impl OAuth {
             Some(stored) => DpopKey::from_stored(&stored)
                 .map_err(|e| Error::Internal(format!("DPoP key of server {server_id}: {e}")))?,
             None => {
-                let (key, stored) =
+                // Created once: when processes race, every one of them uses the key stored first.
+                let (_, stored) =
                     DpopKey::generate().map_err(|e| Error::Internal(e.to_string()))?;
-                self.save(server_id, "dpop_key", &stored, None)?;
-                key
+                let blob = self.seal(server_id, "dpop_key", &stored)?;
+                let kept = self
+                    .inner
+                    .registry
+                    .store()
+                    .put_oauth_once(server_id, "dpop_key", &blob)?;
+                let stored: StoredKey = self
+                    .inner
+                    .secrets
+                    .open_bytes(&aad(server_id, "dpop_key"), &kept)
+                    .and_then(|clear| serde_json::from_slice(&clear).ok())
+                    .ok_or_else(|| {
+                        Error::Internal(format!("the DPoP key of server {server_id} does not open"))
+                    })?;
+                DpopKey::from_stored(&stored)
+                    .map_err(|e| Error::Internal(format!("DPoP key of server {server_id}: {e}")))?
             }
         };
         let key = lock(&self.inner.dpop_keys)

@@ -103,6 +103,12 @@ pub struct AuthStatus {
     pub issuer: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// How the token was obtained (`authorization_code`, `client_credentials`, `jwt_bearer`, `id_jag`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+    /// `DPoP` for a token bound to the server's key, else `Bearer`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<&'static str>,
 }
 
 /// A token obtained by exchange (RFC 8693) for one user, with when it expires (seconds since the Unix epoch).

@@ -218,6 +218,10 @@ impl OAuth {
             scope: tokens.as_ref().and_then(|t| t.scope.clone()),
             issuer: tokens.as_ref().map(|t| t.client.issuer.clone()),
             client_id: tokens.as_ref().map(|t| t.client.client_id.clone()),
+            grant: tokens.as_ref().map(|t| t.grant.clone()),
+            token_type: tokens
+                .as_ref()
+                .map(|t| if t.dpop { "DPoP" } else { "Bearer" }),
         })
     }
 

@@ -484,7 +484,7 @@ async fn deactivate(http: &reqwest::Client, base: &str) {
 // ---------- tokens against a stub authorization server: refresh, concurrency, revocation ----------
 
 #[derive(Default)]
-struct StubAs {
+pub(crate) struct StubAs {
     base: std::sync::Mutex<String>,
     refreshes: std::sync::atomic::AtomicUsize,
     issued: std::sync::atomic::AtomicUsize,
@@ -745,7 +745,7 @@ impl rmcp::ServerHandler for Tiny {
 }
 
 /// The stub authorization server plus `Tiny` at `/mcp`, accepting only the bearer token in `valid`.
-async fn protected_server() -> (
+pub(crate) async fn protected_server() -> (
     std::sync::Arc<StubAs>,
     String,
     std::sync::Arc<std::sync::Mutex<String>>,
@@ -774,7 +774,11 @@ async fn protected_server() -> (
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .map(str::to_owned);
-            if presented.as_deref() != Some(check.lock().unwrap().as_str()) {
+            // `valid` may list several tokens, comma-separated (the per-user tests: each user's own).
+            let accepted = presented
+                .as_deref()
+                .is_some_and(|p| check.lock().unwrap().split(',').any(|v| v == p));
+            if !accepted {
                 let challenge = format!(
                     "Bearer error=\"invalid_token\", resource_metadata=\"{prm_base}/.well-known/oauth-protected-resource/mcp\""
                 );

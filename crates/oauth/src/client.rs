@@ -30,6 +30,8 @@ pub struct Session {
     server: Server,
     /// The last challenge the server answered with: 401 or 403, and its `WWW-Authenticate`.
     challenge: Mutex<Option<(u16, Challenge)>>,
+    /// The same, per user, for a server each user authorizes for themselves (`peruser.rs`).
+    user_challenges: Mutex<HashMap<String, (u16, Challenge)>>,
 }
 
 impl Session {
@@ -38,6 +40,7 @@ impl Session {
             oauth,
             server,
             challenge: Mutex::new(None),
+            user_challenges: Mutex::default(),
         })
     }
 
@@ -45,10 +48,22 @@ impl Session {
     /// user's latest and returns the key a request names the user by, under [`USER_META`] in its `_meta` (taken out
     /// again before the request leaves). `None` for other servers: nothing is added.
     pub fn user_for_request(&self, principal: &Principal) -> Option<String> {
-        if !self.oauth.uses_token_exchange(&self.server) || principal.token.is_none() {
+        let exchanges = self.oauth.uses_token_exchange(&self.server) && principal.token.is_some();
+        if !exchanges && !self.per_user() {
             return None;
         }
         Some(self.oauth.remember_user(principal))
+    }
+
+    /// Whether each user authorizes this server for themselves (`OAUTH_PER_USER=on`).
+    pub fn per_user(&self) -> bool {
+        self.oauth.per_user(&self.server)
+    }
+
+    /// The last 401 or 403 challenge the server answered to a request of `principal`'s, cleared (a server each user
+    /// authorizes for themselves).
+    pub fn take_user_challenge(&self, principal: &Principal) -> Option<(u16, Challenge)> {
+        lock(&self.user_challenges).remove(&principal.user_key())
     }
 
     /// The last 401 or 403 challenge, cleared.
@@ -56,7 +71,11 @@ impl Session {
         lock(&self.challenge).take()
     }
 
-    fn record<T>(&self, result: &Result<T, StreamableHttpError<reqwest::Error>>) {
+    fn record<T>(
+        &self,
+        result: &Result<T, StreamableHttpError<reqwest::Error>>,
+        user: Option<&Principal>,
+    ) {
         let seen = match result {
             Err(StreamableHttpError::AuthRequired(e)) => {
                 Some((401, Challenge::parse(&e.www_authenticate_header)))
@@ -66,8 +85,12 @@ impl Session {
             }
             _ => None,
         };
-        if let Some(seen) = seen {
-            *lock(&self.challenge) = Some(seen);
+        match (seen, user) {
+            (Some(seen), Some(p)) => {
+                lock(&self.user_challenges).insert(p.user_key(), seen);
+            }
+            (Some(seen), None) => *lock(&self.challenge) = Some(seen),
+            _ => {}
         }
     }
 }
@@ -134,6 +157,21 @@ impl AuthedClient {
     /// The token for this request: the user's exchanged token on a token-exchange server, else the server's.
     async fn present(&self, user: Option<&str>) -> Presented {
         let s = &self.session;
+        // A user's request on a server each user authorizes: that user's own token, or none yet.
+        if let Some(p) = user.filter(|_| s.per_user()).and_then(|u| s.oauth.user(u)) {
+            return match s.oauth.user_credential(&s.server, &p).await {
+                Ok(Some(c)) if c.dpop => match s.oauth.dpop(s.server.id) {
+                    Ok(d) => Presented::Dpop(c.token, d),
+                    Err(_) => Presented::None,
+                },
+                Ok(Some(c)) => Presented::Bearer(c.token),
+                Ok(None) => Presented::None,
+                Err(e) => {
+                    tracing::warn!(server = %s.server.name, error = %e, "no usable OAuth token for the user");
+                    Presented::None
+                }
+            };
+        }
         // A request of a user (a call) on a token-exchange server carries that user's exchanged token; requests of
         // the shared connection (initialize, lists, the event stream) carry the server's own token, if it has one.
         if s.oauth.uses_token_exchange(&s.server)
@@ -244,9 +282,16 @@ impl AuthedClient {
         // A user's request on a token-exchange server: its refusal is that user's, never the start of a person's
         // authorization of the server (no challenge is kept for the proxy).
         let users = user.is_some() && s.oauth.uses_token_exchange(&s.server);
+        // A user's request on a server each user authorizes: its challenge is that user's.
+        let own = user
+            .as_deref()
+            .filter(|_| s.per_user())
+            .and_then(|u| s.oauth.user(u));
         let record = |r: &HttpResult<T>| {
-            if !users {
-                s.record(r);
+            if own.is_some() {
+                s.record(r, own.as_ref());
+            } else if !users {
+                s.record(r, None);
             }
         };
         let presented = self.present(user.as_deref()).await;
@@ -273,7 +318,11 @@ impl AuthedClient {
             }
             // Refused token: one refresh (shared with concurrent callers), one retry.
             Presented::Bearer(sent) | Presented::Dpop(sent, _) => {
-                match s.oauth.refresh(&s.server, sent).await {
+                let fresh = match &own {
+                    Some(p) => s.oauth.user_refresh(&s.server, p, sent).await,
+                    None => s.oauth.refresh(&s.server, sent).await,
+                };
+                match fresh {
                     Ok(Some(fresh)) if &fresh != sent => Some(match &presented {
                         Presented::Dpop(_, d) => Presented::Dpop(fresh, d.clone()),
                         _ => Presented::Bearer(fresh),

@@ -161,6 +161,28 @@ pub fn authorization(
     })
 }
 
+/// `pending` with `.<h>` appended to its state (in the authorize URL too): the callback names whose it is.
+pub fn with_state_suffix(mut pending: Pending, h: &str) -> Pending {
+    let state = format!("{}.{h}", pending.state);
+    if let Ok(mut url) = Url::parse(&pending.auth_url) {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if k == "state" {
+                    state.clone()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+        pending.auth_url = url.into();
+    }
+    pending.state = state;
+    pending
+}
+
 /// The parameters of a callback given as a URL, a query string (with or without `?`), or nothing parseable.
 pub fn callback_params(callback: &str) -> HashMap<String, String> {
     let s = callback.trim();

@@ -70,11 +70,23 @@ impl OAuth {
     /// lease taken re-checks the stored tokens every [`LEASE_POLL`] until the holder stored new ones, or the lease
     /// expired (its holder died) and it claims the lease itself.
     pub async fn refresh(&self, server: &Server, stale: &str) -> Result<Option<String>> {
+        self.refresh_as(server, "", stale).await
+    }
+
+    /// [`OAuth::refresh`] of the tokens of `suffix`: the server's own (`""`) or one user's (`@<hash>`).
+    pub(crate) async fn refresh_as(
+        &self,
+        server: &Server,
+        suffix: &str,
+        stale: &str,
+    ) -> Result<Option<String>> {
+        let kind = format!("tokens{suffix}");
+        let kind = kind.as_str();
         let lock = self.refresh_lock(server.id);
         let _held = lock.lock().await;
         let holder = holder_id();
         let needs_refresh =
-            |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, b)) {
+            |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, kind, b)) {
                 // Refreshed by someone else (this process earlier, another one while we waited) and good: used as it is.
                 Some(t) => t.access_token == stale || expiring(&t),
                 None => false,
@@ -83,7 +95,7 @@ impl OAuth {
         let tokens = loop {
             let claim = self.inner.registry.store().claim_oauth_refresh(
                 server.id,
-                "tokens",
+                kind,
                 &holder,
                 now_secs(),
                 LEASE.as_secs(),
@@ -92,11 +104,11 @@ impl OAuth {
             match claim {
                 RefreshClaim::Fresh(blob) => {
                     return Ok(blob
-                        .and_then(|b| self.open_tokens(server.id, &b))
+                        .and_then(|b| self.open_tokens(server.id, kind, &b))
                         .map(|t| t.access_token));
                 }
                 RefreshClaim::Claimed(blob) => {
-                    break blob.and_then(|b| self.open_tokens(server.id, &b));
+                    break blob.and_then(|b| self.open_tokens(server.id, kind, &b));
                 }
                 RefreshClaim::Busy if tokio::time::Instant::now() < give_up => {
                     tokio::time::sleep(LEASE_POLL).await;
@@ -112,7 +124,7 @@ impl OAuth {
         // The lease is ours: release it whatever happens, with what the refresh produced.
         let (outcome, answer) = self.refresh_claimed(server, tokens).await;
         let sealed = match &outcome {
-            Ok(Some(new)) => Some(self.seal(server.id, "tokens", new)?),
+            Ok(Some(new)) => Some(self.seal(server.id, kind, new)?),
             _ => None,
         };
         let write = match (&outcome, &sealed) {
@@ -124,7 +136,7 @@ impl OAuth {
             .inner
             .registry
             .store()
-            .finish_oauth_refresh(server.id, "tokens", &holder, write)?;
+            .finish_oauth_refresh(server.id, kind, &holder, write)?;
         if !released {
             tracing::warn!(server = %server.name, "the token refresh outlived its lease; its result was dropped");
         }
@@ -195,7 +207,7 @@ fn holder_id() -> String {
     )
 }
 
-fn expiring(t: &Tokens) -> bool {
+pub(crate) fn expiring(t: &Tokens) -> bool {
     t.expires_at
         .is_some_and(|at| at <= now_secs() + REFRESH_MARGIN.as_secs())
 }

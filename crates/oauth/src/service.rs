@@ -152,12 +152,10 @@ impl OAuth {
         self.inner.secrets.seal_bytes(&aad(server_id, kind), &clear)
     }
 
-    /// Stored tokens, decrypted; `None` when they do not decrypt or parse.
-    pub(crate) fn open_tokens(&self, server_id: i64, blob: &[u8]) -> Option<Tokens> {
-        let clear = self
-            .inner
-            .secrets
-            .open_bytes(&aad(server_id, "tokens"), blob)?;
+    /// Stored tokens of `kind` (`tokens`, or a user's `tokens@<hash>`), decrypted; `None` when they do not decrypt
+    /// or parse.
+    pub(crate) fn open_tokens(&self, server_id: i64, kind: &str, blob: &[u8]) -> Option<Tokens> {
+        let clear = self.inner.secrets.open_bytes(&aad(server_id, kind), blob)?;
         serde_json::from_slice(&clear).ok()
     }
 
@@ -200,29 +198,7 @@ impl OAuth {
 
     /// The server's authorization, masked.
     pub fn status(&self, server: &Server) -> Result<AuthStatus> {
-        let pending = self.pending(server.id)?;
-        let tokens = self.tokens(server.id)?;
-        Ok(AuthStatus {
-            state: if pending.is_some() {
-                "authenticating"
-            } else if tokens.is_some() {
-                "authorized"
-            } else {
-                "none"
-            },
-            auth_url: pending.map(|p| p.auth_url),
-            access_token: tokens
-                .as_ref()
-                .map(|t| ad_registry::secrets::mask(&t.access_token)),
-            expires_at: tokens.as_ref().and_then(|t| t.expires_at),
-            scope: tokens.as_ref().and_then(|t| t.scope.clone()),
-            issuer: tokens.as_ref().map(|t| t.client.issuer.clone()),
-            client_id: tokens.as_ref().map(|t| t.client.client_id.clone()),
-            grant: tokens.as_ref().map(|t| t.grant.clone()),
-            token_type: tokens
-                .as_ref()
-                .map(|t| if t.dpop { "DPoP" } else { "Bearer" }),
-        })
+        Ok(status_of(self.pending(server.id)?, self.tokens(server.id)?))
     }
 
     /// Forgets the server's tokens and any pending authorization (its client registration stays for reuse).
@@ -325,6 +301,31 @@ impl OAuth {
             .or_insert_with(|| Arc::new(key))
             .clone();
         Ok(Dpop::new(key, self.inner.dpop_nonces.clone()))
+    }
+}
+
+/// An authorization as shown: `authenticating` while `pending` waits, else `authorized` with `tokens`, else `none`.
+pub(crate) fn status_of(pending: Option<Pending>, tokens: Option<Tokens>) -> AuthStatus {
+    AuthStatus {
+        state: if pending.is_some() {
+            "authenticating"
+        } else if tokens.is_some() {
+            "authorized"
+        } else {
+            "none"
+        },
+        auth_url: pending.map(|p| p.auth_url),
+        access_token: tokens
+            .as_ref()
+            .map(|t| ad_registry::secrets::mask(&t.access_token)),
+        expires_at: tokens.as_ref().and_then(|t| t.expires_at),
+        scope: tokens.as_ref().and_then(|t| t.scope.clone()),
+        issuer: tokens.as_ref().map(|t| t.client.issuer.clone()),
+        client_id: tokens.as_ref().map(|t| t.client.client_id.clone()),
+        grant: tokens.as_ref().map(|t| t.grant.clone()),
+        token_type: tokens
+            .as_ref()
+            .map(|t| if t.dpop { "DPoP" } else { "Bearer" }),
     }
 }
 

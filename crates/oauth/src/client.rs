@@ -174,8 +174,8 @@ impl AuthedClient {
         }
         // A request of a user (a call) on a token-exchange server carries that user's exchanged token; requests of
         // the shared connection (initialize, lists, the event stream) carry the server's own token, if it has one.
-        if s.oauth.uses_token_exchange(&s.server)
-            && let Some(p) = user.and_then(|u| s.oauth.user(u))
+        if let Some(p) = user.and_then(|u| s.oauth.user(u))
+            && s.oauth.uses_token_exchange(&s.server)
         {
             return match s.oauth.exchanged_token(&s.server, &p).await {
                 Ok(t) => Presented::Exchanged(t.token, p),

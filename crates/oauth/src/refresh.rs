@@ -43,11 +43,11 @@ impl OAuth {
         let tokens = self
             .tokens(server.id)?
             .filter(|t| discovery::resource_matches(&t.resource, &url));
-        let grant = self.machine_grant(server).filter(|g| g != "token_exchange");
         let (token, dpop) = match tokens {
             Some(t) if !expiring(&t) => (Some(t.access_token), t.dpop),
             Some(t) => (self.refresh(server, &t.access_token).await?, t.dpop),
-            None => match grant {
+            // Settings are read only when there is no token (they are secrets: a read and a decryption).
+            None => match self.machine_grant(server).filter(|g| g != "token_exchange") {
                 Some(g) => {
                     let token = self.machine_tokens(server, &g, None).await?;
                     let dpop = self.tokens(server.id)?.is_some_and(|t| t.dpop);

@@ -4,7 +4,8 @@
 # authorization endpoint redirects straight to the redirect URI with a code, so fetching the authorize URL completes
 # it), lists the tools and calls each one; for the skills scenarios (sep-2640-client-*) it lists and loads skills
 # instead. Scenario settings come from MCP_CONFORMANCE_SCENARIO and
-# MCP_CONFORMANCE_CONTEXT (a pre-registered client, client credentials).
+# MCP_CONFORMANCE_CONTEXT (a pre-registered client, client credentials, a workload's JWT, an enterprise IdP's ID
+# token). DPoP needs no setting: agent-discover uses it when the authorization server advertises it.
 #
 # AGENT_DISCOVER_BIN names the binary (default: target/debug/agent-discover next to this script).
 set -euo pipefail
@@ -28,6 +29,14 @@ ctx() { # a field of MCP_CONFORMANCE_CONTEXT, or nothing
 env_args=(--env "OAUTH_CLIENT_METADATA_URL=https://conformance-test.local/client-metadata.json")
 case "$scenario" in
   auth/client-credentials-*) env_args+=(--env "OAUTH_GRANT=client_credentials") ;;
+  # Workload identity federation: the workload's JWT in a file, read at each token request.
+  auth/wif-jwt-bearer)
+    ctx valid_jwt >"$data/workload.jwt"
+    env_args+=(--env "OAUTH_GRANT=jwt_bearer" --env "OAUTH_ASSERTION_FILE=$data/workload.jwt") ;;
+  # Enterprise-managed authorization: the ID token exchanged at the IdP for an ID-JAG, then the JWT-bearer grant.
+  auth/enterprise-managed-authorization)
+    env_args+=(--env "OAUTH_GRANT=id_jag" --env "OAUTH_IDP_TOKEN_ENDPOINT=$(ctx idp_token_endpoint)"
+      --env "OAUTH_IDP_CLIENT_ID=$(ctx idp_client_id)") ;;
 esac
 "$bin" add "$name" --transport streamable-http --url "$url" "${env_args[@]}" >/dev/null
 
@@ -51,6 +60,8 @@ signing_alg="$(ctx signing_algorithm)"
 # `secrets set` reads one line: the PEM goes in without its line breaks.
 [ -n "$private_key" ] && printf '%s' "$private_key" | tr -d '\n' | "$bin" secrets set "$name" OAUTH_PRIVATE_KEY
 [ -n "$signing_alg" ] && printf '%s' "$signing_alg" | "$bin" secrets set "$name" OAUTH_SIGNING_ALG
+id_token="$(ctx idp_id_token)"
+[ -n "$id_token" ] && printf '%s' "$id_token" | "$bin" secrets set "$name" OAUTH_ID_TOKEN
 
 # `auth` prints each authorize URL on stdout and listens for the callback; following the URL completes it.
 authorize() {

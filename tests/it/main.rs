@@ -86,3 +86,7 @@ mod ready;
 mod answers;
 // Issue 29, part 3: OpenTelemetry traces exported to an OTLP receiver in the test (protobuf and JSON), both eras.
 mod telemetry;
+// Issue 30, part 3: token exchange per user (RFC 8693): each user's call to a remote server carries that user's token.
+mod token_exchange;
+// Issue 30: a remote server each user authorizes for themselves; each user's call carries that user's own token.
+mod peruser;

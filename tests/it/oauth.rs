@@ -73,8 +73,9 @@ const AUTH_SUITE: &[&str] = &[
 ];
 
 /// Scenarios outside `--suite auth`: the 2025-03-26 fallbacks, the 2026-07-28 rules (resource mismatch,
-/// offline_access, RFC 9207 `iss`, metadata issuer, authorization server migration) and the client credentials
-/// extension (secret, and private-key JWT).
+/// offline_access, RFC 9207 `iss`, metadata issuer, authorization server migration), the client credentials
+/// extension (secret, and private-key JWT) and the agent-identity extensions (issue 30: DPoP with and without nonces,
+/// workload identity federation, enterprise-managed authorization).
 const MORE: &[&str] = &[
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
@@ -91,6 +92,10 @@ const MORE: &[&str] = &[
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
     "auth/authorization-server-migration",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+    "auth/enterprise-managed-authorization",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -479,7 +484,7 @@ async fn deactivate(http: &reqwest::Client, base: &str) {
 // ---------- tokens against a stub authorization server: refresh, concurrency, revocation ----------
 
 #[derive(Default)]
-struct StubAs {
+pub(crate) struct StubAs {
     base: std::sync::Mutex<String>,
     refreshes: std::sync::atomic::AtomicUsize,
     issued: std::sync::atomic::AtomicUsize,
@@ -740,7 +745,7 @@ impl rmcp::ServerHandler for Tiny {
 }
 
 /// The stub authorization server plus `Tiny` at `/mcp`, accepting only the bearer token in `valid`.
-async fn protected_server() -> (
+pub(crate) async fn protected_server() -> (
     std::sync::Arc<StubAs>,
     String,
     std::sync::Arc<std::sync::Mutex<String>>,
@@ -769,7 +774,11 @@ async fn protected_server() -> (
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .map(str::to_owned);
-            if presented.as_deref() != Some(check.lock().unwrap().as_str()) {
+            // `valid` may list several tokens, comma-separated (the per-user tests: each user's own).
+            let accepted = presented
+                .as_deref()
+                .is_some_and(|p| check.lock().unwrap().split(',').any(|v| v == p));
+            if !accepted {
                 let challenge = format!(
                     "Bearer error=\"invalid_token\", resource_metadata=\"{prm_base}/.well-known/oauth-protected-resource/mcp\""
                 );

@@ -23,10 +23,33 @@ impl OAuth {
         challenge: Option<&Challenge>,
         step_up: bool,
     ) -> Result<String> {
+        self.begin_as(server, "", challenge, step_up).await
+    }
+
+    /// [`OAuth::begin`] for the records of `suffix`: the server's own (`""`) or one user's (`@<hash>`, `peruser.rs`,
+    /// whose `state` ends with `.<hash>` so the callback finds them).
+    pub(crate) async fn begin_as(
+        &self,
+        server: &Server,
+        suffix: &str,
+        challenge: Option<&Challenge>,
+        step_up: bool,
+    ) -> Result<String> {
         let err = |e: OAuthError| e.into_error(&server.name);
+        if let Some(grant) = self.machine_grant(server).filter(|g| g != "token_exchange") {
+            // No person is involved: a refused or failed grant is reported, never turned into a browser flow.
+            return Err(Error::Upstream {
+                server: server.name.clone(),
+                message: format!(
+                    "OAuth: the server refused the token of the {grant} grant (OAUTH_GRANT={grant}); no browser authorization is attempted"
+                ),
+            });
+        }
         let url = server_url(server)?;
-        let held = self.tokens(server.id)?;
-        let previous = self.pending(server.id)?;
+        let held: Option<crate::model::Tokens> =
+            self.load(server.id, &format!("tokens{suffix}"))?;
+        let previous: Option<crate::model::Pending> =
+            self.load(server.id, &format!("pending{suffix}"))?;
         let authorizations = if step_up {
             held.as_ref()
                 .map(|t| t.authorizations)
@@ -104,7 +127,16 @@ impl OAuth {
             authorizations,
         )
         .map_err(err)?;
-        self.save(server.id, "pending", &pending, Some(&pending.auth_url))?;
+        let mut pending = pending;
+        if let Some(h) = suffix.strip_prefix('@') {
+            pending = flow::with_state_suffix(pending, h);
+        }
+        self.save(
+            server.id,
+            &format!("pending{suffix}"),
+            &pending,
+            Some(&pending.auth_url),
+        )?;
         self.changed(&server.name);
         Ok(pending.auth_url)
     }
@@ -158,13 +190,23 @@ impl OAuth {
     /// Completes the pending authorization of `server` with the callback URL (or its query, or the bare code when
     /// the authorization server shows it): checks `state` and `iss`, exchanges the code, stores the tokens.
     pub async fn finish(&self, server: &Server, callback: &str) -> Result<()> {
-        let pending = self.pending(server.id)?.ok_or_else(|| {
-            Error::invalid(
-                "authorization",
-                format!("no authorization of `{}` is waiting", server.name),
-            )
-        })?;
         let params = flow::callback_params(callback);
+        // A user's authorization (`peruser.rs`) says whose in its state: `<random>.<hash>`.
+        let suffix = params
+            .get("state")
+            .and_then(|s| s.rsplit_once('.'))
+            .map(|(_, h)| h)
+            .filter(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(|h| format!("@{h}"))
+            .unwrap_or_default();
+        let pending: crate::model::Pending = self
+            .load(server.id, &format!("pending{suffix}"))?
+            .ok_or_else(|| {
+                Error::invalid(
+                    "authorization",
+                    format!("no authorization of `{}` is waiting", server.name),
+                )
+            })?;
         if let Some(error) = params.get("error") {
             let description = params
                 .get("error_description")
@@ -210,14 +252,15 @@ impl OAuth {
             }
             _ => {}
         }
-        let tokens = flow::exchange(self.http(), &pending, &code)
+        let dpop = self.dpop_for(server, &pending.server)?;
+        let tokens = flow::exchange(self.http(), &pending, &code, dpop.as_ref())
             .await
             .map_err(|e| e.into_error(&server.name))?;
-        self.save(server.id, "tokens", &tokens, None)?;
+        self.save(server.id, &format!("tokens{suffix}"), &tokens, None)?;
         self.inner
             .registry
             .store()
-            .delete_oauth(server.id, "pending")?;
+            .delete_oauth(server.id, &format!("pending{suffix}"))?;
         self.changed(&server.name);
         Ok(())
     }

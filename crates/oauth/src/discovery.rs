@@ -115,6 +115,9 @@ pub struct AuthServer {
     pub client_id_metadata_document_supported: bool,
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: bool,
+    /// DPoP proof algorithms the server accepts (RFC 9449 section 5.1); its presence means DPoP is supported.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// True when no metadata was published and the 2025-03-26 default endpoints are assumed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub assumed: bool,

@@ -11,13 +11,14 @@ use sha2::{Digest, Sha256};
 use url::Url;
 
 use crate::discovery::AuthServer;
+use crate::dpop::{self, Dpop};
 use crate::error::OAuthError;
 use crate::model::{ClientIdentity, Pending, TokenAuth, Tokens, now_secs};
 
 const CLIENT_NAME: &str = "agent-discover";
 
 /// The token endpoint authentication for a client with (or without) a secret, as the server supports it.
-fn auth_method(meta: &AuthServer, has_secret: bool) -> TokenAuth {
+pub(crate) fn auth_method(meta: &AuthServer, has_secret: bool) -> TokenAuth {
     if !has_secret {
         return TokenAuth::None;
     }
@@ -160,6 +161,28 @@ pub fn authorization(
     })
 }
 
+/// `pending` with `.<h>` appended to its state (in the authorize URL too): the callback names whose it is.
+pub fn with_state_suffix(mut pending: Pending, h: &str) -> Pending {
+    let state = format!("{}.{h}", pending.state);
+    if let Ok(mut url) = Url::parse(&pending.auth_url) {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if k == "state" {
+                    state.clone()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+        pending.auth_url = url.into();
+    }
+    pending.state = state;
+    pending
+}
+
 /// The parameters of a callback given as a URL, a query string (with or without `?`), or nothing parseable.
 pub fn callback_params(callback: &str) -> HashMap<String, String> {
     let s = callback.trim();
@@ -186,63 +209,93 @@ fn oauth_error(v: &Value) -> String {
     }
 }
 
-/// POSTs a form to the token endpoint, authenticated as the client says, and reads the token response.
-async fn token_request(
+/// POSTs a form to the token endpoint, authenticated as the client says, and reads the token response. With `dpop`,
+/// each attempt carries a fresh proof, and a `use_dpop_nonce` answer is retried once with the server's nonce
+/// (RFC 9449 section 8).
+pub(crate) async fn token_request(
     http: &reqwest::Client,
     endpoint: &str,
     client: &ClientIdentity,
     mut form: Vec<(&str, String)>,
+    dpop: Option<&Dpop>,
 ) -> Result<Value, OAuthError> {
-    let mut req = http
-        .post(endpoint)
-        .header(http::header::ACCEPT, "application/json")
-        .header(
-            http::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        );
+    let mut basic = None;
     match (client.auth, &client.client_secret) {
         (TokenAuth::ClientSecretBasic, Some(secret)) => {
             // RFC 6749 2.3.1: both parts form-encoded before Base64.
             let enc =
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            let basic = STANDARD.encode(format!("{}:{}", enc(&client.client_id), enc(secret)));
-            req = req.header(http::header::AUTHORIZATION, format!("Basic {basic}"));
+            basic = Some(STANDARD.encode(format!("{}:{}", enc(&client.client_id), enc(secret))));
         }
         (TokenAuth::ClientSecretPost, Some(secret)) => {
             form.push(("client_id", client.client_id.clone()));
             form.push(("client_secret", secret.clone()));
         }
+        // A client without an id (a JWT-bearer grant that authenticates no client) sends none.
+        _ if client.client_id.is_empty() => {}
         _ => form.push(("client_id", client.client_id.clone())),
     }
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
         .finish();
-    let resp = req
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| OAuthError::Http(format!("token request to {endpoint}: {e}")))?;
-    let status = resp.status();
-    let v: Value = resp.json().await.unwrap_or(Value::Null);
-    if !status.is_success() {
-        return Err(OAuthError::Refused(format!(
-            "the token endpoint answered HTTP {status}: {}",
-            oauth_error(&v)
-        )));
+    let mut retried = false;
+    loop {
+        let mut req = http
+            .post(endpoint)
+            .header(http::header::ACCEPT, "application/json")
+            .header(
+                http::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            );
+        if let Some(b) = &basic {
+            req = req.header(http::header::AUTHORIZATION, format!("Basic {b}"));
+        }
+        if let Some(d) = dpop {
+            req = req.header(dpop::HEADER, d.proof("POST", endpoint, None)?);
+        }
+        let resp = req
+            .body(body.clone())
+            .send()
+            .await
+            .map_err(|e| OAuthError::Http(format!("token request to {endpoint}: {e}")))?;
+        let status = resp.status();
+        let nonce = resp
+            .headers()
+            .get(dpop::NONCE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let fresh_nonce = dpop.is_some_and(|d| d.remember(endpoint, nonce.as_deref()));
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            if v.get("error").and_then(Value::as_str) == Some("use_dpop_nonce")
+                && dpop.is_some()
+                && !retried
+                && (fresh_nonce || nonce.is_some())
+            {
+                retried = true;
+                continue;
+            }
+            return Err(OAuthError::Refused(format!(
+                "the token endpoint answered HTTP {status}: {}",
+                oauth_error(&v)
+            )));
+        }
+        if v.get("access_token").and_then(Value::as_str).is_none() {
+            return Err(OAuthError::Refused(
+                "the token response has no access_token".into(),
+            ));
+        }
+        return Ok(v);
     }
-    if v.get("access_token").and_then(Value::as_str).is_none() {
-        return Err(OAuthError::Refused(
-            "the token response has no access_token".into(),
-        ));
-    }
-    Ok(v)
 }
 
 /// `t` with what the token response says: the access token, its lifetime, and a new refresh token or scope when
 /// the response carries one (else those of `t` stay).
-fn tokens_from(v: &Value, mut t: Tokens) -> Tokens {
+pub(crate) fn tokens_from(v: &Value, mut t: Tokens) -> Tokens {
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     t.access_token = s("access_token").unwrap_or_default();
+    // Bound to the key only when the server says so (a server may ignore the proof and issue a bearer token).
+    t.dpop = s("token_type").is_some_and(|k| k.eq_ignore_ascii_case("DPoP"));
     t.refresh_token = s("refresh_token").or(t.refresh_token);
     t.expires_at = v
         .get("expires_in")
@@ -257,6 +310,7 @@ pub async fn exchange(
     http: &reqwest::Client,
     pending: &Pending,
     code: &str,
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, OAuthError> {
     let form = vec![
         ("grant_type", "authorization_code".to_owned()),
@@ -265,7 +319,14 @@ pub async fn exchange(
         ("code_verifier", pending.verifier.clone()),
         ("resource", pending.resource.clone()),
     ];
-    let v = token_request(http, &pending.server.token_endpoint, &pending.client, form).await?;
+    let v = token_request(
+        http,
+        &pending.server.token_endpoint,
+        &pending.client,
+        form,
+        dpop,
+    )
+    .await?;
     Ok(tokens_from(
         &v,
         Tokens {
@@ -278,6 +339,7 @@ pub async fn exchange(
             client: pending.client.clone(),
             authorizations: pending.authorizations,
             grant: "authorization_code".into(),
+            dpop: false,
         },
     ))
 }
@@ -287,6 +349,7 @@ pub async fn refresh(
     http: &reqwest::Client,
     tokens: &Tokens,
     refresh_token: &str,
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, OAuthError> {
     let mut form = vec![
         ("grant_type", "refresh_token".to_owned()),
@@ -296,7 +359,7 @@ pub async fn refresh(
     if let Some(s) = &tokens.scope {
         form.push(("scope", s.clone()));
     }
-    let v = token_request(http, &tokens.token_endpoint, &tokens.client, form).await?;
+    let v = token_request(http, &tokens.token_endpoint, &tokens.client, form, dpop).await?;
     let mut base = tokens.clone();
     base.refresh_token = Some(refresh_token.to_owned());
     Ok(tokens_from(&v, base))
@@ -384,6 +447,7 @@ pub async fn client_credentials(
     resource: &str,
     scope: Option<&str>,
     assertion: Option<String>,
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, OAuthError> {
     let mut form = vec![
         ("grant_type", "client_credentials".to_owned()),
@@ -399,7 +463,7 @@ pub async fn client_credentials(
     if let Some(s) = scope {
         form.push(("scope", s.to_owned()));
     }
-    let v = token_request(http, &meta.token_endpoint, &client, form).await?;
+    let v = token_request(http, &meta.token_endpoint, &client, form, dpop).await?;
     Ok(tokens_from(
         &v,
         Tokens {
@@ -412,6 +476,7 @@ pub async fn client_credentials(
             client,
             authorizations: 1,
             grant: "client_credentials".into(),
+            dpop: false,
         },
     ))
 }

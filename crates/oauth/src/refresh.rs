@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::discovery;
 use crate::error::OAuthError;
 use crate::flow;
-use crate::model::{Tokens, now_secs};
+use crate::model::{Credential, Tokens, now_secs};
 use crate::service::{OAuth, lock, server_url};
 use ad_core::error::{Error, Result};
 use ad_core::model::Server;
@@ -33,19 +33,30 @@ impl OAuth {
     /// credentials grant when the server is set up for it. `None` when there is none (the server's 401 then starts
     /// an authorization).
     pub async fn access_token(&self, server: &Server) -> Result<Option<String>> {
+        Ok(self.credential(server).await?.map(|c| c.token))
+    }
+
+    /// The token to send to `server` now and how (bearer, or DPoP-bound): see [`OAuth::access_token`].
+    pub async fn credential(&self, server: &Server) -> Result<Option<Credential>> {
         // Tokens issued for another resource (the server's URL changed since) are never sent.
         let url = server_url(server)?;
         let tokens = self
             .tokens(server.id)?
             .filter(|t| discovery::resource_matches(&t.resource, &url));
-        match tokens {
-            Some(t) if !expiring(&t) => Ok(Some(t.access_token)),
-            Some(t) => self.refresh(server, &t.access_token).await,
-            None if self.uses_client_credentials(server) => {
-                self.client_credentials(server, None).await.map(Some)
-            }
-            None => Ok(None),
-        }
+        let (token, dpop) = match tokens {
+            Some(t) if !expiring(&t) => (Some(t.access_token), t.dpop),
+            Some(t) => (self.refresh(server, &t.access_token).await?, t.dpop),
+            // Settings are read only when there is no token (they are secrets: a read and a decryption).
+            None => match self.machine_grant(server).filter(|g| g != "token_exchange") {
+                Some(g) => {
+                    let token = self.machine_tokens(server, &g, None).await?;
+                    let dpop = self.tokens(server.id)?.is_some_and(|t| t.dpop);
+                    (Some(token), dpop)
+                }
+                None => (None, false),
+            },
+        };
+        Ok(token.map(|token| Credential { token, dpop }))
     }
 
     /// Replaces the token `stale` (rejected or expiring) once, however many callers ask at the same time, in this
@@ -59,11 +70,23 @@ impl OAuth {
     /// lease taken re-checks the stored tokens every [`LEASE_POLL`] until the holder stored new ones, or the lease
     /// expired (its holder died) and it claims the lease itself.
     pub async fn refresh(&self, server: &Server, stale: &str) -> Result<Option<String>> {
+        self.refresh_as(server, "", stale).await
+    }
+
+    /// [`OAuth::refresh`] of the tokens of `suffix`: the server's own (`""`) or one user's (`@<hash>`).
+    pub(crate) async fn refresh_as(
+        &self,
+        server: &Server,
+        suffix: &str,
+        stale: &str,
+    ) -> Result<Option<String>> {
+        let kind = format!("tokens{suffix}");
+        let kind = kind.as_str();
         let lock = self.refresh_lock(server.id);
         let _held = lock.lock().await;
         let holder = holder_id();
         let needs_refresh =
-            |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, b)) {
+            |blob: Option<&[u8]>| match blob.and_then(|b| self.open_tokens(server.id, kind, b)) {
                 // Refreshed by someone else (this process earlier, another one while we waited) and good: used as it is.
                 Some(t) => t.access_token == stale || expiring(&t),
                 None => false,
@@ -72,7 +95,7 @@ impl OAuth {
         let tokens = loop {
             let claim = self.inner.registry.store().claim_oauth_refresh(
                 server.id,
-                "tokens",
+                kind,
                 &holder,
                 now_secs(),
                 LEASE.as_secs(),
@@ -81,11 +104,11 @@ impl OAuth {
             match claim {
                 RefreshClaim::Fresh(blob) => {
                     return Ok(blob
-                        .and_then(|b| self.open_tokens(server.id, &b))
+                        .and_then(|b| self.open_tokens(server.id, kind, &b))
                         .map(|t| t.access_token));
                 }
                 RefreshClaim::Claimed(blob) => {
-                    break blob.and_then(|b| self.open_tokens(server.id, &b));
+                    break blob.and_then(|b| self.open_tokens(server.id, kind, &b));
                 }
                 RefreshClaim::Busy if tokio::time::Instant::now() < give_up => {
                     tokio::time::sleep(LEASE_POLL).await;
@@ -101,7 +124,7 @@ impl OAuth {
         // The lease is ours: release it whatever happens, with what the refresh produced.
         let (outcome, answer) = self.refresh_claimed(server, tokens).await;
         let sealed = match &outcome {
-            Ok(Some(new)) => Some(self.seal(server.id, "tokens", new)?),
+            Ok(Some(new)) => Some(self.seal(server.id, kind, new)?),
             _ => None,
         };
         let write = match (&outcome, &sealed) {
@@ -113,7 +136,7 @@ impl OAuth {
             .inner
             .registry
             .store()
-            .finish_oauth_refresh(server.id, "tokens", &holder, write)?;
+            .finish_oauth_refresh(server.id, kind, &holder, write)?;
         if !released {
             tracing::warn!(server = %server.name, "the token refresh outlived its lease; its result was dropped");
         }
@@ -134,8 +157,14 @@ impl OAuth {
         let Some(tokens) = tokens else {
             return (Ok(None), None);
         };
-        if tokens.grant == "client_credentials" {
-            return match self.client_credentials(server, tokens.scope.clone()).await {
+        if matches!(
+            tokens.grant.as_str(),
+            "client_credentials" | "jwt_bearer" | "id_jag"
+        ) {
+            return match self
+                .machine_tokens(server, &tokens.grant, tokens.scope.clone())
+                .await
+            {
                 Ok(token) => (Ok(None), Some(token)),
                 Err(e) => (Err(e), None),
             };
@@ -143,7 +172,14 @@ impl OAuth {
         let Some(refresh_token) = tokens.refresh_token.clone() else {
             return (Ok(None), None);
         };
-        match flow::refresh(self.http(), &tokens, &refresh_token).await {
+        let dpop = match tokens.dpop {
+            true => match self.dpop(server.id) {
+                Ok(d) => Some(d),
+                Err(e) => return (Err(e), None),
+            },
+            false => None,
+        };
+        match flow::refresh(self.http(), &tokens, &refresh_token, dpop.as_ref()).await {
             Ok(new) => {
                 let token = new.access_token.clone();
                 (Ok(Some(new)), Some(token))
@@ -154,66 +190,6 @@ impl OAuth {
             }
             Err(e) => (Err(e.into_error(&server.name)), None),
         }
-    }
-
-    async fn client_credentials(&self, server: &Server, scope: Option<String>) -> Result<String> {
-        let err = |e: OAuthError| e.into_error(&server.name);
-        let url = server_url(server)?;
-        let discovered = discovery::discover(self.http(), &url, None)
-            .await
-            .map_err(err)?;
-        let client_id = self.setting(server, "OAUTH_CLIENT_ID").ok_or_else(|| {
-            Error::invalid(
-                "OAUTH_CLIENT_ID",
-                "the client credentials grant needs a client id (and OAUTH_CLIENT_SECRET) as secrets of the server",
-            )
-        })?;
-        // A private key (private_key_jwt) takes the place of the secret at the token endpoint.
-        let key = self.setting(server, "OAUTH_PRIVATE_KEY");
-        let secret = match key {
-            Some(_) => None,
-            None => self.setting(server, "OAUTH_CLIENT_SECRET"),
-        };
-        let assertion = match &key {
-            Some(pem) => Some(
-                flow::client_assertion(
-                    pem,
-                    self.setting(server, "OAUTH_SIGNING_ALG").as_deref(),
-                    &client_id,
-                    &discovered.server.issuer,
-                )
-                .map_err(err)?,
-            ),
-            None => None,
-        };
-        let client = flow::preregistered(&discovered.server, client_id, secret);
-        let scope = scope
-            .or_else(|| self.setting(server, "OAUTH_SCOPES"))
-            .or_else(|| {
-                discovered
-                    .resource
-                    .as_ref()
-                    .and_then(|r| r.scopes_supported.as_ref())
-                    .map(|s| s.join(" "))
-            });
-        let resource = discovered
-            .resource
-            .as_ref()
-            .map(|r| r.resource.clone())
-            .unwrap_or_else(|| url.to_string());
-        let tokens = flow::client_credentials(
-            self.http(),
-            &discovered.server,
-            client,
-            &resource,
-            scope.as_deref(),
-            assertion,
-        )
-        .await
-        .map_err(err)?;
-        self.save(server.id, "tokens", &tokens, None)?;
-        self.changed(&server.name);
-        Ok(tokens.access_token)
     }
 }
 
@@ -231,7 +207,7 @@ fn holder_id() -> String {
     )
 }
 
-fn expiring(t: &Tokens) -> bool {
+pub(crate) fn expiring(t: &Tokens) -> bool {
     t.expires_at
         .is_some_and(|at| at <= now_secs() + REFRESH_MARGIN.as_secs())
 }

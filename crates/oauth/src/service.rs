@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::discovery::AuthServer;
+use crate::dpop::{Dpop, DpopKey, Nonces, StoredKey};
 use crate::model::{AuthStatus, Pending, Tokens};
 use ad_core::error::{Error, Result};
 use ad_core::events::{Event, EventBus};
@@ -42,6 +44,11 @@ pub(crate) struct Inner {
     default_port: u16,
     /// One refresh at a time per server: concurrent callers wait and share its result.
     pub(crate) refresh_locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
+    /// DPoP: each server's key once opened, and the nonces servers gave (by origin).
+    dpop_keys: Mutex<HashMap<i64, Arc<DpopKey>>>,
+    dpop_nonces: Nonces,
+    /// Tokens obtained by token exchange (RFC 8693), per user and server, in this process only.
+    pub(crate) exchanged: crate::model::Cache,
 }
 
 pub fn aad(server_id: i64, kind: &str) -> String {
@@ -68,6 +75,9 @@ impl OAuth {
                 bound: Mutex::new(None),
                 default_port,
                 refresh_locks: Mutex::default(),
+                dpop_keys: Mutex::default(),
+                dpop_nonces: Nonces::default(),
+                exchanged: Default::default(),
             }),
         }
     }
@@ -142,12 +152,10 @@ impl OAuth {
         self.inner.secrets.seal_bytes(&aad(server_id, kind), &clear)
     }
 
-    /// Stored tokens, decrypted; `None` when they do not decrypt or parse.
-    pub(crate) fn open_tokens(&self, server_id: i64, blob: &[u8]) -> Option<Tokens> {
-        let clear = self
-            .inner
-            .secrets
-            .open_bytes(&aad(server_id, "tokens"), blob)?;
+    /// Stored tokens of `kind` (`tokens`, or a user's `tokens@<hash>`), decrypted; `None` when they do not decrypt
+    /// or parse.
+    pub(crate) fn open_tokens(&self, server_id: i64, kind: &str, blob: &[u8]) -> Option<Tokens> {
+        let clear = self.inner.secrets.open_bytes(&aad(server_id, kind), blob)?;
         serde_json::from_slice(&clear).ok()
     }
 
@@ -190,25 +198,7 @@ impl OAuth {
 
     /// The server's authorization, masked.
     pub fn status(&self, server: &Server) -> Result<AuthStatus> {
-        let pending = self.pending(server.id)?;
-        let tokens = self.tokens(server.id)?;
-        Ok(AuthStatus {
-            state: if pending.is_some() {
-                "authenticating"
-            } else if tokens.is_some() {
-                "authorized"
-            } else {
-                "none"
-            },
-            auth_url: pending.map(|p| p.auth_url),
-            access_token: tokens
-                .as_ref()
-                .map(|t| ad_registry::secrets::mask(&t.access_token)),
-            expires_at: tokens.as_ref().and_then(|t| t.expires_at),
-            scope: tokens.as_ref().and_then(|t| t.scope.clone()),
-            issuer: tokens.as_ref().map(|t| t.client.issuer.clone()),
-            client_id: tokens.as_ref().map(|t| t.client.client_id.clone()),
-        })
+        Ok(status_of(self.pending(server.id)?, self.tokens(server.id)?))
     }
 
     /// Forgets the server's tokens and any pending authorization (its client registration stays for reuse).
@@ -241,6 +231,101 @@ impl OAuth {
     pub fn uses_client_credentials(&self, server: &Server) -> bool {
         self.setting(server, "OAUTH_GRANT")
             .is_some_and(|g| g.trim() == "client_credentials")
+    }
+
+    /// The grant that obtains the server's tokens without a person (`client_credentials`, `jwt_bearer`, `id_jag`,
+    /// `token_exchange`), if it is set up for one: such a server never gets a browser authorization.
+    pub fn machine_grant(&self, server: &Server) -> Option<String> {
+        self.setting(server, "OAUTH_GRANT")
+            .map(|g| g.trim().to_owned())
+            .filter(|g| {
+                matches!(
+                    g.as_str(),
+                    "client_credentials" | "jwt_bearer" | "id_jag" | "token_exchange"
+                )
+            })
+    }
+
+    /// The DPoP signer for the server's token requests to the authorization server `meta`: used when `OAUTH_DPOP`
+    /// is `on`, or when it is not `off` and the server advertises ES256 in `dpop_signing_alg_values_supported`.
+    pub(crate) fn dpop_for(&self, server: &Server, meta: &AuthServer) -> Result<Option<Dpop>> {
+        let setting = self
+            .setting(server, "OAUTH_DPOP")
+            .map(|v| v.trim().to_ascii_lowercase());
+        let wanted = match setting.as_deref() {
+            Some("on" | "true" | "1" | "yes") => true,
+            Some("off" | "false" | "0" | "no") => false,
+            _ => meta
+                .dpop_signing_alg_values_supported
+                .as_ref()
+                .is_some_and(|algs| algs.iter().any(|a| a == "ES256")),
+        };
+        if !wanted {
+            return Ok(None);
+        }
+        self.dpop(server.id).map(Some)
+    }
+
+    /// The server's DPoP signer: its key (created and stored sealed on first use) with the process's nonces.
+    pub fn dpop(&self, server_id: i64) -> Result<Dpop> {
+        if let Some(k) = lock(&self.inner.dpop_keys).get(&server_id) {
+            return Ok(Dpop::new(k.clone(), self.inner.dpop_nonces.clone()));
+        }
+        let key = match self.load::<StoredKey>(server_id, "dpop_key")? {
+            Some(stored) => DpopKey::from_stored(&stored)
+                .map_err(|e| Error::Internal(format!("DPoP key of server {server_id}: {e}")))?,
+            None => {
+                // Created once: when processes race, every one of them uses the key stored first.
+                let (_, stored) =
+                    DpopKey::generate().map_err(|e| Error::Internal(e.to_string()))?;
+                let blob = self.seal(server_id, "dpop_key", &stored)?;
+                let kept = self
+                    .inner
+                    .registry
+                    .store()
+                    .put_oauth_once(server_id, "dpop_key", &blob)?;
+                let stored: StoredKey = self
+                    .inner
+                    .secrets
+                    .open_bytes(&aad(server_id, "dpop_key"), &kept)
+                    .and_then(|clear| serde_json::from_slice(&clear).ok())
+                    .ok_or_else(|| {
+                        Error::Internal(format!("the DPoP key of server {server_id} does not open"))
+                    })?;
+                DpopKey::from_stored(&stored)
+                    .map_err(|e| Error::Internal(format!("DPoP key of server {server_id}: {e}")))?
+            }
+        };
+        let key = lock(&self.inner.dpop_keys)
+            .entry(server_id)
+            .or_insert_with(|| Arc::new(key))
+            .clone();
+        Ok(Dpop::new(key, self.inner.dpop_nonces.clone()))
+    }
+}
+
+/// An authorization as shown: `authenticating` while `pending` waits, else `authorized` with `tokens`, else `none`.
+pub(crate) fn status_of(pending: Option<Pending>, tokens: Option<Tokens>) -> AuthStatus {
+    AuthStatus {
+        state: if pending.is_some() {
+            "authenticating"
+        } else if tokens.is_some() {
+            "authorized"
+        } else {
+            "none"
+        },
+        auth_url: pending.map(|p| p.auth_url),
+        access_token: tokens
+            .as_ref()
+            .map(|t| ad_registry::secrets::mask(&t.access_token)),
+        expires_at: tokens.as_ref().and_then(|t| t.expires_at),
+        scope: tokens.as_ref().and_then(|t| t.scope.clone()),
+        issuer: tokens.as_ref().map(|t| t.client.issuer.clone()),
+        client_id: tokens.as_ref().map(|t| t.client.client_id.clone()),
+        grant: tokens.as_ref().map(|t| t.grant.clone()),
+        token_type: tokens
+            .as_ref()
+            .map(|t| if t.dpop { "DPoP" } else { "Bearer" }),
     }
 }
 

@@ -56,9 +56,11 @@ impl Proxy {
         let res = if caller.mints_for(&child) {
             self.read_minting(&child, original, caller).await?
         } else {
+            let mut params = ReadResourceRequestParams::new(original);
+            crate::call::name_user(&mut params.meta, &child, caller);
             child
                 .peer
-                .read_resource(ReadResourceRequestParams::new(original))
+                .read_resource(params)
                 .await
                 .map_err(|e| child_error(server, e))?
                 .into()
@@ -109,6 +111,7 @@ impl Proxy {
             return self.prompt_minting(&child, request, caller).await;
         }
         request.meta = None;
+        crate::call::name_user(&mut request.meta, &child, caller);
         let res = child
             .peer
             .get_prompt_once(request)

@@ -91,6 +91,8 @@ impl Inner {
                 meta.set_tracestate(state.clone());
             }
         }
+        // A remote server that exchanges the caller's token (issue 30): the request names its user.
+        name_user(&mut options.meta, child, caller);
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match session
@@ -387,4 +389,16 @@ impl<F: FnMut()> Drop for ScopeGuard<F> {
 }
 fn scopeguard<F: FnMut()>(f: F) -> ScopeGuard<F> {
     ScopeGuard(f)
+}
+
+/// For a remote child that exchanges the caller's token (issue 30): names the caller's user in the request's `_meta`,
+/// and the OAuth client sends that user's exchanged token with the request (it takes the name out before the request
+/// leaves). Nothing for other children or a caller without a user.
+pub(crate) fn name_user(meta: &mut Option<RequestMetaObject>, child: &Child, caller: &Caller) {
+    if let (Some(auth), Some(p)) = (&child.auth, &caller.principal)
+        && let Some(user) = auth.user_for_request(p)
+    {
+        meta.get_or_insert_with(RequestMetaObject::default)
+            .insert(ad_oauth::USER_META.to_owned(), user.into());
+    }
 }

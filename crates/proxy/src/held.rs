@@ -146,6 +146,7 @@ impl Proxy {
         request.meta = None;
         request.input_responses = None;
         request.request_state = None;
+        crate::call::name_user(&mut request.meta, child, caller);
         let child2 = child.clone();
         let outcome = self
             .exchange(child, binding, caller, move |_, cancel| async move {
@@ -178,11 +179,13 @@ impl Proxy {
         caller: &Caller,
     ) -> Result<ReadResourceResponse> {
         let binding = Binding::new(&child.name, "resources/read", uri, None);
-        let (child2, uri) = (child.clone(), uri.to_owned());
+        let mut params = ReadResourceRequestParams::new(uri);
+        crate::call::name_user(&mut params.meta, child, caller);
+        let child2 = child.clone();
         let outcome = self
             .exchange(child, binding, caller, move |_, cancel| async move {
                 tokio::select! {
-                    res = child2.peer.read_resource(ReadResourceRequestParams::new(uri)) => res
+                    res = child2.peer.read_resource(params) => res
                         .map(|r| Outcome::Read(r.into()))
                         .map_err(|e| child_error(&child2.name, e)),
                     _ = cancel.cancelled() => Err(Error::Upstream {

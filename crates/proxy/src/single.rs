@@ -95,9 +95,11 @@ impl Proxy {
                 Err(e) => Err(e.into()),
             };
         }
+        let mut params = ReadResourceRequestParams::new(uri);
+        crate::call::name_user(&mut params.meta, &child, caller);
         let mut res = child
             .peer
-            .read_resource(ReadResourceRequestParams::new(uri))
+            .read_resource(params)
             .await
             .map_err(|e| upstream(name, e))?;
         res.result_type.get_or_insert(ResultType::COMPLETE);
@@ -141,6 +143,7 @@ impl Proxy {
                 .map_err(Into::into);
         }
         request.meta = None;
+        crate::call::name_user(&mut request.meta, &child, caller);
         let res = child
             .peer
             .get_prompt_once(request)

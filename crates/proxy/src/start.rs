@@ -357,6 +357,37 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// [`Inner::auth_failure`] for a user's request on a server each user authorizes for themselves
+    /// (`OAUTH_PER_USER=on`): the user's own authorization starts, and only this user is given its URL.
+    pub(super) async fn user_auth_failure(
+        &self,
+        server: &Server,
+        session: &ad_oauth::Session,
+        principal: &ad_core::identity::Principal,
+        err: Error,
+    ) -> Error {
+        let Some((status, challenge)) = session.take_user_challenge(principal) else {
+            return err;
+        };
+        let step_up = status == 403;
+        if step_up && challenge.error.as_deref() != Some("insufficient_scope") {
+            return err;
+        }
+        match self
+            .oauth
+            .begin_for_user(server, principal, Some(&challenge), step_up)
+            .await
+        {
+            Ok(auth_url) => Error::AuthRequired {
+                server: server.name.clone(),
+                auth_url,
+            },
+            Err(e) => e,
+        }
+    }
+}
+
 /// Connects to a Streamable HTTP child in `mode` (rmcp's default handshake when `None`) by `deadline`, with OAuth when
 /// `session` is given; its progress counted as read, as a stdio child's is (`counted.rs`).
 async fn connect_http(

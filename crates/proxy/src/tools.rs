@@ -204,7 +204,13 @@ impl Proxy {
         {
             // A 401 (the token is gone) or 403 insufficient_scope: start the authorization, answer with its URL.
             let server = self.inner.registry.get_by_id(child.server_id)?;
-            res = Err(self.inner.auth_failure(&server, Some(session), e).await);
+            res = Err(match &caller.principal {
+                // A server each user authorizes for themselves: this user's own authorization.
+                Some(p) if session.per_user() => {
+                    self.inner.user_auth_failure(&server, session, p, e).await
+                }
+                _ => self.inner.auth_failure(&server, Some(session), e).await,
+            });
         }
         // An approved call whose child asks for input: its retry must pass as approved, so the child's own state is
         // sealed into a token bound to the approval's digest (`approval.rs`).

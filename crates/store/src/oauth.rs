@@ -148,6 +148,26 @@ impl Store {
         })
     }
 
+    /// Stores `value` unless the server already has a record of `kind`; returns the record kept (the one stored
+    /// first, when processes race to create it).
+    pub fn put_oauth_once(&self, server_id: i64, kind: &str, value: &[u8]) -> Result<Vec<u8>> {
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO server_oauth (server_id, kind, value, auth_url, updated_at) VALUES (?1, ?2, ?3, NULL, ?4)
+                 ON CONFLICT (server_id, kind) DO NOTHING",
+                &args![server_id, kind, value, now_text()],
+            )?;
+            let kept: Option<Vec<u8>> = c
+                .query_opt(
+                    "SELECT value FROM server_oauth WHERE server_id = ?1 AND kind = ?2",
+                    &args![server_id, kind],
+                )?
+                .map(|r| r.get(0))
+                .transpose()?;
+            Ok(kept.unwrap_or_else(|| value.to_vec()))
+        })
+    }
+
     pub fn oauth(&self, server_id: i64, kind: &str) -> Result<Option<Vec<u8>>> {
         self.read(|c| {
             c.query_opt(

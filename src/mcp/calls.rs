@@ -176,13 +176,17 @@ pub(crate) fn session_of(
     (!sessionless).then(|| app.proxy.mcp_session(client_id))
 }
 
-pub(crate) fn unknown_tool(app: &App, name: &str) -> CallToolResult {
+/// Its suggestions only among the tools `caller` may see (issue 30).
+pub(crate) fn unknown_tool(app: &App, name: &str, caller: &Caller) -> CallToolResult {
+    let did_you_mean = app
+        .proxy
+        .did_you_mean_for(name, 3, caller.principal.as_deref());
     let body = json!({
         "error": format!("unknown tool `{}`: no active server offers it", crate::model::truncate_for_message(name)),
         "code": "not_found",
         "kind": "tool_not_found",
         "hint": "activate the server that has it (registry action `activate`), or call it with `proxy_call`",
-        "did_you_mean": app.proxy.did_you_mean(name, 3),
+        "did_you_mean": did_you_mean,
     });
     CallToolResult::error(vec![ContentBlock::text(body.to_string())])
 }

@@ -253,8 +253,9 @@ impl Dispatch for Host {
 
     fn tools(&self) -> Vec<ToolName> {
         let mut seen = std::collections::HashSet::new();
+        // Only the tools the run's caller may see (issue 30).
         self.proxy
-            .exposed_tools()
+            .exposed_tools_for(self.caller.principal.as_deref())
             .into_iter()
             .filter_map(|(server, tool, exposed)| {
                 let names = (ident(&server), ident(&tool));

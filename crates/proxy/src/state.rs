@@ -110,6 +110,8 @@ pub(crate) struct Inner {
     pub(super) fast_calls: Arc<std::sync::atomic::AtomicU64>,
     /// The database file, whose other writers a call waiting for a person's approval watches (`approval.rs`).
     pub(super) db_path: PathBuf,
+    /// Which servers and tools a caller's principal may see (`visibility.rs`, issue 30).
+    pub(super) visibility: Mutex<Option<crate::visibility::Visibility>>,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -251,6 +253,7 @@ impl Proxy {
             skill_files: Mutex::default(),
             fast_calls: Arc::default(),
             db_path,
+            visibility: Mutex::new(None),
         });
         Proxy { inner }
     }

@@ -86,3 +86,7 @@ mod ready;
 mod answers;
 // Issue 29, part 3: OpenTelemetry traces exported to an OTLP receiver in the test (protobuf and JSON), both eras.
 mod telemetry;
+// Issue 30: the front as an OAuth-protected resource, visibility per group, and who made each call.
+mod identity;
+// Issue 30: the test authorization server (RFC 8414 metadata, JWKS, DCR, authorize, token with PKCE, introspection).
+mod ident_as;

@@ -521,3 +521,106 @@ async fn two_users_on_two_postgres_replicas() {
     assert_eq!(status, 403);
     drop(dirs);
 }
+
+/// Where scripts/test.sh installs the test dependencies (the SDKs); a missing one fails the test with the fix.
+fn cached(rel: &str) -> String {
+    let base = std::env::var_os("AGENT_DISCOVER_TEST_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/cache"));
+    let path = base.join(rel);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/test.sh, which installs the test dependencies",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// Runs an SDK client script; its one JSON line.
+async fn sdk_check(program: &str, args: &[&str]) -> Value {
+    let out = tokio::process::Command::new(program)
+        .args(args)
+        .output()
+        .await
+        .expect("run the SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?} failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// The official SDKs' OAuth clients (Python and TypeScript) find the authorization server from the front's 401 and
+/// metadata, register, authorize with PKCE against the test AS and reach the tools their user's groups may see.
+#[tokio::test]
+async fn the_official_sdk_clients_authorize_and_see_their_users_tools() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let dir = tempfile::tempdir().unwrap();
+    let r = replicas::replica(dir.path(), &protected_env(&auth, dir.path())).await;
+    let http = reqwest::Client::new();
+    let mcp = format!("{}/mcp", r.url);
+    let root = auth.sign(&auth.mint_for("root", &mcp));
+    register(&http, &r, &root, "one").await;
+    register(&http, &r, &root, "two").await;
+    let script = |name: &str| format!("{}/tests/interop/{name}", env!("CARGO_MANIFEST_DIR"));
+
+    // Alice (dev) through the Python SDK.
+    auth.log_in("alice");
+    let py = sdk_check(
+        &cached("venv/bin/python"),
+        &[
+            &script("python_identity_check.py"),
+            &mcp,
+            "one__echo",
+            "py as alice",
+        ],
+    )
+    .await;
+    assert_eq!(py["result"], "py as alice", "{py}");
+    let tools: Vec<&str> = py["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"one__echo") && !tools.iter().any(|t| t.starts_with("two__")),
+        "{py}"
+    );
+
+    // Bob (ops) through the TypeScript SDK.
+    auth.log_in("bob");
+    let ts = sdk_check(
+        &cached("node/node_modules/.bin/node"),
+        &[
+            &script("ts_identity_check.mjs"),
+            &cached("node/node_modules/@modelcontextprotocol/sdk"),
+            &mcp,
+            "two__echo",
+            "ts as bob",
+        ],
+    )
+    .await;
+    assert_eq!(ts["result"], "ts as bob", "{ts}");
+    let tools: Vec<&str> = ts["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"two__echo") && !tools.iter().any(|t| t.starts_with("one__")),
+        "{ts}"
+    );
+
+    // Each call is logged under the user the authorization server vouched for.
+    let rows = logs(&http, &r.url, &root).await;
+    for (user, server) in [("alice", "one"), ("bob", "two")] {
+        let key = format!("{}#{user}", auth.issuer);
+        assert!(
+            rows.iter()
+                .any(|e| e["user"] == key.as_str() && e["server"] == server),
+            "no call of {server} by {user}: {rows:?}"
+        );
+    }
+}

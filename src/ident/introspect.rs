@@ -20,10 +20,12 @@ pub struct Endpoint {
 }
 
 type Key = [u8; 32];
+/// Until when (seconds since the epoch) an answer stands, and the claims of an active token.
+type Cached = (u64, Option<Map<String, Value>>);
 
 #[derive(Default)]
 pub struct Introspector {
-    cache: Mutex<HashMap<Key, (u64, Option<Map<String, Value>>)>>,
+    cache: Mutex<HashMap<Key, Cached>>,
 }
 
 fn now() -> u64 {

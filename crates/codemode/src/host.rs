@@ -138,7 +138,12 @@ impl Host {
                     return Err(Thrown {
                         kind: proxy_kind(&e).into(),
                         message: e.to_string(),
-                        details: proxy.failure_body(&server, &tool, &e),
+                        details: proxy.failure_body_for(
+                            &server,
+                            &tool,
+                            &e,
+                            caller.principal.as_deref(),
+                        ),
                     });
                 }
             }
@@ -150,7 +155,7 @@ impl Host {
         Err(Thrown {
             kind: "input_required".into(),
             message: e.to_string(),
-            details: proxy.failure_body(&server, &tool, &e),
+            details: proxy.failure_body_for(&server, &tool, &e, caller.principal.as_deref()),
         })
     }
 }

@@ -358,7 +358,18 @@ impl Proxy {
     /// (and what is `needs`) for a call that needs input its caller cannot give. The MCP fronts' tool error results and
     /// a script's errors (`details`) alike.
     pub fn failure_body(&self, server: &str, tool: &str, e: &Error) -> Value {
-        let did_you_mean = self.did_you_mean(&names::expose(server, tool), 3);
+        self.failure_body_for(server, tool, e, None)
+    }
+
+    /// [`Proxy::failure_body`] whose suggestions are only tools `principal` may see (`visibility.rs`).
+    pub fn failure_body_for(
+        &self,
+        server: &str,
+        tool: &str,
+        e: &Error,
+        principal: Option<&ad_core::identity::Principal>,
+    ) -> Value {
+        let did_you_mean = self.did_you_mean_for(&names::expose(server, tool), 3, principal);
         if let Error::InputRequired { what, .. } = e {
             return json!({
                 "error": e.to_string(),

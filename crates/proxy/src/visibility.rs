@@ -2,23 +2,12 @@
 //! the application's (groups from its identity settings), set once; the proxy applies it to calls, reads and lists
 //! made for a caller with a principal. A caller without one (a single user, stdio, the CLI) sees everything.
 
-use std::sync::Arc;
-
 use ad_core::identity::Principal;
 
 use crate::caller::Caller;
 use crate::state::Proxy;
+pub use crate::state::{Rule, Visibility};
 use crate::sync::lock;
-
-/// The application's rule: which servers and tools a principal may see, and whether it sees everything (an admin).
-pub trait Rule: Send + Sync {
-    /// Whether `p` may see `server` (`tool` `None`) or one of its tools.
-    fn allows(&self, p: &Principal, server: &str, tool: Option<&str>) -> bool;
-    /// Whether `p` administers this front: sees every server, every user's calls, and may change the registry.
-    fn is_admin(&self, p: &Principal) -> bool;
-}
-
-pub type Visibility = Arc<dyn Rule>;
 
 impl Proxy {
     /// Sets the rule [`Proxy::visible`] applies.

@@ -317,7 +317,8 @@ async fn register(http: &reqwest::Client, r: &Replica, admin: &str, name: &str) 
     let created = http
         .post(format!("{}/api/servers", r.url))
         .bearer_auth(admin)
-        .json(&json!({"name": name, "command": harness::fixture(), "args": ["--name", name]}))
+        .json(&json!({"name": name, "command": harness::fixture(),
+                      "args": ["--name", name, "--resources", "2", "--prompts", "1"]}))
         .send()
         .await
         .unwrap();
@@ -457,6 +458,73 @@ async fn two_users_on_two_postgres_replicas() {
     )
     .await;
     assert_eq!(status, 200);
+    // Resources, prompts and code mode's declarations: only the visible server's, and a hidden one's resource is
+    // as unknown as a missing one.
+    let uris: Vec<String> = alice
+        .list_all_resources()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.uri.clone())
+        .filter(|u| u.contains("://one/") || u.contains("://two/"))
+        .collect();
+    assert!(uris.iter().any(|u| u.contains("://one/")), "{uris:?}");
+    assert!(!uris.iter().any(|u| u.contains("://two/")), "{uris:?}");
+    let prompts: Vec<String> = alice
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert!(
+        prompts.iter().any(|p| p.starts_with("one__"))
+            && !prompts.iter().any(|p| p.starts_with("two__")),
+        "{prompts:?}"
+    );
+    let hidden_read = alice
+        .read_resource(ReadResourceRequestParams::new(
+            uris[0].replace("://one/", "://two/"),
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    let missing_read = alice
+        .read_resource(ReadResourceRequestParams::new(
+            uris[0].replace("://one/", "://nosuch/"),
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        hidden_read.replace("://two/", "://X/"),
+        missing_read.replace("://nosuch/", "://X/")
+    );
+    let api = alice
+        .call_tool(
+            CallToolRequestParams::new("registry")
+                .with_arguments(serde_json::from_value(json!({"action": "script_api"})).unwrap()),
+        )
+        .await
+        .unwrap();
+    let api = harness::text(&api);
+    assert!(api.contains("one__echo") || api.contains("echo"), "{api}");
+    assert!(
+        !api.contains("two__"),
+        "code mode declares a hidden server's tools: {api}"
+    );
+    // Changing the registry needs an administrator.
+    let refused = alice
+        .call_tool(CallToolRequestParams::new("registry").with_arguments(
+            serde_json::from_value(json!({"action": "deactivate", "name": "one"})).unwrap(),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        harness::text(&refused).contains("administrator"),
+        "{}",
+        harness::text(&refused)
+    );
     // REST lists only the servers a user may see.
     let listed: Vec<Value> = http
         .get(format!("{}/api/servers", rs[1].url))

@@ -25,6 +25,7 @@ mod scripts;
 pub mod security;
 mod servers;
 mod ws;
+mod ws_view;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

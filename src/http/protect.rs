@@ -109,15 +109,16 @@ pub(crate) async fn admit(
 }
 
 /// What a user who is not an admin may reach: MCP, finding and calling the tools their groups may see, their own
-/// call log, code mode, and the dashboard's files. The registry's changes, secrets, approvals, the live stream (`/ws`),
-/// status and metrics are for admins.
+/// call log, code mode, the dashboard's files and its live stream (`/ws`, filtered per user by `ws_view.rs`). The
+/// registry's changes, secrets, approvals, status and metrics are for admins.
 fn for_users(method: &Method, path: &str) -> bool {
     if path == "/mcp" || path.starts_with("/mcp/servers/") {
         return true;
     }
     let get = method == Method::GET;
     match path {
-        "/health" | "/api/openapi.json" | "/api/servers" | "/api/logs" | "/api/scripts/api" => get,
+        "/health" | "/api/openapi.json" | "/api/servers" | "/api/logs" | "/api/scripts/api"
+        | "/ws" => get,
         "/api/scripts/run" => method == Method::POST,
         _ => {
             if let Some(rest) = path.strip_prefix("/api/servers/") {
@@ -128,7 +129,7 @@ fn for_users(method: &Method, path: &str) -> bool {
                 };
             }
             // The dashboard's static files.
-            get && !path.starts_with("/api/") && path != "/ws" && path != "/metrics"
+            get && !path.starts_with("/api/") && path != "/metrics"
         }
     }
 }
@@ -210,7 +211,7 @@ mod tests {
         assert!(for_users(&Method::GET, "/api/servers/one"));
         assert!(!for_users(&Method::DELETE, "/api/servers/one"));
         assert!(!for_users(&Method::GET, "/api/servers/one/secrets"));
-        assert!(!for_users(&Method::GET, "/ws"));
+        assert!(for_users(&Method::GET, "/ws"));
         assert!(!for_users(&Method::GET, "/api/status"));
         assert!(for_users(&Method::GET, "/app.js"));
     }

@@ -4,6 +4,8 @@
 //! different groups on two replicas of one PostgreSQL registry, who see and may call different servers, a hidden
 //! tool answered like an unknown one, and a call log that names who made each call and shows a user only their own.
 
+use std::time::Duration;
+
 use rmcp::model::*;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -412,11 +414,44 @@ async fn two_users_on_two_postgres_replicas() {
             .with_arguments(serde_json::from_value(json!({"text": text})).unwrap())
     };
     let (alice, bob, eve_token) = (&alice.0, &bob.0, token("eve", &rs[0]));
+    // Alice's dashboard stream on r0: only the servers she may see, no approvals, only her own calls' entries.
+    let ws_url = format!("{}/ws", rs[0].url.replace("http://", "ws://"));
+    let bearer = format!("Bearer {}", token("alice", &rs[0]));
+    let mut ws = crate::http::ws_connect(&ws_url, &[("authorization", bearer.as_str())])
+        .await
+        .expect("alice opens /ws");
+    let state =
+        crate::http::next_message(&mut ws, Duration::from_secs(20), |m| m["type"] == "state").await;
+    let names: Vec<&str> = state["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["one"], "{state}");
+    assert_eq!(state["approvals"], json!([]));
+    let bob_r0 = client_as(&rs[0].url, &token("bob", &rs[0])).await;
+    let r = bob_r0
+        .0
+        .call_tool(call("two__echo", "bob on r0"))
+        .await
+        .unwrap();
+    assert_eq!(harness::text(&r), "bob on r0");
     let r = alice
         .call_tool(call("one__echo", "from alice"))
         .await
         .unwrap();
     assert_eq!(harness::text(&r), "from alice");
+    let alice_key = format!("{}#alice", auth.issuer);
+    let mine = crate::http::next_message(&mut ws, Duration::from_secs(20), |m| {
+        assert!(
+            m["type"] != "log_entry" || m["entry"]["user"] == alice_key.as_str(),
+            "alice's stream carries another's call: {m}"
+        );
+        m["type"] == "log_entry"
+    })
+    .await;
+    assert_eq!(mine["entry"]["tool"], "echo");
     let r = bob.call_tool(call("two__echo", "from bob")).await.unwrap();
     assert_eq!(harness::text(&r), "from bob");
 
@@ -542,7 +577,6 @@ async fn two_users_on_two_postgres_replicas() {
     assert!(tool_names(&eve.0).await.iter().all(|n| !n.contains("__")));
 
     // The shared call log names who made each call and where; a user reads only their own.
-    let alice_key = format!("{}#alice", auth.issuer);
     let bob_key = format!("{}#bob", auth.issuer);
     let rows = logs(&http, &rs[0].url, &token("root", &rs[0])).await;
     let row = |user: &str, tool: &str| {

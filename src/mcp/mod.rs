@@ -483,6 +483,31 @@ impl ServerHandler for McpServer {
         _c: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
         served!(_c, "completion/complete", None, async {
+            // A hidden server's prompt or resource template is as unknown as a missing one (issue 30).
+            let principal = Caller::principal_of(&_c);
+            if !self.app.proxy.sees_all(principal.as_deref()) {
+                let hidden = match &request.r#ref {
+                    Reference::Prompt(p) => {
+                        (!Box::pin(self.app.proxy.list_prompts(principal.as_deref()))
+                            .await
+                            .iter()
+                            .any(|v| v.name == p.name))
+                        .then(|| Error::not_found("prompt", p.name.as_str()))
+                    }
+                    Reference::Resource(r) => crate::proxy::names::split_uri(&r.uri)
+                        .filter(|(server, _)| {
+                            !self
+                                .app
+                                .proxy
+                                .visible_to(principal.as_deref(), server, None)
+                        })
+                        .map(|_| Error::not_found("resource template", r.uri.as_str())),
+                    _ => None,
+                };
+                if let Some(e) = hidden {
+                    return Err(forwarded_error(e));
+                }
+            }
             Box::pin(self.app.proxy.complete(request))
                 .await
                 .map_err(forwarded_error)
@@ -499,6 +524,19 @@ impl ServerHandler for McpServer {
             if request.uri == registry_resource::URI {
                 registry_resource::subscribe(&self.app, self.client_id, context.peer.clone());
                 return Ok(());
+            }
+            // A hidden server's resource is as unknown as a missing one (issue 30).
+            if let Some((server, _)) = crate::proxy::names::split_uri(&request.uri)
+                && !self.app.proxy.visible_to(
+                    Caller::principal_of(&context).as_deref(),
+                    server,
+                    None,
+                )
+            {
+                return Err(forwarded_error(Error::not_found(
+                    "resource",
+                    request.uri.as_str(),
+                )));
             }
             Box::pin(self.app.proxy.subscribe(
                 self.client_id,

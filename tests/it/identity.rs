@@ -535,6 +535,38 @@ async fn two_users_on_two_postgres_replicas() {
         hidden_read.replace("://two/", "://X/"),
         missing_read.replace("://nosuch/", "://X/")
     );
+    // Completions of a hidden server's prompt, and subscriptions to its resources, answer as for missing ones.
+    #[allow(deprecated)] // resources/subscribe: a handshake-era client, as this one is
+    let subscribe = |uri: String| alice.subscribe(SubscribeRequestParams::new(uri));
+    let complete = |name: &str| {
+        CompleteRequestParams::new(Reference::for_prompt(name), ArgumentInfo::new("topic", "a"))
+    };
+    let hidden = alice
+        .complete(complete("two__prompt_1"))
+        .await
+        .unwrap_err()
+        .to_string();
+    let missing = alice
+        .complete(complete("nosuch__prompt_1"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        hidden.replace("two__", "X__"),
+        missing.replace("nosuch__", "X__")
+    );
+    let hidden = subscribe(uris[0].replace("://one/", "://two/"))
+        .await
+        .unwrap_err()
+        .to_string();
+    let missing = subscribe(uris[0].replace("://one/", "://nosuch/"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        hidden.replace("://two/", "://X/"),
+        missing.replace("://nosuch/", "://X/")
+    );
     let api = alice
         .call_tool(
             CallToolRequestParams::new("registry")

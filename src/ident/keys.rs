@@ -158,6 +158,55 @@ async fn discover(http: &reqwest::Client, issuer: &str) -> Result<IssuerMeta, St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A JWKS endpoint on loopback that counts its fetches; the issuer's metadata is never asked (the URI is given).
+    async fn jwks_server(fetches: Arc<AtomicUsize>) -> String {
+        let doc = serde_json::json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1",
+            "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]});
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || {
+                fetches.fetch_add(1, Ordering::SeqCst);
+                let doc = doc.clone();
+                async move { axum::Json(doc) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    #[tokio::test]
+    async fn the_jwks_is_cached_and_unknown_kids_do_not_refetch_it_within_the_rate_limit() {
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let uri = jwks_server(fetches.clone()).await;
+        let keys = Keys::new(
+            "http://127.0.0.1:9".into(),
+            Some(uri),
+            reqwest::Client::new(),
+        );
+        assert!(keys.key(Some("k1")).await.unwrap().is_some());
+        assert!(keys.key(Some("k1")).await.unwrap().is_some());
+        assert_eq!(fetches.load(Ordering::SeqCst), 1, "cached");
+        for i in 0..10 {
+            assert!(
+                keys.key(Some(&format!("made-up-{i}")))
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+        }
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "unknown kids within {REFETCH_EVERY:?} cost no fetch"
+        );
+        // A token naming no kid takes the only key.
+        assert!(keys.key(None).await.unwrap().is_some());
+    }
 
     #[test]
     fn metadata_urls_follow_rfc_8414_then_oidc() {

@@ -63,7 +63,8 @@ pub(crate) async fn admit(
         return Err(metadata(identity, &base, rest));
     }
     // The OAuth redirect target of remote servers' authorizations carries no token; its `state` is checked there.
-    if path.starts_with("/oauth/callback/") {
+    // `GET /health` (status, version, uptime) stays open for load balancers' health checks.
+    if path.starts_with("/oauth/callback/") || (path == "/health" && req.method() == Method::GET) {
         return Ok(req);
     }
     let rpath = resource_path(&path);

@@ -147,6 +147,11 @@ async fn the_front_is_a_protected_resource() {
         .await
         .unwrap();
     assert_eq!(rest.status(), 401);
+    let ws = http.get(format!("{}/ws", r.url)).send().await.unwrap();
+    assert_eq!(ws.status(), 401);
+    // The load balancer's health check needs none.
+    let health = http.get(format!("{}/health", r.url)).send().await.unwrap();
+    assert_eq!(health.status(), 200);
 
     // Good tokens, signed ES256 and RS256.
     let good = auth.mint_for("alice", &mcp);

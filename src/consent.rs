@@ -16,7 +16,9 @@ pub async fn find_tool_answer(
     auto_activate: bool,
     caller: &Caller,
 ) -> crate::error::Result<Value> {
-    let found = app.find_tool(query, limit, auto_activate).await?;
+    let found = app
+        .find_tool_for(query, limit, auto_activate, caller.principal.as_deref())
+        .await?;
     let mut v = serde_json::to_value(found).unwrap_or_default();
     if auto_activate {
         offer_install(app, &mut v, caller).await;

@@ -240,7 +240,22 @@ impl App {
         limit: usize,
         auto_activate: bool,
     ) -> Result<FindOutcome> {
+        self.find_tool_for(query, limit, auto_activate, None).await
+    }
+
+    /// [`App::find_tool`] among the tools `principal` may see (issue 30): a hidden server's tools are never found.
+    pub async fn find_tool_for(
+        &self,
+        query: &str,
+        limit: usize,
+        auto_activate: bool,
+        principal: Option<&ad_core::identity::Principal>,
+    ) -> Result<FindOutcome> {
         let mut ranking = self.search.rank(query, limit.clamp(1, 50)).await?;
+        ranking.hits.retain(|h| {
+            self.proxy
+                .visible_to(principal, &h.tool.server, Some(&h.tool.name))
+        });
         // Stored tools of a stopped server may predate its filter: a filtered tool is never found.
         let mut filters = std::collections::HashMap::new();
         ranking.hits.retain(|h| {

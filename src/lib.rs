@@ -34,6 +34,7 @@ pub mod find;
 pub mod footprint;
 pub mod health;
 pub mod http;
+pub mod ident;
 pub mod install;
 pub mod lifecycle;
 pub mod mcp;

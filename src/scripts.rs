@@ -89,6 +89,7 @@ impl App {
         &self,
         servers: Option<Vec<String>>,
         query: Option<String>,
+        principal: Option<&ad_core::identity::Principal>,
     ) -> Result<String> {
         let mut notes = Vec::new();
         let mut tools = Vec::new();
@@ -131,6 +132,8 @@ impl App {
                 }
             }
         }
+        // Only what the caller may see (issue 30).
+        tools.retain(|t| self.proxy.visible_to(principal, &t.server, Some(&t.tool)));
         if tools.len() > API_TOOLS {
             notes.push(format!(
                 "{} tools found; the first {API_TOOLS} are declared: ask by server or by query for the others",

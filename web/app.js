@@ -522,7 +522,9 @@ function renderLogs(freshId = null) {
   tbody.replaceChildren();
   for (const l of rows) {
     const tr = h('tr', { class: 'entry', tabindex: 0, dataset: { id: String(l.id) }, 'aria-expanded': String(openLogs.has(l.id)) },
-      h('td', {}, fmtTime(l.timestamp)), h('td', {}, l.server), h('td', {}, h('code', {}, l.tool)),
+      h('td', {}, fmtTime(l.timestamp)), h('td', {}, l.server),
+      // Who made the call (issue 30: a team's front that validates OAuth tokens), by the `sub` part of issuer#sub.
+      h('td', {}, h('code', {}, l.tool), l.user && h('small', { class: 'note', title: l.user }, ` by ${l.user.split('#').pop()}`)),
       h('td', { class: l.success ? 'ok' : 'fail' }, l.success ? 'ok' : 'failed'), h('td', { class: 'num' }, `${l.latency_ms} ms`));
     if (l.id === freshId) tr.classList.add('fresh');
     const toggle = () => { if (openLogs.has(l.id)) openLogs.delete(l.id); else openLogs.add(l.id); renderLogs(); $(`#log-rows tr[data-id="${l.id}"]`).focus(); };
@@ -531,6 +533,7 @@ function renderLogs(freshId = null) {
     tbody.append(tr);
     if (openLogs.has(l.id)) {
       tbody.append(h('tr', { class: 'detail' }, h('td', { colspan: 5 },
+        l.user && h('div', { class: 'note' }, `Called by ${l.user}${l.client ? ` with client ${l.client}` : ''}${l.replica ? ` through ${l.replica}` : ''}`),
         h('div', { class: 'note' }, 'Arguments'), h('pre', {}, JSON.stringify(l.args, null, 2)),
         h('div', { class: 'note' }, 'Response'), h('pre', {}, l.response))));
     }

@@ -44,6 +44,26 @@ pub(super) fn dashboard_security(
     addr: std::net::SocketAddr,
     config: &Config,
 ) -> anyhow::Result<crate::http::Security> {
+    // A team's front as an OAuth-protected resource (issue 30): access tokens from the configured issuer replace
+    // the static token.
+    if let Some(ident) =
+        crate::ident::IdentityConfig::from_env(&config.data_dir).map_err(anyhow::Error::msg)?
+    {
+        eprintln!(
+            "this server takes OAuth access tokens from {} (see docs/identity.md)",
+            ident.issuer
+        );
+        let public_url = std::env::var(crate::oauth::ENV_PUBLIC_URL)
+            .ok()
+            .filter(|v| !v.trim().is_empty());
+        return Ok(crate::http::Security::for_bind(
+            addr.ip(),
+            &args.allowed_hosts,
+            Some(String::new()),
+        )
+        .map_err(anyhow::Error::msg)?
+        .with_identity(crate::ident::Identity::new(ident), public_url));
+    }
     let token = if args.require_token || !addr.ip().is_loopback() {
         let (token, created, path) = crate::http::security::load_or_create_token(&config.data_dir)
             .with_context(|| {

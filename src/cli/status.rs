@@ -103,9 +103,16 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
                 c["from"].as_str().unwrap_or_default()
             )?;
             for e in c["entries"].as_array().into_iter().flatten() {
+                // Who made it (issue 30) and where, when the entry says.
+                let who = match (e["user"].as_str(), e["replica"].as_str()) {
+                    (Some(u), Some(r)) => format!(" by {u} via {r}"),
+                    (Some(u), None) => format!(" by {u}"),
+                    (None, Some(r)) => format!(" via {r}"),
+                    (None, None) => String::new(),
+                };
                 writeln!(
                     out,
-                    "  {} {}__{} {} ms {}",
+                    "  {} {}__{} {} ms {}{who}",
                     e["timestamp"].as_str().unwrap_or_default(),
                     e["server"].as_str().unwrap_or_default(),
                     e["tool"].as_str().unwrap_or_default(),

@@ -4,6 +4,10 @@
 //! Blocking SQLite calls are short (one statement or transaction) and run inline, as everywhere in agent-discover.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ad_core::identity::Principal;
+use axum::Extension;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -46,8 +50,10 @@ pub struct ListQuery {
 
 pub async fn list_servers(
     State(s): State<AppState>,
+    principal: Option<Extension<Arc<Principal>>>,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Json<Vec<Value>>> {
+    let principal = principal.map(|Extension(p)| p);
     let source = q.source.as_deref().map(str::parse::<Source>).transpose()?;
     let installed_only = match q.installed.as_deref() {
         None | Some("false") | Some("0") => false,
@@ -70,9 +76,33 @@ pub async fn list_servers(
     })?;
     Ok(Json(
         rows.into_iter()
+            // Only the servers the caller's groups may see (issue 30).
+            .filter(|r| {
+                s.app
+                    .proxy
+                    .visible_to(principal.as_deref(), &r.server.name, None)
+            })
             .map(|r| summary_json(&s.app, r))
             .collect::<crate::error::Result<_>>()?,
     ))
+}
+
+/// A registered server the caller may see; a hidden one is as unknown as one that is not registered (issue 30).
+fn visible_server(
+    app: &App,
+    principal: Option<Extension<Arc<Principal>>>,
+    key: &str,
+) -> ApiResult<Server> {
+    let server = server(app, key)?;
+    let principal = principal.map(|Extension(p)| p);
+    if app
+        .proxy
+        .visible_to(principal.as_deref(), &server.name, None)
+    {
+        Ok(server)
+    } else {
+        Err(Error::not_found("server", key).into())
+    }
 }
 
 /// A listing row: the stored server, its tool count, whether it runs in this process, and (stdio) its sandbox.
@@ -87,9 +117,10 @@ fn summary_json(app: &App, r: ServerSummary) -> crate::error::Result<Value> {
 
 pub async fn get_server(
     State(s): State<AppState>,
+    principal: Option<Extension<Arc<Principal>>>,
     Path(key): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let server = server(&s.app, &key)?;
+    let server = visible_server(&s.app, principal, &key)?;
     let tools: Vec<ToolView> = s
         .app
         .registry
@@ -327,10 +358,13 @@ pub async fn call_tool(
     State(s): State<AppState>,
     Path(key): Path<String>,
     headers: axum::http::HeaderMap,
+    principal: Option<Extension<Arc<Principal>>>,
     Body(body): Body<CallBody>,
 ) -> ApiResult<Json<rmcp::model::CallToolResult>> {
-    let server = server(&s.app, &key)?;
-    let caller = rest_caller(&headers)?;
+    let principal = principal.map(|Extension(p)| p);
+    let server = visible_server(&s.app, principal.clone().map(Extension), &key)?;
+    let mut caller = rest_caller(&headers)?;
+    caller.principal = principal;
     let result = s
         .app
         .proxy
@@ -436,9 +470,22 @@ pub struct LogQuery {
     offset: Option<usize>,
 }
 
-pub async fn logs(State(s): State<AppState>, Params(q): Params<LogQuery>) -> Json<Value> {
+pub async fn logs(
+    State(s): State<AppState>,
+    principal: Option<Extension<Arc<Principal>>>,
+    Params(q): Params<LogQuery>,
+) -> Json<Value> {
     let limit = q.limit.unwrap_or(100).min(crate::calllog::CAPACITY);
-    let (entries, total) = s.app.calllog.entries(limit, q.offset.unwrap_or(0));
+    // A team's user who is not an admin reads only their own calls (issue 30).
+    let principal = principal.map(|Extension(p)| p);
+    let only = principal
+        .as_deref()
+        .filter(|p| !s.app.proxy.sees_all(Some(p)))
+        .map(|p| p.user_key());
+    let (entries, total) = s
+        .app
+        .calllog
+        .entries_of(only.as_deref(), limit, q.offset.unwrap_or(0));
     Json(json!({"entries": entries, "total": total}))
 }
 

@@ -18,12 +18,14 @@ mod introspect;
 mod oauth;
 mod openapi;
 mod pins;
+pub mod protect;
 mod registry_events;
 mod sandbox;
 mod scripts;
 pub mod security;
 mod servers;
 mod ws;
+mod ws_view;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -215,6 +217,10 @@ fn router_with(
     shutdown: &CancellationToken,
 ) -> Router {
     let ops = ops();
+    // The protected front's visibility rules (issue 30), applied by the proxy to every caller with a principal.
+    if let Some(identity) = security.identity() {
+        app.proxy.set_visibility(identity.clone());
+    }
     // Registry snapshots (`/api/registry/events`, `/ws`) and reconciliation with other processes.
     app.feed();
     let state = AppState {

@@ -5,10 +5,13 @@
 //! `agent-discover approvals`, `POST /api/approvals/{id}/approve`), as a REST tool call does; the
 //! `x-agent-discover-session` header names the caller's session for approvals given "for this session".
 
-use axum::Json;
+use std::sync::Arc;
+
+use ad_core::identity::Principal;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -24,9 +27,11 @@ use crate::scripts::RunRequest;
 pub async fn run(
     State(s): State<AppState>,
     headers: HeaderMap,
+    principal: Option<Extension<Arc<Principal>>>,
     Body(body): Body<RunRequest>,
 ) -> ApiResult<Json<Value>> {
-    let caller = rest_caller(&headers)?;
+    let mut caller = rest_caller(&headers)?;
+    caller.principal = principal.map(|Extension(p)| p);
     match s.app.run_script(body, caller).await? {
         Step::Done(outcome) => Ok(Json(outcome.to_json())),
         // A caller without a client is never asked: approvals wait for a person instead.
@@ -47,7 +52,11 @@ pub struct ApiQuery {
 }
 
 /// `GET /api/scripts/api`: TypeScript declarations (`text/plain`).
-pub async fn api(State(s): State<AppState>, Params(q): Params<ApiQuery>) -> ApiResult<Response> {
+pub async fn api(
+    State(s): State<AppState>,
+    principal: Option<Extension<Arc<Principal>>>,
+    Params(q): Params<ApiQuery>,
+) -> ApiResult<Response> {
     let servers = q.servers.map(|list| {
         list.split(',')
             .map(str::trim)
@@ -55,7 +64,11 @@ pub async fn api(State(s): State<AppState>, Params(q): Params<ApiQuery>) -> ApiR
             .map(str::to_owned)
             .collect()
     });
-    let text = s.app.script_api(servers, q.query).await?;
+    let principal = principal.map(|Extension(p)| p);
+    let text = s
+        .app
+        .script_api(servers, q.query, principal.as_deref())
+        .await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 

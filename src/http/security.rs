@@ -26,6 +26,9 @@ pub struct Security {
     /// Host names (no port, IPv6 without brackets, lowercase) accepted in `Host` and in `Origin`.
     allowed_hosts: Vec<String>,
     token: Option<Arc<str>>,
+    /// OAuth access tokens instead of the static token (`protect.rs`, issue 30), and the public URL they name.
+    identity: Option<Arc<crate::ident::Identity>>,
+    public_url: Option<String>,
 }
 
 impl std::fmt::Debug for Security {
@@ -33,6 +36,7 @@ impl std::fmt::Debug for Security {
         f.debug_struct("Security")
             .field("allowed_hosts", &self.allowed_hosts)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("identity", &self.identity)
             .finish()
     }
 }
@@ -45,7 +49,27 @@ impl Security {
         Security {
             allowed_hosts: LOOPBACK_NAMES.iter().map(|s| s.to_string()).collect(),
             token: None,
+            identity: None,
+            public_url: None,
         }
+    }
+
+    /// Takes OAuth access tokens validated by `identity` (the front as a protected resource) instead of the static
+    /// token; `public_url` (else `http://` and the request's Host) names the resources in metadata and challenges.
+    pub fn with_identity(
+        mut self,
+        identity: Arc<crate::ident::Identity>,
+        public_url: Option<String>,
+    ) -> Security {
+        self.identity = Some(identity);
+        self.public_url = public_url;
+        self.token = None;
+        self
+    }
+
+    /// The protected front's validator, when OAuth access tokens are required.
+    pub fn identity(&self) -> Option<&Arc<crate::ident::Identity>> {
+        self.identity.as_ref()
     }
 
     /// The policy for a listener on `ip`. Beyond loopback a token is mandatory (`token` must be `Some`); on loopback
@@ -80,7 +104,7 @@ impl Security {
     }
 
     pub fn token_required(&self) -> bool {
-        self.token.is_some()
+        self.token.is_some() || self.identity.is_some()
     }
 
     /// Checks `Host` and `Origin`; the error says which and why.
@@ -142,9 +166,16 @@ pub(crate) async fn guard(State(sec): State<Arc<Security>>, req: Request, next: 
     if let Err(e) = sec.check_headers(req.headers()) {
         return e.into_response();
     }
-    // The OAuth redirect target carries no token (the authorization server sends the browser there); its `state`
-    // must match the authorization in progress.
-    if sec.token_required() && !req.uri().path().starts_with("/oauth/callback/") {
+    let mut req = req;
+    if let Some(identity) = &sec.identity {
+        let cookie = cookie_token(req.headers());
+        match super::protect::admit(identity, sec.public_url.as_deref(), cookie, req).await {
+            Ok(r) => req = r,
+            Err(resp) => return with_security_headers(resp),
+        }
+    } else if sec.token_required() && !req.uri().path().starts_with("/oauth/callback/") {
+        // The OAuth redirect target carries no token (the authorization server sends the browser there); its `state`
+        // must match the authorization in progress.
         // `GET /?token=…` from the printed URL: check it, keep it as a cookie, and drop it from the address bar.
         let from_url = (req.method() == Method::GET && req.uri().path() == "/")
             .then(|| query_token(req.uri().query()))
@@ -153,18 +184,26 @@ pub(crate) async fn guard(State(sec): State<Arc<Security>>, req: Request, next: 
             if !sec.token_matches(Some(t)) {
                 return unauthorized();
             }
-            let cookie = format!("{COOKIE}={t}; Path=/; HttpOnly; SameSite=Strict");
-            let mut resp = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
-            if let Ok(v) = HeaderValue::from_str(&cookie) {
-                resp.headers_mut().insert(header::SET_COOKIE, v);
-            }
-            return resp;
+            return login_redirect(t);
         }
         if !sec.token_matches(presented_token(req.headers()).as_deref()) {
             return unauthorized();
         }
     }
-    let mut resp = next.run(req).await;
+    with_security_headers(next.run(req).await)
+}
+
+/// The dashboard's login: the token from the URL kept as an HttpOnly cookie, and the address bar cleaned.
+pub(super) fn login_redirect(token: &str) -> Response {
+    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
+    let mut resp = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        resp.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    resp
+}
+
+fn with_security_headers(mut resp: Response) -> Response {
     let h = resp.headers_mut();
     h.entry(header::X_CONTENT_TYPE_OPTIONS)
         .or_insert(HeaderValue::from_static("nosniff"));
@@ -173,6 +212,28 @@ pub(crate) async fn guard(State(sec): State<Arc<Security>>, req: Request, next: 
     h.entry(header::X_FRAME_OPTIONS)
         .or_insert(HeaderValue::from_static("DENY"));
     resp
+}
+
+/// The token of `Authorization: Bearer …`.
+pub(super) fn bearer(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, rest) = v.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| rest.trim().to_owned())
+}
+
+/// The dashboard's cookie.
+fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|kv| {
+            let (k, v) = kv.trim().split_once('=')?;
+            (k == COOKIE).then(|| v.to_owned())
+        })
 }
 
 fn unauthorized() -> Response {
@@ -189,27 +250,13 @@ fn unauthorized() -> Response {
 
 /// The token from `Authorization: Bearer …` or the dashboard's cookie.
 fn presented_token(headers: &HeaderMap) -> Option<String> {
-    if let Some(v) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
-        let (scheme, rest) = v.trim().split_once(' ')?;
-        return scheme
-            .eq_ignore_ascii_case("bearer")
-            .then(|| rest.trim().to_owned());
+    if headers.contains_key(header::AUTHORIZATION) {
+        return bearer(headers);
     }
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|kv| {
-            let (k, v) = kv.trim().split_once('=')?;
-            (k == COOKIE).then(|| v.to_owned())
-        })
+    cookie_token(headers)
 }
 
-fn query_token(query: Option<&str>) -> Option<&str> {
+pub(super) fn query_token(query: Option<&str>) -> Option<&str> {
     query?.split('&').find_map(|kv| kv.strip_prefix("token="))
 }
 

@@ -53,7 +53,10 @@ impl PerServer {
 impl PerServer {
     /// Answers one request to `/mcp/servers/{name}`: 404 for an unknown server, else that server's MCP service.
     pub async fn handle(self, name: String, request: Request<Body>) -> Response {
-        let Some(service) = self.service(&name) else {
+        // A server the caller may not see is as unknown as one that is not registered (issue 30).
+        let principal = super::protect::principal_of(request.extensions());
+        let visible = self.app.proxy.visible_to(principal.as_deref(), &name, None);
+        let Some(service) = self.service(&name).filter(|_| visible) else {
             return ApiError::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::NotFound.as_str(),

@@ -236,8 +236,16 @@ async fn rebuild_when_dirty(hub: Weak<Hub>, dirty: Arc<Notify>, cancel: Cancella
 }
 
 /// `GET /ws`: upgrades (Origin and Host were checked by the security layer) and streams.
-pub(crate) async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+pub(crate) async fn upgrade(
+    State(state): State<AppState>,
+    principal: Option<axum::Extension<Arc<ad_core::identity::Principal>>>,
+    ws: WebSocketUpgrade,
+) -> Response {
     let hub = state.hub.clone();
+    // A team's user who is not an admin sees only their part of the stream (`ws_view.rs`, issue 30).
+    let viewer = principal
+        .map(|axum::Extension(p)| p)
+        .filter(|p| !state.app.proxy.sees_all(Some(p)));
     if hub.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
         hub.connections.fetch_sub(1, Ordering::SeqCst);
         return ApiError::new(
@@ -250,16 +258,27 @@ pub(crate) async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade)
     ws.max_message_size(MAX_INCOMING)
         .max_frame_size(MAX_INCOMING)
         .on_upgrade(move |socket| async move {
-            connection(socket, &hub).await;
+            connection(socket, &hub, viewer).await;
             hub.connections.fetch_sub(1, Ordering::SeqCst);
         })
 }
 
-async fn connection(mut socket: WebSocket, hub: &Hub) {
+async fn connection(
+    mut socket: WebSocket,
+    hub: &Hub,
+    viewer: Option<Arc<ad_core::identity::Principal>>,
+) {
+    // What this connection may see of a message: all of it, or a restricted viewer's part.
+    let view = |m: Utf8Bytes| match &viewer {
+        None => Some(m),
+        Some(p) => super::ws_view::for_viewer(&hub.app, p, m),
+    };
     // Subscribe before reading the snapshot, so no change between the two is missed.
     let mut rx = hub.tx.subscribe();
     let mut registry = hub.app.subscribe_registry();
-    if socket.send(Message::Text(hub.latest().1)).await.is_err() {
+    if let Some(first) = view(hub.latest().1)
+        && socket.send(Message::Text(first)).await.is_err()
+    {
         return;
     }
     loop {
@@ -267,7 +286,8 @@ async fn connection(mut socket: WebSocket, hub: &Hub) {
             snapshot = registry.next() => {
                 let Some(snapshot) = snapshot else { return };
                 let msg = json!({"type": "registry", "seq": snapshot.seq, "servers": snapshot.servers}).to_string();
-                if socket.send(Message::Text(Utf8Bytes::from(msg))).await.is_err() {
+                let Some(msg) = view(Utf8Bytes::from(msg)) else { continue };
+                if socket.send(Message::Text(msg)).await.is_err() {
                     return;
                 }
             }
@@ -281,6 +301,7 @@ async fn connection(mut socket: WebSocket, hub: &Hub) {
                     Err(broadcast::error::RecvError::Lagged(_)) => hub.latest().1,
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
+                let Some(out) = view(out) else { continue };
                 if socket.send(Message::Text(out)).await.is_err() {
                     return;
                 }
@@ -288,7 +309,10 @@ async fn connection(mut socket: WebSocket, hub: &Hub) {
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Text(t))) => {
                     let reply = match serde_json::from_str::<serde_json::Value>(&t) {
-                        Ok(v) if v["type"] == "refresh" => hub.latest().1,
+                        Ok(v) if v["type"] == "refresh" => match view(hub.latest().1) {
+                            Some(m) => m,
+                            None => continue,
+                        },
                         _ => Utf8Bytes::from(json!({"type": "error", "error": "unknown message; send {\"type\":\"refresh\"}"}).to_string()),
                     };
                     if socket.send(Message::Text(reply)).await.is_err() {

@@ -83,6 +83,7 @@ pub(crate) async fn proxy_call_response(
     caller: Caller,
 ) -> Result<CallToolResponse, McpError> {
     let peer = caller.peer.clone();
+    let principal = caller.principal.clone();
     let retry = caller.input_responses.is_some() || caller.request_state.is_some();
     match app
         .proxy
@@ -94,7 +95,7 @@ pub(crate) async fn proxy_call_response(
             if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
                 ask_to_authorize(peer, server, auth_url);
             }
-            shape_call_error(&app.proxy, server, tool, e, retry)
+            shape_call_error(&app.proxy, server, tool, e, retry, principal.as_deref())
         }
     }
 }
@@ -107,6 +108,7 @@ fn shape_call_error(
     tool: &str,
     e: Error,
     retry: bool,
+    principal: Option<&ad_core::identity::Principal>,
 ) -> Result<CallToolResponse, McpError> {
     match e {
         Error::Child { error, .. }
@@ -116,7 +118,9 @@ fn shape_call_error(
             Err(error)
         }
         e => Ok(CallToolResult::error(vec![ContentBlock::text(
-            proxy.failure_body(server, tool, &e).to_string(),
+            proxy
+                .failure_body_for(server, tool, &e, principal)
+                .to_string(),
         )])
         .into()),
     }
@@ -129,7 +133,7 @@ pub(crate) fn shape_fast_lane_error(
     tool: &str,
     e: Error,
 ) -> Result<CallToolResponse, McpError> {
-    shape_call_error(proxy, server, tool, e, false)
+    shape_call_error(proxy, server, tool, e, false, None)
 }
 
 /// A client that supports URL-mode elicitation is sent the authorize URL of a server waiting for OAuth (in the
@@ -176,13 +180,17 @@ pub(crate) fn session_of(
     (!sessionless).then(|| app.proxy.mcp_session(client_id))
 }
 
-pub(crate) fn unknown_tool(app: &App, name: &str) -> CallToolResult {
+/// Its suggestions only among the tools `caller` may see (issue 30).
+pub(crate) fn unknown_tool(app: &App, name: &str, caller: &Caller) -> CallToolResult {
+    let did_you_mean = app
+        .proxy
+        .did_you_mean_for(name, 3, caller.principal.as_deref());
     let body = json!({
         "error": format!("unknown tool `{}`: no active server offers it", crate::model::truncate_for_message(name)),
         "code": "not_found",
         "kind": "tool_not_found",
         "hint": "activate the server that has it (registry action `activate`), or call it with `proxy_call`",
-        "did_you_mean": app.proxy.did_you_mean(name, 3),
+        "did_you_mean": did_you_mean,
     });
     CallToolResult::error(vec![ContentBlock::text(body.to_string())])
 }

@@ -138,6 +138,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let principal = Caller::principal_of(&_context);
         served!(_context, "tools/list", None, async {
             let mut tools = vec![registry_tool::definition_with(&self.app.catalog_summary())];
             // Seed 003's agent tools, once there is an agent to delegate to.
@@ -147,7 +148,8 @@ impl ServerHandler for McpServer {
             if self.mode == ToolsMode::Dynamic {
                 // Code mode (#28) on top, where clients that rank top-level tools see it; static mode keeps it an action.
                 tools.push(scripts::definition());
-                tools.extend(self.app.proxy.tools());
+                // Only what the caller's groups may see (issue 30).
+                tools.extend(self.app.proxy.tools_for(principal.as_deref()));
             }
             Ok(ListToolsResult::with_all_items(tools))
         })
@@ -196,8 +198,14 @@ impl ServerHandler for McpServer {
                 .await
                 .map(Into::into);
             }
-            let Some((server, tool)) = self.app.proxy.resolve(&request.name) else {
-                return Ok(unknown_tool(&self.app, &request.name).into());
+            // A tool the caller may not see is as unknown as one that does not exist (issue 30).
+            let Some((server, tool)) = self
+                .app
+                .proxy
+                .resolve(&request.name)
+                .filter(|(s, t)| self.app.proxy.visible(&caller, s, Some(t)))
+            else {
+                return Ok(unknown_tool(&self.app, &request.name, &caller).into());
             };
             let res = Box::pin(proxy_call_response(
                 &self.app,
@@ -343,7 +351,8 @@ impl ServerHandler for McpServer {
             // Boxed like every handler that awaits the proxy: rmcp moves the handler future into a task per request,
             // so the largest branch sets the cost of every call.
             let mut all = vec![registry_resource::resource()];
-            all.extend(Box::pin(self.app.proxy.list_resources()).await);
+            let principal = Caller::principal_of(&_c);
+            all.extend(Box::pin(self.app.proxy.list_resources(principal.as_deref())).await);
             Ok(ListResourcesResult::with_all_items(all))
         })
     }
@@ -355,7 +364,12 @@ impl ServerHandler for McpServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         served!(_c, "resources/templates/list", None, async {
             Ok(ListResourceTemplatesResult::with_all_items(
-                Box::pin(self.app.proxy.list_resource_templates()).await,
+                Box::pin(
+                    self.app
+                        .proxy
+                        .list_resource_templates(Caller::principal_of(&_c).as_deref()),
+                )
+                .await,
             ))
         })
     }
@@ -414,7 +428,12 @@ impl ServerHandler for McpServer {
     ) -> Result<ListPromptsResult, McpError> {
         served!(_c, "prompts/list", None, async {
             Ok(ListPromptsResult::with_all_items(
-                Box::pin(self.app.proxy.list_prompts()).await,
+                Box::pin(
+                    self.app
+                        .proxy
+                        .list_prompts(Caller::principal_of(&_c).as_deref()),
+                )
+                .await,
             ))
         })
     }
@@ -464,6 +483,31 @@ impl ServerHandler for McpServer {
         _c: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
         served!(_c, "completion/complete", None, async {
+            // A hidden server's prompt or resource template is as unknown as a missing one (issue 30).
+            let principal = Caller::principal_of(&_c);
+            if !self.app.proxy.sees_all(principal.as_deref()) {
+                let hidden = match &request.r#ref {
+                    Reference::Prompt(p) => {
+                        (!Box::pin(self.app.proxy.list_prompts(principal.as_deref()))
+                            .await
+                            .iter()
+                            .any(|v| v.name == p.name))
+                        .then(|| Error::not_found("prompt", p.name.as_str()))
+                    }
+                    Reference::Resource(r) => crate::proxy::names::split_uri(&r.uri)
+                        .filter(|(server, _)| {
+                            !self
+                                .app
+                                .proxy
+                                .visible_to(principal.as_deref(), server, None)
+                        })
+                        .map(|_| Error::not_found("resource template", r.uri.as_str())),
+                    _ => None,
+                };
+                if let Some(e) = hidden {
+                    return Err(forwarded_error(e));
+                }
+            }
             Box::pin(self.app.proxy.complete(request))
                 .await
                 .map_err(forwarded_error)
@@ -480,6 +524,19 @@ impl ServerHandler for McpServer {
             if request.uri == registry_resource::URI {
                 registry_resource::subscribe(&self.app, self.client_id, context.peer.clone());
                 return Ok(());
+            }
+            // A hidden server's resource is as unknown as a missing one (issue 30).
+            if let Some((server, _)) = crate::proxy::names::split_uri(&request.uri)
+                && !self.app.proxy.visible_to(
+                    Caller::principal_of(&context).as_deref(),
+                    server,
+                    None,
+                )
+            {
+                return Err(forwarded_error(Error::not_found(
+                    "resource",
+                    request.uri.as_str(),
+                )));
             }
             Box::pin(self.app.proxy.subscribe(
                 self.client_id,

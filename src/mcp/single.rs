@@ -136,9 +136,16 @@ impl ServerHandler for ServerView {
     ) -> Result<ListToolsResult, McpError> {
         served!(_c, "tools/list", None, async {
             self.ready().await?;
-            let tools = Box::pin(self.app.proxy.server_tools(&self.server))
+            let mut tools = Box::pin(self.app.proxy.server_tools(&self.server))
                 .await
                 .map_err(|e| self.error(e))?;
+            // Only the tools the caller's groups may see (issue 30).
+            let principal = Caller::principal_of(&_c);
+            tools.retain(|t| {
+                self.app
+                    .proxy
+                    .visible_to(principal.as_deref(), &self.server, Some(&t.name))
+            });
             Ok(ListToolsResult::with_all_items(tools))
         })
     }

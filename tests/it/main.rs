@@ -90,3 +90,7 @@ mod telemetry;
 mod token_exchange;
 // Issue 30: a remote server each user authorizes for themselves; each user's call carries that user's own token.
 mod peruser;
+// Issue 30: the front as an OAuth-protected resource, visibility per group, and who made each call.
+mod identity;
+// Issue 30: the test authorization server (RFC 8414 metadata, JWKS, DCR, authorize, token with PKCE, introspection).
+mod ident_as;

@@ -138,7 +138,12 @@ impl Host {
                     return Err(Thrown {
                         kind: proxy_kind(&e).into(),
                         message: e.to_string(),
-                        details: proxy.failure_body(&server, &tool, &e),
+                        details: proxy.failure_body_for(
+                            &server,
+                            &tool,
+                            &e,
+                            caller.principal.as_deref(),
+                        ),
                     });
                 }
             }
@@ -150,7 +155,7 @@ impl Host {
         Err(Thrown {
             kind: "input_required".into(),
             message: e.to_string(),
-            details: proxy.failure_body(&server, &tool, &e),
+            details: proxy.failure_body_for(&server, &tool, &e, caller.principal.as_deref()),
         })
     }
 }
@@ -253,8 +258,9 @@ impl Dispatch for Host {
 
     fn tools(&self) -> Vec<ToolName> {
         let mut seen = std::collections::HashSet::new();
+        // Only the tools the run's caller may see (issue 30).
         self.proxy
-            .exposed_tools()
+            .exposed_tools_for(self.caller.principal.as_deref())
             .into_iter()
             .filter_map(|(server, tool, exposed)| {
                 let names = (ident(&server), ident(&tool));

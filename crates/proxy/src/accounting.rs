@@ -51,6 +51,7 @@ impl Inner {
         latency: Duration,
         res: &Result<CallToolResponse>,
         note: Option<&str>,
+        who: Option<&ad_core::identity::Principal>,
     ) {
         let (ok, mut text) = outcome(res);
         // How the call was approved (#27), ahead of its answer.
@@ -66,6 +67,7 @@ impl Inner {
             latency,
             ok,
             text,
+            who.map(ad_registry::calllog::Who::of),
         );
     }
 
@@ -80,6 +82,7 @@ impl Inner {
         latency: Duration,
         ok: bool,
         text: String,
+        who: Option<ad_registry::calllog::Who>,
     ) {
         self.metrics.record(server_id, &tool, latency, ok);
         let observer = lock(&self.observer).clone();
@@ -87,6 +90,7 @@ impl Inner {
             observe(server, &tool, latency, ok);
         }
         // Last: the call log keeps the tool's name (moved, not copied).
-        self.calllog.record(server, tool, args, text, latency, ok);
+        self.calllog
+            .record_by(server, tool, args, text, latency, ok, who);
     }
 }

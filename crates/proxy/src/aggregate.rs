@@ -15,12 +15,17 @@ use crate::failure::child_error;
 use crate::names;
 use crate::single::complete_prompt;
 use crate::state::{Child, Proxy};
+use ad_core::identity::Principal;
 
 impl Proxy {
     /// Resources of every running child, their URIs namespaced so reads route back.
-    pub async fn list_resources(&self) -> Vec<Resource> {
+    /// Only the servers `principal` may see (`visibility.rs`); all for `None`.
+    pub async fn list_resources(&self, principal: Option<&Principal>) -> Vec<Resource> {
         let mut out = Vec::new();
         for child in self.inner.running_with(|c| c.resources.is_some()) {
+            if !self.visible_to(principal, &child.name, None) {
+                continue;
+            }
             if let Ok(items) = child.peer.list_all_resources().await {
                 for mut r in items {
                     r.uri = names::expose_uri(&child.name, &r.uri);
@@ -31,9 +36,15 @@ impl Proxy {
         out
     }
 
-    pub async fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
+    pub async fn list_resource_templates(
+        &self,
+        principal: Option<&Principal>,
+    ) -> Vec<ResourceTemplate> {
         let mut out = Vec::new();
         for child in self.inner.running_with(|c| c.resources.is_some()) {
+            if !self.visible_to(principal, &child.name, None) {
+                continue;
+            }
             if let Ok(items) = child.peer.list_all_resource_templates().await {
                 for mut r in self
                     .inner
@@ -52,6 +63,10 @@ impl Proxy {
     pub async fn read_resource(&self, uri: &str, caller: &Caller) -> Result<ReadResourceResponse> {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
+        // A hidden server's resource is as unknown as one that does not exist.
+        if !self.visible(caller, server, None) {
+            return Err(Error::not_found("resource", uri));
+        }
         let child = self.inner.ready_child(server).await?;
         let res = if caller.mints_for(&child) {
             self.read_minting(&child, original, caller).await?
@@ -85,9 +100,12 @@ impl Proxy {
         Ok(res.into())
     }
 
-    pub async fn list_prompts(&self) -> Vec<Prompt> {
+    pub async fn list_prompts(&self, principal: Option<&Principal>) -> Vec<Prompt> {
         let mut out = Vec::new();
         for child in self.inner.running_with(|c| c.prompts.is_some()) {
+            if !self.visible_to(principal, &child.name, None) {
+                continue;
+            }
             if let Ok(items) = child.peer.list_all_prompts().await {
                 for mut p in self.inner.gate(&child, ad_scan::Kind::Prompt, items) {
                     p.name = names::expose(&child.name, &p.name);
@@ -106,6 +124,9 @@ impl Proxy {
         caller: &Caller,
     ) -> Result<GetPromptResponse> {
         let (child, prompt) = self.find_prompt(&request.name).await?;
+        if !self.visible(caller, &child.name, None) {
+            return Err(Error::not_found("prompt", &request.name));
+        }
         request.name = prompt;
         if caller.mints_for(&child) {
             return self.prompt_minting(&child, request, caller).await;

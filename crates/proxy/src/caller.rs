@@ -82,8 +82,21 @@ impl Caller {
             script: false,
             trace: None,
             in_exchange: false,
-            principal: None,
+            principal: Caller::principal_of(context),
         }
+    }
+
+    /// The authenticated user of an MCP request over HTTP: what the front's guard put on the HTTP request, which
+    /// rmcp hands on in the request's extensions (issue 30).
+    pub fn principal_of(
+        context: &rmcp::service::RequestContext<RoleServer>,
+    ) -> Option<std::sync::Arc<ad_core::identity::Principal>> {
+        context
+            .extensions
+            .get::<http::request::Parts>()?
+            .extensions
+            .get::<std::sync::Arc<ad_core::identity::Principal>>()
+            .cloned()
     }
 
     /// The client making a `prompts/get` or `resources/read`: as [`Caller::of_call`], with that request's retry
@@ -108,7 +121,7 @@ impl Caller {
             script: false,
             trace: None,
             in_exchange: false,
-            principal: None,
+            principal: Caller::principal_of(context),
         }
     }
 

@@ -48,6 +48,7 @@ mod sync;
 mod tasks;
 mod tools;
 mod typed;
+pub mod visibility;
 
 use std::sync::Weak;
 

@@ -473,6 +473,7 @@ impl ChildLane {
                 c.latency,
                 c.ok,
                 c.text,
+                None,
             );
         }
     }

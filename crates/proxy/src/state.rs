@@ -46,6 +46,17 @@ pub(super) struct LogCaller {
     pub(super) scoped: bool,
 }
 
+/// The application's rule: which servers and tools a principal may see, and whether it sees everything (an admin).
+pub trait Rule: Send + Sync {
+    /// Whether `p` may see `server` (`tool` `None`) or one of its tools.
+    fn allows(&self, p: &ad_core::identity::Principal, server: &str, tool: Option<&str>) -> bool;
+    /// Whether `p` administers this front: sees every server, every user's calls, and may change the registry.
+    fn is_admin(&self, p: &ad_core::identity::Principal) -> bool;
+}
+
+/// The rule set once by the application (`visibility.rs`).
+pub type Visibility = Arc<dyn Rule>;
+
 /// The proxy handle; cheap to clone.
 #[derive(Clone)]
 pub struct Proxy {
@@ -110,6 +121,8 @@ pub(crate) struct Inner {
     pub(super) fast_calls: Arc<std::sync::atomic::AtomicU64>,
     /// The database file, whose other writers a call waiting for a person's approval watches (`approval.rs`).
     pub(super) db_path: PathBuf,
+    /// Which servers and tools a caller's principal may see (`visibility.rs`, issue 30).
+    pub(super) visibility: Mutex<Option<Visibility>>,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -251,6 +264,7 @@ impl Proxy {
             skill_files: Mutex::default(),
             fast_calls: Arc::default(),
             db_path,
+            visibility: Mutex::new(None),
         });
         Proxy { inner }
     }

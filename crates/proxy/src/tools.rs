@@ -23,9 +23,20 @@ impl Proxy {
     /// The exposed tools of every running (or crashed, restartable) child, and of every server flagged active that
     /// is still starting since this process began (its stored tools, `restore.rs`).
     pub fn tools(&self) -> Vec<Tool> {
+        self.tools_for(None)
+    }
+
+    /// [`Proxy::tools`], only those `principal` may see (`visibility.rs`).
+    pub fn tools_for(&self, principal: Option<&ad_core::identity::Principal>) -> Vec<Tool> {
         let mut out = Vec::new();
         for (name, tools) in self.listed(Tool::clone) {
+            if !self.visible_to(principal, &name, None) {
+                continue;
+            }
             for mut t in tools {
+                if !self.visible_to(principal, &name, Some(&t.name)) {
+                    continue;
+                }
                 t.name = names::expose(&name, &t.name).into();
                 expose_app_resource(&name, &mut t);
                 out.push(t);
@@ -123,8 +134,15 @@ impl Proxy {
         args: Option<Map<String, Value>>,
         caller: Caller,
     ) -> Result<CallToolResponse> {
+        // A hidden server's tool is answered as a server that is not there (`visibility.rs`).
+        if !self.visible(&caller, server, Some(tool)) {
+            return Err(Error::Unavailable(format!(
+                "server `{server}` is not active; activate it first (registry action `activate`)"
+            )));
+        }
         let started = Instant::now();
-        // A script's call says so in the call log (issue 28), ahead of how it was approved.
+        // Who made the call, for the call log's audit (issue 30).
+        let who = caller.principal.clone();
         let script = caller.script;
         let mark = |note: Option<&str>| -> Option<String> {
             match (script, note) {
@@ -168,6 +186,7 @@ impl Proxy {
                         started.elapsed(),
                         &res,
                         mark(Some("[approval: asked] ")).as_deref(),
+                        who.as_deref(),
                     );
                     return res;
                 }
@@ -181,6 +200,7 @@ impl Proxy {
                         started.elapsed(),
                         &res,
                         mark(None).as_deref(),
+                        who.as_deref(),
                     );
                     return res;
                 }
@@ -230,6 +250,7 @@ impl Proxy {
             latency,
             &res,
             mark(note.as_deref()).as_deref(),
+            who.as_deref(),
         );
         res
     }
@@ -317,9 +338,20 @@ impl Proxy {
     /// The exposed tools of every listed server as (server, the tool's own name, its exposed name), in the order of
     /// [`Proxy::tools`].
     pub fn exposed_tools(&self) -> Vec<(String, String, String)> {
+        self.exposed_tools_for(None)
+    }
+
+    /// [`Proxy::exposed_tools`], only those `principal` may see (`visibility.rs`).
+    pub fn exposed_tools_for(
+        &self,
+        principal: Option<&ad_core::identity::Principal>,
+    ) -> Vec<(String, String, String)> {
         let mut out = Vec::new();
         for (server, tools) in self.listed(|t| t.name.to_string()) {
             for tool in tools {
+                if !self.visible_to(principal, &server, Some(&tool)) {
+                    continue;
+                }
                 let exposed = names::expose(&server, &tool);
                 out.push((server.clone(), tool, exposed));
             }
@@ -332,7 +364,18 @@ impl Proxy {
     /// (and what is `needs`) for a call that needs input its caller cannot give. The MCP fronts' tool error results and
     /// a script's errors (`details`) alike.
     pub fn failure_body(&self, server: &str, tool: &str, e: &Error) -> Value {
-        let did_you_mean = self.did_you_mean(&names::expose(server, tool), 3);
+        self.failure_body_for(server, tool, e, None)
+    }
+
+    /// [`Proxy::failure_body`] whose suggestions are only tools `principal` may see (`visibility.rs`).
+    pub fn failure_body_for(
+        &self,
+        server: &str,
+        tool: &str,
+        e: &Error,
+        principal: Option<&ad_core::identity::Principal>,
+    ) -> Value {
+        let did_you_mean = self.did_you_mean_for(&names::expose(server, tool), 3, principal);
         if let Error::InputRequired { what, .. } = e {
             return json!({
                 "error": e.to_string(),
@@ -377,6 +420,16 @@ impl Proxy {
 
     /// Tool names similar to `name` across every known server (stored catalog), best first.
     pub fn did_you_mean(&self, name: &str, limit: usize) -> Vec<Value> {
+        self.did_you_mean_for(name, limit, None)
+    }
+
+    /// [`Proxy::did_you_mean`] among the tools `principal` may see (`visibility.rs`).
+    pub fn did_you_mean_for(
+        &self,
+        name: &str,
+        limit: usize,
+        principal: Option<&ad_core::identity::Principal>,
+    ) -> Vec<Value> {
         let wanted = names::strip_mcp(name);
         let wanted_tool = wanted.rsplit("__").next().unwrap_or(wanted);
         let Ok(servers) = self.inner.registry.list(&Default::default()) else {
@@ -384,6 +437,9 @@ impl Proxy {
         };
         let mut scored: Vec<(f64, Value)> = Vec::new();
         for s in servers {
+            if !self.visible_to(principal, &s.server.name, None) {
+                continue;
+            }
             let Ok(tools) = self.inner.registry.tools(s.server.id) else {
                 continue;
             };
@@ -393,7 +449,10 @@ impl Proxy {
             };
             for t in tools {
                 let exposed = names::expose(&s.server.name, &t.name);
-                if exposed == wanted || !filter.allows(&t.name) {
+                if exposed == wanted
+                    || !filter.allows(&t.name)
+                    || !self.visible_to(principal, &s.server.name, Some(&t.name))
+                {
                     continue;
                 }
                 let score = names::similarity(wanted, &exposed)

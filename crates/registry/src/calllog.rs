@@ -29,6 +29,28 @@ pub struct LogEntry {
     /// The replica that proxied the call, for entries read from the shared call log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// Who made the call (issue 30): `issuer#sub` of its access token; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The OAuth client the caller's access token was issued to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// Who made a call: the user (`issuer#sub`) and the OAuth client of the access token.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Who {
+    pub user: String,
+    pub client: Option<String>,
+}
+
+impl Who {
+    pub fn of(p: &ad_core::identity::Principal) -> Who {
+        Who {
+            user: p.user_key(),
+            client: p.client_id.clone(),
+        }
+    }
 }
 
 /// A call's arguments as JSON text: kept as they came, so that recording a call never parses or re-serialises them.
@@ -216,6 +238,21 @@ impl CallLog {
         latency: Duration,
         success: bool,
     ) -> u64 {
+        self.record_by(server, tool, args, response, latency, success, None)
+    }
+
+    /// [`CallLog::record`] with who made the call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_by(
+        &self,
+        server: &str,
+        tool: impl Into<String>,
+        args: impl Into<Args>,
+        response: String,
+        latency: Duration,
+        success: bool,
+        who: Option<Who>,
+    ) -> u64 {
         self.record_at(
             now_ms(),
             server,
@@ -224,6 +261,7 @@ impl CallLog {
             response,
             latency,
             success,
+            who,
         )
     }
 
@@ -237,7 +275,12 @@ impl CallLog {
         response: String,
         latency: Duration,
         success: bool,
+        who: Option<Who>,
     ) -> u64 {
+        let (user, client) = match who {
+            Some(w) => (Some(w.user), w.client),
+            None => (None, None),
+        };
         let id = {
             let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             let id = inner.next_id;
@@ -258,6 +301,8 @@ impl CallLog {
                 latency_ms: latency.as_millis() as u64,
                 success,
                 replica: None,
+                user,
+                client,
             };
             if let Some(shared) = &self.shared {
                 shared
@@ -274,6 +319,8 @@ impl CallLog {
                         response: entry.response.clone(),
                         latency_ms: i64::try_from(entry.latency_ms).unwrap_or(i64::MAX),
                         success,
+                        user: entry.user.clone(),
+                        client: entry.client.clone(),
                     });
                 shared.kick.notify_one();
             }
@@ -287,11 +334,22 @@ impl CallLog {
     /// Newest first, skipping `offset`; also returns how many entries there are. A shared call log is read from the
     /// store (every replica's calls, this one's waiting calls appended first); if that fails, from memory.
     pub fn entries(&self, limit: usize, offset: usize) -> (Vec<LogEntry>, usize) {
+        self.entries_of(None, limit, offset)
+    }
+
+    /// [`CallLog::entries`], only `user`'s calls when given (a user reads only their own, issue 30).
+    pub fn entries_of(
+        &self,
+        user: Option<&str>,
+        limit: usize,
+        offset: usize,
+    ) -> (Vec<LogEntry>, usize) {
         if let Some(shared) = &self.shared {
             self.flush();
             let cutoff = now_ms().saturating_sub(self.retention.as_millis() as u64);
-            match shared.store.recent_calls(
+            match shared.store.recent_calls_of(
                 i64::try_from(cutoff).unwrap_or(i64::MAX),
+                user,
                 limit,
                 offset,
             ) {
@@ -308,6 +366,8 @@ impl CallLog {
                             latency_ms: u64::try_from(c.latency_ms).unwrap_or(0),
                             success: c.success,
                             replica: Some(c.replica),
+                            user: c.user,
+                            client: c.client,
                         })
                         .collect();
                     return (entries, total);
@@ -324,6 +384,7 @@ impl CallLog {
             .iter()
             .rev()
             .filter(|e| e.unix_ms >= cutoff)
+            .filter(|e| user.is_none_or(|u| e.user.as_deref() == Some(u)))
             .collect();
         let total = live.len();
         (
@@ -447,6 +508,7 @@ mod tests {
                 String::new(),
                 Duration::ZERO,
                 true,
+                None,
             )
         };
         rec(now - 31 * day, "too-old");

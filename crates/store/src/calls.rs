@@ -19,9 +19,12 @@ pub struct StoredCall {
     pub response: String,
     pub latency_ms: i64,
     pub success: bool,
+    /// Who made the call (issue 30): the user and the OAuth client of its access token.
+    pub user: Option<String>,
+    pub client: Option<String>,
 }
 
-const COLUMNS: &str = "id, replica, unix_ms, server, tool, args, response, latency_ms, success";
+const COLUMNS: &str = "id, replica, unix_ms, server, tool, args, response, latency_ms, success, caller_user, caller_client";
 
 fn call_from_row(r: &Row) -> Result<StoredCall> {
     Ok(StoredCall {
@@ -34,6 +37,8 @@ fn call_from_row(r: &Row) -> Result<StoredCall> {
         response: r.get(6)?,
         latency_ms: r.get(7)?,
         success: r.get::<i64>(8)? != 0,
+        user: r.get(9)?,
+        client: r.get(10)?,
     })
 }
 
@@ -41,8 +46,9 @@ fn call_from_row(r: &Row) -> Result<StoredCall> {
 pub fn append(c: &dyn Conn, calls: &[StoredCall]) -> Result<()> {
     for call in calls {
         c.execute(
-            "INSERT INTO calls (replica, unix_ms, server, tool, args, response, latency_ms, success)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO calls (replica, unix_ms, server, tool, args, response, latency_ms, success, caller_user,
+                                caller_client)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             &args![
                 call.replica.as_str(),
                 call.unix_ms,
@@ -51,7 +57,9 @@ pub fn append(c: &dyn Conn, calls: &[StoredCall]) -> Result<()> {
                 call.args.as_str(),
                 call.response.as_str(),
                 call.latency_ms,
-                i64::from(call.success)
+                i64::from(call.success),
+                call.user.as_deref(),
+                call.client.as_deref()
             ],
         )?;
     }
@@ -65,17 +73,32 @@ pub fn recent(
     limit: usize,
     offset: usize,
 ) -> Result<(Vec<StoredCall>, usize)> {
+    recent_of(c, since_ms, None, limit, offset)
+}
+
+/// [`recent`], only `user`'s calls when given (issue 30: a user reads only their own).
+pub fn recent_of(
+    c: &dyn Conn,
+    since_ms: i64,
+    user: Option<&str>,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<StoredCall>, usize)> {
+    let (filter, user) = match user {
+        Some(u) => ("unix_ms >= ?1 AND caller_user = ?2", u),
+        None => ("unix_ms >= ?1 AND ?2 = ?2", ""),
+    };
     let total: i64 = c
         .query_one(
-            "SELECT COUNT(*) FROM calls WHERE unix_ms >= ?1",
-            &args![since_ms],
+            &format!("SELECT COUNT(*) FROM calls WHERE {filter}"),
+            &args![since_ms, user],
         )?
         .get(0)?;
     let rows = c.query(
         &format!(
-            "SELECT {COLUMNS} FROM calls WHERE unix_ms >= ?1 ORDER BY unix_ms DESC, id DESC LIMIT ?2 OFFSET ?3"
+            "SELECT {COLUMNS} FROM calls WHERE {filter} ORDER BY unix_ms DESC, id DESC LIMIT ?3 OFFSET ?4"
         ),
-        &args![since_ms, limit, offset],
+        &args![since_ms, user, limit, offset],
     )?;
     let calls = rows.iter().map(call_from_row).collect::<Result<_>>()?;
     Ok((calls, usize::try_from(total).unwrap_or(0)))
@@ -105,6 +128,17 @@ impl Store {
         self.read(|c| recent(c, since_ms, limit, offset))
     }
 
+    /// See [`recent_of`].
+    pub fn recent_calls_of(
+        &self,
+        since_ms: i64,
+        user: Option<&str>,
+        limit: usize,
+        offset: usize,
+    ) -> Result<(Vec<StoredCall>, usize)> {
+        self.read(|c| recent_of(c, since_ms, user, limit, offset))
+    }
+
     /// See [`prune`].
     pub fn prune_calls(&self, before_ms: Option<i64>) -> Result<u64> {
         self.write(|c| prune(c, before_ms))
@@ -126,6 +160,8 @@ mod tests {
             response: "hi".into(),
             latency_ms: 3,
             success: tool != "fail",
+            user: (replica == "a").then(|| "alice".into()),
+            client: None,
         }
     }
 
@@ -149,6 +185,12 @@ mod tests {
         let (page, total) = store.recent_calls(1_500, 1, 1).unwrap();
         assert_eq!((page.len(), total), (1, 2));
         assert_eq!(page[0].tool, "add");
+        // Only one user's calls, with who made them (issue 30).
+        let (mine, total) = store.recent_calls_of(0, Some("alice"), 10, 0).unwrap();
+        assert_eq!((mine.len(), total), (2, 2));
+        assert!(mine.iter().all(|c| c.user.as_deref() == Some("alice")));
+        assert_eq!(store.recent_calls_of(0, Some("bob"), 10, 0).unwrap().1, 0);
+        assert_eq!(calls[0].user, None);
         assert_eq!(store.prune_calls(Some(2_500)).unwrap(), 2);
         assert_eq!(store.recent_calls(0, 10, 0).unwrap().1, 1);
         assert_eq!(store.prune_calls(None).unwrap(), 1);

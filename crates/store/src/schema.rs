@@ -279,6 +279,13 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX approvals_by_status ON approvals (status, requested_at);
     CREATE INDEX approvals_by_digest ON approvals (digest, session_id);
     "#,
+    // #30 (identity): who made each shared call: the user (`sub`, or `issuer#sub` for another issuer's) and the
+    // OAuth client; NULL for a call without a validated access token (a single user, stdio, the CLI).
+    r#"
+    ALTER TABLE calls ADD COLUMN caller_user TEXT;
+    ALTER TABLE calls ADD COLUMN caller_client TEXT;
+    CREATE INDEX calls_by_user ON calls (caller_user, unix_ms);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

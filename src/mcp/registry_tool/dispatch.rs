@@ -13,6 +13,7 @@ use super::servers::{activate, get_schema, install, list, set_secret, status};
 use crate::app::App;
 use crate::approval::ApprovalPolicy;
 use crate::consent::{find_tool_answer, find_tools_answer};
+use crate::error::Error;
 use crate::mcp::actions::{self, Action};
 use crate::mcp::shape::json_result;
 use crate::model::{ServerSpec, Source, Transport};
@@ -36,12 +37,31 @@ pub async fn call(
 
 /// One arm per action: turn its typed arguments into one domain call.
 async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Failure> {
+    // A team's user who is not an admin (issue 30) finds, reads and calls what their groups may see; changing the
+    // registry is for admins.
+    let restricted = !app.proxy.sees_all(caller.principal.as_deref());
+    if restricted && !reading(&action) {
+        return Err(Error::invalid(
+            "action",
+            "this action changes the registry: only an administrator of this server may use it",
+        )
+        .into());
+    }
     let result: Outcome = match action {
         Action::List {
             query,
             source,
             installed_only,
-        } => list(app, query, source, installed_only),
+        } => list(app, query, source, installed_only).map(|mut v| {
+            if let Value::Array(rows) = &mut v {
+                rows.retain(|r| {
+                    r["name"]
+                        .as_str()
+                        .is_some_and(|n| app.proxy.visible_to(caller.principal.as_deref(), n, None))
+                });
+            }
+            v
+        }),
         Action::Install {
             source: Some(source),
             name,
@@ -118,6 +138,14 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             arguments,
         } => {
             let (server, tool) = target(app, call_as, server, tool)?;
+            if !app.proxy.visible(&caller, &server, Some(&tool)) {
+                return Ok(Reply::Relayed(Ok(crate::mcp::calls::unknown_tool(
+                    app,
+                    &crate::proxy::names::expose(&server, &tool),
+                    &caller,
+                )
+                .into())));
+            }
             return Ok(Reply::Relayed(
                 crate::mcp::calls::proxy_call(app, &server, &tool, arguments, caller).await,
             ));
@@ -127,6 +155,13 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             server,
             tool,
         } => match target(app, call_as, server, tool) {
+            Ok((server, tool)) if !app.proxy.visible(&caller, &server, Some(&tool)) => {
+                Err(Error::not_found(
+                    "tool",
+                    format!("{server}__{tool} (activate the server once so its tools are known)"),
+                )
+                .into())
+            }
             Ok((server, tool)) => get_schema(app, server, tool),
             Err(e) => Err(e.into()),
         },
@@ -258,7 +293,9 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             ));
         }
         Action::ScriptApi { servers, query } => {
-            let text = app.script_api(servers, query).await?;
+            let text = app
+                .script_api(servers, query, caller.principal.as_deref())
+                .await?;
             return Ok(Reply::Relayed(Ok(rmcp::model::CallToolResult::success(
                 vec![rmcp::model::ContentBlock::text(text)],
             )
@@ -291,4 +328,18 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
         .await),
     };
     result.map(Reply::Json)
+}
+
+/// The actions a restricted user may take: finding, reading and calling what they may see.
+fn reading(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::List { .. }
+            | Action::ProxyCall { .. }
+            | Action::GetSchema { .. }
+            | Action::FindTool { .. }
+            | Action::FindTools { .. }
+            | Action::ScriptApi { .. }
+            | Action::RunScript { .. }
+    )
 }

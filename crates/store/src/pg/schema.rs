@@ -195,6 +195,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX approvals_by_status ON approvals (status, requested_at);
     CREATE INDEX approvals_by_digest ON approvals (digest, session_id);
     "#,
+    // v5: SQLite's schema version 13 (#30 identity): who made each shared call (see schema.rs).
+    r#"
+    ALTER TABLE calls ADD COLUMN caller_user TEXT;
+    ALTER TABLE calls ADD COLUMN caller_client TEXT;
+    CREATE INDEX calls_by_user ON calls (caller_user, unix_ms);
+    "#,
 ];
 
 /// The schema version this build writes.

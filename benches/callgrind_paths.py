@@ -63,8 +63,11 @@ async def run(path: str, calls: int, null: str | None) -> int:
     out = os.path.join(ROOT, "target", f"callgrind-{tag}.out")
     env = dict(os.environ, AGENT_DISCOVER_DASHBOARD="off", AGENT_DISCOVER_EMBEDDING_PROVIDER="none",
                AGENT_DISCOVER_SANDBOX=os.environ.get("AGENT_DISCOVER_SANDBOX", "off"))
-    if null and path == "child-2026":
+    if null and (path == "child-2026" or mode != "legacy"):
+        # A 2026-07-28 client: the minimal proxy relays results as its child wrote them, and a legacy child's lack
+        # the `resultType` such a client requires (agent-discover adds it), so its child speaks 2026-07-28 too.
         env["NULL_PROXY_CHILD_ERA"] = "2026"
+        fixture_args = ["--era", "both"]
     valgrind = ["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}"]
     if not http:
         target = [null, "null-proxy", FIXTURE, *fixture_args] if null else [BIN, "--data-dir", tempfile.mkdtemp(),
@@ -97,10 +100,17 @@ def main() -> None:
         i = args.index("--null")
         null = args[i + 1]
         del args[i:i + 2]
+    # --null-only: the minimal proxy alone (agent-discover's column left empty).
+    null_only = "--null-only" in args
+    args = [a for a in args if a != "--null-only"]
     calls = int(args.pop(0)) if args and args[0].isdigit() else 1000
     paths = args or PATHS
     print("| path | agent-discover | minimal rmcp proxy | ratio |\n|---|---|---|---|", flush=True)
     for path in paths:
+        if null_only:
+            base = (anyio.run(run, path, calls, null) - anyio.run(run, path, 0, null)) / calls
+            print(f"| {path} | | {base:,.0f} | |", flush=True)
+            continue
         ad = (anyio.run(run, path, calls, None) - anyio.run(run, path, 0, None)) / calls
         if null:
             base = (anyio.run(run, path, calls, null) - anyio.run(run, path, 0, null)) / calls

@@ -250,8 +250,31 @@ impl rmcp::ServerHandler for NullProxy {
     }
 }
 
-async fn null_proxy(fixture: PathBuf) {
-    let (child, _) = connect(tokio::process::Command::new(fixture)).await;
+/// The minimal proxy's child connection: the fixture run with `args`; with `NULL_PROXY_CHILD_ERA=2026` spoken to in
+/// 2026-07-28 (`server/discover`, per-request `_meta`), as agent-discover speaks to a child that offers it.
+async fn null_child(fixture: PathBuf, args: &[String]) -> Client {
+    let mut cmd = tokio::process::Command::new(fixture);
+    cmd.args(args);
+    if std::env::var("NULL_PROXY_CHILD_ERA").as_deref() != Ok("2026") {
+        return connect(cmd).await.0;
+    }
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let (t, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    ().serve_with_lifecycle(
+        t,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .unwrap()
+}
+
+async fn null_proxy(fixture: PathBuf, args: Vec<String>) {
+    let child = null_child(fixture, &args).await;
     let server = NullProxy {
         child: child.peer().clone(),
     }
@@ -262,15 +285,61 @@ async fn null_proxy(fixture: PathBuf) {
     let _ = child.cancel().await;
 }
 
+/// The minimal proxy behind rmcp's Streamable HTTP service at `/mcp` on 127.0.0.1 (a free port, printed on stdout as
+/// `http://127.0.0.1:PORT/`, as `agent-discover serve` prints its URL); until stdin closes.
+async fn null_proxy_http(fixture: PathBuf, args: Vec<String>) {
+    use rmcp::transport::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    let child = null_child(fixture, &args).await;
+    let peer = child.peer().clone();
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(NullProxy {
+                child: peer.clone(),
+            })
+        },
+        Arc::new(LocalSessionManager::default()),
+        Default::default(),
+    );
+    let router = axum::Router::new().route_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("http://{}/", listener.local_addr().unwrap());
+    use std::io::Write;
+    std::io::stdout().flush().unwrap();
+    let stop = async {
+        use tokio::io::AsyncReadExt;
+        let mut sink = Vec::new();
+        let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+    };
+    let _ = axum::serve(listener, router)
+        .with_graceful_shutdown(stop)
+        .await;
+    let _ = child.cancel().await;
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    if args.next().as_deref() == Some("null-proxy") {
-        // The same runtime as agent-discover's `mcp` command.
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        return rt.block_on(null_proxy(PathBuf::from(args.next().unwrap())));
+    match args.next().as_deref() {
+        Some("null-proxy") => {
+            // The same runtime as agent-discover's `mcp` command.
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let fixture = PathBuf::from(args.next().unwrap());
+            return rt.block_on(null_proxy(fixture, args.collect()));
+        }
+        Some("null-proxy-http") => {
+            // The same runtime as agent-discover's `serve` command: two workers.
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            let fixture = PathBuf::from(args.next().unwrap());
+            return rt.block_on(null_proxy_http(fixture, args.collect()));
+        }
+        _ => {}
     }
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -131,6 +131,11 @@ fn p50(mut v: Vec<Duration>) -> Duration {
 
 #[tokio::main]
 async fn main() {
+    // SEARCH_BENCH_BASE_BIN=<an earlier build of agent-discover>: only the end-to-end part, that build against this
+    // one, side by side in one run (issue 31).
+    if let Ok(base) = std::env::var("SEARCH_BENCH_BASE_BIN") {
+        return side_by_side(std::path::PathBuf::from(base)).await;
+    }
     let queries = queries();
     println!("## Tool search (issue 4)\n");
     println!(
@@ -358,6 +363,108 @@ async fn end_to_end() {
             ms(p50(again.next().unwrap())),
             ms(p50(again.next().unwrap())),
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// End-to-end `find_tool` of two builds side by side: BM25 only (this build), hybrid with `base`, hybrid with this
+/// build, one `agent-discover mcp` process each, every query sent to all three in turn (order alternating), in
+/// `SEARCH_BENCH_ROUNDS` (default 3) rounds whose p50s are printed (each query new to its process in round 1 only
+/// counts as new: later rounds use fresh processes). Tool counts: `SEARCH_BENCH_TOOLS` (default 2000,10000,100000).
+async fn side_by_side(base: std::path::PathBuf) {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let this =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/agent-discover");
+    let queries = queries();
+    let rounds: usize = std::env::var("SEARCH_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let sizes: Vec<usize> = std::env::var("SEARCH_BENCH_TOOLS")
+        .unwrap_or_else(|_| "2000,10000,100000".into())
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    println!(
+        "End-to-end `find_tool` (stdio, rmcp client), {} realistic queries each new to its process, p50 per round; \
+         base = {}\n\n| tools | round | BM25 only (this build) | hybrid, base | hybrid, this build | answer bytes p50, \
+         base / this |\n|---|---|---|---|---|---|",
+        queries.len(),
+        base.display()
+    );
+    let find = |q: &str| {
+        CallToolRequestParams::new("registry").with_arguments(
+            serde_json::json!({"action": "find_tool", "query": q, "auto_activate": false})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+    };
+    for n in sizes {
+        let dir = std::env::temp_dir().join(format!("ad-search-sbs-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = agent_discover::config::Config::resolve(Some(&dir), None).unwrap();
+        drop(build_in(
+            Store::open(&cfg.db_path).unwrap(),
+            n,
+            agent_discover::embed::MODEL_ID,
+        ));
+        for round in 1..=rounds {
+            let modes = [("none", &this), ("local", &base), ("local", &this)];
+            let mut clients = Vec::new();
+            for (provider, bin) in modes {
+                let mut cmd = tokio::process::Command::new(bin);
+                cmd.arg("--data-dir").arg(&dir).arg("mcp");
+                cmd.env("AGENT_DISCOVER_DASHBOARD", "off")
+                    .env("AGENT_DISCOVER_MODEL_SOURCE", "off")
+                    .env("AGENT_DISCOVER_EMBEDDING_PROVIDER", provider)
+                    .env(agent_discover::embed::ENV_WEIGHTS, "int8");
+                let (t, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let client = ().serve(t).await.unwrap();
+                client
+                    .call_tool(find("warm up the search index"))
+                    .await
+                    .unwrap();
+                clients.push(client);
+            }
+            let mut times = vec![Vec::new(); clients.len()];
+            let mut bytes = vec![Vec::new(); clients.len()];
+            for (i, q) in queries.iter().enumerate() {
+                for j in 0..clients.len() {
+                    let c = if (i + round) % 2 == 0 {
+                        j
+                    } else {
+                        clients.len() - 1 - j
+                    };
+                    let t = Instant::now();
+                    let r = clients[c].call_tool(find(q)).await.unwrap();
+                    times[c].push(t.elapsed());
+                    assert_ne!(r.is_error, Some(true));
+                    let text = r.content[0].as_text().map(|t| t.text.len()).unwrap_or(0);
+                    bytes[c].push(Duration::from_nanos(text as u64));
+                }
+            }
+            for client in clients {
+                client.cancel().await.unwrap();
+            }
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+            let mut t = times.into_iter().map(p50);
+            let mut b = bytes.into_iter().map(|v| p50(v).as_nanos());
+            let _ = b.next();
+            println!(
+                "| {n} | {round} | {:.2} ms | {:.2} ms | {:.2} ms | {} / {} |",
+                ms(t.next().unwrap()),
+                ms(t.next().unwrap()),
+                ms(t.next().unwrap()),
+                b.next().unwrap(),
+                b.next().unwrap(),
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -39,6 +39,9 @@ pub struct App {
     pub agents: crate::agents::Agents,
     /// Code mode (#28): scripts that call tools through the proxy, and the runs paused for an answer (`scripts.rs`).
     pub scripts: crate::codemode::CodeMode,
+    /// The catalog summary in the server instructions, with the store's change marker it was read at: every
+    /// 2026-07-28 request over HTTP builds the server info (`find.rs`).
+    pub(crate) summary: std::sync::Mutex<Option<((i64, u64), String)>>,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -129,6 +132,7 @@ impl App {
         }));
         Ok(Arc::new(App {
             scripts: crate::codemode::CodeMode::new(proxy.clone()),
+            summary: std::sync::Mutex::default(),
             config,
             events,
             registry,

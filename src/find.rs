@@ -193,6 +193,22 @@ impl App {
     /// A few lines for the `registry` tool's description and the server's instructions: what is installed (servers by
     /// tool count, bounded length) and that `find_tool` finds any of their tools by task.
     pub fn catalog_summary(&self) -> String {
+        // The same until something commits to the store (here or in another process).
+        let marker = self.registry.store().change_marker().ok();
+        let mut cached = self.summary.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some(m), Some((at, text))) = (marker, cached.as_ref())
+            && m == *at
+        {
+            return text.clone();
+        }
+        let text = self.catalog_summary_now();
+        if let Some(m) = marker {
+            *cached = Some((m, text.clone()));
+        }
+        text
+    }
+
+    fn catalog_summary_now(&self) -> String {
         let mut rows = self
             .registry
             .list(&crate::model::ListFilter::default())

@@ -204,6 +204,10 @@ async fn forward_events(hub: Weak<Hub>, app: Arc<App>, cancel: CancellationToken
         let Some(hub) = hub.upgrade() else { return };
         match received {
             Received::Event(Event::CallLogged { id }) => {
+                // Built only for a dashboard that is connected (no receiver: it would be dropped unread).
+                if hub.tx.receiver_count() == 0 {
+                    continue;
+                }
                 if let Some(entry) = app.calllog.get(id) {
                     let msg = json!({"type": "log_entry", "entry": entry}).to_string();
                     let _ = hub.tx.send(Utf8Bytes::from(msg));

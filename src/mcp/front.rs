@@ -62,6 +62,16 @@ pub fn reply_to_untyped(message: &[u8]) -> Option<ServerJsonRpcMessage> {
 /// handshake): -32601, as for every method the 2026-07-28 revision removed (rmcp would run the legacy handshake).
 /// `None` for anything else, `initialize` of the legacy eras included.
 pub fn initialize_under_2026(message: &[u8]) -> Option<ServerJsonRpcMessage> {
+    // The method first, borrowed (every message of an HTTP client passes here): only an `initialize` is read whole.
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    let method: Method<'_> = serde_json::from_slice(message).ok()?;
+    if method.method.as_deref() != Some("initialize") {
+        return None;
+    }
     #[derive(serde::Deserialize)]
     struct Peek {
         id: RequestId,

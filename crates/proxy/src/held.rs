@@ -282,7 +282,8 @@ impl Proxy {
             .or_default()
             .push((id, tx.clone()));
         let cancel = CancellationToken::new();
-        let task = work(self.inner.clone(), cancel.clone());
+        // Boxed: the call's future is large, and a task moves its future several times on the way in.
+        let task = Box::pin(work(self.inner.clone(), cancel.clone()));
         let (inner, server) = (Arc::downgrade(&self.inner), child.name.clone());
         tokio::spawn(async move {
             let res = task.await;

@@ -19,7 +19,10 @@ use serde_json::Value;
 use ad_core::error::{Error, Result};
 use ad_core::model::ToolRecord;
 use ad_store::Store;
+
+mod recent;
 pub use provider::{Provider, ProviderStatus};
+use recent::RecentQueries;
 
 /// Below this top score, `find_tool` answers "not found" rather than a bad match.
 pub const NO_MATCH: f64 = 0.25;
@@ -71,39 +74,8 @@ struct Inner {
     recent: Mutex<RecentQueries>,
 }
 
-/// Queries whose embedding is remembered, at most.
-const RECENT_QUERIES: usize = 512;
-
-/// A small least-recently-used map from (model, query) to its embedding.
-#[derive(Default)]
-struct RecentQueries {
-    map: HashMap<(String, String), (Vec<f32>, u64)>,
-    tick: u64,
-}
-
-impl RecentQueries {
-    fn get(&mut self, model: &str, query: &str) -> Option<Vec<f32>> {
-        self.tick += 1;
-        let tick = self.tick;
-        let e = self.map.get_mut(&(model.to_owned(), query.to_owned()))?;
-        e.1 = tick;
-        Some(e.0.clone())
-    }
-
-    fn put(&mut self, model: &str, query: &str, v: Vec<f32>) {
-        if self.map.len() >= RECENT_QUERIES
-            && let Some(oldest) = self
-                .map
-                .iter()
-                .min_by_key(|(_, (_, t))| *t)
-                .map(|(k, _)| k.clone())
-        {
-            self.map.remove(&oldest);
-        }
-        self.tick += 1;
-        self.map
-            .insert((model.to_owned(), query.to_owned()), (v, self.tick));
-    }
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 struct VectorIndex {
@@ -322,11 +294,37 @@ impl Search {
     /// query BM25 is sure of (`bm25_sure`) is answered by BM25 alone, without embedding it.
     pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
         check_query(query)?;
+        let provider = self.provider();
+        let model = provider.model_id();
+        // The local model's forward pass starts on the blocking pool (another core) while BM25 runs here, so a query
+        // BM25 is not sure of waits for the longer of the two instead of both (issue 31). A query BM25 is sure of
+        // does not wait for it; its vector is kept for a repeat. Only a settled index and a new query, and never a
+        // remote provider (a request per query costs).
+        let early = match (&provider, &model) {
+            (Provider::Local(_), Some(m)) if self.settled(m) && !self.recent_has(m, query) => {
+                provider.embed_started(query.to_owned(), {
+                    let inner = Arc::downgrade(&self.inner);
+                    let (m, q) = (m.clone(), query.to_owned());
+                    move |v: &[f32]| {
+                        if let Some(inner) = inner.upgrade() {
+                            lock(&inner.recent).put(&m, &q, v.to_vec());
+                        }
+                    }
+                })
+            }
+            _ => None,
+        };
         let hits = self.bm25_hits(query)?;
-        let model = self.provider().model_id();
         let sure = model.is_some() && bm25_sure(&hits);
-        let vector = match model {
-            Some(model) if !sure => self.query_vector(query).await.map(|v| (v, model)),
+        let vector = match (model, early) {
+            (Some(model), Some(early)) if !sure => match early.await {
+                Ok(v) => Some((v, model)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "embedding the query failed; searching with BM25 only");
+                    None
+                }
+            },
+            (Some(model), None) if !sure => self.query_vector(query).await.map(|v| (v, model)),
             _ => None,
         };
         let mut ranking = self.finish(hits, vector, limit).await?;
@@ -480,6 +478,13 @@ impl Search {
                 None
             }
         }
+    }
+
+    /// Whether the embedding of `query` by `model` is remembered.
+    fn recent_has(&self, model: &str, query: &str) -> bool {
+        lock(&self.inner.recent)
+            .map
+            .contains_key(&(model.to_owned(), query.to_owned()))
     }
 
     /// Whether every tool was embedded by `model` as of the current generation and data version.
@@ -743,27 +748,6 @@ pub fn compact_schema(schema: &Value) -> (Vec<Value>, usize) {
         .unwrap_or(0)
         .saturating_sub(required.len());
     (args, optional)
-}
-
-#[cfg(test)]
-mod recent_tests {
-    use super::*;
-
-    #[test]
-    fn recent_queries_keep_the_most_recently_used() {
-        let mut r = RecentQueries::default();
-        for i in 0..RECENT_QUERIES {
-            r.put("m", &format!("q{i}"), vec![i as f32]);
-        }
-        // Touch q0 so q1 is the oldest, then overflow by one.
-        assert_eq!(r.get("m", "q0"), Some(vec![0.0]));
-        r.put("m", "new", vec![-1.0]);
-        assert_eq!(r.map.len(), RECENT_QUERIES);
-        assert_eq!(r.get("m", "q1"), None);
-        assert_eq!(r.get("m", "q0"), Some(vec![0.0]));
-        assert_eq!(r.get("m", "new"), Some(vec![-1.0]));
-        assert_eq!(r.get("other-model", "q0"), None);
-    }
 }
 
 #[cfg(test)]

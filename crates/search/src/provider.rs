@@ -313,6 +313,31 @@ impl Provider {
         }
     }
 
+    /// Starts embedding one query at once on the blocking pool (the local model only; `None` for other providers),
+    /// `keep` given its vector there; the future waits for the vector. Dropped, the embedding still finishes (and is
+    /// kept): the caller did not need it after all.
+    pub fn embed_started(
+        &self,
+        text: String,
+        keep: impl FnOnce(&[f32]) + Send + 'static,
+    ) -> Option<impl Future<Output = Result<Vec<f32>>> + Send + 'static> {
+        let Provider::Local(local) = self else {
+            return None;
+        };
+        let model = local.clone();
+        let handle = tokio::task::spawn_blocking(move || {
+            let v = {
+                let lease = model.lease()?;
+                lease.model.embed(&text)
+            };
+            keep(&v);
+            // After the lease: the idle unload counts from this use (the blocking pool runs in the runtime).
+            model.schedule_unload();
+            Ok(v)
+        });
+        Some(async move { handle.await.map_err(|e| Error::Internal(e.to_string()))? })
+    }
+
     /// Embeds texts (unit-normalised vectors). `None` provider: an error.
     pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         match self {

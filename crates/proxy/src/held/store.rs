@@ -67,10 +67,7 @@ impl Binding {
             server: server.to_owned(),
             method: method.to_owned(),
             name: name.to_owned(),
-            args: Sha256::digest(&args)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect(),
+            args: hex(&Sha256::digest(&args)),
         }
     }
 
@@ -81,6 +78,17 @@ impl Binding {
             _ => Outcome::Call(asked.into()),
         }
     }
+}
+
+/// Lower-case hex of `bytes` (one allocation, no formatter per byte: this runs on every held call).
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 /// What a token says, signed.
@@ -389,6 +397,20 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binding_names_the_arguments_by_the_hex_of_their_digest() {
+        let args = json!({"text": "ping", "n": [1, 2]});
+        let want: String = Sha256::digest(serde_json::to_vec(&args).unwrap())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            Binding::new("fx", "tools/call", "echo", Some(&args)).args,
+            want
+        );
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+    }
 
     fn binding() -> Binding {
         Binding::new(

@@ -37,6 +37,7 @@ use shape::{
 
 pub use clients::shutdown_signal;
 pub use registry_tool::actions;
+pub use served::Traced;
 pub use single::{ServerView, serve_stdio_server};
 
 pub const SERVER_NAME: &str = "agent-discover";
@@ -158,14 +159,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let span = served::start(
-            &context,
-            "tools/call",
-            Some(&*request.name),
-            request.meta.as_ref(),
-        );
         let mut caller = Caller::of_call(&request, &context);
-        caller.trace = span.as_ref().map(|s| s.context().clone());
+        // The served span (`served.rs`) is the parent of the proxied call's.
+        caller.trace = served::parent(&context);
         caller.session = calls::session_of(&self.app, &context, self.client_id);
         let res = async {
             if request.name == registry_tool::NAME {
@@ -219,7 +215,6 @@ impl ServerHandler for McpServer {
             }
         }
         .await;
-        served::end_call(span, &res);
         res
     }
 
@@ -606,7 +601,7 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     app.proxy.expect_restore();
     let front = front::StdioFront::new(rmcp::transport::stdio_pipes());
     let fast_lane = front.fast_lane_slot();
-    let service = server.serve(front).await?;
+    let service = served::Traced(server).serve(front).await?;
     // After the handshake, proxied tool calls of legacy stdio children take the fast lane (`proxy/relay.rs`), unless
     // `AGENT_DISCOVER_FAST_LANE=off` (every call through rmcp's handler: a fallback, and the bench's comparison).
     // With tracing on, every call takes rmcp's handler, where its span is made.

@@ -86,3 +86,4 @@ mod ready;
 mod answers;
 // Issue 29, part 3: OpenTelemetry traces exported to an OTLP receiver in the test (protobuf and JSON), both eras.
 mod telemetry;
+mod telemetry_spans;

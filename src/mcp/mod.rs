@@ -604,9 +604,18 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     let service = served::Traced(server).serve(front).await?;
     // After the handshake, proxied tool calls of legacy stdio children take the fast lane (`proxy/relay.rs`), unless
     // `AGENT_DISCOVER_FAST_LANE=off` (every call through rmcp's handler: a fallback, and the bench's comparison).
-    // With tracing on, every call takes rmcp's handler, where its span is made.
-    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") && !crate::trace::enabled() {
-        fast_lane.install(app.proxy.clone(), shape_fast_lane_error, served_here);
+    // With tracing on, the lane makes each call's spans itself (`proxy/spans.rs`).
+    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") {
+        let protocol = crate::trace::enabled()
+            .then(|| service.peer().peer_info())
+            .flatten()
+            .map(|info| info.protocol_version.to_string());
+        fast_lane.install(
+            app.proxy.clone(),
+            shape_fast_lane_error,
+            served_here,
+            protocol,
+        );
     }
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);

@@ -390,7 +390,16 @@ async fn a_stdio_call_is_traced_over_otlp_protobuf() {
         CLIENT_SPAN,
     );
     assert_eq!(served.attrs["network.transport"], "pipe");
+    assert_eq!(
+        served.attrs["mcp.protocol.version"], "2025-11-25",
+        "{served:?}"
+    );
     assert_eq!(proxied.attrs["network.transport"], "pipe");
+    // With tracing on, the call took the fast lane, which made both spans.
+    assert!(
+        crate::relay::fast_lane_calls(&agent).await > 0,
+        "the traced call went through the fast lane"
+    );
     assert_eq!(proxied.attrs["agent_discover.outcome"], "ok");
     assert_eq!(served.status, 0);
     // The child was handed the proxied call's span as its parent, in `_meta`.

@@ -93,12 +93,7 @@ pub(crate) async fn noting_request_id<T>(
 
 /// Notes the id of a request sent to a child, for the span of the call being made (nothing outside one).
 pub(crate) fn sent(id: &rmcp::model::RequestId) {
-    let _ = SENT.try_with(|slot| {
-        *slot.borrow_mut() = Some(match id {
-            rmcp::model::NumberOrString::Number(n) => n.to_string(),
-            rmcp::model::NumberOrString::String(s) => s.to_string(),
-        })
-    });
+    let _ = SENT.try_with(|slot| *slot.borrow_mut() = Some(id_text(id)));
 }
 
 /// Ends a proxied call's span with its outcome: `error.type` is the JSON-RPC code of a child's error, `tool_error`
@@ -148,6 +143,119 @@ pub(crate) fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(&'static str
         }
     }
     out
+}
+
+/// The two spans of a fast-lane call (`relay.rs`, tracing on only): the served request's, as `served.rs` makes it
+/// for the normal path, and the proxied call's under it.
+pub(crate) struct FastSpans {
+    served: Started,
+    call: Started,
+}
+
+/// Starts a fast-lane call's spans: the client's `tools/call` of `exposed` (under its `traceparent`, if it sent one)
+/// and the call of the child's `tool`.
+pub(crate) fn fast_call(
+    server: &str,
+    exposed: &str,
+    tool: &str,
+    id: &rmcp::model::RequestId,
+    traceparent: Option<&str>,
+    tracestate: Option<&str>,
+    client_protocol: Option<&str>,
+    child_protocol: Option<&str>,
+) -> Box<FastSpans> {
+    let parent = traceparent.and_then(|tp| SpanContext::parse(tp, tracestate));
+    let mut served = Started::new(
+        format!("tools/call {exposed}"),
+        Kind::Server,
+        parent.as_ref(),
+    );
+    served.set("mcp.method.name", "tools/call");
+    served.set("jsonrpc.request.id", id_text(id));
+    served.set("network.transport", "pipe");
+    if let Some(v) = client_protocol {
+        served.set("mcp.protocol.version", v);
+    }
+    served.set("gen_ai.tool.name", exposed);
+    served.set("gen_ai.operation.name", "execute_tool");
+    let mut call = start_call(server, tool, Some(served.context()));
+    // The fast lane serves legacy stdio children only.
+    call.set("network.transport", "pipe");
+    if let Some(v) = child_protocol {
+        call.set("mcp.protocol.version", v);
+    }
+    Box::new(FastSpans { served, call })
+}
+
+impl FastSpans {
+    /// The request sent to the child is numbered `number`: the call's span records it, and its context is what the
+    /// child is given (`traceparent`, `tracestate`).
+    pub(crate) fn sent(&mut self, number: i64) -> (Option<String>, Option<String>) {
+        self.call.set("jsonrpc.request.id", number.to_string());
+        let context = self.call.context();
+        (Some(context.traceparent()), context.state.clone())
+    }
+
+    /// The child answered with a plain tool result (`ok`: not `isError`), passed to the client as written.
+    pub(crate) fn end_plain(self, ok: bool) {
+        let FastSpans {
+            mut served,
+            mut call,
+        } = self;
+        for span in [&mut served, &mut call] {
+            if !ok {
+                span.fail("tool_error", "the tool returned an error result");
+            }
+        }
+        call.set(
+            "agent_discover.outcome",
+            if ok { "ok" } else { "tool_error" },
+        );
+        call.end();
+        served.end();
+    }
+
+    /// Ends the proxied call's span with the call's outcome; the served span is left to end with the answer.
+    pub(crate) fn end_call(self, res: &Result<CallToolResponse>) -> Started {
+        end_call(self.call, res);
+        self.served
+    }
+}
+
+/// Ends a fast-lane call's served span with the client's answer, as shaped by the front.
+pub(crate) fn end_fast_shaped(
+    served: Started,
+    shaped: &std::result::Result<CallToolResponse, rmcp::ErrorData>,
+) {
+    match shaped {
+        Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => end_fast_served(
+            served,
+            Err(("tool_error", "the tool returned an error result")),
+        ),
+        Ok(_) => end_fast_served(served, Ok(())),
+        Err(e) => {
+            let code = e.code.0.to_string();
+            let mut served = served;
+            served.set("rpc.response.status_code", code.clone());
+            served.fail(code, e.message.to_string());
+            served.end();
+        }
+    }
+}
+
+/// Ends a fast-lane call's served span: `Err((error.type, message))` marks it failed.
+pub(crate) fn end_fast_served(mut served: Started, res: std::result::Result<(), (&str, &str)>) {
+    if let Err((kind, message)) = res {
+        served.fail(kind, message);
+    }
+    served.end();
+}
+
+fn id_text(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(n) => n.to_string(),
+        rmcp::model::NumberOrString::String(s) => s.to_string(),
+    }
 }
 
 /// An HTTP child's client that sends the request's trace context (`_meta.traceparent`, put there by `call.rs`) as

@@ -337,6 +337,8 @@ pub struct FrontLane {
     pub(super) shape: ShapeError,
     /// Names the front serves itself (the registry tool, agent tools), never relayed.
     pub(super) reserved: fn(&str) -> bool,
+    /// The protocol revision of the client's session, for the spans (tracing on only).
+    pub(super) protocol: std::sync::OnceLock<String>,
 }
 
 /// One fast-lane call in flight.
@@ -351,6 +353,8 @@ pub(super) struct FastCall {
     pub(super) started: std::time::Instant,
     /// The call's start, or the child's last progress on it: the deadline is this plus the call timeout.
     pub(super) last_progress: tokio::time::Instant,
+    /// The call's spans, while tracing is on (`spans.rs`).
+    pub(super) spans: Option<Box<crate::spans::FastSpans>>,
 }
 
 /// The calls in flight on one child's fast lane and its reaper's state.

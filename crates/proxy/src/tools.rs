@@ -262,8 +262,11 @@ impl Proxy {
     }
 
     /// The fast lane's target for an exposed tool name (`relay.rs`): the lane of a running, legacy stdio child that
-    /// exposes the tool now (allowed and approved), and the tool's own name. `None` sends the call the normal way.
-    pub(crate) fn fast_target(&self, name: &str) -> Option<(Arc<ChildLane>, String)> {
+    /// exposes the tool now (allowed and approved), the tool's own name, and (tracing on) the child's revision. `None` sends the call the normal way.
+    pub(crate) fn fast_target(
+        &self,
+        name: &str,
+    ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
         let children = lock(&self.inner.children);
         let (server, tool) = names::split(name, children.keys().map(String::as_str))?;
         let Slot::Running(child) = &children[server] else {
@@ -277,10 +280,11 @@ impl Proxy {
         if child.gated.any.load(Ordering::Acquire) && lock(&child.gated.tools).contains(tool) {
             return None;
         }
-        lock(&child.tools)
-            .iter()
-            .any(|t| t.name == tool)
-            .then(|| (lane, tool.to_owned()))
+        lock(&child.tools).iter().any(|t| t.name == tool).then(|| {
+            // The child's revision, for the call's span (tracing on only).
+            let protocol = ad_core::trace::enabled().then(|| child.protocol.clone());
+            (lane, tool.to_owned(), protocol)
+        })
     }
 
     /// The fast lanes of the running children.

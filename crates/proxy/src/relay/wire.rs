@@ -37,7 +37,7 @@ pub(super) fn read_call(raw: &str) -> Option<(RequestId, RawCallParams<'_>)> {
 }
 
 /// A client's `tools/call` as the fast lane reads it: borrowed, its arguments left as the client wrote them. A field
-/// beyond these (a task request, input responses, request state, `_meta` beyond a progress token, as 2026-07-28
+/// beyond these (a task request, input responses, request state, `_meta` beyond a progress token and trace context, as 2026-07-28
 /// clients send) makes the parse fail and leaves the message to the normal path. Checked against rmcp's own
 /// decoding in the tests below.
 #[derive(Deserialize)]
@@ -64,8 +64,8 @@ pub(super) struct RawCallParams<'a> {
     pub(super) meta: Option<ProgressMeta>,
 }
 
-/// Request metadata holding at most a progress token.
-#[derive(Serialize, Deserialize)]
+/// Request metadata holding at most a progress token and W3C trace context (SEP-414's `traceparent`, `tracestate`).
+#[derive(Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ProgressMeta {
     #[serde(
@@ -74,6 +74,10 @@ pub(super) struct ProgressMeta {
         skip_serializing_if = "Option::is_none"
     )]
     pub(super) progress_token: Option<ProgressToken>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) traceparent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) tracestate: Option<String>,
 }
 
 /// The request to the child: rmcp's `tools/call` request shape (a test checks rmcp reads it back as one), with the
@@ -268,6 +272,7 @@ mod tests {
                 params: ChildCallParams {
                     meta: ProgressMeta {
                         progress_token: Some(ProgressToken(NumberOrString::Number(FAST_BASE + 3))),
+                        ..Default::default()
                     },
                     name: "echo",
                     arguments,

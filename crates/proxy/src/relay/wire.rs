@@ -226,9 +226,26 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","_meta":{"progressToken":9}}}"#,
             r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fx__echo","arguments":null,"_meta":{}}}"#,
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__\u00e9cho","arguments":{"t":"a\"b\\n"}}}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"fx__echo","_meta":{"progressToken":1,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=b"}}}"#,
         ];
         for line in taken {
             let (id, params) = read_call(line).unwrap_or_else(|| panic!("not taken: {line}"));
+            // The trace context (SEP-414) is read as rmcp reads it.
+            let theirs: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
+            let ClientJsonRpcMessage::Request(r) = theirs else {
+                panic!("{line}")
+            };
+            let meta = params.meta.as_ref();
+            assert_eq!(
+                meta.and_then(|m| m.traceparent.as_deref()),
+                r.request.get_meta().get_traceparent(),
+                "{line}"
+            );
+            assert_eq!(
+                meta.and_then(|m| m.tracestate.as_deref()),
+                r.request.get_meta().get_tracestate(),
+                "{line}"
+            );
             let (rid, name, args, token) = rmcp_call(line).expect("rmcp reads it");
             assert_eq!(id, rid, "{line}");
             assert_eq!(params.name, name, "{line}");

@@ -163,7 +163,7 @@ impl ServerHandler for McpServer {
         // The served span (`served.rs`) is the parent of the proxied call's.
         caller.trace = served::parent(&context);
         caller.session = calls::session_of(&self.app, &context, self.client_id);
-        let res = async {
+        async {
             if request.name == registry_tool::NAME {
                 // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
                 // future into a task for each request, proxied calls included.
@@ -214,8 +214,7 @@ impl ServerHandler for McpServer {
                 other => other,
             }
         }
-        .await;
-        res
+        .await
     }
 
     /// SEP-2640: every running child's skills, their URIs namespaced (`skills.rs`).

@@ -150,7 +150,7 @@ impl ServerHandler for ServerView {
     ) -> Result<CallToolResponse, McpError> {
         // The served span (`served.rs`) is the parent of the proxied call's.
         let trace = super::served::parent(&context);
-        let res = async {
+        async {
             self.ready().await?;
             let mut caller = Caller::of_call(&request, &context);
             caller.scoped = true;
@@ -197,8 +197,7 @@ impl ServerHandler for ServerView {
                 Err(e) => Err(self.error(e)),
             }
         }
-        .await;
-        res
+        .await
     }
 
     /// SEP-2640: the child's `skills/list`, `skills/get` and `resources/directory/read`, passed on unchanged (rmcp

@@ -91,8 +91,9 @@ impl FrontLane {
                 &params.name,
                 &tool,
                 &id,
-                meta.traceparent.as_deref(),
-                meta.tracestate.as_deref(),
+                meta.traceparent.as_deref().and_then(|tp| {
+                    ad_core::trace::SpanContext::parse(tp, meta.tracestate.as_deref())
+                }),
                 self.protocol.get().map(String::as_str),
                 child_protocol.as_ref().map(|p| p.as_str()),
             )

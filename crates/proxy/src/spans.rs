@@ -152,19 +152,17 @@ pub(crate) struct FastSpans {
     call: Started,
 }
 
-/// Starts a fast-lane call's spans: the client's `tools/call` of `exposed` (under its `traceparent`, if it sent one)
-/// and the call of the child's `tool`.
+/// Starts a fast-lane call's spans: the client's `tools/call` of `exposed` (under `parent`, the trace context it
+/// sent, if any) and the call of the child's `tool`.
 pub(crate) fn fast_call(
     server: &str,
     exposed: &str,
     tool: &str,
     id: &rmcp::model::RequestId,
-    traceparent: Option<&str>,
-    tracestate: Option<&str>,
+    parent: Option<SpanContext>,
     client_protocol: Option<&str>,
     child_protocol: Option<&str>,
 ) -> Box<FastSpans> {
-    let parent = traceparent.and_then(|tp| SpanContext::parse(tp, tracestate));
     let mut served = Started::new(
         format!("tools/call {exposed}"),
         Kind::Server,

@@ -46,7 +46,7 @@ use crate::envelope::{Expect, Parts};
 use crate::failure::exited_during_call;
 use crate::spawn::StderrRing;
 pub use crate::state::{ChildLane, FrontLane, ShapeError};
-use crate::state::{FastCall, Finished, Inner, LaneState, Proxy};
+use crate::state::{FastCall, FastSpans, Finished, Inner, LaneState, Proxy};
 use wire::{
     ChildCall, ChildCallParams, FAST_BASE, ProgressMeta, RawResponse, fast_number, plain_result,
     read_call,
@@ -163,7 +163,7 @@ impl ChildLane {
         client_token: Option<ProgressToken>,
         tool: String,
         args: Option<&RawValue>,
-        mut spans: Option<Box<crate::spans::FastSpans>>,
+        mut spans: Option<Box<FastSpans>>,
     ) {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         // The proxied call's span is the child's parent.

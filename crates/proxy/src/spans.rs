@@ -19,7 +19,7 @@ use ad_core::error::{Error, Result};
 use ad_core::model::Transport;
 use ad_core::trace::{Kind, SpanContext, Started};
 
-use crate::state::Child;
+use crate::state::{Child, FastSpans};
 
 /// Starts the span of one proxied call (only called while tracing is on), before anything is known of the child.
 pub(crate) fn start_call(server: &str, tool: &str, parent: Option<&SpanContext>) -> Started {
@@ -143,13 +143,6 @@ pub(crate) fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(&'static str
         }
     }
     out
-}
-
-/// The two spans of a fast-lane call (`relay.rs`, tracing on only): the served request's, as `served.rs` makes it
-/// for the normal path, and the proxied call's under it.
-pub(crate) struct FastSpans {
-    served: Started,
-    call: Started,
 }
 
 /// Starts a fast-lane call's spans: the client's `tools/call` of `exposed` (under `parent`, the trace context it

@@ -354,7 +354,14 @@ pub(super) struct FastCall {
     /// The call's start, or the child's last progress on it: the deadline is this plus the call timeout.
     pub(super) last_progress: tokio::time::Instant,
     /// The call's spans, while tracing is on (`spans.rs`).
-    pub(super) spans: Option<Box<crate::spans::FastSpans>>,
+    pub(super) spans: Option<Box<FastSpans>>,
+}
+
+/// The two spans of a fast-lane call (tracing on only; made and ended by `spans.rs`): the served request's, as the
+/// front makes it on the normal path, and the proxied call's under it.
+pub(crate) struct FastSpans {
+    pub(crate) served: ad_core::trace::Started,
+    pub(crate) call: ad_core::trace::Started,
 }
 
 /// The calls in flight on one child's fast lane and its reaper's state.

@@ -1,8 +1,8 @@
 //! Tracing benchmark (not a test): the cost per proxied call of OpenTelemetry traces. One rmcp client calls the
-//! fixture's `echo` directly and through three `agent-discover mcp` processes, in turn (so all see the same load):
+//! fixture's `echo` directly and through four `agent-discover mcp` processes, in turn (so all see the same load):
 //! tracing off (the default: legacy stdio calls take the fast lane), tracing off with `AGENT_DISCOVER_FAST_LANE=off`
-//! (rmcp's handler, the path every call takes with tracing on), and tracing on (OTLP `http/protobuf` to a local
-//! receiver in this process that answers 200). Reports each path's latency (median, p99), its median overhead over
+//! (rmcp's handler), tracing on (the fast lane, which makes the spans itself), and tracing on with the fast lane
+//! off; tracing exports OTLP `http/protobuf` to a receiver in this process that answers 200 (one per process). Reports each path's latency (median, p99), its median overhead over
 //! the direct call made just before, and agent-discover's CPU time per call; then what the receiver got.
 //!
 //! Run: `cargo build --release -p agent-discover -p ad-fixture && cargo bench --bench tracing`.
@@ -127,7 +127,8 @@ fn main() {
 async fn bench() {
     let (bin, fixture) = (release("agent-discover"), release("agent-discover-fixture"));
     let (sink, url) = receiver().await;
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (handler_sink, handler_url) = receiver().await;
+    let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
     let (direct, _) = connect(tokio::process::Command::new(&fixture)).await;
     let (off, off_pid) = agent(&bin, &fixture, dirs[0].path(), &[]).await;
     let (handler, handler_pid) = agent(
@@ -144,7 +145,17 @@ async fn bench() {
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", url.clone())],
     )
     .await;
-    let paths: [(&str, &Client, &str, Option<u32>); 4] = [
+    let (on_handler, on_handler_pid) = agent(
+        &bin,
+        &fixture,
+        dirs[3].path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", handler_url.clone()),
+            ("AGENT_DISCOVER_FAST_LANE", "off".into()),
+        ],
+    )
+    .await;
+    let paths: [(&str, &Client, &str, Option<u32>); 5] = [
         ("direct (fixture alone)", &direct, "echo", None),
         (
             "tracing off (default, fast lane)",
@@ -159,10 +170,16 @@ async fn bench() {
             Some(handler_pid),
         ),
         (
-            "tracing on (OTLP http/protobuf)",
+            "tracing on (fast lane, http/protobuf)",
             &on,
             "fx__echo",
             Some(on_pid),
+        ),
+        (
+            "tracing on, fast lane off",
+            &on_handler,
+            "fx__echo",
+            Some(on_handler_pid),
         ),
     ];
     for _ in 0..WARMUP {
@@ -216,27 +233,35 @@ async fn bench() {
             pct(0.99)
         );
     }
-    // Stop the traced process: it flushes its queue on the way out.
-    let _ = on.cancel().await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while std::fs::metadata(format!("/proc/{on_pid}")).is_ok()
-        && std::fs::read_to_string(format!("/proc/{on_pid}/stat")).is_ok_and(|s| {
+    // Stop the traced processes: each flushes its queue on the way out.
+    for (client, pid, sink, name) in [
+        (on, on_pid, &sink, "tracing on"),
+        (
+            on_handler,
+            on_handler_pid,
+            &handler_sink,
+            "tracing on, fast lane off",
+        ),
+    ] {
+        let _ = client.cancel().await;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
             !s.rsplit(')')
                 .next()
                 .unwrap_or("")
                 .trim_start()
                 .starts_with('Z')
-        })
-        && Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        }) && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        println!(
+            "\nreceiver ({name}): {} export requests, {} bytes ({:.0} bytes per traced call, 2 spans each)",
+            sink.requests.load(Ordering::Relaxed),
+            sink.bytes.load(Ordering::Relaxed),
+            sink.bytes.load(Ordering::Relaxed) as f64 / (CALLS + WARMUP) as f64,
+        );
     }
-    println!(
-        "\nreceiver: {} export requests, {} bytes ({:.0} bytes per traced call, 2 spans each)",
-        sink.requests.load(Ordering::Relaxed),
-        sink.bytes.load(Ordering::Relaxed),
-        sink.bytes.load(Ordering::Relaxed) as f64 / (CALLS + WARMUP) as f64,
-    );
     let _ = off.cancel().await;
     let _ = handler.cancel().await;
     let _ = direct.cancel().await;

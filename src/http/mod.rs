@@ -240,7 +240,7 @@ fn router_with(
         .with_cancellation_token(shutdown.child_token());
     let per_server = servers::PerServer::new(app.clone(), mcp_config.clone());
     let mcp = StreamableHttpService::new(
-        move || Ok(McpServer::for_http(app.clone(), mode)),
+        move || Ok(crate::mcp::Traced(McpServer::for_http(app.clone(), mode))),
         Arc::new(LocalSessionManager::default()),
         mcp_config,
     );

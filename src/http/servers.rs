@@ -14,9 +14,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use super::error::ApiError;
 use crate::app::App;
 use crate::error::ErrorCode;
-use crate::mcp::ServerView;
+use crate::mcp::{ServerView, Traced};
 
-type Service = Arc<StreamableHttpService<ServerView, LocalSessionManager>>;
+type Service = Arc<StreamableHttpService<Traced<ServerView>, LocalSessionManager>>;
 
 #[derive(Clone)]
 pub struct PerServer {
@@ -41,7 +41,7 @@ impl PerServer {
         let service = services.entry(name.to_owned()).or_insert_with(|| {
             let (app, server) = (self.app.clone(), name.to_owned());
             Arc::new(StreamableHttpService::new(
-                move || Ok(ServerView::new(app.clone(), server.clone())),
+                move || Ok(Traced(ServerView::new(app.clone(), server.clone()))),
                 Arc::new(LocalSessionManager::default()),
                 self.config.clone(),
             ))

@@ -221,10 +221,13 @@ impl FastLaneSlot {
         proxy: crate::proxy::Proxy,
         shape: crate::proxy::relay::ShapeError,
         reserved: fn(&str) -> bool,
+        protocol: Option<String>,
     ) {
-        let _ = self
-            .slot
-            .set(FrontLane::new(proxy, self.sink, shape, reserved));
+        let lane = FrontLane::new(proxy, self.sink, shape, reserved);
+        if let Some(protocol) = protocol {
+            lane.set_protocol(protocol);
+        }
+        let _ = self.slot.set(lane);
     }
 }
 

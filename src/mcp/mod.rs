@@ -37,6 +37,7 @@ use shape::{
 
 pub use clients::shutdown_signal;
 pub use registry_tool::actions;
+pub use served::Traced;
 pub use single::{ServerView, serve_stdio_server};
 
 pub const SERVER_NAME: &str = "agent-discover";
@@ -160,16 +161,11 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let span = served::start(
-            &context,
-            "tools/call",
-            Some(&*request.name),
-            request.meta.as_ref(),
-        );
         let mut caller = Caller::of_call(&request, &context);
-        caller.trace = span.as_ref().map(|s| s.context().clone());
+        // The served span (`served.rs`) is the parent of the proxied call's.
+        caller.trace = served::parent(&context);
         caller.session = calls::session_of(&self.app, &context, self.client_id);
-        let res = async {
+        async {
             if request.name == registry_tool::NAME {
                 // Boxed: the registry tool's future is large (every action's state), and rmcp moves the handler's
                 // future into a task for each request, proxied calls included.
@@ -226,9 +222,7 @@ impl ServerHandler for McpServer {
                 other => other,
             }
         }
-        .await;
-        served::end_call(span, &res);
-        res
+        .await
     }
 
     /// SEP-2640: every running child's skills, their URIs namespaced (`skills.rs`).
@@ -663,12 +657,21 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
     app.proxy.expect_restore();
     let front = front::StdioFront::new(rmcp::transport::stdio_pipes());
     let fast_lane = front.fast_lane_slot();
-    let service = server.serve(front).await?;
+    let service = served::Traced(server).serve(front).await?;
     // After the handshake, proxied tool calls of legacy stdio children take the fast lane (`proxy/relay.rs`), unless
     // `AGENT_DISCOVER_FAST_LANE=off` (every call through rmcp's handler: a fallback, and the bench's comparison).
-    // With tracing on, every call takes rmcp's handler, where its span is made.
-    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") && !crate::trace::enabled() {
-        fast_lane.install(app.proxy.clone(), shape_fast_lane_error, served_here);
+    // With tracing on, the lane makes each call's spans itself (`proxy/spans.rs`).
+    if std::env::var(ENV_FAST_LANE).as_deref() != Ok("off") {
+        let protocol = crate::trace::enabled()
+            .then(|| service.peer().peer_info())
+            .flatten()
+            .map(|info| info.protocol_version.to_string());
+        fast_lane.install(
+            app.proxy.clone(),
+            shape_fast_lane_error,
+            served_here,
+            protocol,
+        );
     }
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), mode);

@@ -155,14 +155,9 @@ impl ServerHandler for ServerView {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let span = super::served::start(
-            &context,
-            "tools/call",
-            Some(&*request.name),
-            request.meta.as_ref(),
-        );
-        let trace = span.as_ref().map(|s| s.context().clone());
-        let res = async {
+        // The served span (`served.rs`) is the parent of the proxied call's.
+        let trace = super::served::parent(&context);
+        async {
             self.ready().await?;
             let mut caller = Caller::of_call(&request, &context);
             caller.scoped = true;
@@ -209,9 +204,7 @@ impl ServerHandler for ServerView {
                 Err(e) => Err(self.error(e)),
             }
         }
-        .await;
-        super::served::end_call(span, &res);
-        res
+        .await
     }
 
     /// SEP-2640: the child's `skills/list`, `skills/get` and `resources/directory/read`, passed on unchanged (rmcp
@@ -542,7 +535,7 @@ pub async fn serve_stdio_server(app: Arc<App>, server: String) -> anyhow::Result
     let view = ServerView::new(app.clone(), server.clone());
     let client_id = view.client_id;
     // Every request with an id is answered with it, even one rmcp cannot type (`front.rs`).
-    let service = view
+    let service = super::served::Traced(view)
         .serve(super::front::StdioFront::new(rmcp::transport::stdio_pipes()))
         .await?;
     spawn_list_changed_forwarder(app.clone(), service.peer().clone(), server);

@@ -16,18 +16,23 @@ pub struct Config {
     pub endpoint: String,
     pub protocol: Protocol,
     pub headers: Vec<(String, String)>,
-    /// One export request's timeout.
+    /// One export request's timeout (`OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT`).
     pub timeout: Duration,
+    /// One batch's export at most, retries included (`OTEL_BSP_EXPORT_TIMEOUT`).
+    pub export_timeout: Duration,
     /// The resource's attributes, `service.name` first.
     pub resource: Vec<(String, String)>,
     /// Batching: how long spans wait, how many wait at most (more are dropped), how many go in one request.
     pub delay: Duration,
     pub max_queue: usize,
     pub max_batch: usize,
+    /// What was set wrong and left at its default: logged on stderr at start-up.
+    pub warnings: Vec<String>,
 }
 
 /// Reads the configuration through `get` (the environment, or a test's map). `Ok(None)`: tracing is off. An error
-/// says what is wrong (an unsupported protocol, a malformed number).
+/// says what is wrong (an unsupported protocol or exporter, an endpoint that is no URL); a malformed number is a
+/// warning (in [`Config::warnings`]) and its default.
 pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, String> {
     let var = |k: &str| {
         get(k)
@@ -88,30 +93,38 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, 
         headers.retain(|(have, _)| !have.eq_ignore_ascii_case(&k));
         headers.push((k, v));
     }
-    let millis = |name: &str, default: u64| -> Result<u64, String> {
+    // Numbers: an invalid one is a warning and the standard default, not a reason to run without traces.
+    let warnings = std::cell::RefCell::new(Vec::new());
+    let number = |name: &str, default: u64, positive: bool| -> u64 {
         match var(name) {
-            None => Ok(default),
-            Some(v) => v
-                .parse::<u64>()
-                .map_err(|_| format!("{name}={v} is not a number of milliseconds")),
+            None => default,
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n > 0 || !positive => n,
+                _ => {
+                    warnings.borrow_mut().push(format!(
+                        "{name}={v} is not a {} number: using the default, {default}",
+                        if positive { "positive" } else { "whole" }
+                    ));
+                    default
+                }
+            },
         }
     };
     let timeout = match var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") {
-        Some(_) => millis("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", 10_000)?,
-        None => millis("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)?,
+        Some(_) => number("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", 10_000, true),
+        None => number("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000, true),
     };
-    let count = |name: &str, default: usize| -> Result<usize, String> {
-        match var(name) {
-            None => Ok(default),
-            Some(v) => v
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{name}={v} is not a positive number")),
-        }
-    };
-    let max_queue = count("OTEL_BSP_MAX_QUEUE_SIZE", 2048)?;
-    let max_batch = count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.min(max_queue);
+    let export_timeout = number("OTEL_BSP_EXPORT_TIMEOUT", 30_000, true);
+    let delay = number("OTEL_BSP_SCHEDULE_DELAY", 5000, false);
+    let max_queue = number("OTEL_BSP_MAX_QUEUE_SIZE", 2048, true) as usize;
+    let mut max_batch = number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512, true) as usize;
+    if max_batch > max_queue {
+        // The specification: the batch size must not exceed the queue's.
+        warnings.borrow_mut().push(format!(
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE={max_batch} is more than OTEL_BSP_MAX_QUEUE_SIZE={max_queue}: using {max_queue}"
+        ));
+        max_batch = max_queue;
+    }
     // The resource: OTEL_RESOURCE_ATTRIBUTES, with OTEL_SERVICE_NAME over its service.name.
     let mut resource = pairs(&var("OTEL_RESOURCE_ATTRIBUTES").unwrap_or_default());
     let service = var("OTEL_SERVICE_NAME")
@@ -132,10 +145,12 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, 
         protocol,
         headers,
         timeout: Duration::from_millis(timeout),
+        export_timeout: Duration::from_millis(export_timeout),
         resource,
-        delay: Duration::from_millis(millis("OTEL_BSP_SCHEDULE_DELAY", 5000)?),
+        delay: Duration::from_millis(delay),
         max_queue,
         max_batch,
+        warnings: warnings.into_inner(),
     }))
 }
 
@@ -232,10 +247,99 @@ mod tests {
             c.resource
                 .contains(&("deployment.environment".into(), "dev".into()))
         );
+        assert_eq!(c.export_timeout, Duration::from_secs(30));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         let grpc = cfg(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4317"),
             ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
         ]);
         assert!(grpc.unwrap_err().contains("gRPC is not supported"));
+    }
+
+    #[test]
+    fn batch_variables_are_read_and_invalid_ones_warn_and_default() {
+        let on = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318");
+        let c = cfg(&[on]).unwrap().unwrap();
+        assert_eq!(
+            (
+                c.delay,
+                c.max_queue,
+                c.max_batch,
+                c.export_timeout,
+                c.timeout
+            ),
+            (
+                Duration::from_secs(5),
+                2048,
+                512,
+                Duration::from_secs(30),
+                Duration::from_secs(10)
+            )
+        );
+        let c = cfg(&[
+            on,
+            ("OTEL_BSP_SCHEDULE_DELAY", "250"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "100"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "10"),
+            ("OTEL_BSP_EXPORT_TIMEOUT", "4000"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "900"),
+            ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (
+                c.delay,
+                c.max_queue,
+                c.max_batch,
+                c.export_timeout,
+                c.timeout
+            ),
+            (
+                Duration::from_millis(250),
+                100,
+                10,
+                Duration::from_secs(4),
+                Duration::from_millis(700)
+            )
+        );
+        assert!(c.warnings.is_empty());
+        let c = cfg(&[
+            on,
+            ("OTEL_BSP_SCHEDULE_DELAY", "soon"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "0"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "-1"),
+            ("OTEL_BSP_EXPORT_TIMEOUT", "1.5"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "ten"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (
+                c.delay,
+                c.max_queue,
+                c.max_batch,
+                c.export_timeout,
+                c.timeout
+            ),
+            (
+                Duration::from_secs(5),
+                2048,
+                512,
+                Duration::from_secs(30),
+                Duration::from_secs(10)
+            )
+        );
+        assert_eq!(c.warnings.len(), 5, "{:?}", c.warnings);
+        assert!(c.warnings[0].contains("OTEL_EXPORTER_OTLP_TIMEOUT=ten"));
+        let c = cfg(&[
+            on,
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "8"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "64"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!((c.max_queue, c.max_batch), (8, 8));
+        assert_eq!(c.warnings.len(), 1);
     }
 }

@@ -94,3 +94,4 @@ mod peruser;
 mod identity;
 // Issue 30: the test authorization server (RFC 8414 metadata, JWKS, DCR, authorize, token with PKCE, introspection).
 mod ident_as;
+mod telemetry_spans;

@@ -19,34 +19,39 @@ use tokio::sync::Notify;
 
 use crate::harness;
 
-const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
-const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+pub(crate) const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+pub(crate) const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 
 /// One exported span, from either encoding.
 #[derive(Debug, Clone)]
-struct Got {
-    trace_id: String,
-    span_id: String,
-    parent: String,
-    name: String,
-    kind: u64,
-    attrs: HashMap<String, String>,
+pub(crate) struct Got {
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
+    pub(crate) parent: String,
+    pub(crate) name: String,
+    pub(crate) kind: u64,
+    pub(crate) attrs: HashMap<String, String>,
     /// 2: error.
-    status: u64,
+    pub(crate) status: u64,
 }
 
 /// What the receiver took: each request's content type, resource attributes and spans.
 #[derive(Default)]
-struct Received {
+pub(crate) struct Received {
     requests: Mutex<Vec<String>>,
     resource: Mutex<HashMap<String, String>>,
     spans: Mutex<Vec<Got>>,
     notify: Notify,
+    /// The answers to give, in order, before 200s: (status, Retry-After); the spans of an answered-with-an-error
+    /// request are not kept (a collector that refused them).
+    pub(crate) answers: Mutex<std::collections::VecDeque<(u16, Option<&'static str>)>>,
+    /// Every request: its status and the ids of the spans it carried, in the order they came.
+    pub(crate) log: Mutex<Vec<(u16, Vec<String>, std::time::Instant)>>,
 }
 
 impl Received {
     /// Waits (bounded) until the spans satisfy `done`; the spans then.
-    async fn wait(&self, what: &str, done: impl Fn(&[Got]) -> bool) -> Vec<Got> {
+    pub(crate) async fn wait(&self, what: &str, done: impl Fn(&[Got]) -> bool) -> Vec<Got> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             let notified = self.notify.notified();
@@ -66,7 +71,11 @@ impl Received {
     }
 }
 
-async fn take(State(r): State<Arc<Received>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+async fn take(
+    State(r): State<Arc<Received>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
     let ct = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
@@ -77,15 +86,31 @@ async fn take(State(r): State<Arc<Received>>, headers: HeaderMap, body: Bytes) -
     } else {
         decode_json(&serde_json::from_slice(&body).expect("OTLP/JSON body"))
     };
-    r.requests.lock().unwrap().push(ct);
-    r.resource.lock().unwrap().extend(resource);
-    r.spans.lock().unwrap().extend(spans);
+    let answer = r.answers.lock().unwrap().pop_front();
+    let (status, retry_after) = answer.unwrap_or((200, None));
+    let ids = spans.iter().map(|s| s.span_id.clone()).collect();
+    r.log
+        .lock()
+        .unwrap()
+        .push((status, ids, std::time::Instant::now()));
+    if status == 200 {
+        r.requests.lock().unwrap().push(ct);
+        r.resource.lock().unwrap().extend(resource);
+        r.spans.lock().unwrap().extend(spans);
+    }
     r.notify.notify_waiters();
-    StatusCode::OK
+    let mut response =
+        axum::response::IntoResponse::into_response(StatusCode::from_u16(status).unwrap());
+    if let Some(after) = retry_after {
+        response
+            .headers_mut()
+            .insert("retry-after", after.parse().unwrap());
+    }
+    response
 }
 
 /// An OTLP/HTTP receiver on 127.0.0.1; its base URL.
-async fn receiver() -> (Arc<Received>, String) {
+pub(crate) async fn receiver() -> (Arc<Received>, String) {
     let received = Arc::new(Received::default());
     let app = axum::Router::new()
         .route("/v1/traces", axum::routing::post(take))
@@ -256,7 +281,7 @@ fn decode_json(v: &Value) -> (HashMap<String, String>, Vec<Got>) {
 
 // --- helpers ----------------------------------------------------------------------------------------------------
 
-fn otel_env(url: &str, protocol: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn otel_env(url: &str, protocol: &str) -> Vec<(&'static str, String)> {
     vec![
         ("OTEL_EXPORTER_OTLP_ENDPOINT", url.to_owned()),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol.to_owned()),
@@ -270,7 +295,7 @@ fn otel_env(url: &str, protocol: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn traced_call(name: &str, trace: &str, span: &str) -> CallToolRequestParams {
+pub(crate) fn traced_call(name: &str, trace: &str, span: &str) -> CallToolRequestParams {
     let mut meta = RequestMetaObject::default();
     meta.set_traceparent(format!("00-{trace}-{span}-01"));
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(Default::default());
@@ -285,7 +310,7 @@ fn both_ended(spans: &[Got], trace: &str) -> bool {
         .all(|k| spans.iter().any(|g| g.kind == *k && g.trace_id == trace))
 }
 
-fn find<'a>(spans: &'a [Got], name: &str, kind: u64) -> Option<&'a Got> {
+pub(crate) fn find<'a>(spans: &'a [Got], name: &str, kind: u64) -> Option<&'a Got> {
     spans.iter().find(|s| s.name == name && s.kind == kind)
 }
 
@@ -316,6 +341,10 @@ fn check_pair<'a>(
         "{served:?}"
     );
     assert_eq!(proxied.attrs["mcp.method.name"], "tools/call");
+    assert!(
+        proxied.attrs.contains_key("jsonrpc.request.id"),
+        "the id sent to the child: {proxied:?}"
+    );
     assert_eq!(proxied.attrs["gen_ai.tool.name"], tool);
     assert_eq!(proxied.attrs["agent_discover.server"], server);
     assert!(
@@ -361,7 +390,16 @@ async fn a_stdio_call_is_traced_over_otlp_protobuf() {
         CLIENT_SPAN,
     );
     assert_eq!(served.attrs["network.transport"], "pipe");
+    assert_eq!(
+        served.attrs["mcp.protocol.version"], "2025-11-25",
+        "{served:?}"
+    );
     assert_eq!(proxied.attrs["network.transport"], "pipe");
+    // With tracing on, the call took the fast lane, which made both spans.
+    assert!(
+        crate::relay::fast_lane_calls(&agent).await > 0,
+        "the traced call went through the fast lane"
+    );
     assert_eq!(proxied.attrs["agent_discover.outcome"], "ok");
     assert_eq!(served.status, 0);
     // The child was handed the proxied call's span as its parent, in `_meta`.

@@ -109,6 +109,9 @@ impl Inner {
             handle.progress_token.clone()
         };
         let request_id = handle.id.clone();
+        if caller.trace.is_some() {
+            crate::spans::sent(&request_id);
+        }
         let last_progress = Arc::new(Mutex::new(Instant::now()));
         let forwarding = Arc::new(tokio::sync::Mutex::new(()));
         let forwarded = Arc::new(tokio::sync::watch::Sender::new(0u64));

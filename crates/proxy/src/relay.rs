@@ -11,7 +11,9 @@
 //! shapes (SEP-1303, through the front's `shape`). Requests the child sends during a call (sampling, elicitation,
 //! roots) and list changes go through rmcp's client service as before. Anything else falls back to the normal path
 //! before the call starts: a request with `_meta` beyond a progress token (2026-07-28 clients), an input-required
-//! retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running.
+//! retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running. With tracing on, the
+//! lane makes the call's two spans itself (the served request's and the proxied call's, `spans.rs`), takes the
+//! client's `_meta.traceparent` and hands the child its own.
 //!
 //! The lane's data ([`FrontLane`], [`ChildLane`], the calls in flight) is declared in `state.rs` with the rest of the
 //! object graph it points back into; its wire shapes are in `relay/wire.rs`.
@@ -44,7 +46,7 @@ use crate::envelope::{Expect, Parts};
 use crate::failure::exited_during_call;
 use crate::spawn::StderrRing;
 pub use crate::state::{ChildLane, FrontLane, ShapeError};
-use crate::state::{FastCall, Finished, Inner, LaneState, Proxy};
+use crate::state::{FastCall, FastSpans, Finished, Inner, LaneState, Proxy};
 use wire::{
     ChildCall, ChildCallParams, FAST_BASE, ProgressMeta, RawResponse, fast_number, plain_result,
     read_call,
@@ -62,7 +64,13 @@ impl FrontLane {
             sink,
             shape,
             reserved,
+            protocol: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The protocol revision of the client's session, recorded on the spans of its calls.
+    pub fn set_protocol(&self, protocol: String) {
+        let _ = self.protocol.set(protocol);
     }
 
     /// Relays the client's message `raw` when it is a `tools/call` the fast lane carries: the request is framed for
@@ -73,9 +81,31 @@ impl FrontLane {
         if (self.reserved)(&params.name) {
             return None;
         }
-        let (lane, tool) = self.proxy.fast_target(&params.name)?;
-        let token = params.meta.and_then(|m| m.progress_token);
-        lane.start(self.clone(), id, token, tool, params.arguments);
+        let (lane, tool, child_protocol) = self.proxy.fast_target(&params.name)?;
+        let meta = params.meta.unwrap_or_default();
+        // With tracing on, the call's spans are made here (the served request's and the proxied call's), as the
+        // normal path would (`spans.rs`).
+        let spans = ad_core::trace::enabled().then(|| {
+            crate::spans::fast_call(
+                &lane.server,
+                &params.name,
+                &tool,
+                &id,
+                meta.traceparent.as_deref().and_then(|tp| {
+                    ad_core::trace::SpanContext::parse(tp, meta.tracestate.as_deref())
+                }),
+                self.protocol.get().map(String::as_str),
+                child_protocol.as_ref().map(|p| p.as_str()),
+            )
+        });
+        lane.start(
+            self.clone(),
+            id,
+            meta.progress_token,
+            tool,
+            params.arguments,
+            spans,
+        );
         Some(lane)
     }
 
@@ -133,8 +163,14 @@ impl ChildLane {
         client_token: Option<ProgressToken>,
         tool: String,
         args: Option<&RawValue>,
+        mut spans: Option<Box<FastSpans>>,
     ) {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
+        // The proxied call's span is the child's parent.
+        let (traceparent, tracestate) = match &mut spans {
+            Some(spans) => spans.sent(number),
+            None => (None, None),
+        };
         let request = ChildCall {
             jsonrpc: JsonRpcVersion2_0,
             id: number,
@@ -142,6 +178,8 @@ impl ChildLane {
             params: ChildCallParams {
                 meta: ProgressMeta {
                     progress_token: Some(ProgressToken(NumberOrString::Number(number))),
+                    traceparent,
+                    tracestate,
                 },
                 name: &tool,
                 arguments: args,
@@ -160,6 +198,7 @@ impl ChildLane {
             args: args.map(ToOwned::to_owned),
             started,
             last_progress: now,
+            spans,
         };
         let mut state = self.state();
         if state.closed || !framed {
@@ -220,6 +259,9 @@ impl ChildLane {
             };
             if frame(&*call.front.sink, &answer) {
                 mark(dirty, call.front);
+            }
+            if let Some(spans) = call.spans {
+                spans.end_plain(ok);
             }
             self.answered
                 .lock()
@@ -425,6 +467,7 @@ impl ChildLane {
     fn finish(&self, mut call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
         let res = res.map(CallToolResponse::Complete);
         let (ok, text) = outcome(&res);
+        let spans = call.spans.take().map(|spans| spans.end_call(&res));
         self.record([Finished {
             tool: call.tool.clone(),
             args: call.args.take(),
@@ -433,12 +476,21 @@ impl ChildLane {
             text,
         }]);
         if matches!(reply, Reply::None) {
+            if let Some(served) = spans {
+                crate::spans::end_fast_served(
+                    served,
+                    Err(("cancelled", "cancelled by the client")),
+                );
+            }
             return;
         }
         let shaped = match res {
             Ok(r) => Ok(r),
             Err(e) => (call.front.shape)(&call.front.proxy, &self.server, &call.tool, e),
         };
+        if let Some(served) = spans {
+            crate::spans::end_fast_shaped(served, &shaped);
+        }
         let message = match shaped {
             Ok(response) => {
                 // What rmcp's server handler does for a legacy client (the fast lane serves only those).

@@ -82,6 +82,10 @@ pub async fn connect(
             for (k, v) in &headers {
                 req = req.header(k.as_str(), v.as_str());
             }
+            // The request's trace context as headers too, as Streamable HTTP children get it (`spans.rs`).
+            for (k, v) in crate::spans::trace_headers(&msg) {
+                req = req.header(k, v);
+            }
             if let Err(e) = req.send().await.and_then(|r| r.error_for_status()) {
                 tracing::warn!(error = %e, "SSE post failed");
                 break;

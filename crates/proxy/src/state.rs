@@ -351,6 +351,8 @@ pub struct FrontLane {
     pub(super) shape: ShapeError,
     /// Names the front serves itself (the registry tool, agent tools), never relayed.
     pub(super) reserved: fn(&str) -> bool,
+    /// The protocol revision of the client's session, for the spans (tracing on only).
+    pub(super) protocol: std::sync::OnceLock<String>,
 }
 
 /// One fast-lane call in flight.
@@ -365,6 +367,15 @@ pub(super) struct FastCall {
     pub(super) started: std::time::Instant,
     /// The call's start, or the child's last progress on it: the deadline is this plus the call timeout.
     pub(super) last_progress: tokio::time::Instant,
+    /// The call's spans, while tracing is on (`spans.rs`).
+    pub(super) spans: Option<Box<FastSpans>>,
+}
+
+/// The two spans of a fast-lane call (tracing on only; made and ended by `spans.rs`): the served request's, as the
+/// front makes it on the normal path, and the proxied call's under it.
+pub(crate) struct FastSpans {
+    pub(crate) served: ad_core::trace::Started,
+    pub(crate) call: ad_core::trace::Started,
 }
 
 /// The calls in flight on one child's fast lane and its reaper's state.

@@ -150,6 +150,14 @@ impl Proxy {
                 (true, note) => Some(format!("[script] {}", note.unwrap_or_default())),
             }
         };
+        // The proxied call's span (tracing on only): under the served request's, and what the child is given. A call
+        // refused before it reaches the child has one too, saying why (`spans.rs`).
+        let mut caller = caller;
+        let mut span = ad_core::trace::enabled()
+            .then(|| crate::spans::start_call(server, tool, caller.trace.as_ref()));
+        if let Some(span) = &span {
+            caller.trace = Some(span.context().clone());
+        }
         let child = match self.inner.ready_child(server).await {
             Ok(c) => c,
             // Not running because it waits for an OAuth authorization: say where to give it.
@@ -160,17 +168,25 @@ impl Proxy {
                     .get(server)
                     .ok()
                     .and_then(|s| self.inner.oauth.auth_url(s.id));
-                return Err(match waiting {
+                let e = match waiting {
                     Some(auth_url) => Error::AuthRequired {
                         server: server.to_owned(),
                         auth_url,
                     },
                     None => e,
-                });
+                };
+                crate::spans::refused(span, "server", &e);
+                return Err(e);
             }
         };
-        if !lock(&child.tools).iter().any(|t| t.name == tool) {
-            self.tool_missing(&child, tool).await?;
+        if let Some(span) = &mut span {
+            crate::spans::describe(span, &child);
+        }
+        if !lock(&child.tools).iter().any(|t| t.name == tool)
+            && let Err(e) = self.tool_missing(&child, tool).await
+        {
+            crate::spans::refused(span, "tool", &e);
+            return Err(e);
         }
         // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
         let (caller, wrap, note) =
@@ -178,6 +194,9 @@ impl Proxy {
                 Ok(Gate::Go { caller, wrap, note }) => (caller, wrap, note),
                 Ok(Gate::Asked(asking)) => {
                     let res = Ok(asking);
+                    if let Some(span) = span {
+                        crate::spans::asked(span, &res);
+                    }
                     self.inner.account(
                         server,
                         child.server_id,
@@ -191,6 +210,7 @@ impl Proxy {
                     return res;
                 }
                 Err(e) => {
+                    crate::spans::refused(span, "approval", &e);
                     let res = Err(e);
                     self.inner.account(
                         server,
@@ -205,19 +225,19 @@ impl Proxy {
                     return res;
                 }
             };
-        // The proxied call's span (tracing on only): under the served request's, and what the child is given.
-        let mut caller = caller;
-        let span = ad_core::trace::enabled()
-            .then(|| crate::spans::start_call(&child, tool, caller.trace.as_ref()));
-        if let Some(span) = &span {
-            caller.trace = Some(span.context().clone());
-        }
-        let mut res = if caller.holds_questions(&child) {
-            // A legacy child asks the client with requests of its own: minted into input-required results for a
-            // 2026-07-28 caller, or put to this caller alone (`held.rs`).
-            self.call_held(&child, tool, args.clone(), &caller).await
-        } else {
-            self.inner.call(&child, tool, args.clone(), &caller).await
+        let call = async {
+            if caller.holds_questions(&child) {
+                // A legacy child asks the client with requests of its own: minted into input-required results for a
+                // 2026-07-28 caller, or put to this caller alone (`held.rs`).
+                self.call_held(&child, tool, args.clone(), &caller).await
+            } else {
+                self.inner.call(&child, tool, args.clone(), &caller).await
+            }
+        };
+        // With a span, the id of the request sent to the child is noted for it (`spans.rs`).
+        let mut res = match &mut span {
+            Some(span) => crate::spans::noting_request_id(span, call).await,
+            None => call.await,
         };
         if let (Err(_), Some(session)) = (&res, &child.auth)
             && let Err(e) = res
@@ -269,8 +289,11 @@ impl Proxy {
     }
 
     /// The fast lane's target for an exposed tool name (`relay.rs`): the lane of a running, legacy stdio child that
-    /// exposes the tool now (allowed and approved), and the tool's own name. `None` sends the call the normal way.
-    pub(crate) fn fast_target(&self, name: &str) -> Option<(Arc<ChildLane>, String)> {
+    /// exposes the tool now (allowed and approved), the tool's own name, and (tracing on) the child's revision. `None` sends the call the normal way.
+    pub(crate) fn fast_target(
+        &self,
+        name: &str,
+    ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
         let children = lock(&self.inner.children);
         let (server, tool) = names::split(name, children.keys().map(String::as_str))?;
         let Slot::Running(child) = &children[server] else {
@@ -284,10 +307,11 @@ impl Proxy {
         if child.gated.any.load(Ordering::Acquire) && lock(&child.gated.tools).contains(tool) {
             return None;
         }
-        lock(&child.tools)
-            .iter()
-            .any(|t| t.name == tool)
-            .then(|| (lane, tool.to_owned()))
+        lock(&child.tools).iter().any(|t| t.name == tool).then(|| {
+            // The child's revision, for the call's span (tracing on only).
+            let protocol = ad_core::trace::enabled().then(|| child.protocol.clone());
+            (lane, tool.to_owned(), protocol)
+        })
     }
 
     /// The fast lanes of the running children.

@@ -37,7 +37,7 @@ pub(super) fn read_call(raw: &str) -> Option<(RequestId, RawCallParams<'_>)> {
 }
 
 /// A client's `tools/call` as the fast lane reads it: borrowed, its arguments left as the client wrote them. A field
-/// beyond these (a task request, input responses, request state, `_meta` beyond a progress token, as 2026-07-28
+/// beyond these (a task request, input responses, request state, `_meta` beyond a progress token and trace context, as 2026-07-28
 /// clients send) makes the parse fail and leaves the message to the normal path. Checked against rmcp's own
 /// decoding in the tests below.
 #[derive(Deserialize)]
@@ -64,8 +64,8 @@ pub(super) struct RawCallParams<'a> {
     pub(super) meta: Option<ProgressMeta>,
 }
 
-/// Request metadata holding at most a progress token.
-#[derive(Serialize, Deserialize)]
+/// Request metadata holding at most a progress token and W3C trace context (SEP-414's `traceparent`, `tracestate`).
+#[derive(Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ProgressMeta {
     #[serde(
@@ -74,6 +74,10 @@ pub(super) struct ProgressMeta {
         skip_serializing_if = "Option::is_none"
     )]
     pub(super) progress_token: Option<ProgressToken>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) traceparent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) tracestate: Option<String>,
 }
 
 /// The request to the child: rmcp's `tools/call` request shape (a test checks rmcp reads it back as one), with the
@@ -222,9 +226,26 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","_meta":{"progressToken":9}}}"#,
             r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fx__echo","arguments":null,"_meta":{}}}"#,
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__\u00e9cho","arguments":{"t":"a\"b\\n"}}}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"fx__echo","_meta":{"progressToken":1,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=b"}}}"#,
         ];
         for line in taken {
             let (id, params) = read_call(line).unwrap_or_else(|| panic!("not taken: {line}"));
+            // The trace context (SEP-414) is read as rmcp reads it.
+            let theirs: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
+            let ClientJsonRpcMessage::Request(r) = theirs else {
+                panic!("{line}")
+            };
+            let meta = params.meta.as_ref();
+            assert_eq!(
+                meta.and_then(|m| m.traceparent.as_deref()),
+                r.request.get_meta().get_traceparent(),
+                "{line}"
+            );
+            assert_eq!(
+                meta.and_then(|m| m.tracestate.as_deref()),
+                r.request.get_meta().get_tracestate(),
+                "{line}"
+            );
             let (rid, name, args, token) = rmcp_call(line).expect("rmcp reads it");
             assert_eq!(id, rid, "{line}");
             assert_eq!(params.name, name, "{line}");
@@ -268,6 +289,7 @@ mod tests {
                 params: ChildCallParams {
                     meta: ProgressMeta {
                         progress_token: Some(ProgressToken(NumberOrString::Number(FAST_BASE + 3))),
+                        ..Default::default()
                     },
                     name: "echo",
                     arguments,

@@ -50,6 +50,7 @@ pub(crate) async fn run(
     args: &[String],
     scratch: &std::path::Path,
     options: &Options,
+    path: Option<&str>,
 ) -> (Option<String>, StageTime) {
     let t = Instant::now();
     let base = scratch.join("help");
@@ -68,12 +69,16 @@ pub(crate) async fn run(
         cwd,
         clear_env: true,
     };
+    let mut env = base_env(&home);
+    if let Some(p) = path {
+        env.insert("PATH".into(), p.to_owned());
+    }
     let Ok(spawned) = crate::child_env::spawn_confined(
         options,
         &base,
         program,
         &argv,
-        &base_env(&home),
+        &env,
         ring.clone(),
         &isolation,
     ) else {

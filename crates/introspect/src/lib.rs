@@ -98,6 +98,9 @@ pub struct Record {
     /// The official registry's name when the target came from there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry_name: Option<String>,
+    /// The runtime that ran the package's last attempt (`{"kind":"node","version":"22.23.3","source":"cache"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<ad_proxy::runtime::RuntimeInfo>,
 }
 
 impl Record {
@@ -132,6 +135,7 @@ impl Record {
             left_behind: 0,
             duration_ms: started.elapsed().as_millis() as u64,
             registry_name: target.registry_name.clone(),
+            runtime: None,
         }
     }
 }
@@ -210,6 +214,23 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         }
     };
     let mut env = target.env.clone();
+    // An npm package runs with a Node its `engines.node` accepts (the system's, or one installed in the cache).
+    let mut runtime = None;
+    let mut runtime_flags = Vec::new();
+    if target.ecosystem == Ecosystem::Npm
+        && let Some(c) =
+            ad_proxy::runtime::choose(&options.runtimes, installed.engines.as_deref(), false).await
+    {
+        c.apply(&mut env);
+        if c.info.source == "cache" {
+            runtime_flags.push(format!(
+                "node runtime: {} from the cache (engines.node {})",
+                c.info.version,
+                installed.engines.as_deref().unwrap_or("?")
+            ));
+        }
+        runtime = Some(c);
+    }
     let mut attempt = probe::run(
         &installed.launch,
         &target.args,
@@ -259,6 +280,45 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
             diagnosis = classify::diagnose(&attempt);
         }
     }
+    // It failed the way an old Node fails: once more with a newer one.
+    if !diagnosis.category.is_ok()
+        && ad_proxy::runtime::fetch_enabled()
+        && runtime.as_ref().is_some_and(|r| r.info.source == "system")
+        && let Some(sign) = ad_proxy::runtime::too_old_signature(
+            attempt
+                .stderr
+                .iter()
+                .chain(attempt.stdout_noise.iter())
+                .map(String::as_str),
+        )
+        && let Some(c) =
+            ad_proxy::runtime::choose(&options.runtimes, installed.engines.as_deref(), true).await
+        && c.info.source == "cache"
+    {
+        c.apply(&mut env);
+        runtime_flags.push(format!(
+            "node runtime: started again with {} from the cache ({sign})",
+            c.info.version
+        ));
+        let again = probe::run(
+            &installed.launch,
+            &target.args,
+            &env,
+            &scratch.path,
+            options,
+            "n",
+        )
+        .await;
+        stages.extend(again.stages.iter().map(|s| StageTime {
+            stage: format!("{} (newer node)", s.stage),
+            ..s.clone()
+        }));
+        left_behind += again.left_behind;
+        attempt = again;
+        diagnosis = classify::diagnose(&attempt);
+        runtime = Some(c);
+    }
+    flags.extend(runtime_flags);
     flags.extend(attempt.flags.iter().cloned());
     let mut record = Record {
         key: target.key(),
@@ -289,13 +349,20 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         left_behind: 0,
         duration_ms: 0,
         registry_name: target.registry_name.clone(),
+        runtime: runtime.as_ref().map(|c| c.info.clone()),
     };
     let mut needs = diagnosis.needs.clone();
     if options.second_pass && diagnosis.category.retry_with_placeholders() {
         // A server that wants arguments (or a stdio switch) is asked for its `--help` first.
         let help = if diagnosis.category.asks_for_help() {
-            let (text, st) =
-                help::run(&installed.launch, &target.args, &scratch.path, options).await;
+            let (text, st) = help::run(
+                &installed.launch,
+                &target.args,
+                &scratch.path,
+                options,
+                env.get("PATH").map(String::as_str),
+            )
+            .await;
             stages.push(st);
             text.map(|t| help::parse(&t)).filter(|h| !h.is_empty())
         } else {

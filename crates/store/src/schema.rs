@@ -279,6 +279,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX approvals_by_status ON approvals (status, requested_at);
     CREATE INDEX approvals_by_digest ON approvals (digest, session_id);
     "#,
+    // #31 (runtimes): which runtime last ran a server's child (JSON: kind, version, source).
+    r#"
+    CREATE TABLE server_runtime (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        runtime TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

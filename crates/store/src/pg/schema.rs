@@ -195,6 +195,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX approvals_by_status ON approvals (status, requested_at);
     CREATE INDEX approvals_by_digest ON approvals (digest, session_id);
     "#,
+    // v5: #31 (runtimes): which runtime last ran a server's child; it only creates its own table.
+    r#"
+    CREATE TABLE server_runtime (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        runtime TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

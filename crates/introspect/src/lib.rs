@@ -15,6 +15,7 @@
 mod category;
 mod child_env;
 mod classify;
+mod formats;
 mod help;
 mod install;
 mod messages;
@@ -373,7 +374,7 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
             clip(&mut u, 300);
             flags.push(u);
         }
-        let plan = placeholders::plan(
+        let mut plan = placeholders::plan(
             target,
             &installed,
             &attempt,
@@ -383,59 +384,85 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         );
         needs = merge_needs(&needs, &plan.needs);
         if !plan.placeholders.is_empty() {
-            for p in plan
-                .placeholders
-                .iter()
-                .filter(|p| p.kind == placeholders::Kind::Env)
-            {
-                env.insert(p.name.clone(), p.value.clone());
+            // Values in the format the first attempt's messages ask for (`Must start with 'sk_'`).
+            let notes = formats::apply(&output_lines(&attempt), &mut plan.placeholders);
+            if !notes.is_empty() {
+                flags.push(format!("placeholder formats: {}", notes.join(", ")));
             }
-            let mut args = target.args.clone();
-            args.extend(plan.placeholders.iter().flat_map(Placeholder::argv));
-            let second =
-                probe::run(&installed.launch, &args, &env, &scratch.path, options, "2").await;
-            stages.extend(second.stages.iter().map(|s| StageTime {
-                stage: format!("{} (pass 2)", s.stage),
-                ..s.clone()
-            }));
-            left_behind += second.left_behind;
-            let second_diagnosis = classify::diagnose(&second);
-            record.first_pass = Some(FirstPass {
-                category: diagnosis.category,
-                evidence: diagnosis.evidence.clone(),
-            });
-            record.pass = 2;
-            record.placeholders = plan.placeholders;
-            needs = merge_needs(&needs, &second_diagnosis.needs);
-            flags.extend(second.flags.iter().map(|f| format!("{f} (pass 2)")));
-            record.server = second.server.clone();
-            record.tools = second
-                .tools
-                .iter()
-                .cloned()
-                .map(|mut t| {
-                    t.under_placeholders = true;
-                    t
-                })
-                .collect();
-            record.prompts = second.prompts;
-            record.resources = second.resources;
-            record.launch = Some(
-                std::iter::once(installed.launch.clone())
-                    .chain(args.iter().cloned())
-                    .collect(),
-            );
-            if second_diagnosis.category.is_ok() {
-                let mut sources: Vec<String> = record
+            let mut formatted = false;
+            loop {
+                for p in plan
                     .placeholders
                     .iter()
-                    .map(|p| p.source.clone())
+                    .filter(|p| p.kind == placeholders::Kind::Env)
+                {
+                    env.insert(p.name.clone(), p.value.clone());
+                }
+                let mut args = target.args.clone();
+                args.extend(plan.placeholders.iter().flat_map(Placeholder::argv));
+                let (tag, label) = if formatted {
+                    ("2f", "pass 2, formats")
+                } else {
+                    ("2", "pass 2")
+                };
+                let second =
+                    probe::run(&installed.launch, &args, &env, &scratch.path, options, tag).await;
+                stages.extend(second.stages.iter().map(|s| StageTime {
+                    stage: format!("{} ({label})", s.stage),
+                    ..s.clone()
+                }));
+                left_behind += second.left_behind;
+                let second_diagnosis = classify::diagnose(&second);
+                // The placeholders' format was refused: once more with values in the format asked for.
+                if !formatted && !second_diagnosis.category.is_ok() {
+                    let notes = formats::apply(&output_lines(&second), &mut plan.placeholders);
+                    if !notes.is_empty() {
+                        flags.push(format!(
+                            "placeholder formats (after pass 2): {}",
+                            notes.join(", ")
+                        ));
+                        formatted = true;
+                        continue;
+                    }
+                }
+                record.first_pass = Some(FirstPass {
+                    category: diagnosis.category,
+                    evidence: diagnosis.evidence.clone(),
+                });
+                record.pass = 2;
+                record.placeholders = plan.placeholders.clone();
+                needs = merge_needs(&needs, &second_diagnosis.needs);
+                flags.extend(second.flags.iter().map(|f| format!("{f} (pass 2)")));
+                record.server = second.server.clone();
+                record.tools = second
+                    .tools
+                    .iter()
+                    .cloned()
+                    .map(|mut t| {
+                        t.under_placeholders = true;
+                        t
+                    })
                     .collect();
-                sources.sort();
-                sources.dedup();
-                record.rescued_by = sources;
+                record.prompts = second.prompts;
+                record.resources = second.resources;
+                record.launch = Some(
+                    std::iter::once(installed.launch.clone())
+                        .chain(args.iter().cloned())
+                        .collect(),
+                );
+                if second_diagnosis.category.is_ok() {
+                    let mut sources: Vec<String> = record
+                        .placeholders
+                        .iter()
+                        .map(|p| p.source.clone())
+                        .collect();
+                    sources.sort();
+                    sources.dedup();
+                    record.rescued_by = sources;
+                }
+                diagnosis = second_diagnosis;
+                break;
             }
-            diagnosis = second_diagnosis;
         }
     }
     record.category = diagnosis.category;
@@ -448,6 +475,16 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
     record.duration_ms = started.elapsed().as_millis() as u64;
     drop(scratch);
     record
+}
+
+/// What an attempt wrote on stderr and as noise on stdout.
+fn output_lines(attempt: &probe::Attempt) -> Vec<&str> {
+    attempt
+        .stderr
+        .iter()
+        .chain(attempt.stdout_noise.iter())
+        .map(String::as_str)
+        .collect()
 }
 
 fn merge_needs(a: &Needs, b: &Needs) -> Needs {

@@ -86,3 +86,5 @@ mod ready;
 mod answers;
 // Issue 29, part 3: OpenTelemetry traces exported to an OTLP receiver in the test (protobuf and JSON), both eras.
 mod telemetry;
+// Issue 31, part 5: servers needing a newer Node run with one from the runtimes cache (introspection, activation).
+mod runtimes;

@@ -219,8 +219,13 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
     let mut runtime = None;
     let mut runtime_flags = Vec::new();
     if target.ecosystem == Ecosystem::Npm
-        && let Some(c) =
-            ad_proxy::runtime::choose(&options.runtimes, installed.engines.as_deref(), false).await
+        && let Some(c) = ad_proxy::runtime::choose(
+            &options.runtimes,
+            options.system_node.as_deref(),
+            installed.engines.as_deref(),
+            false,
+        )
+        .await
     {
         c.apply(&mut env);
         if c.info.source == "cache" {
@@ -292,8 +297,13 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
                 .chain(attempt.stdout_noise.iter())
                 .map(String::as_str),
         )
-        && let Some(c) =
-            ad_proxy::runtime::choose(&options.runtimes, installed.engines.as_deref(), true).await
+        && let Some(c) = ad_proxy::runtime::choose(
+            &options.runtimes,
+            options.system_node.as_deref(),
+            installed.engines.as_deref(),
+            true,
+        )
+        .await
         && c.info.source == "cache"
     {
         c.apply(&mut env);

@@ -46,6 +46,8 @@ pub struct Options {
     pub read: Vec<PathBuf>,
     /// Where newer Node runtimes are installed and found (`<data>/runtimes`, shared with activation).
     pub runtimes: PathBuf,
+    /// The Node binary treated as the system's (default: `AGENT_DISCOVER_SYSTEM_NODE`, else `node` on PATH).
+    pub system_node: Option<PathBuf>,
 }
 
 impl Options {
@@ -63,6 +65,7 @@ impl Options {
             sandbox,
             read: Vec::new(),
             runtimes,
+            system_node: ad_proxy::runtime::system_node_from_env(),
         }
     }
 }

@@ -83,30 +83,35 @@ async fn version_of(program: &Path) -> Option<String> {
     (out.status.success() && !v.is_empty()).then_some(v)
 }
 
-/// The system's Node: its version (asked once) and, when `AGENT_DISCOVER_SYSTEM_NODE` names one, its directory (to be
-/// put first on a child's PATH, so the child runs that Node).
-pub async fn system_node() -> Option<NodeChoice> {
-    static V: tokio::sync::OnceCell<Option<NodeChoice>> = tokio::sync::OnceCell::const_new();
-    V.get_or_init(|| async {
-        let named = std::env::var(ENV_SYSTEM_NODE)
-            .ok()
-            .filter(|s| !s.is_empty());
-        let program = PathBuf::from(named.as_deref().unwrap_or("node"));
-        let version = version_of(&program).await?;
-        Some(NodeChoice {
-            info: RuntimeInfo {
-                kind: "node".into(),
-                version,
-                source: "system".into(),
-            },
-            bin_dir: named
-                .is_some()
-                .then(|| program.parent().map(Path::to_path_buf))
-                .flatten(),
-        })
-    })
-    .await
-    .clone()
+/// The Node binary treated as the system's: `AGENT_DISCOVER_SYSTEM_NODE`, else `node` on PATH (`None`).
+pub fn system_node_from_env() -> Option<PathBuf> {
+    std::env::var_os(ENV_SYSTEM_NODE)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The system's Node (`named`, else [`system_node_from_env`], else `node` on PATH): its version (asked once per
+/// binary) and, for a named binary, its directory (put first on a child's PATH, so the child runs that Node).
+pub async fn system_node(named: Option<&Path>) -> Option<NodeChoice> {
+    static SEEN: std::sync::Mutex<BTreeMap<PathBuf, Option<NodeChoice>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let named = named.map(Path::to_path_buf).or_else(system_node_from_env);
+    let program = named.clone().unwrap_or_else(|| PathBuf::from("node"));
+    if let Some(c) = SEEN.lock().ok().and_then(|m| m.get(&program).cloned()) {
+        return c;
+    }
+    let choice = version_of(&program).await.map(|version| NodeChoice {
+        info: RuntimeInfo {
+            kind: "node".into(),
+            version,
+            source: "system".into(),
+        },
+        bin_dir: named.and_then(|p| p.parent().map(Path::to_path_buf)),
+    });
+    if let Ok(mut m) = SEEN.lock() {
+        m.insert(program, choice.clone());
+    }
+    choice
 }
 
 /// The smallest LTS major that `range` accepts (with `above`: also newer than that major).
@@ -124,8 +129,13 @@ fn major_of(version: &str) -> Option<u64> {
 /// The Node a package with `engines.node` = `range` runs with: the system's when it satisfies the range (or fetching
 /// is off, or nothing better can be had), else a cached one of the smallest LTS major that does. `force_newer`: the
 /// system's Node failed the way an old Node fails, whatever the range says.
-pub async fn choose(root: &Path, range: Option<&str>, force_newer: bool) -> Option<NodeChoice> {
-    let system = system_node().await;
+pub async fn choose(
+    root: &Path,
+    system_binary: Option<&Path>,
+    range: Option<&str>,
+    force_newer: bool,
+) -> Option<NodeChoice> {
+    let system = system_node(system_binary).await;
     let sys_ok =
         |s: &NodeChoice| range.is_none_or(|r| satisfies(&s.info.version, r) != Some(false));
     if !fetch_enabled() || (!force_newer && system.as_ref().is_some_and(sys_ok)) {
@@ -258,13 +268,24 @@ pub async fn for_command(
         Some((name, Some(v))) => Some(format!("{name}@{v}")),
         Some((name, None)) => Some(name.to_owned()),
         None if command.ends_with("npx") => npx_package(args).map(str::to_owned),
-        None => None,
+        // `node FILE`: the package FILE belongs to (the nearest folder above it with a package.json).
+        None => args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .filter(|a| a.starts_with('/'))
+            .and_then(|a| {
+                Path::new(a)
+                    .ancestors()
+                    .skip(1)
+                    .find(|d| d.join("package.json").is_file())
+                    .map(|d| d.display().to_string())
+            }),
     };
     let range = match &spec {
         Some(s) if fetch_enabled() => engines_of(root, s).await,
         _ => None,
     };
-    choose(root, range.as_deref(), force_newer).await
+    choose(root, None, range.as_deref(), force_newer).await
 }
 
 /// What a failed start says when the Node that ran it was too old: the matching line, or `None`.

@@ -204,7 +204,7 @@ pub(super) async fn npm(
         .and_then(|n| n.as_str())
         .map(str::to_owned);
     if let Some(range) = &engines
-        && let Some(have) = ad_proxy::runtime::system_node().await
+        && let Some(have) = ad_proxy::runtime::system_node(options.system_node.as_deref()).await
         && ad_proxy::runtime::satisfies(&have.info.version, range) == Some(false)
     {
         flags.push(format!(

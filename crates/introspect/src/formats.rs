@@ -102,7 +102,8 @@ pub(crate) fn formats_in(line: &str) -> Vec<Format> {
             || low.contains("err_invalid_url")
             || low.contains("must be a valid url")
             || low.contains("not a valid url")
-            || low.contains("must be a url"))
+            || low.contains("must be a url")
+            || (low.contains("valid") && low.contains(" url")))
     {
         out.push(Format::Url);
     }
@@ -248,6 +249,12 @@ mod tests {
         );
         assert_eq!(
             formats_in("  input: 'placeholder', code: 'ERR_INVALID_URL'"),
+            vec![Format::Url]
+        );
+        assert_eq!(
+            formats_in(
+                "Please set DT_ENVIRONMENT to a valid Dynatrace Environment URL (e.g., https://<environment-id>.apps.dynatrace.com)"
+            ),
             vec![Format::Url]
         );
         assert_eq!(formats_in("PORT must be a number"), vec![Format::Number]);

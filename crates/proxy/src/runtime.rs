@@ -168,7 +168,7 @@ pub async fn ensure(root: &Path, major: u64) -> Result<NodeChoice, String> {
     let lock_path = root.join(format!("node-{major}.lock"));
     let lock_file = std::fs::File::create(&lock_path)
         .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
-    let lock_file = tokio::task::spawn_blocking(move || lock_file.lock().map(|_| lock_file))
+    let lock_file = tokio::task::spawn_blocking(move || lock_exclusive(lock_file))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
@@ -227,6 +227,21 @@ pub async fn ensure(root: &Path, major: u64) -> Result<NodeChoice, String> {
             prefix.display()
         )
     })
+}
+
+/// Waits for an exclusive lock on `file` (released when it is closed).
+fn lock_exclusive(file: std::fs::File) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor this function owns for the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(file);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// The Node in an installed prefix, when it runs.
@@ -318,7 +333,11 @@ pub fn too_old_signature<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option
             || (low.contains("node") && low.contains("or higher") && low.contains("required"));
         hit.then(|| {
             let mut s = l.trim().to_owned();
-            s.truncate(s.floor_char_boundary(200));
+            let mut end = s.len().min(200);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s.truncate(end);
             s
         })
     })

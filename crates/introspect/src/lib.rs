@@ -375,7 +375,13 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
             )
             .await;
             stages.push(st);
-            text.map(|t| help::parse(&t)).filter(|h| !h.is_empty())
+            // No help in time (a slow interpreter on a loaded machine): the usage the failure printed.
+            text.map(|t| help::parse(&t))
+                .filter(|h| !h.is_empty())
+                .or_else(|| {
+                    let lines = output_lines(&attempt).join("\n");
+                    Some(help::parse(&lines)).filter(|h| !h.is_empty())
+                })
         } else {
             None
         };

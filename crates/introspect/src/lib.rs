@@ -360,7 +360,12 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         left_behind: 0,
         duration_ms: 0,
         registry_name: target.registry_name.clone(),
-        runtime: runtime.as_ref().map(|c| c.info.clone()),
+        runtime: match target.ecosystem {
+            Ecosystem::Pypi => {
+                ad_proxy::runtime::python_beside(std::path::Path::new(&installed.launch)).await
+            }
+            _ => runtime.as_ref().map(|c| c.info.clone()),
+        },
     };
     let mut needs = diagnosis.needs.clone();
     if options.second_pass && diagnosis.category.retry_with_placeholders() {

@@ -33,7 +33,8 @@ pub struct RuntimeInfo {
     /// `node` (or `python` for uvx servers).
     pub kind: String,
     pub version: String,
-    /// `system` (found on PATH) or `cache` (installed by agent-discover under `<data>/runtimes`).
+    /// `system` (found on PATH), `cache` (installed by agent-discover under `<data>/runtimes`), or `venv` (a PyPI
+    /// package's virtual environment).
     pub source: String,
 }
 
@@ -112,6 +113,26 @@ pub async fn system_node(named: Option<&Path>) -> Option<NodeChoice> {
         m.insert(program, choice.clone());
     }
     choice
+}
+
+/// The Python of a virtual environment whose `bin` folder holds `program` (`source: "venv"`), when it runs.
+pub async fn python_beside(program: &Path) -> Option<RuntimeInfo> {
+    let python = program.parent()?.join("python");
+    let out = tokio::process::Command::new(&python)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.trim().strip_prefix("Python ")?.to_owned();
+    Some(RuntimeInfo {
+        kind: "python".into(),
+        version,
+        source: "venv".into(),
+    })
 }
 
 /// The smallest LTS major that `range` accepts (with `above`: also newer than that major).

@@ -44,9 +44,13 @@ for eco in ("npm", "pypi"):
     for c in sorted(set(c1) | set(c2), key=lambda c: (-c2[c], c)):
         print(f"| {c} | {c1[c]} | {c2[c]} |")
     shares(rs, eco)
-    if studied and eco == "npm":
+    if studied and any(r["key"] in studied for r in rs):
         shares([r for r in rs if r["key"] in studied], "  studied")
         shares([r for r in rs if r["key"] not in studied], "  held-out")
+    runtimes = collections.Counter(
+        f'{r["runtime"]["kind"]} {r["runtime"]["source"]}' for r in rs if r.get("runtime"))
+    print("runtime:", dict(runtimes), "formats:",
+          sum(any("placeholder formats" in f for f in r.get("flags", [])) for r in rs))
     rescued = collections.Counter("+".join(r["rescued_by"]) for r in rs if r.get("rescued_by"))
     print("rescued_by:", dict(rescued))
     print("tools:", sum(len(r["tools"]) for r in rs), "left_behind:", sum(r["left_behind"] for r in rs))

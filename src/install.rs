@@ -125,11 +125,31 @@ pub async fn install(
         app.secrets.set(&server.name, k, v)?;
         secret_names.push(k.clone());
     }
+    let runtimes = ad_proxy::runtime::root_in(&app.config.data_dir);
+    let launch_of = (server.command.clone(), server.args.clone());
+    let package = server
+        .package_name
+        .clone()
+        .map(|n| (n, server.package_version.clone()));
     let warming = plan.warm.map(|cmd| {
         let shown = format!("{} {}", cmd.0, cmd.1.join(" "));
         let events = app.events.clone();
         let name = server.name.clone();
         tokio::spawn(async move {
+            // A Node package whose `engines.node` the system's Node does not satisfy gets its runtime now, so its
+            // first start does not wait for it (`ad_proxy::runtime`).
+            if let (Some(command), args) = &launch_of
+                && let Some(c) = ad_proxy::runtime::for_command(
+                    &runtimes,
+                    command,
+                    args,
+                    package.as_ref().map(|(n, v)| (n.as_str(), v.as_deref())),
+                    false,
+                )
+                .await
+            {
+                tracing::info!(server = %name, node = %c.info.version, source = %c.info.source, "node runtime");
+            }
             let res = marketplace::warm_cache(&cmd).await;
             if let Err(e) = &res {
                 tracing::warn!(server = %name, error = %e, "warming the package cache failed");

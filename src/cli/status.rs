@@ -21,6 +21,12 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
             let mut v = json!({"name": r.server.name, "active": r.server.active, "status": r.server.status, "origin": r.server.origin, "tool_count": r.tool_count,
                 "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url});
             app.add_sandbox_brief(&mut v, &r.server)?;
+            // The runtime its child last ran with (`ad_proxy::runtime`), as stored at its start.
+            if let Some(rt) = app.registry.store().server_runtime(r.server.id)?
+                && let Ok(rt) = serde_json::from_str::<Value>(&rt)
+            {
+                v["runtime"] = rt;
+            }
             servers.push(v);
         }
         return print_json(&json!({
@@ -72,6 +78,18 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
                 .map(|e| one_line(e, 60))
                 .unwrap_or_default()
         )?;
+        if let Some(rt) = app.registry.store().server_runtime(r.server.id)?
+            && let Ok(rt) = serde_json::from_str::<Value>(&rt)
+        {
+            writeln!(
+                out,
+                "  {:<24} runtime: {} {} ({})",
+                "",
+                rt["kind"].as_str().unwrap_or("?"),
+                rt["version"].as_str().unwrap_or("?"),
+                rt["source"].as_str().unwrap_or("?")
+            )?;
+        }
     }
     for m in metrics {
         writeln!(

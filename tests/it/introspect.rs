@@ -409,9 +409,20 @@ async fn real_npm_and_pypi_servers_are_enumerated_and_their_tools_found_but_not_
             .any(|s| s["stage"] == "resources/list"),
         "{ev}"
     );
+    // Which runtime ran each (issue 31): the system's Node (no `engines.node`), the venv's Python.
+    assert_eq!(ev["runtime"]["kind"], "node", "{ev}");
+    assert_eq!(ev["runtime"]["source"], "system", "{ev}");
     let time = find("mcp-server-time");
     assert_eq!(time["category"], "ok", "{time}");
     assert_eq!(time["version"], "2026.10.19");
+    assert_eq!(time["runtime"]["kind"], "python", "{time}");
+    assert_eq!(time["runtime"]["source"], "venv", "{time}");
+    assert!(
+        time["runtime"]["version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.")),
+        "{time}"
+    );
     let install = time["stages"]
         .as_array()
         .unwrap()

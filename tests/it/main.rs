@@ -95,3 +95,5 @@ mod identity;
 // Issue 30: the test authorization server (RFC 8414 metadata, JWKS, DCR, authorize, token with PKCE, introspection).
 mod ident_as;
 mod telemetry_spans;
+// Issue 31, part 5: servers needing a newer Node run with one from the runtimes cache (introspection, activation).
+mod runtimes;

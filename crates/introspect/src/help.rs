@@ -17,7 +17,7 @@ use ad_proxy::spawn::{self, Isolation, StderrRing};
 /// Most bytes of stdout read from a `--help` run.
 const HELP_BYTES: usize = 32 * 1024;
 /// Longest a `--help` run may take (bounded further by the initialize limit).
-const HELP_LIMIT: Duration = Duration::from_secs(8);
+const HELP_LIMIT: Duration = Duration::from_secs(15);
 
 /// What a help text says a server needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,6 +50,7 @@ pub(crate) async fn run(
     args: &[String],
     scratch: &std::path::Path,
     options: &Options,
+    path: Option<&str>,
 ) -> (Option<String>, StageTime) {
     let t = Instant::now();
     let base = scratch.join("help");
@@ -68,12 +69,16 @@ pub(crate) async fn run(
         cwd,
         clear_env: true,
     };
+    let mut env = base_env(&home);
+    if let Some(p) = path {
+        env.insert("PATH".into(), p.to_owned());
+    }
     let Ok(spawned) = crate::child_env::spawn_confined(
         options,
         &base,
         program,
         &argv,
-        &base_env(&home),
+        &env,
         ring.clone(),
         &isolation,
     ) else {
@@ -543,6 +548,9 @@ mod tests {
         assert_eq!(n.options[0].metavar.as_deref(), Some("DB_PATH"));
         let sub = "usage: awslabs-x [-h] {serve,stdio,version} ...\n\npositional arguments:\n  {serve,stdio,version}\n";
         assert_eq!(parse(sub).subcommand.as_deref(), Some("stdio"));
+        // The failure's own usage lines (excel-mcp-server, when its `--help` did not answer in time).
+        let failed = "usage: excel-mcp-server [-h] [--version] {stdio,streamable-http} ...\nexcel-mcp-server: error: the following arguments are required: transport";
+        assert_eq!(parse(failed).subcommand.as_deref(), Some("stdio"));
         let pos = "usage: x [-h] [--verbose] WORKSPACE_DIR\n";
         assert_eq!(parse(pos).positionals, ["workspace-dir"]);
     }

@@ -15,6 +15,7 @@
 mod category;
 mod child_env;
 mod classify;
+mod formats;
 mod help;
 mod install;
 mod messages;
@@ -98,6 +99,9 @@ pub struct Record {
     /// The official registry's name when the target came from there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry_name: Option<String>,
+    /// The runtime that ran the package's last attempt (`{"kind":"node","version":"22.23.3","source":"cache"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<ad_proxy::runtime::RuntimeInfo>,
 }
 
 impl Record {
@@ -132,6 +136,7 @@ impl Record {
             left_behind: 0,
             duration_ms: started.elapsed().as_millis() as u64,
             registry_name: target.registry_name.clone(),
+            runtime: None,
         }
     }
 }
@@ -210,6 +215,28 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         }
     };
     let mut env = target.env.clone();
+    // An npm package runs with a Node its `engines.node` accepts (the system's, or one installed in the cache).
+    let mut runtime = None;
+    let mut runtime_flags = Vec::new();
+    if target.ecosystem == Ecosystem::Npm
+        && let Some(c) = ad_proxy::runtime::choose(
+            &options.runtimes,
+            options.system_node.as_deref(),
+            installed.engines.as_deref(),
+            false,
+        )
+        .await
+    {
+        c.apply(&mut env);
+        if c.info.source == "cache" {
+            runtime_flags.push(format!(
+                "node runtime: {} from the cache (engines.node {})",
+                c.info.version,
+                installed.engines.as_deref().unwrap_or("?")
+            ));
+        }
+        runtime = Some(c);
+    }
     let mut attempt = probe::run(
         &installed.launch,
         &target.args,
@@ -259,6 +286,50 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
             diagnosis = classify::diagnose(&attempt);
         }
     }
+    // It failed the way an old Node fails: once more with a newer one.
+    if !diagnosis.category.is_ok()
+        && ad_proxy::runtime::fetch_enabled()
+        && runtime.as_ref().is_some_and(|r| r.info.source == "system")
+        && let Some(sign) = ad_proxy::runtime::too_old_signature(
+            attempt
+                .stderr
+                .iter()
+                .chain(attempt.stdout_noise.iter())
+                .map(String::as_str),
+        )
+        && let Some(c) = ad_proxy::runtime::choose(
+            &options.runtimes,
+            options.system_node.as_deref(),
+            installed.engines.as_deref(),
+            true,
+        )
+        .await
+        && c.info.source == "cache"
+    {
+        c.apply(&mut env);
+        runtime_flags.push(format!(
+            "node runtime: started again with {} from the cache ({sign})",
+            c.info.version
+        ));
+        let again = probe::run(
+            &installed.launch,
+            &target.args,
+            &env,
+            &scratch.path,
+            options,
+            "n",
+        )
+        .await;
+        stages.extend(again.stages.iter().map(|s| StageTime {
+            stage: format!("{} (newer node)", s.stage),
+            ..s.clone()
+        }));
+        left_behind += again.left_behind;
+        attempt = again;
+        diagnosis = classify::diagnose(&attempt);
+        runtime = Some(c);
+    }
+    flags.extend(runtime_flags);
     flags.extend(attempt.flags.iter().cloned());
     let mut record = Record {
         key: target.key(),
@@ -289,15 +360,33 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         left_behind: 0,
         duration_ms: 0,
         registry_name: target.registry_name.clone(),
+        runtime: match target.ecosystem {
+            Ecosystem::Pypi => {
+                ad_proxy::runtime::python_beside(std::path::Path::new(&installed.launch)).await
+            }
+            _ => runtime.as_ref().map(|c| c.info.clone()),
+        },
     };
     let mut needs = diagnosis.needs.clone();
     if options.second_pass && diagnosis.category.retry_with_placeholders() {
         // A server that wants arguments (or a stdio switch) is asked for its `--help` first.
         let help = if diagnosis.category.asks_for_help() {
-            let (text, st) =
-                help::run(&installed.launch, &target.args, &scratch.path, options).await;
+            let (text, st) = help::run(
+                &installed.launch,
+                &target.args,
+                &scratch.path,
+                options,
+                env.get("PATH").map(String::as_str),
+            )
+            .await;
             stages.push(st);
-            text.map(|t| help::parse(&t)).filter(|h| !h.is_empty())
+            // No help in time (a slow interpreter on a loaded machine): the usage the failure printed.
+            text.map(|t| help::parse(&t))
+                .filter(|h| !h.is_empty())
+                .or_else(|| {
+                    let lines = output_lines(&attempt).join("\n");
+                    Some(help::parse(&lines)).filter(|h| !h.is_empty())
+                })
         } else {
             None
         };
@@ -306,7 +395,7 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
             clip(&mut u, 300);
             flags.push(u);
         }
-        let plan = placeholders::plan(
+        let mut plan = placeholders::plan(
             target,
             &installed,
             &attempt,
@@ -316,59 +405,85 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         );
         needs = merge_needs(&needs, &plan.needs);
         if !plan.placeholders.is_empty() {
-            for p in plan
-                .placeholders
-                .iter()
-                .filter(|p| p.kind == placeholders::Kind::Env)
-            {
-                env.insert(p.name.clone(), p.value.clone());
+            // Values in the format the first attempt's messages ask for (`Must start with 'sk_'`).
+            let notes = formats::apply(&output_lines(&attempt), &mut plan.placeholders);
+            if !notes.is_empty() {
+                flags.push(format!("placeholder formats: {}", notes.join(", ")));
             }
-            let mut args = target.args.clone();
-            args.extend(plan.placeholders.iter().flat_map(Placeholder::argv));
-            let second =
-                probe::run(&installed.launch, &args, &env, &scratch.path, options, "2").await;
-            stages.extend(second.stages.iter().map(|s| StageTime {
-                stage: format!("{} (pass 2)", s.stage),
-                ..s.clone()
-            }));
-            left_behind += second.left_behind;
-            let second_diagnosis = classify::diagnose(&second);
-            record.first_pass = Some(FirstPass {
-                category: diagnosis.category,
-                evidence: diagnosis.evidence.clone(),
-            });
-            record.pass = 2;
-            record.placeholders = plan.placeholders;
-            needs = merge_needs(&needs, &second_diagnosis.needs);
-            flags.extend(second.flags.iter().map(|f| format!("{f} (pass 2)")));
-            record.server = second.server.clone();
-            record.tools = second
-                .tools
-                .iter()
-                .cloned()
-                .map(|mut t| {
-                    t.under_placeholders = true;
-                    t
-                })
-                .collect();
-            record.prompts = second.prompts;
-            record.resources = second.resources;
-            record.launch = Some(
-                std::iter::once(installed.launch.clone())
-                    .chain(args.iter().cloned())
-                    .collect(),
-            );
-            if second_diagnosis.category.is_ok() {
-                let mut sources: Vec<String> = record
+            let mut formatted = false;
+            loop {
+                for p in plan
                     .placeholders
                     .iter()
-                    .map(|p| p.source.clone())
+                    .filter(|p| p.kind == placeholders::Kind::Env)
+                {
+                    env.insert(p.name.clone(), p.value.clone());
+                }
+                let mut args = target.args.clone();
+                args.extend(plan.placeholders.iter().flat_map(Placeholder::argv));
+                let (tag, label) = if formatted {
+                    ("2f", "pass 2, formats")
+                } else {
+                    ("2", "pass 2")
+                };
+                let second =
+                    probe::run(&installed.launch, &args, &env, &scratch.path, options, tag).await;
+                stages.extend(second.stages.iter().map(|s| StageTime {
+                    stage: format!("{} ({label})", s.stage),
+                    ..s.clone()
+                }));
+                left_behind += second.left_behind;
+                let second_diagnosis = classify::diagnose(&second);
+                // The placeholders' format was refused: once more with values in the format asked for.
+                if !formatted && !second_diagnosis.category.is_ok() {
+                    let notes = formats::apply(&output_lines(&second), &mut plan.placeholders);
+                    if !notes.is_empty() {
+                        flags.push(format!(
+                            "placeholder formats (after pass 2): {}",
+                            notes.join(", ")
+                        ));
+                        formatted = true;
+                        continue;
+                    }
+                }
+                record.first_pass = Some(FirstPass {
+                    category: diagnosis.category,
+                    evidence: diagnosis.evidence.clone(),
+                });
+                record.pass = 2;
+                record.placeholders = plan.placeholders.clone();
+                needs = merge_needs(&needs, &second_diagnosis.needs);
+                flags.extend(second.flags.iter().map(|f| format!("{f} (pass 2)")));
+                record.server = second.server.clone();
+                record.tools = second
+                    .tools
+                    .iter()
+                    .cloned()
+                    .map(|mut t| {
+                        t.under_placeholders = true;
+                        t
+                    })
                     .collect();
-                sources.sort();
-                sources.dedup();
-                record.rescued_by = sources;
+                record.prompts = second.prompts;
+                record.resources = second.resources;
+                record.launch = Some(
+                    std::iter::once(installed.launch.clone())
+                        .chain(args.iter().cloned())
+                        .collect(),
+                );
+                if second_diagnosis.category.is_ok() {
+                    let mut sources: Vec<String> = record
+                        .placeholders
+                        .iter()
+                        .map(|p| p.source.clone())
+                        .collect();
+                    sources.sort();
+                    sources.dedup();
+                    record.rescued_by = sources;
+                }
+                diagnosis = second_diagnosis;
+                break;
             }
-            diagnosis = second_diagnosis;
         }
     }
     record.category = diagnosis.category;
@@ -381,6 +496,16 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
     record.duration_ms = started.elapsed().as_millis() as u64;
     drop(scratch);
     record
+}
+
+/// What an attempt wrote on stderr and as noise on stdout.
+fn output_lines(attempt: &probe::Attempt) -> Vec<&str> {
+    attempt
+        .stderr
+        .iter()
+        .chain(attempt.stdout_noise.iter())
+        .map(String::as_str)
+        .collect()
 }
 
 fn merge_needs(a: &Needs, b: &Needs) -> Needs {

@@ -44,12 +44,18 @@ pub struct Options {
     pub sandbox: ad_registry::config::SandboxConfig,
     /// Paths every attempt may also read, beyond the package and the system (a tool a package runs from elsewhere).
     pub read: Vec<PathBuf>,
+    /// Where newer Node runtimes are installed and found (`<data>/runtimes`, shared with activation).
+    pub runtimes: PathBuf,
+    /// The Node binary treated as the system's (default: `AGENT_DISCOVER_SYSTEM_NODE`, else `node` on PATH).
+    pub system_node: Option<PathBuf>,
 }
 
 impl Options {
     pub fn new(cache_dir: PathBuf, guard_exe: PathBuf) -> Options {
         let mut sandbox = ad_registry::config::SandboxConfig::default_for(&cache_dir);
         sandbox.grantable_in_data.push(cache_dir.clone());
+        // The data directory's runtimes (the cache is `<data>/introspect`).
+        let runtimes = ad_proxy::runtime::root_in(cache_dir.parent().unwrap_or(&cache_dir));
         Options {
             limits: Limits::default(),
             concurrency: default_concurrency(),
@@ -58,6 +64,8 @@ impl Options {
             second_pass: true,
             sandbox,
             read: Vec::new(),
+            runtimes,
+            system_node: ad_proxy::runtime::system_node_from_env(),
         }
     }
 }

@@ -406,6 +406,10 @@ fn env_value(name: &str, dir: &Path, port: u16) -> String {
             "ROOT",
             "HOME",
             "WORKSPACE",
+            "DIRS",
+            "DIRECTORIES",
+            "FOLDERS",
+            "ROOTS",
         ],
     ) {
         let d = dir.join(name.to_ascii_lowercase());

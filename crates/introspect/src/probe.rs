@@ -150,7 +150,11 @@ pub(crate) async fn run(
     let mut a = Attempt::new();
     let limits = options.limits;
     let t = Instant::now();
-    let base = scratch.join(if tag.is_empty() { "pass1" } else { "pass2" });
+    let base = scratch.join(match tag {
+        "" => "pass1".to_owned(),
+        "2" => "pass2".to_owned(),
+        t => format!("pass-{t}"),
+    });
     let home = base.join("home");
     let cwd = base.join("cwd");
     if let Err(e) = std::fs::create_dir_all(&home).and_then(|()| std::fs::create_dir_all(&cwd)) {

@@ -40,6 +40,8 @@ pub(crate) struct Installed {
     pub flags: Vec<String>,
     /// The npm install folder, when the package's lifecycle scripts were skipped there and have not run since.
     pub scripts_skipped_in: Option<PathBuf>,
+    /// The Node range an npm package's `engines.node` asks for.
+    pub engines: Option<String>,
 }
 
 /// Shortens `s` to at most `max` bytes, at a character boundary.

@@ -35,6 +35,7 @@ pub mod names;
 mod recovery;
 pub mod relay;
 mod restore;
+pub mod runtime;
 pub mod sandbox;
 mod single;
 mod skills;

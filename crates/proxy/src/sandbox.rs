@@ -353,6 +353,13 @@ fn grants_with(
         .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
         .unwrap_or_default()
     {
+        // A `node_modules/.bin` (a Node runtime agent-discover installed) links into its prefix: grant the prefix.
+        let dir = match dir.parent().and_then(Path::parent) {
+            Some(prefix) if dir.ends_with("node_modules/.bin") && dir.is_dir() => {
+                prefix.to_path_buf()
+            }
+            _ => dir,
+        };
         if dir.is_absolute() && dir.is_dir() && !covers_private(config, &dir) {
             add(dir, false, GrantSource::Runtime);
         }

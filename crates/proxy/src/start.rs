@@ -28,6 +28,36 @@ impl Inner {
         server: &Server,
         failures: u32,
     ) -> Result<Arc<Child>> {
+        let first = self.start_with(server, failures, false).await;
+        // A Node server that failed the way an old Node fails is started once more with a newer Node (`runtime.rs`).
+        match first {
+            Err(e)
+                if server.transport == Transport::Stdio
+                    && server
+                        .command
+                        .as_deref()
+                        .is_some_and(crate::runtime::is_node_command)
+                    && crate::runtime::fetch_enabled() =>
+            {
+                let text = e.to_string();
+                match crate::runtime::too_old_signature(text.lines()) {
+                    Some(sign) => {
+                        tracing::warn!(server = %server.name, sign = %sign, "the server needs a newer Node; starting it again with one");
+                        self.start_with(server, failures, true).await
+                    }
+                    None => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn start_with(
+        self: &Arc<Self>,
+        server: &Server,
+        failures: u32,
+        newer_node: bool,
+    ) -> Result<Arc<Child>> {
         let timeout = server
             .activate_timeout_ms
             .map(Duration::from_millis)
@@ -65,6 +95,7 @@ impl Inner {
         let mut lane = None;
         // The legacy session of a 2026-07-28 HTTP child, to be connected when a legacy client first needs it (`era.rs`).
         let mut legacy_connect: Option<LegacyConnect> = None;
+        let mut runtime = None;
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
                 let command = server.command.as_deref().ok_or_else(|| {
@@ -75,6 +106,21 @@ impl Inner {
                 })?;
                 let mut env = server.env.clone();
                 env.extend(secrets);
+                let choice = crate::runtime::for_command(
+                    &crate::runtime::root_in(&self.sandbox.data_dir),
+                    command,
+                    &server.args,
+                    server
+                        .package_name
+                        .as_deref()
+                        .map(|n| (n, server.package_version.as_deref())),
+                    newer_node,
+                )
+                .await;
+                if let Some(c) = &choice {
+                    c.apply(&mut env);
+                    runtime = Some(c.info.clone());
+                }
                 let settings = self.registry.sandbox_settings(server.id)?;
                 let spawned = crate::sandbox::spawn(
                     &self.sandbox,
@@ -277,6 +323,15 @@ impl Inner {
         {
             tracing::warn!(server = %server.name, error = %e, "could not record the protocol revision");
         }
+        if let Err(e) = self.registry.store().set_server_runtime(
+            server.id,
+            runtime
+                .as_ref()
+                .and_then(|r| serde_json::to_string(r).ok())
+                .as_deref(),
+        ) {
+            tracing::warn!(server = %server.name, error = %e, "could not record the runtime");
+        }
         let tools = match tokio::time::timeout(timeout, peer.list_all_tools()).await {
             // Only tools that pass the server's filters and pins are kept (`pinning.rs`).
             Ok(Ok(t)) => self.registry.gate_tools(server.id, &server.name, t),
@@ -318,6 +373,7 @@ impl Inner {
             gated: Default::default(),
             legacy: Default::default(),
             legacy_connect: Mutex::new(legacy_connect),
+            runtime,
         });
         // Which tools ask or refuse (`approval.rs`): the fast lane leaves them to the normal path.
         self.gate_approvals(&child);

@@ -196,6 +196,8 @@ pub(super) struct Child {
     /// first such request (`legacy_connect`, made by `start.rs`), `None` inside when the child refused it.
     pub(super) legacy: tokio::sync::OnceCell<Option<LegacySession>>,
     pub(super) legacy_connect: Mutex<Option<LegacyConnect>>,
+    /// The runtime that runs a stdio Node child (`runtime.rs`); `None` for other children.
+    pub(super) runtime: Option<crate::runtime::RuntimeInfo>,
 }
 
 /// A child's legacy session being connected (`start.rs`): `None` when the child refuses it or does not answer in time.

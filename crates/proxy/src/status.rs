@@ -28,6 +28,9 @@ pub struct ChildStatus {
     /// version `initialize` negotiated); absent while it is not running.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// The runtime that runs it (`{"kind":"node","version":"22.23.3","source":"cache"}`), for a Node child.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<crate::runtime::RuntimeInfo>,
 }
 
 impl Proxy {
@@ -105,6 +108,7 @@ fn slot_status(name: &str, slot: &Slot) -> ChildStatus {
                 started_at: c.started_at.clone(),
                 restarts: c.failures,
                 protocol: Some(c.protocol.to_string()),
+                runtime: c.runtime.clone(),
             }
         }
         Slot::Crashed {
@@ -127,6 +131,7 @@ fn slot_status(name: &str, slot: &Slot) -> ChildStatus {
             started_at: started_at.clone(),
             restarts: *failures,
             protocol: None,
+            runtime: None,
         },
     }
 }

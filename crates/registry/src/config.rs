@@ -52,7 +52,7 @@ pub struct SandboxConfig {
     /// The user's HOME: never granted whole (only the toolchains in it, read-only, and paths a server names).
     pub user_home: Option<PathBuf>,
     /// Directories inside the data directory that may still be granted: introspection's package cache, whose
-    /// packages the servers being introspected run from.
+    /// packages the servers being introspected run from, and the Node runtimes agent-discover installs (`runtimes`).
     pub grantable_in_data: Vec<PathBuf>,
 }
 
@@ -89,7 +89,7 @@ impl SandboxConfig {
             state_root: data_dir.join("sandbox"),
             data_dir: data_dir.to_path_buf(),
             user_home: directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()),
-            grantable_in_data: Vec::new(),
+            grantable_in_data: vec![data_dir.join("runtimes")],
         })
     }
 
@@ -102,7 +102,7 @@ impl SandboxConfig {
             state_root: data_dir.join("sandbox"),
             data_dir: data_dir.to_path_buf(),
             user_home: directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()),
-            grantable_in_data: Vec::new(),
+            grantable_in_data: vec![data_dir.join("runtimes")],
         })
     }
 }

@@ -286,6 +286,14 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE calls ADD COLUMN caller_client TEXT;
     CREATE INDEX calls_by_user ON calls (caller_user, unix_ms);
     "#,
+    // #31 (runtimes): which runtime last ran a server's child (JSON: kind, version, source).
+    r#"
+    CREATE TABLE server_runtime (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        runtime TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

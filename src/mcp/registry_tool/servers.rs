@@ -115,6 +115,9 @@ pub(super) fn status(app: &App) -> crate::error::Result<Value> {
         let mut v = json!({"name": c.name, "description": description, "status": c.status, "transport": c.transport, "pid": c.pid,
                "tool_count": c.tool_count, "tools": c.tools, "stderr_tail": c.stderr_tail, "last_error": c.last_error,
                "started_at": c.started_at, "restarts": c.restarts, "protocol": c.protocol});
+        if let Some(r) = &c.runtime {
+            v["runtime"] = json!(r);
+        }
         if let Some(s) = &server {
             app.add_sandbox_brief(&mut v, s)?;
         }

@@ -17,9 +17,8 @@
 //!
 //! Parts: `run` (a package manager under a time limit), `failure` (what a failed one said, as an `install_failed`
 //! diagnosis), `naming` (cache folder names, the entry point to start), `scripts` (the skipped lifecycle scripts),
-//! `engines` (the Node version check), then `npm` and `pypi`, one per ecosystem.
+//! then `npm` and `pypi`, one per ecosystem. The Node version check (`engines.node`) is `ad_proxy::runtime`'s.
 
-mod engines;
 mod failure;
 mod naming;
 mod npm;
@@ -49,6 +48,7 @@ pub(crate) async fn install(
             readme: None,
             flags: Vec::new(),
             scripts_skipped_in: None,
+            engines: None,
         }),
         Ecosystem::Npm => npm::npm(target, options, stages).await,
         Ecosystem::Pypi => pypi::pypi(target, options, stages).await,

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::engines::{node_version, version_satisfies};
 use super::failure::{install_failed, library, npm_error};
 use super::naming::{choose, slug};
 use super::run::run_tool;
@@ -199,14 +198,19 @@ pub(super) async fn npm(
                 .join(", ")
         ));
     }
-    if let Some(range) = manifest
+    let engines = manifest
         .get("engines")
         .and_then(|e| e.get("node"))
         .and_then(|n| n.as_str())
-        && let Some(have) = node_version().await
-        && !version_satisfies(&have, range)
+        .map(str::to_owned);
+    if let Some(range) = &engines
+        && let Some(have) = ad_proxy::runtime::system_node(options.system_node.as_deref()).await
+        && ad_proxy::runtime::satisfies(&have.info.version, range) == Some(false)
     {
-        flags.push(format!("engines: node {range} wanted, {have} here"));
+        flags.push(format!(
+            "engines: node {range} wanted, {} on the system",
+            have.info.version
+        ));
     }
     let link = dir.join("node_modules").join(".bin").join(&bin_name);
     let launch = if link.exists() { link } else { file };
@@ -223,6 +227,7 @@ pub(super) async fn npm(
         readme,
         flags,
         scripts_skipped_in: (!local_dir && !dir.join(SCRIPTS_RAN).exists()).then(|| dir.clone()),
+        engines,
     })
 }
 

@@ -288,6 +288,7 @@ pub(super) async fn pypi(
         readme,
         flags,
         scripts_skipped_in: None,
+        engines: None,
     })
 }
 

@@ -201,7 +201,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE calls ADD COLUMN caller_client TEXT;
     CREATE INDEX calls_by_user ON calls (caller_user, unix_ms);
     "#,
-    // v6: #31 (runtimes): which runtime last ran a server's child; it only creates its own table.
+    // v6: SQLite's schema version 14 (#31 runtimes): which runtime last ran a server's child.
     r#"
     CREATE TABLE server_runtime (
         server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,

@@ -94,3 +94,5 @@ mod peruser;
 mod identity;
 // Issue 30: the test authorization server (RFC 8414 metadata, JWKS, DCR, authorize, token with PKCE, introspection).
 mod ident_as;
+// Issue 30: end to end through the real front: token exchange per user, per-user status, events that name who.
+mod ident_e2e;

@@ -136,3 +136,169 @@ async fn each_users_call_through_the_front_carries_their_exchanged_token() {
         );
     }
 }
+
+/// The `state` of an authorize URL.
+fn state_of(url: &str) -> String {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// `GET path` on the replica as `token`, as JSON.
+async fn get_json(http: &reqwest::Client, url: &str, token: &str) -> Value {
+    let resp = http.get(url).bearer_auth(token).send().await.unwrap();
+    assert!(resp.status().is_success(), "{url}: {}", resp.status());
+    resp.json().await.unwrap()
+}
+
+/// The registry tool's answer to `args`, for `c`.
+async fn registry(c: &Client, args: Value) -> Value {
+    let r =
+        c.0.call_tool(
+            CallToolRequestParams::new("registry")
+                .with_arguments(serde_json::from_value(args).unwrap()),
+        )
+        .await
+        .unwrap();
+    serde_json::from_str(&harness::text(&r)).unwrap()
+}
+
+/// `OAUTH_PER_USER=on` through the real front: a user without a token of their own sees the server `authenticating`
+/// with their own `authUrl` (REST list and item, the registry tool's `list` and `status`), never another's; once
+/// the user has authorized, the server is shown in its own state with no URL.
+#[tokio::test]
+async fn each_user_sees_their_own_authorization_of_a_per_user_server() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let (_stub, mcp_base, valid) = crate::oauth::protected_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = protected_env(&auth, dir.path());
+    std::fs::write(
+        dir.path().join("identity-rules.toml"),
+        RULES.replace("remote", "tiny"),
+    )
+    .unwrap();
+    let r = replicas::replica(dir.path(), &env).await;
+    let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
+    let (root, alice_token, bob_token) = (token("root"), token("alice"), token("bob"));
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{}/api/servers", r.url))
+        .bearer_auth(&root)
+        .json(&json!({"name": "tiny", "transport": "streamable-http", "url": format!("{mcp_base}/mcp"),
+                      "env": {"OAUTH_PER_USER": "on"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    // The shared connection: the server's own authorization, by the admin (at-1 expires at once, at-2 is used).
+    let started: Value = http
+        .post(format!("{}/api/servers/tiny/auth", r.url))
+        .bearer_auth(&root)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let own_url = started["authUrl"].as_str().expect("authUrl").to_owned();
+    *valid.lock().unwrap() = "at-2".into();
+    let finished = http
+        .post(format!("{}/api/servers/tiny/auth/finish", r.url))
+        .bearer_auth(&root)
+        .json(&json!({"callback": format!("?code=c&state={}", state_of(&own_url))}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        finished.status().is_success(),
+        "{}",
+        finished.text().await.unwrap()
+    );
+
+    // Alice and Bob have no token of their own: each sees `authenticating` with a URL of their own.
+    let servers_url = format!("{}/api/servers", r.url);
+    let list = |t: String| {
+        let (http, url) = (http.clone(), servers_url.clone());
+        async move { get_json(&http, &url, &t).await }
+    };
+    let row = |v: Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "tiny")
+            .cloned()
+            .expect("tiny is listed")
+    };
+    let a = row(list(alice_token.clone()).await);
+    assert_eq!(a["status"], "authenticating", "{a}");
+    assert_eq!(a["auth_url"], a["authUrl"], "{a}");
+    let url_a = a["authUrl"].as_str().expect("alice's authUrl").to_owned();
+    assert_ne!(state_of(&url_a), state_of(&own_url), "not the server's own");
+    let b = row(list(bob_token.clone()).await);
+    let url_b = b["authUrl"].as_str().expect("bob's authUrl").to_owned();
+    assert_ne!(
+        state_of(&url_a),
+        state_of(&url_b),
+        "each user has their own"
+    );
+    let item = get_json(&http, &format!("{}/api/servers/tiny", r.url), &alice_token).await;
+    assert_eq!(
+        item["authUrl"],
+        url_a.as_str(),
+        "the same pending URL: {item}"
+    );
+    let alice = client_as(&r.url, &alice_token).await;
+    let bob = client_as(&r.url, &bob_token).await;
+    let listed = registry(&alice, json!({"action": "list"})).await;
+    let mine = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "tiny")
+        .cloned()
+        .unwrap();
+    assert_eq!(mine["authUrl"], url_a.as_str(), "{mine}");
+    assert_eq!(mine["status"], "authenticating");
+    let status = registry(&alice, json!({"action": "status"})).await;
+    assert_eq!(
+        status["authenticating"],
+        json!([{"name": "tiny", "state": "authenticating", "authUrl": url_a}]),
+        "{status}"
+    );
+    let bob_status = registry(&bob, json!({"action": "status"}))
+        .await
+        .to_string();
+    assert!(
+        !bob_status.contains(&state_of(&url_a)) && !bob_status.contains(&state_of(&own_url)),
+        "bob is shown no one else's URL: {bob_status}"
+    );
+
+    // Alice authorizes (the browser's redirect to the callback); her token (at-3) is hers alone.
+    let cb = http
+        .get(format!(
+            "{}/oauth/callback/tiny?code=a&state={}",
+            r.url,
+            state_of(&url_a)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(cb.status().is_success(), "{}", cb.text().await.unwrap());
+    *valid.lock().unwrap() = "at-2,at-3".into();
+    let a = row(list(alice_token.clone()).await);
+    assert_eq!(a["status"], "ready", "the server's own state: {a}");
+    assert!(a.get("authUrl").is_none(), "{a}");
+    assert!(a["auth_url"].is_null(), "{a}");
+    let r2 = alice
+        .0
+        .call_tool(CallToolRequestParams::new("tiny__ping"))
+        .await
+        .unwrap();
+    assert_eq!(harness::text(&r2), "pong");
+    let b = row(list(bob_token.clone()).await);
+    assert_eq!(b["status"], "authenticating", "bob still has to: {b}");
+    assert_eq!(b["authUrl"], url_b.as_str());
+}

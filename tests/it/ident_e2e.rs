@@ -27,7 +27,15 @@ servers = ["remote"]
 /// Starts the fixture over Streamable HTTP with the `trace_context` tool; the child and its URL.
 pub async fn traced_remote() -> (tokio::process::Child, String) {
     let mut fixture = tokio::process::Command::new(harness::fixture())
-        .args(["--trace-tool", "--http", "0"])
+        .args([
+            "--trace-tool",
+            "--http",
+            "0",
+            "--resources",
+            "1",
+            "--prompts",
+            "1",
+        ])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -128,6 +136,38 @@ async fn each_users_call_through_the_front_carries_their_exchanged_token() {
         "cached"
     );
     assert_ne!(a1["header_authorization"], b1["header_authorization"]);
+    // A completion carries the caller's exchanged token too (the fixture answers with the header it got).
+    let completed = alice
+        .0
+        .complete(rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt("remote__prompt_1"),
+            rmcp::model::ArgumentInfo::new("topic", ""),
+        ))
+        .await
+        .expect("alice's completion");
+    assert_eq!(
+        completed.completion.values,
+        [format!("Bearer {}", xa.issued)],
+        "alice's completion carries alice's token"
+    );
+    // A read and a prompt get by the admin, who made no call: one exchange of the admin's own token, reused.
+    let root_c = client_as(&r.url, &root).await;
+    root_c
+        .0
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "agent-discover://remote/fixture://resource/1",
+        ))
+        .await
+        .expect("the admin's read");
+    root_c
+        .0
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("remote__prompt_1"))
+        .await
+        .expect("the admin's prompt get");
+    let xs = auth.exchanges();
+    assert_eq!(xs.len(), 3, "one more exchange, the admin's: {xs:?}");
+    assert_eq!(xs[2].sub, "root");
+    assert_eq!(xs[2].subject_token, root);
     for seen in [&a1, &b1] {
         let keys = seen["meta_keys"].as_array().cloned().unwrap_or_default();
         assert!(
@@ -301,4 +341,18 @@ async fn each_user_sees_their_own_authorization_of_a_per_user_server() {
     let b = row(list(bob_token.clone()).await);
     assert_eq!(b["status"], "authenticating", "bob still has to: {b}");
     assert_eq!(b["authUrl"], url_b.as_str());
+
+    // A read by Bob, who has no token of his own, is answered with his own authorization URL, as a call is.
+    let read = bob
+        .0
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "agent-discover://tiny/notes",
+        ))
+        .await
+        .expect_err("bob may not read without his own token");
+    let text = format!("{read:?}");
+    let bob_suffix = agent_discover::oauth::user_suffix(&format!("{}#bob", auth.issuer));
+    assert!(text.contains("/authorize?"), "{text}");
+    assert!(text.contains(&bob_suffix[1..]), "bob's own URL: {text}");
+    assert!(!text.contains(&state_of(&url_a)), "{text}");
 }

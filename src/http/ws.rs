@@ -203,7 +203,7 @@ async fn forward_events(hub: Weak<Hub>, app: Arc<App>, cancel: CancellationToken
         let Some(received) = received else { return };
         let Some(hub) = hub.upgrade() else { return };
         match received {
-            Received::Event(Event::CallLogged { id }) => {
+            Received::Event(Event::CallLogged { id, .. }) => {
                 if let Some(entry) = app.calllog.get(id) {
                     let msg = json!({"type": "log_entry", "entry": entry}).to_string();
                     let _ = hub.tx.send(Utf8Bytes::from(msg));

@@ -63,8 +63,13 @@ async fn each_users_call_through_the_front_carries_their_exchanged_token() {
     let auth = TestAs::start(users(), "mcp").await;
     let (_fixture, remote) = traced_remote().await;
     let dir = tempfile::tempdir().unwrap();
-    let env = protected_env(&auth, dir.path());
+    let mut env = protected_env(&auth, dir.path());
     std::fs::write(dir.path().join("identity-rules.toml"), RULES).unwrap();
+    // A team's replica (PostgreSQL), so that the call log names the replica too.
+    let pg = crate::pg::server();
+    env.push(("AGENT_DISCOVER_DATABASE_URL", pg.new_database()));
+    env.push(("AGENT_DISCOVER_MASTER_KEY", "42".repeat(32)));
+    env.push(("AGENT_DISCOVER_REPLICA", "r0".into()));
     let r = replicas::replica(dir.path(), &env).await;
     let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
     let (root, alice_token, bob_token) = (token("root"), token("alice"), token("bob"));
@@ -103,6 +108,18 @@ async fn each_users_call_through_the_front_carries_their_exchanged_token() {
         auth.exchanges()
     );
 
+    // Each user's dashboard stream, open before the calls.
+    let ws_url = format!("{}/ws", r.url.replace("http://", "ws://"));
+    let mut streams = Vec::new();
+    for t in [&alice_token, &bob_token] {
+        let bearer = format!("Bearer {t}");
+        let mut ws = crate::http::ws_connect(&ws_url, &[("authorization", bearer.as_str())])
+            .await
+            .expect("a user opens /ws");
+        crate::http::next_message(&mut ws, Duration::from_secs(20), |m| m["type"] == "state").await;
+        streams.push(ws);
+    }
+
     let alice = client_as(&r.url, &alice_token).await;
     let bob = client_as(&r.url, &bob_token).await;
     let a1 = traced(&alice).await;
@@ -136,6 +153,24 @@ async fn each_users_call_through_the_front_carries_their_exchanged_token() {
         "cached"
     );
     assert_ne!(a1["header_authorization"], b1["header_authorization"]);
+    // Each user's stream carries the call-log entries of their own calls, which name user, client and replica.
+    for (ws, sub) in streams.iter_mut().zip(["alice", "bob"]) {
+        let me = format!("{}#{sub}", auth.issuer);
+        for _ in 0..2 {
+            let m = crate::http::next_message(ws, Duration::from_secs(20), |m| {
+                assert!(
+                    m["type"] != "log_entry" || m["entry"]["user"] == me.as_str(),
+                    "{sub}'s stream carries another's call: {m}"
+                );
+                m["type"] == "log_entry"
+            })
+            .await;
+            assert_eq!(m["entry"]["client"], "test-client", "{m}");
+            assert_eq!(m["entry"]["replica"], "r0", "{m}");
+            assert_eq!(m["entry"]["tool"], "trace_context", "{m}");
+        }
+    }
+
     // A completion carries the caller's exchanged token too (the fixture answers with the header it got).
     let completed = alice
         .0

@@ -97,3 +97,62 @@ fn authenticating(name: &str, url: String) -> AuthOutcome {
         tool_count: None,
     }
 }
+
+impl App {
+    /// What a team's user is shown of a server each user authorizes for themselves (`OAUTH_PER_USER=on`, issue 30),
+    /// as a patch to a listing row: `authenticating` with that user's own `authUrl` (started now when none waits)
+    /// until the user has a token, then the server's own status (`ready` once the shared connection runs) without any `authUrl`. Nothing for other servers or
+    /// callers without an identity, who see the server's own state; never another user's URL.
+    pub async fn personal_auth(
+        &self,
+        server: &crate::model::Server,
+        principal: Option<&ad_core::identity::Principal>,
+    ) -> Option<serde_json::Value> {
+        let p = principal?;
+        if server.url.is_none() || !self.oauth.per_user(server) {
+            return None;
+        }
+        let mine = self.oauth.user_status(server, p).ok()?;
+        if mine.state == "authorized" {
+            return Some(serde_json::json!({"authUrl": null}));
+        }
+        let url = match mine.auth_url {
+            Some(url) => url,
+            None => match self.oauth.begin_for_user_unasked(server, p).await {
+                Ok(url) => url,
+                Err(e) => {
+                    tracing::warn!(server = %server.name, error = %e, "could not start the user's authorization");
+                    return Some(serde_json::json!({"status": "authenticating", "authUrl": null}));
+                }
+            },
+        };
+        Some(serde_json::json!({"status": "authenticating", "authUrl": url}))
+    }
+
+    /// [`App::personal_auth`] applied to a listing row `v` of `server` (a JSON object).
+    pub async fn apply_personal_auth(
+        &self,
+        v: &mut serde_json::Value,
+        server: &crate::model::Server,
+        principal: Option<&ad_core::identity::Principal>,
+    ) {
+        let Some(serde_json::Value::Object(patch)) = self.personal_auth(server, principal).await
+        else {
+            return;
+        };
+        if let Some(row) = v.as_object_mut() {
+            for (k, val) in patch {
+                if val.is_null() {
+                    row.remove(&k);
+                } else {
+                    row.insert(k, val);
+                }
+            }
+            // The stored server's own `auth_url` (its shared authorization) is not this user's either.
+            if row.contains_key("auth_url") {
+                let mine = row.get("authUrl").cloned().unwrap_or_default();
+                row.insert("auth_url".into(), mine);
+            }
+        }
+    }
+}

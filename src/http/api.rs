@@ -74,17 +74,24 @@ pub async fn list_servers(
         source,
         installed_only,
     })?;
-    Ok(Json(
-        rows.into_iter()
-            // Only the servers the caller's groups may see (issue 30).
-            .filter(|r| {
-                s.app
-                    .proxy
-                    .visible_to(principal.as_deref(), &r.server.name, None)
-            })
-            .map(|r| summary_json(&s.app, r))
-            .collect::<crate::error::Result<_>>()?,
-    ))
+    let mut out = Vec::with_capacity(rows.len());
+    // Only the servers the caller's groups may see (issue 30), each as this user is to see it.
+    for r in rows {
+        if !s
+            .app
+            .proxy
+            .visible_to(principal.as_deref(), &r.server.name, None)
+        {
+            continue;
+        }
+        let server = r.server.clone();
+        let mut v = summary_json(&s.app, r)?;
+        s.app
+            .apply_personal_auth(&mut v, &server, principal.as_deref())
+            .await;
+        out.push(v);
+    }
+    Ok(Json(out))
 }
 
 /// A registered server the caller may see; a hidden one is as unknown as one that is not registered (issue 30).
@@ -120,7 +127,8 @@ pub async fn get_server(
     principal: Option<Extension<Arc<Principal>>>,
     Path(key): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let server = visible_server(&s.app, principal, &key)?;
+    let principal = principal.map(|Extension(p)| p);
+    let server = visible_server(&s.app, principal.clone().map(Extension), &key)?;
     let tools: Vec<ToolView> = s
         .app
         .registry
@@ -134,6 +142,7 @@ pub async fn get_server(
         .children()
         .into_iter()
         .find(|c| c.name == server.name);
+    let server_id = server.id;
     let view = ServerView {
         running: s.app.proxy.is_active(&server.name),
         sandbox: s.app.sandbox_brief(&server)?,
@@ -147,6 +156,10 @@ pub async fn get_server(
     };
     let mut v = serde_json::to_value(view).unwrap_or_default();
     v["child"] = serde_json::to_value(child).unwrap_or_default();
+    let server = s.app.registry.get_by_id(server_id)?;
+    s.app
+        .apply_personal_auth(&mut v, &server, principal.as_deref())
+        .await;
     Ok(Json(v))
 }
 

@@ -203,7 +203,7 @@ async fn forward_events(hub: Weak<Hub>, app: Arc<App>, cancel: CancellationToken
         let Some(received) = received else { return };
         let Some(hub) = hub.upgrade() else { return };
         match received {
-            Received::Event(Event::CallLogged { id }) => {
+            Received::Event(Event::CallLogged { id, .. }) => {
                 // Built only for a dashboard that is connected (no receiver: it would be dropped unread).
                 if hub.tx.receiver_count() == 0 {
                     continue;

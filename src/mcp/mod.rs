@@ -502,7 +502,11 @@ impl ServerHandler for McpServer {
                     return Err(forwarded_error(e));
                 }
             }
-            Box::pin(self.app.proxy.complete(request))
+            let caller = Caller {
+                principal,
+                ..Caller::default()
+            };
+            Box::pin(self.app.proxy.complete_as(request, &caller))
                 .await
                 .map_err(forwarded_error)
         })

@@ -1,7 +1,9 @@
 //! A test authorization server for issue 30, on 127.0.0.1 in the test process: RFC 8414 metadata, a JWKS with an
 //! ES256 and an RS256 key, dynamic client registration, an authorize endpoint that approves at once (as the user the
 //! test has logged in) and redirects with a code, a token endpoint that checks PKCE (S256) and issues JWT access
-//! tokens (RFC 9068) for the RFC 8707 `resource`, and an introspection endpoint (RFC 7662) for opaque tokens.
+//! tokens (RFC 9068) for the RFC 8707 `resource`, and an introspection endpoint (RFC 7662) for opaque tokens. The
+//! token endpoint also does token exchange (RFC 8693) for the client [`EXCHANGE_CLIENT`]: a subject token it signed
+//! becomes `xchg-<sub>-<n>`, and each exchange is kept for the test to read ([`TestAs::exchanges`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +23,20 @@ use serde_json::{Value, json};
 
 /// The introspection client's credentials, which the protected front is configured with.
 pub const RS_CLIENT: (&str, &str) = ("agent-discover-rs", "rs-secret");
+
+/// The client allowed to exchange tokens (HTTP Basic at the token endpoint).
+pub const EXCHANGE_CLIENT: (&str, &str) = ("agent-discover-tx", "tx-secret");
+
+/// One token exchange the AS made: the subject token's `sub`, the subject token, the `audience` and `resource` asked
+/// for, and the token issued.
+#[derive(Clone, Debug)]
+pub struct Exchange {
+    pub sub: String,
+    pub subject_token: String,
+    pub audience: Option<String>,
+    pub resource: Option<String>,
+    pub issued: String,
+}
 
 /// A user of the test AS: their groups claim.
 #[derive(Clone)]
@@ -45,6 +61,7 @@ struct Flows {
     opaque: HashMap<String, Value>,
     logged_in: String,
     next: u64,
+    exchanges: Vec<Exchange>,
 }
 
 struct Inner {
@@ -177,6 +194,11 @@ impl TestAs {
         self.inner.sign(m)
     }
 
+    /// The token exchanges made so far, in order.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.inner.flows.lock().unwrap().exchanges.clone()
+    }
+
     /// An opaque token that introspects as `m`'s claims.
     pub fn opaque(&self, m: &Mint) -> String {
         let claims = self.inner.claims(m);
@@ -200,6 +222,19 @@ impl Inner {
         json!({"iss": m.iss.clone().unwrap_or_else(|| self.issuer.clone()), "sub": m.sub, "aud": m.aud,
                "exp": now + m.exp_in, "iat": now, "nbf": now - 5, "scope": m.scope, "groups": groups,
                "client_id": "test-client", "jti": format!("j{now}-{}", m.sub)})
+    }
+
+    /// The claims of a JWT this AS signed with its published ES256 key, else `None`.
+    fn verify(&self, token: &str) -> Option<Value> {
+        let (input, sig) = token.rsplit_once('.')?;
+        let sig = URL_SAFE_NO_PAD.decode(sig).ok()?;
+        let key = aws_lc_rs::signature::UnparsedPublicKey::new(
+            &aws_lc_rs::signature::ECDSA_P256_SHA256_FIXED,
+            self.keys.es.public_key().as_ref(),
+        );
+        key.verify(input.as_bytes(), &sig).ok()?;
+        let payload = input.split('.').nth(1)?;
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()
     }
 
     fn sign(&self, m: &Mint) -> String {
@@ -312,8 +347,13 @@ async fn authorize(
     Redirect::to(to.as_str()).into_response()
 }
 
-async fn token(State(s): State<Arc<Inner>>, body: String) -> Response {
+async fn token(State(s): State<Arc<Inner>>, headers: HeaderMap, body: String) -> Response {
     let f = form(&body);
+    if f.get("grant_type").map(String::as_str)
+        == Some("urn:ietf:params:oauth:grant-type:token-exchange")
+    {
+        return exchange(&s, &headers, &f);
+    }
     let bad = |why: &str| {
         (
             StatusCode::BAD_REQUEST,
@@ -350,6 +390,68 @@ async fn token(State(s): State<Arc<Inner>>, body: String) -> Response {
     };
     Json(json!({"access_token": s.sign(&m), "token_type": "Bearer", "expires_in": 3600, "scope": m.scope}))
         .into_response()
+}
+
+/// RFC 8693 for [`EXCHANGE_CLIENT`]: the subject token must be an unexpired ES256 access token this AS signed.
+fn exchange(s: &Inner, headers: &HeaderMap, f: &HashMap<String, String>) -> Response {
+    let err = |status: StatusCode, error: &str, why: &str| {
+        (
+            status,
+            Json(json!({"error": error, "error_description": why})),
+        )
+            .into_response()
+    };
+    if basic(headers) != Some(EXCHANGE_CLIENT) {
+        return err(StatusCode::UNAUTHORIZED, "invalid_client", "unknown client");
+    }
+    if f.get("subject_token_type").map(String::as_str)
+        != Some("urn:ietf:params:oauth:token-type:access_token")
+    {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "subject_token_type",
+        );
+    }
+    let subject = f.get("subject_token").cloned().unwrap_or_default();
+    let Some(claims) = s.verify(&subject) else {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "subject token not ours",
+        );
+    };
+    if claims["exp"].as_i64().unwrap_or(0) <= now() {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "subject token expired",
+        );
+    }
+    let sub = claims["sub"].as_str().unwrap_or_default().to_owned();
+    let mut flows = s.flows.lock().unwrap();
+    flows.next += 1;
+    let issued = format!("xchg-{sub}-{}", flows.next);
+    flows.exchanges.push(Exchange {
+        sub,
+        subject_token: subject,
+        audience: f.get("audience").cloned(),
+        resource: f.get("resource").cloned(),
+        issued: issued.clone(),
+    });
+    Json(
+        json!({"access_token": issued, "token_type": "Bearer", "expires_in": 3600,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}),
+    )
+    .into_response()
+}
+
+/// The (id, secret) of an HTTP Basic `Authorization` header.
+fn basic(headers: &HeaderMap) -> Option<(&'static str, &'static str)> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let raw = STANDARD.decode(v.strip_prefix("Basic ")?).ok()?;
+    let want = format!("{}:{}", EXCHANGE_CLIENT.0, EXCHANGE_CLIENT.1);
+    (raw == want.as_bytes()).then_some(EXCHANGE_CLIENT)
 }
 
 async fn introspect(State(s): State<Arc<Inner>>, headers: HeaderMap, body: String) -> Response {

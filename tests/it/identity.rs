@@ -288,12 +288,12 @@ async fn the_front_is_a_protected_resource() {
 }
 
 /// An MCP client of `url`'s aggregated endpoint that sends `token`.
-type Client = (
+pub type Client = (
     rmcp::service::RunningService<rmcp::RoleClient, harness::TestClient>,
     std::sync::Arc<harness::Seen>,
 );
 
-async fn client_as(url: &str, token: &str) -> Client {
+pub async fn client_as(url: &str, token: &str) -> Client {
     use rmcp::ServiceExt;
     let transport = StreamableHttpClientTransport::with_client(
         reqwest::Client::new(),

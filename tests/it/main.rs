@@ -97,3 +97,5 @@ mod ident_as;
 mod telemetry_spans;
 // Issue 31, part 5: servers needing a newer Node run with one from the runtimes cache (introspection, activation).
 mod runtimes;
+// Issue 30: end to end through the real front: token exchange per user, per-user status, events that name who.
+mod ident_e2e;

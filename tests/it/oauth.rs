@@ -711,8 +711,10 @@ struct Tiny;
 impl rmcp::ServerHandler for Tiny {
     fn get_info(&self) -> rmcp::model::ServerConfig {
         rmcp::model::ServerConfig::new(
+            // Resources too (none listed), so that a front advertises reads a per-user test can make.
             rmcp::model::ServerCapabilities::builder()
                 .enable_tools()
+                .enable_resources()
                 .build(),
         )
     }

@@ -45,9 +45,18 @@ pub enum Event {
         ok: bool,
         message: Option<String>,
     },
-    /// One proxied call finished; `id` is its call-log entry.
+    /// One proxied call finished; `id` is its call-log entry. Who made it (issue 30): the user (`issuer#sub`) and
+    /// OAuth client of the caller's access token, and the replica that proxied it (in a team).
     #[serde(rename = "call:logged")]
-    CallLogged { id: u64 },
+    CallLogged {
+        id: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replica: Option<String>,
+    },
     /// A tool was seen for the first time (`change: new`), differs from its approved definition (`changed`), or is
     /// back to it (`reverted`); `withheld` says whether callers can no longer see it.
     #[serde(rename = "server:tool_changed")]
@@ -263,7 +272,12 @@ mod tests {
         let bus = EventBus::default();
         let mut servers = bus.subscribe("server:*");
         let mut all = bus.subscribe("*");
-        bus.emit(Event::CallLogged { id: 1 });
+        bus.emit(Event::CallLogged {
+            id: 1,
+            user: None,
+            client: None,
+            replica: None,
+        });
         bus.emit(Event::ServerRegistered { name: "a".into() });
         assert_eq!(
             servers.recv().await,
@@ -273,7 +287,12 @@ mod tests {
         );
         assert_eq!(
             all.recv().await,
-            Some(Received::Event(Event::CallLogged { id: 1 }))
+            Some(Received::Event(Event::CallLogged {
+                id: 1,
+                user: None,
+                client: None,
+                replica: None,
+            }))
         );
     }
 
@@ -282,7 +301,12 @@ mod tests {
     async fn an_excepted_kind_is_never_queued() {
         let bus = EventBus::default();
         let mut feed = bus.subscribe_except("*", "call:");
-        bus.emit(Event::CallLogged { id: 1 });
+        bus.emit(Event::CallLogged {
+            id: 1,
+            user: None,
+            client: None,
+            replica: None,
+        });
         bus.emit(Event::SecretsChanged { name: "k".into() });
         bus.emit(Event::ServerRegistered { name: "a".into() });
         assert_eq!(
@@ -304,12 +328,22 @@ mod tests {
         let mut calls = bus.subscribe("call:*");
         let mut servers = bus.subscribe("server:*");
         for id in 0..(QUEUE as u64 + 6) {
-            bus.emit(Event::CallLogged { id });
+            bus.emit(Event::CallLogged {
+                id,
+                user: None,
+                client: None,
+                replica: None,
+            });
         }
         assert_eq!(calls.recv().await, Some(Received::Lagged(6)));
         assert_eq!(
             calls.recv().await,
-            Some(Received::Event(Event::CallLogged { id: 0 }))
+            Some(Received::Event(Event::CallLogged {
+                id: 0,
+                user: None,
+                client: None,
+                replica: None,
+            }))
         );
         // Nothing was queued for the `server:*` subscriber.
         assert!(servers.rx.try_recv().is_err());

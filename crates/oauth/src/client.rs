@@ -125,16 +125,27 @@ enum Presented {
     Exchanged(String, Principal),
 }
 
-/// Takes the proxy's note of the request's user out of the message (it never reaches the server).
+/// Takes the proxy's note of the request's user out of the message (it never reaches the server): from the
+/// request's extensions (a call's options) or from its params' own `_meta` (reads, prompt gets, completions and
+/// subscriptions set it there).
 fn take_user(message: &mut ClientJsonRpcMessage) -> Option<String> {
-    match message {
-        ClientJsonRpcMessage::Request(r) => r
-            .request
-            .get_meta_mut()
-            .remove(USER_META)
-            .and_then(|v| v.as_str().map(str::to_owned)),
+    use rmcp::model::{ClientRequest as R, RequestParamsMeta};
+    let ClientJsonRpcMessage::Request(r) = message else {
+        return None;
+    };
+    let in_params = match &mut r.request {
+        R::ReadResourceRequest(q) => q.params.meta_mut().as_mut(),
+        R::GetPromptRequest(q) => q.params.meta_mut().as_mut(),
+        R::CompleteRequest(q) => q.params.meta_mut().as_mut(),
+        R::SubscribeRequest(q) => q.params.meta_mut().as_mut(),
+        R::UnsubscribeRequest(q) => q.params.meta_mut().as_mut(),
         _ => None,
     }
+    .and_then(|m| m.remove(USER_META));
+    let in_extensions = r.request.get_meta_mut().remove(USER_META);
+    in_params
+        .or(in_extensions)
+        .and_then(|v| v.as_str().map(str::to_owned))
 }
 
 /// rmcp's reqwest client with a server's OAuth token.

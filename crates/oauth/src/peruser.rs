@@ -84,6 +84,33 @@ impl OAuth {
         self.begin_as(server, &suffix, challenge, step_up).await
     }
 
+    /// Starts the user's own authorization of `server` before any request of theirs was refused (a listing shows the
+    /// user their URL): the server's challenge is asked for by an unauthenticated GET of its endpoint (the stream a
+    /// Streamable HTTP client may open), whose 401 names the protected resource metadata (RFC 9728).
+    pub async fn begin_for_user_unasked(
+        &self,
+        server: &Server,
+        principal: &Principal,
+    ) -> Result<String> {
+        let url = server_url(server)?;
+        let challenge = match self
+            .http()
+            .get(url.as_str())
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .send()
+            .await
+        {
+            Ok(resp) if matches!(resp.status().as_u16(), 401 | 403) => resp
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(Challenge::parse),
+            _ => None,
+        };
+        self.begin_for_user(server, principal, challenge.as_ref(), false)
+            .await
+    }
+
     /// The user's authorization of `server`, masked: `authenticating` with the user's own URL, `authorized`, or
     /// `none`.
     pub fn user_status(&self, server: &Server, principal: &Principal) -> Result<AuthStatus> {

@@ -73,12 +73,13 @@ impl Proxy {
         } else {
             let mut params = ReadResourceRequestParams::new(original);
             crate::call::name_user(&mut params.meta, &child, caller);
-            child
-                .peer
-                .read_resource(params)
-                .await
-                .map_err(|e| child_error(server, e))?
-                .into()
+            match child.peer.read_resource(params).await {
+                Ok(r) => r.into(),
+                Err(e) => {
+                    let e = child_error(server, e);
+                    return Err(self.inner.user_refusal(&child, caller, e).await);
+                }
+            }
         };
         let ReadResourceResponse::Complete(mut res) = res else {
             return Ok(res);
@@ -133,12 +134,13 @@ impl Proxy {
         }
         request.meta = None;
         crate::call::name_user(&mut request.meta, &child, caller);
-        let res = child
-            .peer
-            .get_prompt_once(request)
-            .await
-            .map_err(|e| child_error(&child.name, e))?;
-        Ok(complete_prompt(res))
+        match child.peer.get_prompt_once(request).await {
+            Ok(res) => Ok(complete_prompt(res)),
+            Err(e) => {
+                let e = child_error(&child.name, e);
+                Err(self.inner.user_refusal(&child, caller, e).await)
+            }
+        }
     }
 
     /// The running child offering the exposed prompt `name`, and the prompt's own name.

@@ -50,7 +50,17 @@ impl Proxy {
 
     /// Routes `completion/complete` to the child owning the prompt (`server__prompt`) or the resource template
     /// (`agent-discover://server/template`), under the child's own names.
-    pub async fn complete(&self, mut params: CompleteRequestParams) -> Result<CompleteResult> {
+    pub async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult> {
+        self.complete_as(params, &crate::Caller::default()).await
+    }
+
+    /// [`Proxy::complete`] for `caller`: on a token-exchange or per-user server the request carries the caller's
+    /// credentials, as calls, reads and prompt gets do (issue 30).
+    pub async fn complete_as(
+        &self,
+        mut params: CompleteRequestParams,
+        caller: &crate::Caller,
+    ) -> Result<CompleteResult> {
         let child = match &mut params.r#ref {
             Reference::Prompt(p) => {
                 let (child, original) = self.find_prompt(&p.name).await?;
@@ -78,11 +88,14 @@ impl Proxy {
             )));
         }
         params.meta = None;
-        let mut res = child
-            .peer
-            .complete(params)
-            .await
-            .map_err(|e| child_error(&child.name, e))?;
+        crate::call::name_user(&mut params.meta, &child, caller);
+        let mut res = match child.peer.complete(params).await {
+            Ok(res) => res,
+            Err(e) => {
+                let e = child_error(&child.name, e);
+                return Err(self.inner.user_refusal(&child, caller, e).await);
+            }
+        };
         // A legacy child's result has no resultType; a 2026-07-28 client requires one.
         res.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(res)

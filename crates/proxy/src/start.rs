@@ -414,6 +414,25 @@ impl Inner {
 }
 
 impl Inner {
+    /// A refusal of `caller`'s read or prompt get by `child`: on a server each user authorizes for themselves, that
+    /// user's own authorization starts and the error carries its URL, as a tool call's does.
+    pub(super) async fn user_refusal(
+        &self,
+        child: &crate::state::Child,
+        caller: &crate::Caller,
+        err: Error,
+    ) -> Error {
+        match (&child.auth, &caller.principal) {
+            (Some(session), Some(p)) if session.per_user() => {
+                match self.registry.get_by_id(child.server_id) {
+                    Ok(server) => self.user_auth_failure(&server, session, p, err).await,
+                    Err(_) => err,
+                }
+            }
+            _ => err,
+        }
+    }
+
     /// [`Inner::auth_failure`] for a user's request on a server each user authorizes for themselves
     /// (`OAUTH_PER_USER=on`): the user's own authorization starts, and only this user is given its URL.
     pub(super) async fn user_auth_failure(

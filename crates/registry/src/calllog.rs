@@ -300,7 +300,8 @@ impl CallLog {
                 response,
                 latency_ms: latency.as_millis() as u64,
                 success,
-                replica: None,
+                // In a team, the replica that proxied the call (issue 30: who made each call, and where).
+                replica: self.shared.as_ref().map(|s| s.replica.clone()),
                 user,
                 client,
             };
@@ -324,10 +325,17 @@ impl CallLog {
                     });
                 shared.kick.notify_one();
             }
+            let logged = Event::CallLogged {
+                id,
+                user: entry.user.clone(),
+                client: entry.client.clone(),
+                replica: entry.replica.clone(),
+            };
             inner.entries.push_back(entry);
-            id
+            (id, logged)
         };
-        self.events.emit(Event::CallLogged { id });
+        let (id, logged) = id;
+        self.events.emit(logged);
         id
     }
 
@@ -587,6 +595,40 @@ mod tests {
             .await
             .expect("the flusher appended the call");
         assert_eq!(store.recent_calls(0, 10, 0).unwrap().1, 1);
+    }
+
+    /// The call-logged event names who made the call (issue 30).
+    #[tokio::test]
+    async fn the_call_logged_event_names_who() {
+        let bus = EventBus::default();
+        let mut calls = bus.subscribe("call:*");
+        let log = CallLog::new(30, bus);
+        let who = Who {
+            user: "https://idp.test#alice".into(),
+            client: Some("team-client".into()),
+        };
+        let id = log.record_by(
+            "s",
+            "t",
+            serde_json::Value::Null,
+            "ok".into(),
+            Duration::from_millis(1),
+            true,
+            Some(who),
+        );
+        let Some(ad_core::events::Received::Event(Event::CallLogged {
+            id: got,
+            user,
+            client,
+            replica,
+        })) = calls.recv().await
+        else {
+            panic!("no call-logged event")
+        };
+        assert_eq!(got, id);
+        assert_eq!(user.as_deref(), Some("https://idp.test#alice"));
+        assert_eq!(client.as_deref(), Some("team-client"));
+        assert_eq!(replica, None, "a call log of one process names no replica");
     }
 
     #[test]

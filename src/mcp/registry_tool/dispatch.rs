@@ -52,16 +52,27 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             query,
             source,
             installed_only,
-        } => list(app, query, source, installed_only).map(|mut v| {
-            if let Value::Array(rows) = &mut v {
-                rows.retain(|r| {
-                    r["name"]
-                        .as_str()
-                        .is_some_and(|n| app.proxy.visible_to(caller.principal.as_deref(), n, None))
-                });
+        } => match list(app, query, source, installed_only) {
+            Ok(mut v) => {
+                if let Value::Array(rows) = &mut v {
+                    rows.retain(|r| {
+                        r["name"].as_str().is_some_and(|n| {
+                            app.proxy.visible_to(caller.principal.as_deref(), n, None)
+                        })
+                    });
+                    // A server each user authorizes for themselves is shown as this user stands (issue 30).
+                    for r in rows.iter_mut() {
+                        let name = r["name"].as_str().unwrap_or_default().to_owned();
+                        if let Ok(server) = app.registry.get(&name) {
+                            app.apply_personal_auth(r, &server, caller.principal.as_deref())
+                                .await;
+                        }
+                    }
+                }
+                Ok(v)
             }
-            v
-        }),
+            Err(e) => Err(e),
+        },
         Action::Install {
             source: Some(source),
             name,
@@ -180,7 +191,9 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 .map(|s| json!({"name": name, "secrets": s}))
                 .map_err(Into::into)
         }
-        Action::Status {} => status(app).map_err(Into::into),
+        Action::Status {} => status(app, caller.principal.as_deref())
+            .await
+            .map_err(Into::into),
         Action::ApplyConfig {
             config,
             format,
@@ -335,6 +348,7 @@ fn reading(action: &Action) -> bool {
     matches!(
         action,
         Action::List { .. }
+            | Action::Status {}
             | Action::ProxyCall { .. }
             | Action::GetSchema { .. }
             | Action::FindTool { .. }

@@ -102,11 +102,19 @@ pub(super) fn set_secret(app: &App, name: String, key: String, value: String) ->
     )
 }
 
-pub(super) fn status(app: &App) -> crate::error::Result<Value> {
+pub(super) async fn status(
+    app: &App,
+    principal: Option<&ad_core::identity::Principal>,
+) -> crate::error::Result<Value> {
     let store = app.registry.store();
+    // A team's user who is not an admin (issue 30) is shown only the servers their groups may see and their own calls.
+    let restricted = !app.proxy.sees_all(principal);
     let children = app.proxy.children();
     let mut servers: Vec<Value> = Vec::with_capacity(children.len());
     for c in &children {
+        if restricted && !app.proxy.visible_to(principal, &c.name, None) {
+            continue;
+        }
         let server = app.registry.get(&c.name).ok();
         let description = server
             .as_ref()
@@ -123,18 +131,29 @@ pub(super) fn status(app: &App) -> crate::error::Result<Value> {
         }
         servers.push(v);
     }
-    let (recent, logged) = app.calllog.entries(10, 0);
-    // Remote servers waiting for a person to authorize them (OAuth), with the URL to open: as REST's status.
-    let authenticating: Vec<Value> = app
-        .registry
-        .list(&ListFilter::default())?
-        .into_iter()
-        .filter_map(|r| {
-            r.auth_url
-                .map(|u| json!({"name": r.server.name, "state": "authenticating", "authUrl": u}))
-        })
-        .collect();
-    Ok(json!({
+    let (mut recent, logged) = app.calllog.entries(10, 0);
+    if let (true, Some(p)) = (restricted, principal) {
+        let me = p.user_key();
+        recent.retain(|e| e.user.as_deref() == Some(me.as_str()));
+    }
+    let recent_len = recent.len();
+    // Remote servers waiting for a person to authorize them (OAuth), with the URL to open: as REST's status. A
+    // server each user authorizes for themselves is listed with the caller's own URL (issue 30).
+    let mut authenticating: Vec<Value> = Vec::new();
+    for r in app.registry.list(&ListFilter::default())? {
+        if restricted && !app.proxy.visible_to(principal, &r.server.name, None) {
+            continue;
+        }
+        let mut row =
+            json!({"name": r.server.name, "state": "authenticating", "authUrl": r.auth_url});
+        app.apply_personal_auth(&mut row, &r.server, principal)
+            .await;
+        if let Some(u) = row.get("authUrl").filter(|u| u.is_string()).cloned() {
+            authenticating
+                .push(json!({"name": r.server.name, "state": "authenticating", "authUrl": u}));
+        }
+    }
+    let mut v = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "active_count": servers.len(),
         "servers": servers,
@@ -153,5 +172,13 @@ pub(super) fn status(app: &App) -> crate::error::Result<Value> {
             "tool_count": store.count_tools()?,
         },
         "actions": actions(),
-    }))
+    });
+    if restricted && let Some(o) = v.as_object_mut() {
+        // Totals across everyone's calls and every server are for administrators.
+        for k in ["metrics", "registry", "relay"] {
+            o.remove(k);
+        }
+        o["calls"]["logged"] = json!(recent_len);
+    }
+    Ok(v)
 }

@@ -1,0 +1,393 @@
+//! Issue 30, end to end through the real front: two users with tokens from the test authorization server call, through
+//! a `serve` replica with identity on, a remote server (the fixture over Streamable HTTP, whose `trace_context` tool
+//! reports the `Authorization` header it got) set up with `OAUTH_GRANT=token_exchange` against the test AS's token
+//! endpoint. Each user's call reaches the remote server with the token exchanged for that user (whose subject token was
+//! that user's access token to the front), exchanged once per user.
+
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use crate::harness;
+use crate::ident_as::{EXCHANGE_CLIENT, TestAs};
+use crate::identity::{Client, client_as, protected_env, users};
+use crate::replicas;
+
+/// Both teams may see and call `remote`; `admins` everything.
+const RULES: &str = r#"
+admin_groups = ["admins"]
+[groups.dev]
+servers = ["remote"]
+[groups.ops]
+servers = ["remote"]
+"#;
+
+/// Starts the fixture over Streamable HTTP with the `trace_context` tool; the child and its URL.
+pub async fn traced_remote() -> (tokio::process::Child, String) {
+    let mut fixture = tokio::process::Command::new(harness::fixture())
+        .args([
+            "--trace-tool",
+            "--http",
+            "0",
+            "--resources",
+            "1",
+            "--prompts",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(fixture.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+        .await
+        .expect("the fixture printed no URL")
+        .unwrap()
+        .expect("the fixture exited");
+    (fixture, url)
+}
+
+/// What the remote server saw for one call of `remote__trace_context` by `c`.
+async fn traced(c: &Client) -> Value {
+    let r =
+        c.0.call_tool(CallToolRequestParams::new("remote__trace_context"))
+            .await
+            .expect("the call succeeds");
+    serde_json::from_str(&harness::text(&r)).unwrap()
+}
+
+#[tokio::test]
+async fn each_users_call_through_the_front_carries_their_exchanged_token() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let (_fixture, remote) = traced_remote().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = protected_env(&auth, dir.path());
+    std::fs::write(dir.path().join("identity-rules.toml"), RULES).unwrap();
+    // A team's replica (PostgreSQL), so that the call log names the replica too.
+    let pg = crate::pg::server();
+    env.push(("AGENT_DISCOVER_DATABASE_URL", pg.new_database()));
+    env.push(("AGENT_DISCOVER_MASTER_KEY", "42".repeat(32)));
+    env.push(("AGENT_DISCOVER_REPLICA", "r0".into()));
+    let r = replicas::replica(dir.path(), &env).await;
+    let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
+    let (root, alice_token, bob_token) = (token("root"), token("alice"), token("bob"));
+
+    let http = reqwest::Client::new();
+    let endpoint = format!("{}/token", auth.issuer);
+    let created = http
+        .post(format!("{}/api/servers", r.url))
+        .bearer_auth(&root)
+        .json(
+            &json!({"name": "remote", "transport": "streamable-http", "url": remote,
+                      "env": {"OAUTH_GRANT": "token_exchange",
+                              "OAUTH_EXCHANGE_TOKEN_ENDPOINT": endpoint,
+                              "OAUTH_EXCHANGE_AUDIENCE": "remote-api",
+                              "OAUTH_CLIENT_ID": EXCHANGE_CLIENT.0,
+                              "OAUTH_CLIENT_SECRET": EXCHANGE_CLIENT.1}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    let activated = http
+        .post(format!("{}/api/servers/remote/activate", r.url))
+        .bearer_auth(&root)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        activated.status().is_success(),
+        "{}",
+        activated.text().await.unwrap()
+    );
+    assert!(
+        auth.exchanges().is_empty(),
+        "activation (initialize, tools/list) exchanges nothing: {:?}",
+        auth.exchanges()
+    );
+
+    // Each user's dashboard stream, open before the calls.
+    let ws_url = format!("{}/ws", r.url.replace("http://", "ws://"));
+    let mut streams = Vec::new();
+    for t in [&alice_token, &bob_token] {
+        let bearer = format!("Bearer {t}");
+        let mut ws = crate::http::ws_connect(&ws_url, &[("authorization", bearer.as_str())])
+            .await
+            .expect("a user opens /ws");
+        crate::http::next_message(&mut ws, Duration::from_secs(20), |m| m["type"] == "state").await;
+        streams.push(ws);
+    }
+
+    let alice = client_as(&r.url, &alice_token).await;
+    let bob = client_as(&r.url, &bob_token).await;
+    let a1 = traced(&alice).await;
+    let b1 = traced(&bob).await;
+    let a2 = traced(&alice).await;
+    let b2 = traced(&bob).await;
+
+    let xs = auth.exchanges();
+    assert_eq!(xs.len(), 2, "one exchange per user: {xs:?}");
+    let of = |sub: &str| xs.iter().find(|x| x.sub == sub).expect(sub).clone();
+    let (xa, xb) = (of("alice"), of("bob"));
+    assert_eq!(
+        xa.subject_token, alice_token,
+        "alice's own token was exchanged"
+    );
+    assert_eq!(xb.subject_token, bob_token, "bob's own token was exchanged");
+    assert_eq!(xa.audience.as_deref(), Some("remote-api"));
+    assert_eq!(
+        xa.resource.as_deref(),
+        Some(remote.as_str()),
+        "the resource defaults to the server's URL"
+    );
+    assert_eq!(a1["header_authorization"], format!("Bearer {}", xa.issued));
+    assert_eq!(b1["header_authorization"], format!("Bearer {}", xb.issued));
+    assert_eq!(
+        a2["header_authorization"], a1["header_authorization"],
+        "cached"
+    );
+    assert_eq!(
+        b2["header_authorization"], b1["header_authorization"],
+        "cached"
+    );
+    assert_ne!(a1["header_authorization"], b1["header_authorization"]);
+    // Each user's stream carries the call-log entries of their own calls, which name user, client and replica.
+    for (ws, sub) in streams.iter_mut().zip(["alice", "bob"]) {
+        let me = format!("{}#{sub}", auth.issuer);
+        for _ in 0..2 {
+            let m = crate::http::next_message(ws, Duration::from_secs(20), |m| {
+                assert!(
+                    m["type"] != "log_entry" || m["entry"]["user"] == me.as_str(),
+                    "{sub}'s stream carries another's call: {m}"
+                );
+                m["type"] == "log_entry"
+            })
+            .await;
+            assert_eq!(m["entry"]["client"], "test-client", "{m}");
+            assert_eq!(m["entry"]["replica"], "r0", "{m}");
+            assert_eq!(m["entry"]["tool"], "trace_context", "{m}");
+        }
+    }
+
+    // A completion carries the caller's exchanged token too (the fixture answers with the header it got).
+    let completed = alice
+        .0
+        .complete(rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt("remote__prompt_1"),
+            rmcp::model::ArgumentInfo::new("topic", ""),
+        ))
+        .await
+        .expect("alice's completion");
+    assert_eq!(
+        completed.completion.values,
+        [format!("Bearer {}", xa.issued)],
+        "alice's completion carries alice's token"
+    );
+    // A read and a prompt get by the admin, who made no call: one exchange of the admin's own token, reused.
+    let root_c = client_as(&r.url, &root).await;
+    root_c
+        .0
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "agent-discover://remote/fixture://resource/1",
+        ))
+        .await
+        .expect("the admin's read");
+    root_c
+        .0
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("remote__prompt_1"))
+        .await
+        .expect("the admin's prompt get");
+    let xs = auth.exchanges();
+    assert_eq!(xs.len(), 3, "one more exchange, the admin's: {xs:?}");
+    assert_eq!(xs[2].sub, "root");
+    assert_eq!(xs[2].subject_token, root);
+    for seen in [&a1, &b1] {
+        let keys = seen["meta_keys"].as_array().cloned().unwrap_or_default();
+        assert!(
+            !keys.iter().any(|k| k == agent_discover::oauth::USER_META),
+            "the proxy's note of the user never reaches the server: {seen}"
+        );
+    }
+}
+
+/// The `state` of an authorize URL.
+fn state_of(url: &str) -> String {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// `GET path` on the replica as `token`, as JSON.
+async fn get_json(http: &reqwest::Client, url: &str, token: &str) -> Value {
+    let resp = http.get(url).bearer_auth(token).send().await.unwrap();
+    assert!(resp.status().is_success(), "{url}: {}", resp.status());
+    resp.json().await.unwrap()
+}
+
+/// The registry tool's answer to `args`, for `c`.
+async fn registry(c: &Client, args: Value) -> Value {
+    let r =
+        c.0.call_tool(
+            CallToolRequestParams::new("registry")
+                .with_arguments(serde_json::from_value(args).unwrap()),
+        )
+        .await
+        .unwrap();
+    serde_json::from_str(&harness::text(&r)).unwrap()
+}
+
+/// `OAUTH_PER_USER=on` through the real front: a user without a token of their own sees the server `authenticating`
+/// with their own `authUrl` (REST list and item, the registry tool's `list` and `status`), never another's; once
+/// the user has authorized, the server is shown in its own state with no URL.
+#[tokio::test]
+async fn each_user_sees_their_own_authorization_of_a_per_user_server() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let (_stub, mcp_base, valid) = crate::oauth::protected_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = protected_env(&auth, dir.path());
+    std::fs::write(
+        dir.path().join("identity-rules.toml"),
+        RULES.replace("remote", "tiny"),
+    )
+    .unwrap();
+    let r = replicas::replica(dir.path(), &env).await;
+    let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
+    let (root, alice_token, bob_token) = (token("root"), token("alice"), token("bob"));
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{}/api/servers", r.url))
+        .bearer_auth(&root)
+        .json(&json!({"name": "tiny", "transport": "streamable-http", "url": format!("{mcp_base}/mcp"),
+                      "env": {"OAUTH_PER_USER": "on"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    // The shared connection: the server's own authorization, by the admin (at-1 expires at once, at-2 is used).
+    let started: Value = http
+        .post(format!("{}/api/servers/tiny/auth", r.url))
+        .bearer_auth(&root)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let own_url = started["authUrl"].as_str().expect("authUrl").to_owned();
+    *valid.lock().unwrap() = "at-2".into();
+    let finished = http
+        .post(format!("{}/api/servers/tiny/auth/finish", r.url))
+        .bearer_auth(&root)
+        .json(&json!({"callback": format!("?code=c&state={}", state_of(&own_url))}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        finished.status().is_success(),
+        "{}",
+        finished.text().await.unwrap()
+    );
+
+    // Alice and Bob have no token of their own: each sees `authenticating` with a URL of their own.
+    let servers_url = format!("{}/api/servers", r.url);
+    let list = |t: String| {
+        let (http, url) = (http.clone(), servers_url.clone());
+        async move { get_json(&http, &url, &t).await }
+    };
+    let row = |v: Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "tiny")
+            .cloned()
+            .expect("tiny is listed")
+    };
+    let a = row(list(alice_token.clone()).await);
+    assert_eq!(a["status"], "authenticating", "{a}");
+    assert_eq!(a["auth_url"], a["authUrl"], "{a}");
+    let url_a = a["authUrl"].as_str().expect("alice's authUrl").to_owned();
+    assert_ne!(state_of(&url_a), state_of(&own_url), "not the server's own");
+    let b = row(list(bob_token.clone()).await);
+    let url_b = b["authUrl"].as_str().expect("bob's authUrl").to_owned();
+    assert_ne!(
+        state_of(&url_a),
+        state_of(&url_b),
+        "each user has their own"
+    );
+    let item = get_json(&http, &format!("{}/api/servers/tiny", r.url), &alice_token).await;
+    assert_eq!(
+        item["authUrl"],
+        url_a.as_str(),
+        "the same pending URL: {item}"
+    );
+    let alice = client_as(&r.url, &alice_token).await;
+    let bob = client_as(&r.url, &bob_token).await;
+    let listed = registry(&alice, json!({"action": "list"})).await;
+    let mine = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "tiny")
+        .cloned()
+        .unwrap();
+    assert_eq!(mine["authUrl"], url_a.as_str(), "{mine}");
+    assert_eq!(mine["status"], "authenticating");
+    let status = registry(&alice, json!({"action": "status"})).await;
+    assert_eq!(
+        status["authenticating"],
+        json!([{"name": "tiny", "state": "authenticating", "authUrl": url_a}]),
+        "{status}"
+    );
+    let bob_status = registry(&bob, json!({"action": "status"}))
+        .await
+        .to_string();
+    assert!(
+        !bob_status.contains(&state_of(&url_a)) && !bob_status.contains(&state_of(&own_url)),
+        "bob is shown no one else's URL: {bob_status}"
+    );
+
+    // Alice authorizes (the browser's redirect to the callback); her token (at-3) is hers alone.
+    let cb = http
+        .get(format!(
+            "{}/oauth/callback/tiny?code=a&state={}",
+            r.url,
+            state_of(&url_a)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(cb.status().is_success(), "{}", cb.text().await.unwrap());
+    *valid.lock().unwrap() = "at-2,at-3".into();
+    let a = row(list(alice_token.clone()).await);
+    assert_eq!(a["status"], "ready", "the server's own state: {a}");
+    assert!(a.get("authUrl").is_none(), "{a}");
+    assert!(a["auth_url"].is_null(), "{a}");
+    let r2 = alice
+        .0
+        .call_tool(CallToolRequestParams::new("tiny__ping"))
+        .await
+        .unwrap();
+    assert_eq!(harness::text(&r2), "pong");
+    let b = row(list(bob_token.clone()).await);
+    assert_eq!(b["status"], "authenticating", "bob still has to: {b}");
+    assert_eq!(b["authUrl"], url_b.as_str());
+
+    // A read by Bob, who has no token of his own, is answered with his own authorization URL, as a call is.
+    let read = bob
+        .0
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "agent-discover://tiny/notes",
+        ))
+        .await
+        .expect_err("bob may not read without his own token");
+    let text = format!("{read:?}");
+    let bob_suffix = agent_discover::oauth::user_suffix(&format!("{}#bob", auth.issuer));
+    assert!(text.contains("/authorize?"), "{text}");
+    assert!(text.contains(&bob_suffix[1..]), "bob's own URL: {text}");
+    assert!(!text.contains(&state_of(&url_a)), "{text}");
+}

@@ -536,11 +536,16 @@ impl ServerHandler for McpServer {
                     request.uri.as_str(),
                 )));
             }
+            let caller = Caller {
+                principal: Caller::principal_of(&context),
+                ..Caller::default()
+            };
             Box::pin(self.app.proxy.subscribe(
                 self.client_id,
                 context.peer.clone(),
                 &request.uri,
                 false,
+                &caller,
             ))
             .await
             .map_err(forwarded_error)

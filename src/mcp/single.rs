@@ -425,11 +425,17 @@ impl ServerHandler for ServerView {
         served!(context, "resources/subscribe", None, async {
             self.ready().await?;
             let uri = Proxy::exposed_uri(&self.server, &request.uri);
-            Box::pin(
-                self.app
-                    .proxy
-                    .subscribe(self.client_id, context.peer.clone(), &uri, true),
-            )
+            let caller = Caller {
+                principal: Caller::principal_of(&context),
+                ..Caller::default()
+            };
+            Box::pin(self.app.proxy.subscribe(
+                self.client_id,
+                context.peer.clone(),
+                &uri,
+                true,
+                &caller,
+            ))
             .await
             .map_err(|e| self.error(e))
         })

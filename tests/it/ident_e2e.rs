@@ -185,6 +185,29 @@ async fn each_users_call_through_the_front_carries_their_exchanged_token() {
         [format!("Bearer {}", xa.issued)],
         "alice's completion carries alice's token"
     );
+    // Subscriptions: each user's first subscription reaches the server with that user's exchanged token (the server
+    // authorizes every subscriber); the child is unsubscribed when the last subscriber leaves, with that one's token.
+    let watched = "agent-discover://remote/fixture://resource/1";
+    for c in [&alice, &bob] {
+        c.0.subscribe(rmcp::model::SubscribeRequestParams::new(watched))
+            .await
+            .expect("a user subscribes");
+    }
+    for c in [&alice, &bob] {
+        c.0.unsubscribe(rmcp::model::UnsubscribeRequestParams::new(watched))
+            .await
+            .expect("a user unsubscribes");
+    }
+    let seen = traced(&alice).await;
+    assert_eq!(
+        seen["subscribed_with"],
+        json!([
+            format!("subscribe Bearer {}", xa.issued),
+            format!("subscribe Bearer {}", xb.issued),
+            format!("unsubscribe Bearer {}", xb.issued),
+        ]),
+        "each subscriber's own token, the child unsubscribed once, by the last: {seen}"
+    );
     // A read and a prompt get by the admin, who made no call: one exchange of the admin's own token, reused.
     let root_c = client_as(&r.url, &root).await;
     root_c

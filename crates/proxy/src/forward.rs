@@ -101,7 +101,9 @@ impl Proxy {
         Ok(res)
     }
 
-    /// Subscribes client `client` to an exposed resource URI; the child is subscribed on the first subscriber.
+    /// Subscribes client `client` to an exposed resource URI; the child is subscribed on the first subscriber, and on
+    /// a server that takes each user's own credentials (token exchange, per-user authorization; issue 30) on each
+    /// user's first subscription, with that user's credentials, so the server authorizes every user who subscribes.
     /// `raw`: the client is on a per-server endpoint and gets updates under the child's own URI.
     pub async fn subscribe(
         &self,
@@ -109,6 +111,7 @@ impl Proxy {
         peer: Peer<RoleServer>,
         uri: &str,
         raw: bool,
+        caller: &Caller,
     ) -> Result<()> {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
@@ -126,25 +129,36 @@ impl Proxy {
                 "server `{server}` does not offer resource subscriptions"
             )));
         }
+        let user = user_of(&child, caller);
         let first = {
             let mut subs = lock(&self.inner.subscriptions);
             subs.retain(|s| !s.peer.is_transport_closed());
-            let first = !subs.iter().any(|s| s.uri == uri);
+            let first = !subs.iter().any(|s| s.uri == uri && s.user == user);
             if !subs.iter().any(|s| s.uri == uri && s.client == client) {
                 subs.push(Subscription {
                     uri: uri.to_owned(),
                     client,
                     peer,
                     raw,
+                    user: user.clone(),
                 });
             }
             first
         };
-        if first && let Err(e) = self.subscribe_child(&child, uri, original).await {
+        if first
+            && let Err(e) = self
+                .subscribe_child(&child, uri, original, user.as_deref())
+                .await
+        {
             lock(&self.inner.subscriptions).retain(|s| !(s.uri == uri && s.client == client));
-            return Err(Error::Upstream {
+            let e = Error::Upstream {
                 server: server.to_owned(),
                 message: e.to_string(),
+            };
+            // A user without credentials of their own is told where to authorize, as for a call.
+            return Err(match user {
+                Some(_) => self.inner.user_refusal(&child, caller, e).await,
+                None => e,
             });
         }
         Ok(())
@@ -154,10 +168,14 @@ impl Proxy {
     pub async fn unsubscribe(&self, client: u64, uri: &str) -> Result<()> {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
-        let last = {
+        let (last, user) = {
             let mut subs = lock(&self.inner.subscriptions);
+            let user = subs
+                .iter()
+                .find(|s| s.uri == uri && s.client == client)
+                .and_then(|s| s.user.clone());
             subs.retain(|s| !(s.peer.is_transport_closed() || s.uri == uri && s.client == client));
-            !subs.iter().any(|s| s.uri == uri)
+            (!subs.iter().any(|s| s.uri == uri), user)
         };
         if last && let Some(listen) = lock(&self.inner.resource_listens).remove(uri) {
             listen.abort();
@@ -168,7 +186,11 @@ impl Proxy {
                 .for_legacy_client()
                 .await
                 .peer
-                .unsubscribe(UnsubscribeRequestParams::new(original))
+                .unsubscribe({
+                    let mut p = UnsubscribeRequestParams::new(original);
+                    p.meta = user_meta(user.as_deref());
+                    p
+                })
                 .await
                 .map_err(|e| Error::Upstream {
                     server: server.to_owned(),
@@ -180,17 +202,23 @@ impl Proxy {
 
     /// Subscribes the child to one of its resources: `resources/subscribe` for a legacy child; for a 2026-07-28
     /// child, which has no such method, a `subscriptions/listen` stream for that URI whose updates are forwarded.
+    /// `user`: the user whose credentials the request carries (`user_of`).
     async fn subscribe_child(
         &self,
         child: &Arc<Child>,
         exposed: &str,
         original: &str,
+        user: Option<&str>,
     ) -> std::result::Result<(), rmcp::ServiceError> {
         let session = child.for_legacy_client().await;
         if session.protocol.has_initialize() {
             return session
                 .peer
-                .subscribe(SubscribeRequestParams::new(original))
+                .subscribe({
+                    let mut p = SubscribeRequestParams::new(original);
+                    p.meta = user_meta(user);
+                    p
+                })
                 .await;
         }
         let filter = SubscriptionFilter::builder()
@@ -452,4 +480,19 @@ impl Drop for LogForward<'_> {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
+}
+
+/// The user whose own credentials a request of `caller` to `child` carries (a token-exchange or per-user server and a
+/// caller with a validated token; `crate::call::name_user`), else `None`.
+fn user_of(child: &Child, caller: &Caller) -> Option<String> {
+    let (auth, principal) = (child.auth.as_ref()?, caller.principal.as_ref()?);
+    auth.user_for_request(principal)
+}
+
+/// The request `_meta` naming `user` for `AuthedClient`, which takes it out and sends that user's token.
+fn user_meta(user: Option<&str>) -> Option<rmcp::model::RequestMetaObject> {
+    let user = user?;
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.insert(ad_oauth::USER_META.to_owned(), user.into());
+    Some(meta)
 }

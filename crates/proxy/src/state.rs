@@ -309,6 +309,9 @@ pub(super) struct Subscription {
     pub(super) peer: Peer<RoleServer>,
     /// A per-server client: updates carry the child's own URI.
     pub(super) raw: bool,
+    /// The user whose credentials subscribed the child (issue 30: a token-exchange or per-user server), named as
+    /// `AuthedClient` knows it; `None` on a server with one set of credentials.
+    pub(super) user: Option<String>,
 }
 
 /// The client session that created a child's task, and the id it knows the task by.

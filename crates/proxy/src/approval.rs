@@ -287,15 +287,6 @@ impl Proxy {
         {
             caller.input_responses = None;
         }
-        // No token to honour and a listed tool the child's gated set leaves alone (`gate_approvals`, kept as rules
-        // change here or in another process, as the fast lane trusts it): `allow`, without reading the rules.
-        if asked.is_none() && resumed.is_none() && allowed_now(child, tool) {
-            return Ok(Gate::Go {
-                caller,
-                wrap: None,
-                note: None,
-            });
-        }
         let rules = inner.registry.approval_rules(child.server_id)?;
         if !rules.restricts() {
             if let Some(state) = resumed {
@@ -639,12 +630,6 @@ impl Proxy {
         )
         .into()
     }
-}
-
-/// Whether `tool` is one `child` lists now and its gated set (tools that ask or refuse) leaves alone.
-fn allowed_now(child: &Child, tool: &str) -> bool {
-    lock(&child.tools).iter().any(|t| t.name == tool)
-        && (!child.gated.any.load(Ordering::Acquire) || !lock(&child.gated.tools).contains(tool))
 }
 
 impl Inner {

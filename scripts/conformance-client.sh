@@ -63,9 +63,11 @@ signing_alg="$(ctx signing_algorithm)"
 id_token="$(ctx idp_id_token)"
 [ -n "$id_token" ] && printf '%s' "$id_token" | "$bin" secrets set "$name" OAUTH_ID_TOKEN
 
-# `auth` prints each authorize URL on stdout and listens for the callback; following the URL completes it.
+# `auth` prints each authorize URL on stdout and listens for the callback; following the URL completes it. Bounded:
+# when following the URL fails (the suite's server gone, the callback port taken), `auth` would wait for a callback
+# that never comes, and the scenario must fail rather than hold the suite.
 authorize() {
-  coproc AUTH { "$bin" auth "$name"; }
+  coproc AUTH { timeout 100 "$bin" auth "$name"; }
   local pid=$AUTH_PID line
   while IFS= read -r line <&"${AUTH[0]}"; do
     curl -sS -L -o /dev/null "$line" || true

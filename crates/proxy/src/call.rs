@@ -398,10 +398,20 @@ fn scopeguard<F: FnMut()>(f: F) -> ScopeGuard<F> {
 /// and the OAuth client sends that user's exchanged token with the request (it takes the name out before the request
 /// leaves). Nothing for other children or a caller without a user.
 pub(crate) fn name_user(meta: &mut Option<RequestMetaObject>, child: &Child, caller: &Caller) {
-    if let (Some(auth), Some(p)) = (&child.auth, &caller.principal)
-        && let Some(user) = auth.user_for_request(p)
-    {
-        meta.get_or_insert_with(RequestMetaObject::default)
-            .insert(ad_oauth::USER_META.to_owned(), user.into());
+    if let Some(user) = user_of(child, caller) {
+        name_in(meta, &user);
     }
+}
+
+/// The user whose own credentials a request of `caller` to `child` carries (a token-exchange or per-user server and
+/// a caller with a validated token), else `None`.
+pub(crate) fn user_of(child: &Child, caller: &Caller) -> Option<String> {
+    let (auth, principal) = (child.auth.as_ref()?, caller.principal.as_ref()?);
+    auth.user_for_request(principal)
+}
+
+/// Names `user` in `meta` for the OAuth client (`name_user`).
+pub(crate) fn name_in(meta: &mut Option<RequestMetaObject>, user: &str) {
+    meta.get_or_insert_with(RequestMetaObject::default)
+        .insert(ad_oauth::USER_META.to_owned(), user.into());
 }

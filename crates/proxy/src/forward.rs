@@ -129,7 +129,7 @@ impl Proxy {
                 "server `{server}` does not offer resource subscriptions"
             )));
         }
-        let user = user_of(&child, caller);
+        let user = crate::call::user_of(&child, caller);
         let first = {
             let mut subs = lock(&self.inner.subscriptions);
             subs.retain(|s| !s.peer.is_transport_closed());
@@ -188,7 +188,9 @@ impl Proxy {
                 .peer
                 .unsubscribe({
                     let mut p = UnsubscribeRequestParams::new(original);
-                    p.meta = user_meta(user.as_deref());
+                    if let Some(user) = &user {
+                        crate::call::name_in(&mut p.meta, user);
+                    }
                     p
                 })
                 .await
@@ -202,7 +204,7 @@ impl Proxy {
 
     /// Subscribes the child to one of its resources: `resources/subscribe` for a legacy child; for a 2026-07-28
     /// child, which has no such method, a `subscriptions/listen` stream for that URI whose updates are forwarded.
-    /// `user`: the user whose credentials the request carries (`user_of`).
+    /// `user`: the user whose credentials the request carries (`call::user_of`).
     async fn subscribe_child(
         &self,
         child: &Arc<Child>,
@@ -216,7 +218,9 @@ impl Proxy {
                 .peer
                 .subscribe({
                     let mut p = SubscribeRequestParams::new(original);
-                    p.meta = user_meta(user);
+                    if let Some(user) = user {
+                        crate::call::name_in(&mut p.meta, user);
+                    }
                     p
                 })
                 .await;
@@ -480,19 +484,4 @@ impl Drop for LogForward<'_> {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
-}
-
-/// The user whose own credentials a request of `caller` to `child` carries (a token-exchange or per-user server and a
-/// caller with a validated token; `crate::call::name_user`), else `None`.
-fn user_of(child: &Child, caller: &Caller) -> Option<String> {
-    let (auth, principal) = (child.auth.as_ref()?, caller.principal.as_ref()?);
-    auth.user_for_request(principal)
-}
-
-/// The request `_meta` naming `user` for `AuthedClient`, which takes it out and sends that user's token.
-fn user_meta(user: Option<&str>) -> Option<rmcp::model::RequestMetaObject> {
-    let user = user?;
-    let mut meta = rmcp::model::RequestMetaObject::default();
-    meta.insert(ad_oauth::USER_META.to_owned(), user.into());
-    Some(meta)
 }

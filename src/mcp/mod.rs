@@ -264,7 +264,7 @@ impl ServerHandler for McpServer {
             let mut res = Box::pin(self.app.proxy.task_get(
                 &server,
                 request,
-                context.client_capabilities(),
+                &Caller::of_tasks(&context),
             ))
             .await
             .map_err(forwarded_error)?;
@@ -285,7 +285,7 @@ impl ServerHandler for McpServer {
             Box::pin(
                 self.app
                     .proxy
-                    .task_update(&server, request, context.client_capabilities()),
+                    .task_update(&server, request, &Caller::of_tasks(&context)),
             )
             .await
             .map_err(forwarded_error)
@@ -304,7 +304,7 @@ impl ServerHandler for McpServer {
             Box::pin(
                 self.app
                     .proxy
-                    .task_cancel(&server, request, context.client_capabilities()),
+                    .task_cancel(&server, request, &Caller::of_tasks(&context)),
             )
             .await
             .map_err(forwarded_error)

@@ -254,7 +254,7 @@ impl ServerHandler for ServerView {
             Box::pin(
                 self.app
                     .proxy
-                    .task_get(&self.server, request, context.client_capabilities()),
+                    .task_get(&self.server, request, &Caller::of_tasks(&context)),
             )
             .await
             .map_err(|e| self.server_error(e.into()))
@@ -268,11 +268,11 @@ impl ServerHandler for ServerView {
     ) -> Result<(), McpError> {
         served!(context, "tasks/update", None, async {
             request.meta = None;
-            Box::pin(self.app.proxy.task_update(
-                &self.server,
-                request,
-                context.client_capabilities(),
-            ))
+            Box::pin(
+                self.app
+                    .proxy
+                    .task_update(&self.server, request, &Caller::of_tasks(&context)),
+            )
             .await
             .map_err(|e| self.server_error(e.into()))
         })
@@ -285,11 +285,11 @@ impl ServerHandler for ServerView {
     ) -> Result<(), McpError> {
         served!(context, "tasks/cancel", None, async {
             request.meta = None;
-            Box::pin(self.app.proxy.task_cancel(
-                &self.server,
-                request,
-                context.client_capabilities(),
-            ))
+            Box::pin(
+                self.app
+                    .proxy
+                    .task_cancel(&self.server, request, &Caller::of_tasks(&context)),
+            )
             .await
             .map_err(|e| self.server_error(e.into()))
         })

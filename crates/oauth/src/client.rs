@@ -32,6 +32,9 @@ pub struct Session {
     challenge: Mutex<Option<(u16, Challenge)>>,
     /// The same, per user, for a server each user authorizes for themselves (`peruser.rs`).
     user_challenges: Mutex<HashMap<String, (u16, Challenge)>>,
+    /// `subscriptions/listen` requests about to leave for a user (`listen_as`), by their filter as JSON: rmcp's
+    /// `Peer::listen` sends no `_meta` to name the user in.
+    listens: Mutex<HashMap<String, String>>,
 }
 
 impl Session {
@@ -41,7 +44,36 @@ impl Session {
             server,
             challenge: Mutex::new(None),
             user_challenges: Mutex::default(),
+            listens: Mutex::default(),
         })
+    }
+
+    /// The next `subscriptions/listen` request with `filter` is `user`'s (a key from [`Session::user_for_request`]):
+    /// it carries that user's credentials. The caller opens one such listen per filter at a time, and calls
+    /// [`Session::listened`] once `Peer::listen` has returned.
+    pub fn listen_as(&self, filter: &rmcp::model::SubscriptionFilter, user: &str) {
+        if let Ok(key) = serde_json::to_string(filter) {
+            lock(&self.listens).insert(key, user.to_owned());
+        }
+    }
+
+    /// Forgets [`Session::listen_as`]'s note for `filter` if no request took it (the listen failed before leaving).
+    pub fn listened(&self, filter: &rmcp::model::SubscriptionFilter) {
+        if let Ok(key) = serde_json::to_string(filter) {
+            lock(&self.listens).remove(&key);
+        }
+    }
+
+    /// The user a `subscriptions/listen` request is for, as [`Session::listen_as`] noted it (taken).
+    fn listen_user(&self, message: &ClientJsonRpcMessage) -> Option<String> {
+        let ClientJsonRpcMessage::Request(r) = message else {
+            return None;
+        };
+        let rmcp::model::ClientRequest::SubscriptionsListenRequest(q) = &r.request else {
+            return None;
+        };
+        let key = serde_json::to_string(&q.params.notifications).ok()?;
+        lock(&self.listens).remove(&key)
     }
 
     /// For a server that exchanges the caller's token (`OAUTH_GRANT=token_exchange`): files `principal` as its
@@ -126,8 +158,8 @@ enum Presented {
 }
 
 /// Takes the proxy's note of the request's user out of the message (it never reaches the server): from the
-/// request's extensions (a call's options) or from its params' own `_meta` (reads, prompt gets, completions and
-/// subscriptions set it there).
+/// request's extensions (a call's options, tasks requests) or from its params' own `_meta` (reads, prompt gets,
+/// completions and subscriptions set it there); a `subscriptions/listen` request's user is noted by `listen_as`.
 fn take_user(message: &mut ClientJsonRpcMessage) -> Option<String> {
     use rmcp::model::{ClientRequest as R, RequestParamsMeta};
     let ClientJsonRpcMessage::Request(r) = message else {
@@ -139,6 +171,7 @@ fn take_user(message: &mut ClientJsonRpcMessage) -> Option<String> {
         R::CompleteRequest(q) => q.params.meta_mut().as_mut(),
         R::SubscribeRequest(q) => q.params.meta_mut().as_mut(),
         R::UnsubscribeRequest(q) => q.params.meta_mut().as_mut(),
+        R::SubscriptionsListenRequest(q) => q.params.meta.as_mut(),
         _ => None,
     }
     .and_then(|m| m.remove(USER_META));
@@ -366,7 +399,7 @@ impl StreamableHttpClient for AuthedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<StreamableHttpPostResponse> {
         let mut message = message;
-        let user = take_user(&mut message);
+        let user = take_user(&mut message).or_else(|| self.session.listen_user(&message));
         let custom_headers = with_version_header(&message, custom_headers);
         self.with_token(
             "POST",
@@ -397,7 +430,7 @@ impl StreamableHttpClient for AuthedClient {
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
         let mut message = message;
-        let user = take_user(&mut message);
+        let user = take_user(&mut message).or_else(|| self.session.listen_user(&message));
         let custom_headers = with_version_header(&message, custom_headers);
         self.with_token(
             "POST",

@@ -41,6 +41,9 @@ impl Inner {
         loop {
             let response = self.call_round(child, params.clone(), caller).await?;
             let CallToolResponse::InputRequired(asked) = response else {
+                if let CallToolResponse::Task(created) = &response {
+                    self.own_task_user(child, &created.task.task_id, caller);
+                }
                 return Ok(response);
             };
             let peer = match &caller.peer {

@@ -99,6 +99,15 @@ impl Caller {
             .cloned()
     }
 
+    /// The client making a tasks request (`tasks/get`, `tasks/update`, `tasks/cancel`): its capabilities and its user.
+    pub fn of_tasks(context: &rmcp::service::RequestContext<RoleServer>) -> Caller {
+        Caller {
+            capabilities: context.client_capabilities(),
+            principal: Caller::principal_of(context),
+            ..Caller::default()
+        }
+    }
+
     /// The client making a `prompts/get` or `resources/read`: as [`Caller::of_call`], with that request's retry
     /// fields (SEP-2322).
     pub fn of_request(

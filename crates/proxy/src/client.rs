@@ -162,7 +162,9 @@ impl ClientHandler for ChildClient {
         _context: NotificationContext<RoleClient>,
     ) {
         if let Some(inner) = self.proxy.upgrade() {
-            inner.forward_resource_updated(&self.server, params).await;
+            inner
+                .forward_resource_updated(&self.server, params, None)
+                .await;
         }
     }
 

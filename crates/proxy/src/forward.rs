@@ -164,7 +164,9 @@ impl Proxy {
         Ok(())
     }
 
-    /// Ends client `client`'s subscription; the child is unsubscribed when its last subscriber leaves.
+    /// Ends client `client`'s subscription; the child is unsubscribed when its last subscriber leaves: a legacy
+    /// child's subscription when the resource's last one leaves, a 2026-07-28 child's listen stream when the last of
+    /// the user's (or, for shared credentials, of all) subscribers leaves.
     pub async fn unsubscribe(&self, client: u64, uri: &str) -> Result<()> {
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
@@ -177,28 +179,28 @@ impl Proxy {
             subs.retain(|s| !(s.peer.is_transport_closed() || s.uri == uri && s.client == client));
             (!subs.iter().any(|s| s.uri == uri), user)
         };
-        if last && let Some(listen) = lock(&self.inner.resource_listens).remove(uri) {
-            listen.abort();
+        self.inner.end_unheard_listens();
+        let Some(child) = self.inner.running(server).filter(|_| last) else {
+            return Ok(());
+        };
+        let session = child.for_legacy_client().await;
+        if !session.protocol.has_initialize() {
             return Ok(());
         }
-        if last && let Some(child) = self.inner.running(server) {
-            child
-                .for_legacy_client()
-                .await
-                .peer
-                .unsubscribe({
-                    let mut p = UnsubscribeRequestParams::new(original);
-                    if let Some(user) = &user {
-                        crate::call::name_in(&mut p.meta, user);
-                    }
-                    p
-                })
-                .await
-                .map_err(|e| Error::Upstream {
-                    server: server.to_owned(),
-                    message: e.to_string(),
-                })?;
-        }
+        session
+            .peer
+            .unsubscribe({
+                let mut p = UnsubscribeRequestParams::new(original);
+                if let Some(user) = &user {
+                    crate::call::name_in(&mut p.meta, user);
+                }
+                p
+            })
+            .await
+            .map_err(|e| Error::Upstream {
+                server: server.to_owned(),
+                message: e.to_string(),
+            })?;
         Ok(())
     }
 
@@ -228,21 +230,36 @@ impl Proxy {
         let filter = SubscriptionFilter::builder()
             .resource_subscription(original)
             .build();
-        let mut sub = child.peer.listen(filter).await?;
+        // A user's stream carries that user's credentials: the OAuth client is told whose the next listen with this
+        // filter is (rmcp's `Peer::listen` sends no `_meta` to name the user in), one opening at a time.
+        let mut sub = match (user, child.auth.as_ref()) {
+            (Some(user), Some(auth)) => {
+                let _one = self.inner.listen_opening.lock().await;
+                auth.listen_as(&filter, user);
+                let sub = child.peer.listen(filter.clone()).await;
+                auth.listened(&filter);
+                sub?
+            }
+            _ => child.peer.listen(filter).await?,
+        };
         let (inner, server) = (Arc::downgrade(&self.inner), child.name.clone());
+        let key = (exposed.to_owned(), user.map(str::to_owned));
+        let for_user = key.1.clone();
         let task = tokio::spawn(async move {
             while let Ok(Some(n)) = sub.next().await {
                 let Some(inner) = inner.upgrade() else { return };
                 if let ServerNotification::ResourceUpdatedNotification(u) = n {
-                    inner.forward_resource_updated(&server, u.params).await;
+                    inner
+                        .forward_resource_updated(&server, u.params, Some(&for_user))
+                        .await;
                 }
             }
         });
-        if let Some(old) =
-            lock(&self.inner.resource_listens).insert(exposed.to_owned(), task.abort_handle())
-        {
+        if let Some(old) = lock(&self.inner.resource_listens).insert(key, task.abort_handle()) {
             old.abort();
         }
+        // Its subscribers may all have left while it was opened.
+        self.inner.end_unheard_listens();
         Ok(())
     }
 
@@ -269,6 +286,7 @@ impl Proxy {
     /// Forgets a disconnected client's subscriptions.
     pub(super) fn drop_subscriptions(&self, client: u64) {
         lock(&self.inner.subscriptions).retain(|s| s.client != client);
+        self.inner.end_unheard_listens();
     }
 }
 
@@ -431,17 +449,35 @@ impl Inner {
         .await;
     }
 
-    /// A child's resource update goes to the clients subscribed to that resource, under its exposed URI.
+    /// Ends the resource listen streams no subscriber is left for (the last one unsubscribed or went away).
+    pub(super) fn end_unheard_listens(&self) {
+        let subs = lock(&self.subscriptions);
+        lock(&self.resource_listens).retain(|(uri, user), listen| {
+            let heard = subs
+                .iter()
+                .any(|s| &s.uri == uri && &s.user == user && !s.peer.is_transport_closed());
+            if !heard {
+                listen.abort();
+            }
+            heard
+        });
+    }
+
+    /// A child's resource update goes to the clients subscribed to that resource, under its exposed URI. `user`:
+    /// the update came on the listen stream of that user (`Some(None)`: of the shared credentials), and goes to
+    /// that user's subscribers only; `None`: on the child's connection, to every subscriber.
     pub(super) async fn forward_resource_updated(
         &self,
         server: &str,
         params: ResourceUpdatedNotificationParam,
+        user: Option<&Option<String>>,
     ) {
         let mut exposed = params.clone();
         exposed.uri = names::expose_uri(server, &params.uri);
         let peers: Vec<(bool, Peer<RoleServer>)> = lock(&self.subscriptions)
             .iter()
             .filter(|s| s.uri == exposed.uri && !s.peer.is_transport_closed())
+            .filter(|s| user.is_none_or(|u| &s.user == u))
             .map(|s| (s.raw, s.peer.clone()))
             .collect();
         for (raw, peer) in peers {

@@ -106,8 +106,12 @@ pub(crate) struct Inner {
     pub(super) log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
     /// Clients' resource subscriptions, by exposed URI.
     pub(super) subscriptions: Mutex<Vec<Subscription>>,
-    /// The `subscriptions/listen` streams that stand for `resources/subscribe` with 2026-07-28 children, by exposed URI.
-    pub(super) resource_listens: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// The `subscriptions/listen` streams that stand for `resources/subscribe` with 2026-07-28 children, by exposed URI
+    /// and the user whose credentials opened it (`Subscription::user`; issue 30).
+    pub(super) resource_listens: Mutex<HashMap<ListenKey, tokio::task::AbortHandle>>,
+    /// Held while a user's `subscriptions/listen` is opened: the OAuth client learns whose it is by its filter
+    /// (`ad_oauth::Session::listen_as`), one at a time.
+    pub(super) listen_opening: tokio::sync::Mutex<()>,
     /// Clients of a per-server endpoint, by client id: the one server they see.
     pub(super) scopes: Mutex<HashMap<u64, String>>,
     /// Legacy children's requests held for 2026-07-28 clients as input-required results (`held.rs`).
@@ -260,6 +264,7 @@ impl Proxy {
             log_level: Mutex::new(None),
             subscriptions: Mutex::default(),
             resource_listens: Mutex::default(),
+            listen_opening: tokio::sync::Mutex::default(),
             scopes: Mutex::default(),
             held: Held::new(),
             task_owners: Mutex::default(),
@@ -314,6 +319,9 @@ pub(super) struct Subscription {
     pub(super) user: Option<String>,
 }
 
+/// A resource listen stream's key: the exposed URI and the user it is for.
+pub(super) type ListenKey = (String, Option<String>);
+
 /// The client session that created a child's task, and the id it knows the task by.
 pub(super) struct Owner {
     pub(super) peer: Peer<RoleServer>,
@@ -326,6 +334,9 @@ pub(super) struct Owners {
     pub(super) by_task: HashMap<(String, String), Owner>,
     /// The last notification of each task no session owns yet, by (server, the child's id).
     pub(super) early: HashMap<(String, String), TaskStatusNotificationParams>,
+    /// The user whose call made each task on a server that takes each user's own credentials (issue 30), by (server,
+    /// the child's id), oldest first: only that user's tasks requests reach it (`tasks.rs`).
+    pub(super) users: std::collections::VecDeque<((String, String), String)>,
 }
 
 /// Progress notifications read from a child, per progress token, counted in the order the child wrote them: when a

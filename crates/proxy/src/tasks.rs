@@ -1,7 +1,9 @@
 //! The tasks extension (SEP-2663, `io.modelcontextprotocol/tasks`) carried through: a child's task (the
 //! `CreateTaskResult` of a `tools/call`, relayed by `call.rs`) stays the child's; `tasks/get`, `tasks/update` and
 //! `tasks/cancel` go to the child that owns the task, with the calling client's capabilities in `_meta`; the child's
-//! `notifications/tasks` go to the client session that created the task.
+//! `notifications/tasks` go to the client session that created the task. On a server that takes each user's own
+//! credentials (token exchange, per-user authorization; issue 30) a task is its creator's: tasks requests carry the
+//! caller's credentials, and another user's request for it is answered "unknown task", as for a task that is not.
 //!
 //! Task ids: on a per-server endpoint they are the child's own. On the aggregated front they are `server__id` (the
 //! tools' naming), so a tasks request routes by its id alone, with no table to keep or lose; the child's ids are its
@@ -12,15 +14,16 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CancelTaskParams, CancelTaskRequest, ClientCapabilities, ClientRequest, GetTaskParams,
-    GetTaskRequest, GetTaskResult, Notification, RequestMetaObject, ServerNotification,
-    ServerResult, TaskStatusNotificationParams, UpdateTaskParams, UpdateTaskRequest,
+    CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
+    GetTaskResult, Notification, RequestMetaObject, ServerNotification, ServerResult,
+    TaskStatusNotificationParams, UpdateTaskParams, UpdateTaskRequest,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{ErrorData, Peer, RoleServer};
 
 use ad_core::error::{Error, Result};
 
+use crate::caller::Caller;
 use crate::names;
 use crate::state::{Child, Inner, Owner, Proxy, Slot};
 use crate::sync::lock;
@@ -29,6 +32,8 @@ use crate::sync::lock;
 const MAX_OWNERS: usize = 4096;
 /// Notifications of tasks not (yet) owned kept at most: most belong to tasks of clients that cannot be told.
 const MAX_EARLY: usize = 256;
+/// Tasks whose user is kept (`Owners::users`) at most, the oldest forgotten first.
+const MAX_USERS: usize = 16_384;
 
 async fn send(peer: Peer<RoleServer>, exposed: String, mut params: TaskStatusNotificationParams) {
     params.task.task.task_id = exposed;
@@ -104,17 +109,22 @@ impl Proxy {
         }
     }
 
-    /// `tasks/get` to the child that owns the task (`params.task_id` is the child's id).
+    /// `tasks/get` to the child that owns the task (`params.task_id` is the child's id), for `caller` (its client's
+    /// capabilities and its user).
     pub async fn task_get(
         &self,
         server: &str,
         params: GetTaskParams,
-        caps: Option<ClientCapabilities>,
+        caller: &Caller,
     ) -> Result<GetTaskResult> {
         let id = params.task_id.clone();
         let child = self.task_child(server, &id)?;
         let request = ClientRequest::GetTaskRequest(GetTaskRequest::new(params));
-        match self.inner.task_request(&child, request, caps).await? {
+        match self
+            .inner
+            .task_request(&child, &id, request, caller)
+            .await?
+        {
             ServerResult::GetTaskResult(r) => Ok(r),
             _ => Err(unexpected(server)),
         }
@@ -125,14 +135,16 @@ impl Proxy {
         &self,
         server: &str,
         params: UpdateTaskParams,
-        caps: Option<ClientCapabilities>,
+        caller: &Caller,
     ) -> Result<()> {
         let id = params.task_id.clone();
         let child = self.task_child(server, &id)?;
         let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
         ack(
             server,
-            self.inner.task_request(&child, request, caps).await?,
+            self.inner
+                .task_request(&child, &id, request, caller)
+                .await?,
         )
     }
 
@@ -141,14 +153,16 @@ impl Proxy {
         &self,
         server: &str,
         params: CancelTaskParams,
-        caps: Option<ClientCapabilities>,
+        caller: &Caller,
     ) -> Result<()> {
         let id = params.task_id.clone();
         let child = self.task_child(server, &id)?;
         let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(params));
         ack(
             server,
-            self.inner.task_request(&child, request, caps).await?,
+            self.inner
+                .task_request(&child, &id, request, caller)
+                .await?,
         )
     }
 
@@ -177,18 +191,49 @@ fn unexpected(server: &str) -> Error {
 }
 
 impl Inner {
-    /// One tasks request to `child`, with the caller's capabilities in `_meta` (a 2026-07-28 child checks them on
-    /// each request), bounded by the child's call timeout.
+    /// Files the user whose call made `child`'s task `id`, on a server that takes each user's own credentials.
+    pub(super) fn own_task_user(&self, child: &Child, id: &str, caller: &Caller) {
+        let Some(user) = crate::call::user_of(child, caller) else {
+            return;
+        };
+        let mut owners = lock(&self.task_owners);
+        if owners.users.len() >= MAX_USERS {
+            owners.users.pop_front();
+        }
+        owners
+            .users
+            .push_back(((child.name.clone(), id.to_owned()), user));
+    }
+
+    /// One tasks request to `child` about its task `id`, with the caller's capabilities in `_meta` (a 2026-07-28
+    /// child checks them on each request) and, on a server that takes each user's own credentials, the caller's
+    /// user (its credentials go with the request); another user's task is unknown to the caller. Bounded by the
+    /// child's call timeout.
     async fn task_request(
         &self,
         child: &Arc<Child>,
+        id: &str,
         request: ClientRequest,
-        caps: Option<ClientCapabilities>,
+        caller: &Caller,
     ) -> Result<ServerResult> {
+        let user = crate::call::user_of(child, caller);
+        let owner = lock(&self.task_owners)
+            .users
+            .iter()
+            .find(|((s, i), _)| s == &child.name && i == id)
+            .map(|(_, u)| u.clone());
+        if owner.is_some_and(|o| user.as_ref() != Some(&o)) {
+            return Err(unknown(id));
+        }
         let mut options = PeerRequestOptions::no_options();
-        let mut meta = RequestMetaObject::default();
-        meta.set_client_capabilities(caps.unwrap_or_default());
-        options.meta = Some(meta);
+        let mut meta = Some(RequestMetaObject::default());
+        if let Some(m) = meta.as_mut() {
+            m.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
+        }
+        if let Some(user) = &user {
+            crate::call::name_in(&mut meta, user);
+        }
+        options.meta = meta;
         let handle = match child.peer.send_request_with_option(request, options).await {
             Ok(h) => h,
             Err(e) => return Err(child.explain_failure(e.to_string()).await),

@@ -26,6 +26,11 @@ servers = ["remote"]
 
 /// Starts the fixture over Streamable HTTP with the `trace_context` tool; the child and its URL.
 pub async fn traced_remote() -> (tokio::process::Child, String) {
+    traced_remote_with(&[]).await
+}
+
+/// [`traced_remote`] with more of the fixture's arguments.
+async fn traced_remote_with(extra: &[&str]) -> (tokio::process::Child, String) {
     let mut fixture = tokio::process::Command::new(harness::fixture())
         .args([
             "--trace-tool",
@@ -36,6 +41,7 @@ pub async fn traced_remote() -> (tokio::process::Child, String) {
             "--prompts",
             "1",
         ])
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -414,4 +420,242 @@ async fn each_user_sees_their_own_authorization_of_a_per_user_server() {
     assert!(text.contains("/authorize?"), "{text}");
     assert!(text.contains(&bob_suffix[1..]), "bob's own URL: {text}");
     assert!(!text.contains(&state_of(&url_a)), "{text}");
+}
+
+/// Registers `remote` (the fixture at `url`) through the replica at `base` as the admin, exchanging each caller's
+/// token at the test AS for one whose audience is `remote-api`, and activates it.
+async fn register_exchanging(auth: &TestAs, base: &str, admin: &str, url: &str) {
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{base}/api/servers"))
+        .bearer_auth(admin)
+        .json(
+            &json!({"name": "remote", "transport": "streamable-http", "url": url,
+                      "env": {"OAUTH_GRANT": "token_exchange",
+                              "OAUTH_EXCHANGE_TOKEN_ENDPOINT": format!("{}/token", auth.issuer),
+                              "OAUTH_EXCHANGE_AUDIENCE": "remote-api",
+                              "OAUTH_CLIENT_ID": EXCHANGE_CLIENT.0,
+                              "OAUTH_CLIENT_SECRET": EXCHANGE_CLIENT.1}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    let activated = http
+        .post(format!("{base}/api/servers/remote/activate"))
+        .bearer_auth(admin)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        activated.status().is_success(),
+        "{}",
+        activated.text().await.unwrap()
+    );
+}
+
+/// Asks the remote server (as `c`) what it noted until `done` holds of it (bounded); the last answer.
+async fn noted_until(c: &Client, done: impl Fn(&[String]) -> bool) -> Value {
+    let start = std::time::Instant::now();
+    loop {
+        let seen = traced(c).await;
+        let noted: Vec<String> = serde_json::from_value(seen["subscribed_with"].clone()).unwrap();
+        if done(&noted) {
+            return seen;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the remote server never noted what was expected: {noted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `remote__touch` of the fixture's resource as `c`: how many listen streams the server told.
+async fn touch(c: &Client) -> String {
+    let r =
+        c.0.call_tool(
+            CallToolRequestParams::new("remote__touch")
+                .with_arguments(serde_json::from_value(json!({"uri": RESOURCE})).unwrap()),
+        )
+        .await
+        .expect("remote__touch");
+    harness::text(&r)
+}
+
+/// The fixture's resource, under its own URI.
+const RESOURCE: &str = "fixture://resource/1";
+
+/// How many `notifications/resources/updated` `c` received.
+fn updates(c: &Client) -> usize {
+    c.1.resources_updated.lock().unwrap().len()
+}
+
+/// A handshake-era client that declares the tasks extension, over Streamable HTTP with a bearer token.
+#[derive(Clone)]
+struct TaskUser;
+
+impl rmcp::ClientHandler for TaskUser {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        use rmcp::model::*;
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_tasks().build(),
+            Implementation::new("tasks-user", "0"),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+async fn task_user(
+    url: &str,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, TaskUser> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp")).auth_header(token),
+    );
+    TaskUser.serve(transport).await.expect("initialize")
+}
+
+/// Issue 30 with a 2026-07-28 remote server (`--era modern`: no `initialize`, so no `resources/subscribe`; a resource
+/// is followed on a `subscriptions/listen` stream) that exchanges each caller's token: two users subscribing to the
+/// same resource get a listen stream each, opened with that user's exchanged token; an update reaches each user's
+/// subscriber once; one user leaving ends their stream only, the last leaving ends the other. A task made by a user's
+/// call is that user's: their `tasks/get` carries their token, another user's is refused and never reaches the server.
+#[tokio::test]
+#[allow(deprecated)] // resources/subscribe: legacy-only in rmcp; these clients are legacy, the child 2026-07-28.
+async fn a_2026_childs_listen_streams_and_tasks_are_each_users_own() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let (_fixture, remote) = traced_remote_with(&["--era", "modern"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = protected_env(&auth, dir.path());
+    std::fs::write(dir.path().join("identity-rules.toml"), RULES).unwrap();
+    let r = replicas::replica(dir.path(), &env).await;
+    let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
+    let (root, alice_token, bob_token) = (token("root"), token("alice"), token("bob"));
+    register_exchanging(&auth, &r.url, &root, &remote).await;
+
+    let alice = client_as(&r.url, &alice_token).await;
+    let bob = client_as(&r.url, &bob_token).await;
+    let watched = format!("agent-discover://remote/{RESOURCE}");
+    for c in [&alice, &bob] {
+        c.0.subscribe(rmcp::model::SubscribeRequestParams::new(&watched))
+            .await
+            .expect("a user subscribes");
+    }
+    let xs = auth.exchanges();
+    assert_eq!(xs.len(), 2, "one exchange per user: {xs:?}");
+    let of = |sub: &str| xs.iter().find(|x| x.sub == sub).expect(sub).issued.clone();
+    let (xa, xb) = (of("alice"), of("bob"));
+    let (listen_a, listen_b) = (format!("listen Bearer {xa}"), format!("listen Bearer {xb}"));
+    let seen = noted_until(&alice, |n| n.contains(&listen_a) && n.contains(&listen_b)).await;
+    let noted: Vec<String> = serde_json::from_value(seen["subscribed_with"].clone()).unwrap();
+    assert_eq!(
+        noted.iter().filter(|n| n.starts_with("listen ")).count(),
+        2,
+        "one stream per user, each opened with that user's own token: {noted:?}"
+    );
+
+    // An update reaches each user's subscriber, once.
+    assert_eq!(touch(&alice).await, "2", "two streams follow the resource");
+    harness::wait_for(Duration::from_secs(20), || {
+        updates(&alice) >= 1 && updates(&bob) >= 1
+    })
+    .await;
+    assert_eq!(
+        alice.1.resources_updated.lock().unwrap()[0],
+        watched,
+        "under the exposed URI"
+    );
+
+    // Bob leaves: his stream ends, Alice's goes on.
+    bob.0
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(&watched))
+        .await
+        .expect("bob unsubscribes");
+    let end_b = format!("listen-end Bearer {xb}");
+    let seen = noted_until(&alice, |n| n.contains(&end_b)).await;
+    assert!(
+        !seen["subscribed_with"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.starts_with("listen-end Bearer ") && n != end_b)),
+        "only bob's stream ended: {seen}"
+    );
+    assert_eq!(touch(&alice).await, "1", "alice's stream still follows it");
+    harness::wait_for(Duration::from_secs(20), || updates(&alice) >= 2).await;
+    // A round trip through the front after the update: anything else on its way has arrived.
+    traced(&bob).await;
+    assert_eq!(updates(&alice), 2, "each update once for alice");
+    assert_eq!(updates(&bob), 1, "bob had the first update only, once");
+
+    // The last subscriber leaves: the last stream ends.
+    alice
+        .0
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(&watched))
+        .await
+        .expect("alice unsubscribes");
+    let end_a = format!("listen-end Bearer {xa}");
+    noted_until(&alice, |n| n.contains(&end_a)).await;
+    assert_eq!(touch(&alice).await, "0", "no stream follows the resource");
+
+    // Tasks: alice's task is hers.
+    let alice_t = task_user(&r.url, &alice_token).await;
+    let bob_t = task_user(&r.url, &bob_token).await;
+    let params = CallToolRequestParams::new("remote__slow_compute")
+        .with_arguments(serde_json::from_value(json!({"seconds": 0, "label": "a"})).unwrap());
+    let id = match alice_t
+        .peer()
+        .call_tool_once(params)
+        .await
+        .expect("tools/call")
+    {
+        rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("no task: {other:?}"),
+    };
+    let start = std::time::Instant::now();
+    let done = loop {
+        let got = alice_t
+            .peer()
+            .get_task(rmcp::model::GetTaskParams::new(&id))
+            .await
+            .expect("alice's tasks/get");
+        if got.task.status().is_terminal() {
+            break got;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the task never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let detailed = serde_json::to_value(&done.task).unwrap();
+    assert!(
+        detailed.to_string().contains("computed a"),
+        "the result comes with tasks/get: {detailed}"
+    );
+    let refused = bob_t
+        .peer()
+        .get_task(rmcp::model::GetTaskParams::new(&id))
+        .await
+        .expect_err("bob may not read alice's task");
+    assert!(refused.to_string().contains("unknown task"), "{refused}");
+    bob_t
+        .peer()
+        .cancel_task(rmcp::model::CancelTaskParams::new(&id))
+        .await
+        .expect_err("nor cancel it");
+    let seen = traced(&alice).await;
+    let tasks: Vec<String> = serde_json::from_value::<Vec<String>>(seen["subscribed_with"].clone())
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("tasks/"))
+        .collect();
+    assert!(!tasks.is_empty(), "{seen}");
+    assert!(
+        tasks.iter().all(|n| n == &format!("tasks/get Bearer {xa}")),
+        "every tasks request that reached the server was alice's, with her token: {tasks:?}"
+    );
 }

@@ -103,7 +103,8 @@ impl Proxy {
 
     /// Subscribes client `client` to an exposed resource URI; the child is subscribed on the first subscriber, and on
     /// a server that takes each user's own credentials (token exchange, per-user authorization; issue 30) on each
-    /// user's first subscription, with that user's credentials, so the server authorizes every user who subscribes.
+    /// user's first subscription, with that user's credentials, so the server authorizes every user who subscribes
+    /// (a 2026-07-28 child: a listen stream of that user's own, `subscribe_child`).
     /// `raw`: the client is on a per-server endpoint and gets updates under the child's own URI.
     pub async fn subscribe(
         &self,
@@ -231,16 +232,23 @@ impl Proxy {
             .resource_subscription(original)
             .build();
         // A user's stream carries that user's credentials: the OAuth client is told whose the next listen with this
-        // filter is (rmcp's `Peer::listen` sends no `_meta` to name the user in), one opening at a time.
-        let mut sub = match (user, child.auth.as_ref()) {
-            (Some(user), Some(auth)) => {
+        // filter is (rmcp's `Peer::listen` sends no `_meta` to name the user in), one opening at a time (a shared
+        // stream's too, which must not take a user's note).
+        let mut sub = match child.auth.as_ref() {
+            Some(auth) => {
                 let _one = self.inner.listen_opening.lock().await;
-                auth.listen_as(&filter, user);
-                let sub = child.peer.listen(filter.clone()).await;
+                if let Some(user) = user {
+                    auth.listen_as(&filter, user);
+                }
+                // Bounded: a server that never acknowledges must not hold every user's listens.
+                let timeout = child.call_timeout;
+                let sub = tokio::time::timeout(timeout, child.peer.listen(filter.clone()))
+                    .await
+                    .unwrap_or(Err(rmcp::ServiceError::Timeout { timeout }));
                 auth.listened(&filter);
                 sub?
             }
-            _ => child.peer.listen(filter).await?,
+            None => child.peer.listen(filter).await?,
         };
         let (inner, server) = (Arc::downgrade(&self.inner), child.name.clone());
         let key = (exposed.to_owned(), user.map(str::to_owned));

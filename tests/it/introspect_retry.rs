@@ -108,7 +108,11 @@ async fn what_a_failed_second_pass_names_is_filled_in_a_third() {
         "{:?}",
         r.stages
     );
-    assert!(r.flags.iter().any(|f| f.starts_with("pass 3: --app-id")), "{:?}", r.flags);
+    assert!(
+        r.flags.iter().any(|f| f.starts_with("pass 3: --app-id")),
+        "{:?}",
+        r.flags
+    );
 
     // `{}` failed the schema: the shipped example's skeleton (top-level keys, collections emptied) passes it.
     let r = get(1);
@@ -125,7 +129,11 @@ async fn what_a_failed_second_pass_names_is_filled_in_a_third() {
     // A credentials variable: an OAuth client key file, in the second pass already.
     let r = get(2);
     ok(r);
-    assert!(placeholder(r, "FIX_OAUTH_CREDENTIALS").value.ends_with(".json"));
+    assert!(
+        placeholder(r, "FIX_OAUTH_CREDENTIALS")
+            .value
+            .ends_with(".json")
+    );
     assert!(r.stages.iter().all(|s| !s.stage.ends_with("(pass 3)")));
 
     // Set and still called missing: an opaque value (no `api`, no `key` in it).
@@ -133,7 +141,13 @@ async fn what_a_failed_second_pass_names_is_filled_in_a_third() {
     ok(r);
     let v = &placeholder(r, "FIX_API_KEY").value;
     assert!(!v.contains("api") && !v.contains("key"), "{v}");
-    assert!(r.flags.iter().any(|f| f.starts_with("placeholder formats (after pass 2): FIX_API_KEY")), "{:?}", r.flags);
+    assert!(
+        r.flags
+            .iter()
+            .any(|f| f.starts_with("placeholder formats (after pass 2): FIX_API_KEY")),
+        "{:?}",
+        r.flags
+    );
 
     for r in &records {
         assert_eq!(r.left_behind, 0, "{}", r.key);

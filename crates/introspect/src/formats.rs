@@ -141,9 +141,15 @@ pub(crate) fn formats_in(line: &str) -> Vec<Format> {
 /// "azure-openai", or "anthropic"`, `must be one of: 'stdio', 'http'`); at least two must be listed.
 fn first_choice(line: &str) -> Option<String> {
     let low = line.to_ascii_lowercase();
-    let at = ["must be one of", "must be ", "should be one of", "one of:", "expected one of"]
-        .iter()
-        .find_map(|cue| low.find(cue).map(|i| i + cue.len()))?;
+    let at = [
+        "must be one of",
+        "must be ",
+        "should be one of",
+        "one of:",
+        "expected one of",
+    ]
+    .iter()
+    .find_map(|cue| low.find(cue).map(|i| i + cue.len()))?;
     let rest = &line[at..];
     let quote = rest.trim_start_matches([' ', ':']).chars().next()?;
     if !matches!(quote, '"' | '\'' | '`') {
@@ -202,7 +208,11 @@ fn change(p: &mut Placeholder, f: &Format, notes: &mut Vec<String>) {
 ///
 /// `after_set`: `lines` are what an attempt with these placeholders printed; a secret it names as still missing gets
 /// an opaque value ([`Format::Opaque`]).
-pub(crate) fn apply(lines: &[&str], placeholders: &mut [Placeholder], after_set: bool) -> Vec<String> {
+pub(crate) fn apply(
+    lines: &[&str],
+    placeholders: &mut [Placeholder],
+    after_set: bool,
+) -> Vec<String> {
     let mut notes = Vec::new();
     for line in lines {
         let mut formats = formats_in(line);
@@ -359,7 +369,11 @@ mod tests {
         assert!(apply(&["must start with ghp_"], &mut ps, false).is_empty());
         // A URL the message asks for, where the variable's name says URL.
         let mut ps = vec![env("API_BASE_URL", "placeholder"), env("API_KEY", "k")];
-        apply(&["TypeError [ERR_INVALID_URL]: Invalid URL"], &mut ps, false);
+        apply(
+            &["TypeError [ERR_INVALID_URL]: Invalid URL"],
+            &mut ps,
+            false,
+        );
         assert_eq!(ps[0].value, "https://example.invalid");
         // A number, only where named.
         let mut ps = vec![env("MAX_RESULTS", "placeholder")];
@@ -370,7 +384,9 @@ mod tests {
     #[test]
     fn choices_and_template_looking_secrets() {
         assert_eq!(
-            formats_in(r#"Error: Invalid agent provider "x". Must be "openai", "azure-openai", or "anthropic"."#),
+            formats_in(
+                r#"Error: Invalid agent provider "x". Must be "openai", "azure-openai", or "anthropic"."#
+            ),
             vec![Format::Choice("openai".into())]
         );
         assert_eq!(
@@ -380,11 +396,16 @@ mod tests {
         assert!(formats_in(r#"name must be "x""#).is_empty());
         // @sentry/mcp-server: the line quotes the placeholder's value, not the variable's name.
         let mut ps = vec![
-            env("EMBEDDED_AGENT_PROVIDER", "placeholder-embedded-agent-provider"),
+            env(
+                "EMBEDDED_AGENT_PROVIDER",
+                "placeholder-embedded-agent-provider",
+            ),
             env("OTHER", "placeholder-other"),
         ];
         apply(
-            &[r#"Error: Invalid agent provider "placeholder-embedded-agent-provider". Must be "openai", "azure-openai", or "anthropic"."#],
+            &[
+                r#"Error: Invalid agent provider "placeholder-embedded-agent-provider". Must be "openai", "azure-openai", or "anthropic"."#,
+            ],
             &mut ps,
             true,
         );

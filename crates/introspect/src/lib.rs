@@ -336,7 +336,15 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         && !diagnosis.category.is_ok()
         && install::drift_signature(output_lines(&attempt)).is_some();
     if dated
-        && redo_dated(target, &mut installed, &attempt, options, &mut stages, &mut flags).await
+        && redo_dated(
+            target,
+            &mut installed,
+            &attempt,
+            options,
+            &mut stages,
+            &mut flags,
+        )
+        .await
     {
         let again = probe::run(
             &installed.launch,
@@ -477,8 +485,15 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
                 // The arguments it wanted got it further, to a dependency that moved on: again with dated ones.
                 if !dated
                     && !second_diagnosis.category.is_ok()
-                    && redo_dated(target, &mut installed, &second, options, &mut stages, &mut flags)
-                        .await
+                    && redo_dated(
+                        target,
+                        &mut installed,
+                        &second,
+                        options,
+                        &mut stages,
+                        &mut flags,
+                    )
+                    .await
                 {
                     dated = true;
                     continue;

@@ -43,7 +43,15 @@ pub(crate) fn kept_file(name: &str, dir: &Path) -> Option<String> {
     let stored = parts.iter().any(|p| {
         matches!(
             *p,
-            "TOKEN" | "TOKENS" | "CACHE" | "DB" | "DATABASE" | "LOG" | "STORE" | "STATE" | "SESSION"
+            "TOKEN"
+                | "TOKENS"
+                | "CACHE"
+                | "DB"
+                | "DATABASE"
+                | "LOG"
+                | "STORE"
+                | "STATE"
+                | "SESSION"
         )
     });
     if parts.last() != Some(&"PATH") || !stored {
@@ -58,7 +66,11 @@ pub(crate) fn kept_file(name: &str, dir: &Path) -> Option<String> {
     } else {
         "json"
     };
-    Some(d.join(format!("{}.{ext}", name.to_ascii_lowercase())).display().to_string())
+    Some(
+        d.join(format!("{}.{ext}", name.to_ascii_lowercase()))
+            .display()
+            .to_string(),
+    )
 }
 
 /// Every long option a text shows, with its value's name: help lines (`-a, --app-id <appId>  App ID`) and usage
@@ -113,8 +125,8 @@ fn squash(s: &str) -> String {
 /// and help lines (which name every option) are not error lines.
 pub(crate) fn named_by(lines: &[&str], options: &[OptionNeed]) -> Vec<OptionNeed> {
     const GENERIC: &[&str] = &[
-        "value", "string", "number", "path", "file", "options", "command", "help", "version", "debug",
-        "verbose", "config", "port", "host",
+        "value", "string", "number", "path", "file", "options", "command", "help", "version",
+        "debug", "verbose", "config", "port", "host",
     ];
     let errors: Vec<String> = lines
         .iter()
@@ -320,7 +332,11 @@ mod tests {
         // lark-mcp's `mcp --help` and its failure.
         let help = "Usage: lark-mcp mcp [options]\n\nOptions:\n  -a, --app-id <appId>   Feishu/Lark App ID\n  -s, --app-secret <appSecret>   Feishu/Lark App Secret\n  -d, --domain <domain>   (Optional) Domain\n  --oauth   (Optional) Enable MCP Auth Server\n  -h, --help  display help";
         let options = options_in(help);
-        assert!(options.iter().any(|o| o.name == "--oauth" && o.metavar.is_none()));
+        assert!(
+            options
+                .iter()
+                .any(|o| o.name == "--oauth" && o.metavar.is_none())
+        );
         let named = named_by(
             &["Error: [Lark MCP]  appId, and appSecret are required"],
             &options,
@@ -362,7 +378,9 @@ mod tests {
         assert!(config_refused(
             "[error] Error: Specified configuration file is not satisfies the schema: /x/arg-config"
         ));
-        assert!(!config_refused("error: missing required argument 'config-file-path'"));
+        assert!(!config_refused(
+            "error: missing required argument 'config-file-path'"
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -123,7 +123,13 @@ mod tests {
         assert!(drift_signature(["ModuleNotFoundError: No module named 'mcp.server.fastmcp'. This is mcp 2.x, where FastMCP was renamed to MCPServer; pin 'mcp<2' to keep running v1 code."]).is_some());
         // A package missing outright, a credential error, a plain traceback line: not drift.
         assert!(drift_signature(["ModuleNotFoundError: No module named 'torch'"]).is_none());
-        assert!(drift_signature(["Error: GITHUB_TOKEN is required", "Traceback (most recent call last):"]).is_none());
+        assert!(
+            drift_signature([
+                "Error: GITHUB_TOKEN is required",
+                "Traceback (most recent call last):"
+            ])
+            .is_none()
+        );
         assert!(drift_signature(["RuntimeError: cannot import the config"]).is_none());
     }
 

@@ -321,10 +321,13 @@ pub(crate) async fn reinstall_dated(
 ) -> Option<Result<Installed, Diagnosis>> {
     let uv = uv_program()?;
     let norm = normalize_pypi(&target.package);
-    let dir = options.cache_dir.join("pypi").join(slug(&match &target.version {
-        Some(v) => format!("{norm}=={v}"),
-        None => norm.clone(),
-    }));
+    let dir = options
+        .cache_dir
+        .join("pypi")
+        .join(slug(&match &target.version {
+            Some(v) => format!("{norm}=={v}"),
+            None => norm.clone(),
+        }));
     let env = uv_env_from_pip(|k| std::env::var(k).ok());
     let t = Instant::now();
     let cut = super::dated::release_cutoff(
@@ -335,7 +338,11 @@ pub(crate) async fn reinstall_dated(
         &env,
     )
     .await;
-    stages.push(stage("release day", t, if cut.is_some() { "ok" } else { "failed" }));
+    stages.push(stage(
+        "release day",
+        t,
+        if cut.is_some() { "ok" } else { "failed" },
+    ));
     let cut = cut?;
     Some(pypi(target, options, stages, Some(&cut)).await)
 }

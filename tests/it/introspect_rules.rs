@@ -10,7 +10,7 @@ use agent_discover::introspect::{self, Category, Limits, Options, Record, Target
 
 use crate::harness::BIN;
 
-fn options(cache: &Path) -> Options {
+pub(crate) fn options(cache: &Path) -> Options {
     let mut o = Options::new(cache.to_path_buf(), BIN.into());
     // The test packages run the fixture binary from the build directory: readable in their sandbox.
     o.read.push(
@@ -32,7 +32,7 @@ fn options(cache: &Path) -> Options {
 
 /// A tarball `<dir>/<name>.tgz` whose bin runs `check` (JavaScript that exits when the server would refuse to
 /// start) and then the fixture server, with `readme` as its README.md.
-fn package(dir: &Path, name: &str, readme: &str, check: &str) -> String {
+pub(crate) fn package(dir: &Path, name: &str, readme: &str, check: &str) -> String {
     let root = dir.join(name).join("package");
     std::fs::create_dir_all(root.join("dist")).unwrap();
     std::fs::write(

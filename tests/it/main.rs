@@ -55,6 +55,8 @@ mod migrate;
 mod introspect_scripts;
 // Issue 14: second-pass rules (README values, entry-script secrets, USAGE headings) on local packages.
 mod introspect_rules;
+// Issue 31, part 5 (coverage): a third attempt with what a failed second pass names; key files, choices, opaque secrets.
+mod introspect_retry;
 
 // Issue 10: the dashboard port taken over when its leader exits (SIGKILL and clean exit).
 mod leadership;

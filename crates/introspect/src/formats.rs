@@ -14,6 +14,11 @@ pub(crate) enum Format {
     Boolean,
     Email,
     Uuid,
+    /// One of the values a message lists (`Must be "openai", "azure-openai", or "anthropic"`): the first.
+    Choice(String),
+    /// A secret that was set and is still called missing (`Z_AI_API_KEY ... is required, please set your actual API
+    /// key`): the value looked like a template (`placeholder-...-api-key`); an opaque one instead.
+    Opaque,
 }
 
 impl Format {
@@ -32,6 +37,8 @@ impl Format {
             Format::Boolean => "true".into(),
             Format::Email => "placeholder@example.invalid".into(),
             Format::Uuid => "00000000-0000-4000-8000-000000000000".into(),
+            Format::Choice(c) => c.clone(),
+            Format::Opaque => "ph7f3a9c1e5b2d8f4a6c0e9b1d3f5a7c9e".into(),
         }
     }
 }
@@ -124,7 +131,48 @@ pub(crate) fn formats_in(line: &str) -> Vec<Format> {
     if low.contains("invalid uuid") || low.contains("must be a valid uuid") {
         out.push(Format::Uuid);
     }
+    if let Some(c) = first_choice(line) {
+        out.push(Format::Choice(c));
+    }
     out
+}
+
+/// The first of the quoted values a message lists after `must be`, `one of` or `expected` (`Must be "openai",
+/// "azure-openai", or "anthropic"`, `must be one of: 'stdio', 'http'`); at least two must be listed.
+fn first_choice(line: &str) -> Option<String> {
+    let low = line.to_ascii_lowercase();
+    let at = [
+        "must be one of",
+        "must be ",
+        "should be one of",
+        "one of:",
+        "expected one of",
+    ]
+    .iter()
+    .find_map(|cue| low.find(cue).map(|i| i + cue.len()))?;
+    let rest = &line[at..];
+    let quote = rest.trim_start_matches([' ', ':']).chars().next()?;
+    if !matches!(quote, '"' | '\'' | '`') {
+        return None;
+    }
+    let values: Vec<&str> = rest.split(quote).skip(1).step_by(2).collect();
+    let ok = |v: &str| {
+        !v.is_empty()
+            && v.len() <= 40
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (values.len() >= 2 && values.iter().take(2).all(|v| ok(v))).then(|| values[0].to_owned())
+}
+
+/// A line saying a variable it names is still missing or unset.
+fn still_missing(line: &str) -> bool {
+    let low = line.to_ascii_lowercase();
+    low.contains("required")
+        || low.contains("is not set")
+        || low.contains("missing")
+        || low.contains("actual")
+        || low.contains("not configured")
 }
 
 fn secret_like(name: &str) -> bool {
@@ -142,6 +190,7 @@ fn fits(f: &Format, p: &Placeholder) -> bool {
         Format::Prefix(x) if x.starts_with("http") => url_like,
         Format::Prefix(_) => secret_like(&p.name),
         Format::Url => url_like,
+        // A choice only for a placeholder the line names or quotes; an opaque value only where named.
         _ => false,
     }
 }
@@ -156,24 +205,43 @@ fn change(p: &mut Placeholder, f: &Format, notes: &mut Vec<String>) {
 
 /// Rewrites the environment placeholders whose format `lines` ask for: the one a line names, else (a prefix or a
 /// URL) the one placeholder of that kind there is. Returns what changed, as `NAME: format value` notes.
-pub(crate) fn apply(lines: &[&str], placeholders: &mut [Placeholder]) -> Vec<String> {
+///
+/// `after_set`: `lines` are what an attempt with these placeholders printed; a secret it names as still missing gets
+/// an opaque value ([`Format::Opaque`]).
+pub(crate) fn apply(
+    lines: &[&str],
+    placeholders: &mut [Placeholder],
+    after_set: bool,
+) -> Vec<String> {
     let mut notes = Vec::new();
     for line in lines {
-        let formats = formats_in(line);
+        let mut formats = formats_in(line);
+        if after_set && formats.is_empty() && still_missing(line) {
+            formats.push(Format::Opaque);
+        }
         if formats.is_empty() {
             continue;
         }
+        // Named by the line, or its value quoted there (`Invalid agent provider "placeholder-..."`).
         let named: Vec<usize> = placeholders
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.kind == Kind::Env && line.contains(&p.name))
+            .filter(|(_, p)| {
+                p.kind == Kind::Env
+                    && (line.contains(&p.name)
+                        || (p.value.len() >= 6
+                            && (line.contains(&format!("\"{}\"", p.value))
+                                || line.contains(&format!("'{}'", p.value)))))
+            })
             .map(|(i, _)| i)
             .collect();
         for f in &formats {
             if !named.is_empty() {
-                // The first format the line asks for, to each variable it names.
+                // The first format the line asks for, to each variable it names (an opaque value only to secrets).
                 for &i in &named {
-                    change(&mut placeholders[i], f, &mut notes);
+                    if *f != Format::Opaque || secret_like(&placeholders[i].name) {
+                        change(&mut placeholders[i], f, &mut notes);
+                    }
                 }
                 continue;
             }
@@ -283,6 +351,7 @@ mod tests {
         let notes = apply(
             &["Invalid STRIPE_SECRET_KEY format. Must start with 'sk_'"],
             &mut ps,
+            false,
         );
         assert_eq!(ps[0].value, "sk_test_placeholder0000000000000000000000000");
         assert_eq!(ps[1].value, "placeholder");
@@ -292,19 +361,65 @@ mod tests {
             env("GITHUB_PERSONAL_ACCESS_TOKEN", "x"),
             env("GITHUB_OWNER", "o"),
         ];
-        apply(&["Error: token must start with ghp_"], &mut ps);
+        apply(&["Error: token must start with ghp_"], &mut ps, false);
         assert!(ps[0].value.starts_with("ghp_placeholder"));
         assert_eq!(ps[1].value, "o");
         // Two candidates and none named: left alone.
         let mut ps = vec![env("A_TOKEN", "x"), env("B_TOKEN", "y")];
-        assert!(apply(&["must start with ghp_"], &mut ps).is_empty());
+        assert!(apply(&["must start with ghp_"], &mut ps, false).is_empty());
         // A URL the message asks for, where the variable's name says URL.
         let mut ps = vec![env("API_BASE_URL", "placeholder"), env("API_KEY", "k")];
-        apply(&["TypeError [ERR_INVALID_URL]: Invalid URL"], &mut ps);
+        apply(
+            &["TypeError [ERR_INVALID_URL]: Invalid URL"],
+            &mut ps,
+            false,
+        );
         assert_eq!(ps[0].value, "https://example.invalid");
         // A number, only where named.
         let mut ps = vec![env("MAX_RESULTS", "placeholder")];
-        apply(&["MAX_RESULTS must be a number"], &mut ps);
+        apply(&["MAX_RESULTS must be a number"], &mut ps, false);
         assert_eq!(ps[0].value, "0");
+    }
+
+    #[test]
+    fn choices_and_template_looking_secrets() {
+        assert_eq!(
+            formats_in(
+                r#"Error: Invalid agent provider "x". Must be "openai", "azure-openai", or "anthropic"."#
+            ),
+            vec![Format::Choice("openai".into())]
+        );
+        assert_eq!(
+            formats_in("TRANSPORT must be one of: 'stdio', 'http'"),
+            vec![Format::Choice("stdio".into())]
+        );
+        assert!(formats_in(r#"name must be "x""#).is_empty());
+        // @sentry/mcp-server: the line quotes the placeholder's value, not the variable's name.
+        let mut ps = vec![
+            env(
+                "EMBEDDED_AGENT_PROVIDER",
+                "placeholder-embedded-agent-provider",
+            ),
+            env("OTHER", "placeholder-other"),
+        ];
+        apply(
+            &[
+                r#"Error: Invalid agent provider "placeholder-embedded-agent-provider". Must be "openai", "azure-openai", or "anthropic"."#,
+            ],
+            &mut ps,
+            true,
+        );
+        assert_eq!(ps[0].value, "openai");
+        assert_eq!(ps[1].value, "placeholder-other");
+        // @z_ai/mcp-server: set, and still called missing (its value looked like a template).
+        let line = r#"ERROR: Application startup failed: [{"message":"Z_AI_API_KEY environment variable is required, please set your actual API key"}]"#;
+        let mut ps = vec![env("Z_AI_API_KEY", "placeholder-z-ai-api-key")];
+        assert!(apply(&[line], &mut ps, false).is_empty());
+        apply(&[line], &mut ps, true);
+        assert_eq!(ps[0].value, Format::Opaque.value());
+        assert!(!ps[0].value.contains("api") && !ps[0].value.contains("key"));
+        // Not a secret: left alone.
+        let mut ps = vec![env("MYSQL_DB", "placeholder-mysql-db")];
+        assert!(apply(&["MYSQL_DB is required"], &mut ps, true).is_empty());
     }
 }

@@ -22,6 +22,7 @@ mod messages;
 mod options;
 mod placeholders;
 mod probe;
+mod retry;
 pub mod targets;
 mod types;
 
@@ -199,7 +200,7 @@ pub async fn run_batch(
 pub async fn introspect(target: &Target, options: &Options) -> Record {
     let started = Instant::now();
     let mut stages = Vec::new();
-    let installed = match install::install(target, options, &mut stages).await {
+    let mut installed = match install::install(target, options, &mut stages).await {
         Ok(i) => i,
         Err(diagnosis) => return Record::failed(target, diagnosis, stages, started),
     };
@@ -329,6 +330,39 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         diagnosis = classify::diagnose(&attempt);
         runtime = Some(c);
     }
+    // It failed inside a dependency that moved on since the project's release: again with that day's dependencies.
+    // Tried once at most (a failed dated install is not tried again after pass 2).
+    let mut dated = target.ecosystem == Ecosystem::Pypi
+        && !diagnosis.category.is_ok()
+        && install::drift_signature(output_lines(&attempt)).is_some();
+    if dated
+        && redo_dated(
+            target,
+            &mut installed,
+            &attempt,
+            options,
+            &mut stages,
+            &mut flags,
+        )
+        .await
+    {
+        let again = probe::run(
+            &installed.launch,
+            &target.args,
+            &env,
+            &scratch.path,
+            options,
+            "d",
+        )
+        .await;
+        stages.extend(again.stages.iter().map(|s| StageTime {
+            stage: format!("{} (dated dependencies)", s.stage),
+            ..s.clone()
+        }));
+        left_behind += again.left_behind;
+        attempt = again;
+        diagnosis = classify::diagnose(&attempt);
+    }
     flags.extend(runtime_flags);
     flags.extend(attempt.flags.iter().cloned());
     let mut record = Record {
@@ -406,11 +440,12 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         needs = merge_needs(&needs, &plan.needs);
         if !plan.placeholders.is_empty() {
             // Values in the format the first attempt's messages ask for (`Must start with 'sk_'`).
-            let notes = formats::apply(&output_lines(&attempt), &mut plan.placeholders);
+            let notes = formats::apply(&output_lines(&attempt), &mut plan.placeholders, false);
             if !notes.is_empty() {
                 flags.push(format!("placeholder formats: {}", notes.join(", ")));
             }
             let mut formatted = false;
+            let mut third = false;
             loop {
                 for p in plan
                     .placeholders
@@ -421,10 +456,10 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
                 }
                 let mut args = target.args.clone();
                 args.extend(plan.placeholders.iter().flat_map(Placeholder::argv));
-                let (tag, label) = if formatted {
-                    ("2f", "pass 2, formats")
-                } else {
-                    ("2", "pass 2")
+                let (tag, label) = match (third, formatted) {
+                    (true, _) => ("3", "pass 3"),
+                    (false, true) => ("2f", "pass 2, formats"),
+                    (false, false) => ("2", "pass 2"),
                 };
                 let second =
                     probe::run(&installed.launch, &args, &env, &scratch.path, options, tag).await;
@@ -436,13 +471,53 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
                 let second_diagnosis = classify::diagnose(&second);
                 // The placeholders' format was refused: once more with values in the format asked for.
                 if !formatted && !second_diagnosis.category.is_ok() {
-                    let notes = formats::apply(&output_lines(&second), &mut plan.placeholders);
+                    let notes =
+                        formats::apply(&output_lines(&second), &mut plan.placeholders, true);
                     if !notes.is_empty() {
                         flags.push(format!(
                             "placeholder formats (after pass 2): {}",
                             notes.join(", ")
                         ));
                         formatted = true;
+                        continue;
+                    }
+                }
+                // The arguments it wanted got it further, to a dependency that moved on: again with dated ones.
+                if !dated
+                    && !second_diagnosis.category.is_ok()
+                    && redo_dated(
+                        target,
+                        &mut installed,
+                        &second,
+                        options,
+                        &mut stages,
+                        &mut flags,
+                    )
+                    .await
+                {
+                    dated = true;
+                    continue;
+                }
+                // It still says what it needs: options its messages name, a configuration its schema refused.
+                if !third && !second_diagnosis.category.is_ok() {
+                    let (notes, st) = retry::after_pass2(
+                        &installed.launch,
+                        installed.readme.as_deref(),
+                        &target.args,
+                        &output_lines(&second),
+                        &mut plan.placeholders,
+                        &scratch.path,
+                        options,
+                        env.get("PATH").map(String::as_str),
+                    )
+                    .await;
+                    stages.extend(st.map(|s| StageTime {
+                        stage: format!("{} (pass 3)", s.stage),
+                        ..s
+                    }));
+                    if !notes.is_empty() {
+                        flags.push(format!("pass 3: {}", notes.join(", ")));
+                        third = true;
                         continue;
                     }
                 }
@@ -496,6 +571,50 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
     record.duration_ms = started.elapsed().as_millis() as u64;
     drop(scratch);
     record
+}
+
+/// A PyPI project whose `attempt` failed inside a dependency newer than itself is installed again with its release
+/// day's dependencies (`installed` replaced); false when that does not apply or the install failed (said in `flags`).
+async fn redo_dated(
+    target: &Target,
+    installed: &mut types::Installed,
+    attempt: &probe::Attempt,
+    options: &Options,
+    stages: &mut Vec<StageTime>,
+    flags: &mut Vec<String>,
+) -> bool {
+    if target.ecosystem != Ecosystem::Pypi {
+        return false;
+    }
+    let Some(sign) = install::drift_signature(output_lines(attempt)) else {
+        return false;
+    };
+    let Some(version) = installed.version.clone() else {
+        return false;
+    };
+    match install::reinstall_dated(target, &version, options, stages).await {
+        Some(Ok(i)) => {
+            for f in &i.flags {
+                if !flags.contains(f) {
+                    flags.push(if f.starts_with("dependencies as of") {
+                        format!("{f} (after `{sign}`)")
+                    } else {
+                        f.clone()
+                    });
+                }
+            }
+            *installed = i;
+            true
+        }
+        Some(Err(d)) => {
+            flags.push(format!(
+                "dependencies as of the release: the install failed ({})",
+                d.evidence
+            ));
+            false
+        }
+        None => false,
+    }
 }
 
 /// What an attempt wrote on stderr and as noise on stdout.

@@ -260,7 +260,7 @@ pub(crate) fn plan(
 }
 
 /// A loopback port nothing listens on (bound, read, released).
-fn unused_port() -> u16 {
+pub(crate) fn unused_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -352,7 +352,7 @@ const MINIMAL_OPENAPI: &str = r#"{"openapi": "3.0.0", "info": {"title": "placeho
 "#;
 
 /// A placeholder for a variable, by what its name says it holds.
-fn env_value(name: &str, dir: &Path, port: u16) -> String {
+pub(crate) fn env_value(name: &str, dir: &Path, port: u16) -> String {
     if has(name, &["PORT"]) && !has(name, &["URL", "URI"]) {
         return port.to_string();
     }
@@ -390,6 +390,12 @@ fn env_value(name: &str, dir: &Path, port: u16) -> String {
         let f = dir.join(format!("{}.json", name.to_ascii_lowercase()));
         let _ = std::fs::write(&f, MINIMAL_OPENAPI);
         return f.display().to_string();
+    }
+    // A credentials or OAuth keys variable: an OAuth client key file.
+    if let Some(f) =
+        crate::retry::key_file(name, dir).or_else(|| crate::retry::kept_file(name, dir))
+    {
+        return f;
     }
     if has(name, &["FILE", "CONFIG", "JSON"]) {
         let f = dir.join(format!("{}.json", name.to_ascii_lowercase()));

@@ -15,10 +15,14 @@
 //! Before installing an npm package from a registry, its manifest is read (`npm view`): a package with no `bin` is a
 //! library that npx cannot start, filed `no_entry_point` (marked `library`) without installing it.
 //!
+//! A PyPI project whose start fails inside a dependency that moved on since its release is installed again with its
+//! dependencies as of its release day (`dated`).
+//!
 //! Parts: `run` (a package manager under a time limit), `failure` (what a failed one said, as an `install_failed`
 //! diagnosis), `naming` (cache folder names, the entry point to start), `scripts` (the skipped lifecycle scripts),
 //! then `npm` and `pypi`, one per ecosystem. The Node version check (`engines.node`) is `ad_proxy::runtime`'s.
 
+mod dated;
 mod failure;
 mod naming;
 mod npm;
@@ -26,6 +30,8 @@ mod pypi;
 mod run;
 mod scripts;
 
+pub(crate) use dated::drift_signature;
+pub(crate) use pypi::reinstall_dated;
 pub(crate) use scripts::{run_scripts, scripts_explain};
 
 use crate::category::Diagnosis;
@@ -51,6 +57,6 @@ pub(crate) async fn install(
             engines: None,
         }),
         Ecosystem::Npm => npm::npm(target, options, stages).await,
-        Ecosystem::Pypi => pypi::pypi(target, options, stages).await,
+        Ecosystem::Pypi => pypi::pypi(target, options, stages, None).await,
     }
 }

@@ -63,10 +63,12 @@ fn have(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
+/// `as_of`: install again from scratch with uv's `--exclude-newer` at this cut-off (see `dated`).
 pub(super) async fn pypi(
     target: &Target,
     options: &Options,
     stages: &mut Vec<StageTime>,
+    as_of: Option<&str>,
 ) -> Result<Installed, Diagnosis> {
     let norm = normalize_pypi(&target.package);
     let spec = match &target.version {
@@ -82,6 +84,15 @@ pub(super) async fn pypi(
         }));
     let t = Instant::now();
     let mut flags_sdist = false;
+    // A dated install has its own environment beside the first (which stays usable when it fails).
+    let dir = match as_of {
+        Some(cut) => dir.with_file_name(format!(
+            "{}-as-of-{}",
+            dir.file_name().and_then(|n| n.to_str()).unwrap_or("pypi"),
+            cut.get(..10).unwrap_or(cut)
+        )),
+        None => dir,
+    };
     let cached = target.version.is_some()
         && find_dist_info(&dir, &norm)
             .is_some_and(|d| dist_version(&d).as_deref() == target.version.as_deref());
@@ -153,6 +164,9 @@ pub(super) async fn pypi(
             };
             if wheels_only {
                 args.extend(["--only-binary".into(), ":all:".into()]);
+            }
+            if let Some(cut) = as_of.filter(|_| uv) {
+                args.extend(["--exclude-newer".into(), cut.to_owned()]);
             }
             args.push(spec.clone());
             let program = if uv {
@@ -247,6 +261,11 @@ pub(super) async fn pypi(
         ));
     }
     let mut flags = Vec::new();
+    if let Some(cut) = as_of {
+        flags.push(format!(
+            "dependencies as of the release: installed again with uv --exclude-newer {cut}"
+        ));
+    }
     if flags_sdist {
         flags.push(
             "no wheel fits: installed from a source distribution (build scripts run)".to_owned(),
@@ -290,6 +309,42 @@ pub(super) async fn pypi(
         scripts_skipped_in: None,
         engines: None,
     })
+}
+
+/// Installs `target` (at `version`, the one installed) again with its dependencies as of its release day (see
+/// `dated`): `None` without uv or when the release day is not found; the new install (or why it failed) otherwise.
+pub(crate) async fn reinstall_dated(
+    target: &Target,
+    version: &str,
+    options: &Options,
+    stages: &mut Vec<StageTime>,
+) -> Option<Result<Installed, Diagnosis>> {
+    let uv = uv_program()?;
+    let norm = normalize_pypi(&target.package);
+    let dir = options
+        .cache_dir
+        .join("pypi")
+        .join(slug(&match &target.version {
+            Some(v) => format!("{norm}=={v}"),
+            None => norm.clone(),
+        }));
+    let env = uv_env_from_pip(|k| std::env::var(k).ok());
+    let t = Instant::now();
+    let cut = super::dated::release_cutoff(
+        &uv,
+        &dir.join("bin").join("python"),
+        &format!("{}=={version}", target.package),
+        &options.cache_dir,
+        &env,
+    )
+    .await;
+    stages.push(stage(
+        "release day",
+        t,
+        if cut.is_some() { "ok" } else { "failed" },
+    ));
+    let cut = cut?;
+    Some(pypi(target, options, stages, Some(&cut)).await)
 }
 
 /// `<venv>/lib/python*/site-packages/<name>-<version>.dist-info` of the normalised project name.

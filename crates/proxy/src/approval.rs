@@ -636,6 +636,8 @@ impl Inner {
     /// Recomputes which of `child`'s tools ask or refuse (the fast lane leaves them to the normal path); whether that
     /// changed. Fails closed: rules that cannot be read keep every tool off the fast lane.
     pub(super) fn gate_approvals(&self, child: &Child) -> bool {
+        // Before the rules: a commit after this read moves the marker, and the fast lane stops trusting the set.
+        let marker = self.registry.rules_marker();
         let gated: HashSet<String> = match self.registry.approval_rules(child.server_id) {
             Ok(rules) if !rules.restricts() => HashSet::new(),
             Ok(rules) => lock(&child.tools)
@@ -652,9 +654,37 @@ impl Inner {
             }
         };
         let any = !gated.is_empty();
-        let before = std::mem::replace(&mut *lock(&child.gated.tools), gated);
+        let mut tools = lock(&child.gated.tools);
+        let changed = *tools != gated;
+        *tools = gated;
         child.gated.any.store(any, Ordering::Release);
-        before != *lock(&child.gated.tools)
+        *lock(&child.gated.marker) = marker;
+        changed
+    }
+
+    /// Whether the fast lane may relay `tool` of `child` without asking: its policy is `allow` under the rules in
+    /// force now. The child's gated set answers while no commit happened since it was computed; after one (a rule
+    /// another process set, which the change feed reports only later) the rules are resolved again, from the
+    /// registry's cache, itself read again after any commit. A store that cannot tell at once (PostgreSQL) has its
+    /// rules read on every call.
+    pub(super) fn lane_allows(&self, child: &Child, tool: &str) -> bool {
+        let now = self.registry.rules_marker();
+        if now.is_some() && *lock(&child.gated.marker) == now {
+            return !(child.gated.any.load(Ordering::Acquire)
+                && lock(&child.gated.tools).contains(tool));
+        }
+        let Ok(rules) = self.registry.approval_rules(child.server_id) else {
+            return false;
+        };
+        if !rules.restricts() {
+            return true;
+        }
+        let tools = lock(&child.tools);
+        let policy = match tools.iter().find(|t| t.name == tool) {
+            Some(t) => rules.resolve(t).policy,
+            None => rules.resolve_with(tool, |_| false).policy,
+        };
+        policy == ApprovalPolicy::Allow
     }
 }
 

@@ -16,6 +16,8 @@ pub struct Registry {
     events: EventBus,
     /// Whether unseen tools are approved on sight (`pinning.rs`).
     pin_policy: crate::pinning::policy::Policy,
+    /// Servers' approval rules as last read, valid while the store's fresh marker stays (`approval.rs`).
+    pub(crate) rules: std::sync::Arc<std::sync::Mutex<crate::approval::RulesCache>>,
 }
 
 impl Registry {
@@ -24,6 +26,7 @@ impl Registry {
             store,
             events,
             pin_policy: Default::default(),
+            rules: Default::default(),
         }
     }
 

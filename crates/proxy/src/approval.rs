@@ -638,7 +638,19 @@ impl Inner {
     pub(super) fn gate_approvals(&self, child: &Child) -> bool {
         // Before the rules: a commit after this read moves the marker, and the fast lane stops trusting the set.
         let marker = self.registry.rules_marker();
-        let gated: HashSet<String> = match self.registry.approval_rules(child.server_id) {
+        let gated = self.gated_now(child);
+        let any = !gated.is_empty();
+        let mut tools = lock(&child.gated.tools);
+        let changed = *tools != gated;
+        *tools = gated;
+        child.gated.any.store(any, Ordering::Release);
+        *lock(&child.gated.marker) = marker;
+        changed
+    }
+
+    /// `child`'s tools whose policy is not `allow` under the rules in force (every tool when they cannot be read).
+    fn gated_now(&self, child: &Child) -> HashSet<String> {
+        match self.registry.approval_rules(child.server_id) {
             Ok(rules) if !rules.restricts() => HashSet::new(),
             Ok(rules) => lock(&child.tools)
                 .iter()
@@ -652,39 +664,30 @@ impl Inner {
                     .map(|t| t.name.to_string())
                     .collect()
             }
-        };
-        let any = !gated.is_empty();
-        let mut tools = lock(&child.gated.tools);
-        let changed = *tools != gated;
-        *tools = gated;
-        child.gated.any.store(any, Ordering::Release);
-        *lock(&child.gated.marker) = marker;
-        changed
+        }
     }
 
     /// Whether the fast lane may relay `tool` of `child` without asking: its policy is `allow` under the rules in
     /// force now. The child's gated set answers while no commit happened since it was computed; after one (a rule
-    /// another process set, which the change feed reports only later) the rules are resolved again, from the
-    /// registry's cache, itself read again after any commit. A store that cannot tell at once (PostgreSQL) has its
-    /// rules read on every call.
+    /// another process set, which the change feed reports only later) the set is computed again from the
+    /// registry's rules (cached, read again after any commit) and answers; when it came out the same, it holds
+    /// under the new marker (a changed set is left to [`Proxy::reload_approvals`], which announces it). A store
+    /// that cannot tell at once (PostgreSQL) has its rules read on every call.
     pub(super) fn lane_allows(&self, child: &Child, tool: &str) -> bool {
         let now = self.registry.rules_marker();
         if now.is_some() && *lock(&child.gated.marker) == now {
             return !(child.gated.any.load(Ordering::Acquire)
                 && lock(&child.gated.tools).contains(tool));
         }
-        let Ok(rules) = self.registry.approval_rules(child.server_id) else {
-            return false;
-        };
-        if !rules.restricts() {
-            return true;
+        let fresh = self.gated_now(child);
+        let allowed = !fresh.contains(tool);
+        if now.is_some() {
+            let tools = lock(&child.gated.tools);
+            if *tools == fresh {
+                *lock(&child.gated.marker) = now;
+            }
         }
-        let tools = lock(&child.tools);
-        let policy = match tools.iter().find(|t| t.name == tool) {
-            Some(t) => rules.resolve(t).policy,
-            None => rules.resolve_with(tool, |_| false).policy,
-        };
-        policy == ApprovalPolicy::Allow
+        allowed
     }
 }
 

@@ -296,49 +296,12 @@ pub fn digest(server: &str, tool: &str, args: Option<&Map<String, Value>>) -> St
         .collect()
 }
 
-/// Servers' approval rules read under one store marker ([`ad_store::Store::fresh_marker`]): any commit, by this
-/// process or another, moves the marker and empties the cache, so a rule is in force from its commit on.
-#[derive(Debug, Default)]
-pub struct RulesCache {
-    marker: Option<(i64, u64)>,
-    servers: std::collections::HashMap<i64, Rules>,
-}
-
 impl Registry {
-    /// A server's approval rules (a stored rule this build cannot read is skipped, with a warning). Read from the
-    /// store only after a commit since the last read (on every call where the store has no fresh marker: PostgreSQL).
+    /// A server's approval rules (a stored rule this build cannot read is skipped, with a warning), cached under the
+    /// store's fresh marker ([`Registry::rules_marker`]).
     pub fn approval_rules(&self, server_id: i64) -> Result<Rules> {
-        // The marker is read before the rules: a commit in between moves it again, so the next call reads again.
-        let Some(marker) = self.rules_marker() else {
-            return self.approval_rules_now(server_id);
-        };
-        {
-            let cache = self.rules.lock().unwrap_or_else(|p| p.into_inner());
-            if cache.marker == Some(marker)
-                && let Some(rules) = cache.servers.get(&server_id)
-            {
-                return Ok(rules.clone());
-            }
-        }
-        let rules = self.approval_rules_now(server_id)?;
-        let mut cache = self.rules.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.marker != Some(marker) {
-            cache.servers.clear();
-            cache.marker = Some(marker);
-        }
-        cache.servers.insert(server_id, rules.clone());
-        Ok(rules)
-    }
-
-    /// The store's marker the approval rules are cached under: the same marker means no commit since, by anyone.
-    /// `None` when the store cannot tell at once (PostgreSQL: rules are read on every use).
-    pub fn rules_marker(&self) -> Option<(i64, u64)> {
-        self.store().fresh_marker()
-    }
-
-    fn approval_rules_now(&self, server_id: i64) -> Result<Rules> {
         let mut rules = Vec::new();
-        for row in self.store().tool_policies(server_id)? {
+        for row in self.policy_rows(server_id)? {
             match (Target::parse_key(&row.target), row.policy.parse()) {
                 (Some(target), Ok(policy)) => rules.push(Rule { target, policy }),
                 _ => tracing::warn!(

@@ -1,6 +1,6 @@
 //! `/mcp` answers every JSON-RPC request that has an id with that id, even one rmcp cannot type (it would answer a
-//! 415 without JSON-RPC, and the client would wait forever): a thin middleware before rmcp's service that reads the
-//! body once, and only for a body rmcp would refuse answers with [`crate::mcp::front::reply_to_untyped`].
+//! 415 without JSON-RPC, and the client would wait forever): a thin middleware around rmcp's service that collects the
+//! body once and, only when rmcp refused it as untyped (415), answers with [`crate::mcp::front::reply_to_untyped`].
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -49,7 +49,13 @@ pub async fn every_id_answered(request: Request, next: Next) -> Response {
         )
             .into_response();
     }
-    if serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_err()
+    // rmcp types the body itself and answers one it cannot type with 415 (its content-type check passed, as
+    // `is_json` did): only then is the body read here too (typing every body twice cost 35k instructions per call).
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
+        && serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_err()
         && let Some(reply) = crate::mcp::front::reply_to_untyped(&bytes)
     {
         let body = serde_json::to_vec(&reply).unwrap_or_default();
@@ -60,6 +66,5 @@ pub async fn every_id_answered(request: Request, next: Next) -> Response {
         )
             .into_response();
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    response
 }

@@ -294,9 +294,11 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         app.oauth.set_listener(addr);
     }
-    let router = router_with(app, security, mode, &cancel);
+    // Every route made a service once, here: served as the router itself, axum does that (a copy of the route
+    // table) for every connection, 140k instructions each (BENCHMARKS.md, "Every relay path, second pass").
+    let router = router_with(app, security, mode, &cancel).with_state(());
     let stop = cancel.clone();
-    let server = axum::serve(listener, router)
+    let server = axum::serve(listener, router.into_make_service())
         .with_graceful_shutdown(async move {
             shutdown.await;
             // Ends WebSocket streams and MCP sessions, which graceful shutdown would otherwise wait for forever.

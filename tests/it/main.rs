@@ -78,6 +78,11 @@ mod sandbox_settings;
 mod sandbox;
 // Issue 27: approval policies bound to arguments (elicitation, input-required, REST, CLI, replicas, Python SDK).
 mod approvals;
+// Issue 31, part 4: approval rules cached under the store's change marker; a rule another process commits applies to
+// the next call, fast lane included.
+mod fresh_rules;
+// Issue 31, part 4: the HTTP front's cheaper path answers untyped requests with their id as before.
+mod http_front;
 // Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.
 mod codemode;
 // Issue 29, part 2: the skills extension (SEP-2640) through the proxy: conformance both ways, aggregation, verification.

@@ -636,7 +636,21 @@ impl Inner {
     /// Recomputes which of `child`'s tools ask or refuse (the fast lane leaves them to the normal path); whether that
     /// changed. Fails closed: rules that cannot be read keep every tool off the fast lane.
     pub(super) fn gate_approvals(&self, child: &Child) -> bool {
-        let gated: HashSet<String> = match self.registry.approval_rules(child.server_id) {
+        // Before the rules: a commit after this read moves the marker, and the fast lane stops trusting the set.
+        let marker = self.registry.rules_marker();
+        let gated = self.gated_now(child);
+        let any = !gated.is_empty();
+        let mut tools = lock(&child.gated.tools);
+        let changed = *tools != gated;
+        *tools = gated;
+        child.gated.any.store(any, Ordering::Release);
+        *lock(&child.gated.marker) = marker;
+        changed
+    }
+
+    /// `child`'s tools whose policy is not `allow` under the rules in force (every tool when they cannot be read).
+    fn gated_now(&self, child: &Child) -> HashSet<String> {
+        match self.registry.approval_rules(child.server_id) {
             Ok(rules) if !rules.restricts() => HashSet::new(),
             Ok(rules) => lock(&child.tools)
                 .iter()
@@ -650,11 +664,30 @@ impl Inner {
                     .map(|t| t.name.to_string())
                     .collect()
             }
-        };
-        let any = !gated.is_empty();
-        let before = std::mem::replace(&mut *lock(&child.gated.tools), gated);
-        child.gated.any.store(any, Ordering::Release);
-        before != *lock(&child.gated.tools)
+        }
+    }
+
+    /// Whether the fast lane may relay `tool` of `child` without asking: its policy is `allow` under the rules in
+    /// force now. The child's gated set answers while no commit happened since it was computed; after one (a rule
+    /// another process set, which the change feed reports only later) the set is computed again from the
+    /// registry's rules (cached, read again after any commit) and answers; when it came out the same, it holds
+    /// under the new marker (a changed set is left to [`Proxy::reload_approvals`], which announces it). A store
+    /// that cannot tell at once (PostgreSQL) has its rules read on every call.
+    pub(super) fn lane_allows(&self, child: &Child, tool: &str) -> bool {
+        let now = self.registry.rules_marker();
+        if now.is_some() && *lock(&child.gated.marker) == now {
+            return !(child.gated.any.load(Ordering::Acquire)
+                && lock(&child.gated.tools).contains(tool));
+        }
+        let fresh = self.gated_now(child);
+        let allowed = !fresh.contains(tool);
+        if now.is_some() {
+            let tools = lock(&child.gated.tools);
+            if *tools == fresh {
+                *lock(&child.gated.marker) = now;
+            }
+        }
+        allowed
     }
 }
 

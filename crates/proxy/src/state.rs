@@ -224,6 +224,10 @@ pub(super) struct LegacySession {
 pub(super) struct Gated {
     pub(super) any: AtomicBool,
     pub(super) tools: Mutex<HashSet<String>>,
+    /// The store's fresh marker when `tools` was computed (`Registry::rules_marker`, read before the rules): the
+    /// fast lane trusts `tools` only while the marker is the same, so a rule another process committed applies to
+    /// the next call, before the change feed reports it.
+    pub(super) marker: Mutex<Option<(i64, u64)>>,
 }
 
 impl Proxy {

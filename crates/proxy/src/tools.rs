@@ -304,7 +304,7 @@ impl Proxy {
         }
         let lane = child.lane.clone()?;
         // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides.
-        if child.gated.any.load(Ordering::Acquire) && lock(&child.gated.tools).contains(tool) {
+        if !self.inner.lane_allows(child, tool) {
             return None;
         }
         lock(&child.tools).iter().any(|t| t.name == tool).then(|| {

@@ -297,10 +297,11 @@ pub fn digest(server: &str, tool: &str, args: Option<&Map<String, Value>>) -> St
 }
 
 impl Registry {
-    /// A server's approval rules (a stored rule this build cannot read is skipped, with a warning).
+    /// A server's approval rules (a stored rule this build cannot read is skipped, with a warning), cached under the
+    /// store's fresh marker ([`Registry::rules_marker`]).
     pub fn approval_rules(&self, server_id: i64) -> Result<Rules> {
         let mut rules = Vec::new();
-        for row in self.store().tool_policies(server_id)? {
+        for row in self.policy_rows(server_id)? {
             match (Target::parse_key(&row.target), row.policy.parse()) {
                 (Some(target), Ok(policy)) => rules.push(Rule { target, policy }),
                 _ => tracing::warn!(

@@ -16,6 +16,16 @@ pub struct Registry {
     events: EventBus,
     /// Whether unseen tools are approved on sight (`pinning.rs`).
     pin_policy: crate::pinning::policy::Policy,
+    /// Servers' stored approval rules as last read, valid while the store's fresh marker stays (`approval.rs`).
+    policies: std::sync::Arc<std::sync::Mutex<PolicyCache>>,
+}
+
+/// Servers' stored approval rules read under one store marker ([`Store::fresh_marker`]): any commit, by this process
+/// or another, moves the marker and empties the cache, so a rule is in force from its commit on.
+#[derive(Debug, Default)]
+struct PolicyCache {
+    marker: Option<(i64, u64)>,
+    servers: std::collections::HashMap<i64, Vec<ad_store::PolicyRow>>,
 }
 
 impl Registry {
@@ -24,6 +34,7 @@ impl Registry {
             store,
             events,
             pin_policy: Default::default(),
+            policies: Default::default(),
         }
     }
 
@@ -34,6 +45,37 @@ impl Registry {
 
     pub fn pin_policy(&self) -> crate::pinning::policy::Policy {
         self.pin_policy
+    }
+
+    /// The store's marker the approval rules are cached under: the same marker means no commit since, by anyone.
+    /// `None` when the store cannot tell at once (PostgreSQL: rules are read on every use).
+    pub fn rules_marker(&self) -> Option<(i64, u64)> {
+        self.store.fresh_marker()
+    }
+
+    /// A server's stored approval rules, read from the store only after a commit since the last read (on every call
+    /// where the store has no fresh marker: PostgreSQL).
+    pub(crate) fn policy_rows(&self, server_id: i64) -> Result<Vec<ad_store::PolicyRow>> {
+        // The marker is read before the rows: a commit in between moves it again, so the next call reads again.
+        let Some(marker) = self.rules_marker() else {
+            return self.store.tool_policies(server_id);
+        };
+        {
+            let cache = self.policies.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.marker == Some(marker)
+                && let Some(rows) = cache.servers.get(&server_id)
+            {
+                return Ok(rows.clone());
+            }
+        }
+        let rows = self.store.tool_policies(server_id)?;
+        let mut cache = self.policies.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.marker != Some(marker) {
+            cache.servers.clear();
+            cache.marker = Some(marker);
+        }
+        cache.servers.insert(server_id, rows.clone());
+        Ok(rows)
     }
 
     pub(crate) fn emit(&self, event: Event) {

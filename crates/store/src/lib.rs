@@ -167,6 +167,17 @@ impl Store {
             Backend::Postgres(p) => Ok(p.change_marker()),
         }
     }
+
+    /// [`Store::change_marker`] when it already reflects every commit made before this call, by any process: what a
+    /// cache that must never serve a stale answer (approval rules) is keyed by. SQLite's does (`data_version` is read
+    /// from the shared file); PostgreSQL's moves only when another replica's notification arrives, so there it is
+    /// `None` and such a cache reads through.
+    pub fn fresh_marker(&self) -> Option<(i64, u64)> {
+        match &*self.backend {
+            Backend::Sqlite(s) => s.change_marker().ok(),
+            Backend::Postgres(_) => None,
+        }
+    }
 }
 
 /// Turns free text into a safe FTS5 query: alphanumeric tokens, each quoted, as prefixes, joined by `op`.

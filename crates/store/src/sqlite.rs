@@ -107,8 +107,10 @@ impl Sqlite {
     /// `data_version` and `total_changes` read under one lock.
     pub(super) fn change_marker(&self) -> Result<(i64, u64)> {
         let conn = self.lock();
+        // Prepared once per connection: it is read before every proxied call (the approval rules' cache).
         let version = conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
             .db()?;
         Ok((version, conn.total_changes()))
     }

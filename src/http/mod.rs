@@ -220,6 +220,8 @@ fn router_with(
     // The protected front's visibility rules (issue 30), applied by the proxy to every caller with a principal.
     if let Some(identity) = security.identity() {
         app.proxy.set_visibility(identity.clone());
+        // Its settings file's rules are read again when it changes (`ident::reload`).
+        identity.watch_rules(shutdown.child_token());
     }
     // Registry snapshots (`/api/registry/events`, `/ws`) and reconciliation with other processes.
     app.feed();

@@ -570,3 +570,60 @@ async fn wait_line(lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>, nee
         "no stderr line with `{needle}` within 30 s"
     );
 }
+
+/// `agent-discover status` with identity on and no shared call log reads the serving front's call log with the token
+/// it is given (`--token` or `AGENT_DISCOVER_TOKEN`), and shows who made each call; without one it says how to.
+#[tokio::test]
+async fn status_reads_the_fronts_call_log_with_a_token() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = protected_env(&auth, dir.path());
+    let r = replicas::replica(dir.path(), &env).await;
+    let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
+    let http = reqwest::Client::new();
+    crate::identity::register(&http, &r, &token("root"), "one").await;
+    let alice = client_as(&r.url, &token("alice")).await;
+    let said = alice
+        .0
+        .call_tool(
+            CallToolRequestParams::new("one__echo")
+                .with_arguments(serde_json::from_value(json!({"text": "hi"})).unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(harness::text(&said), "hi");
+    let port = r.url.rsplit(':').next().unwrap().to_owned();
+    let status = |with: Option<String>| {
+        let mut cmd = harness::command(dir.path(), &["status", "--json", "--port", &port]);
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        if let Some(t) = with {
+            cmd.env("AGENT_DISCOVER_TOKEN", t);
+        }
+        async move {
+            let out = cmd.output().await.unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()["calls"].clone()
+        }
+    };
+    let calls = status(Some(token("root"))).await;
+    let entry = calls["entries"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["tool"] == "echo"))
+        .unwrap_or_else(|| panic!("the echo call is listed: {calls}"))
+        .clone();
+    assert_eq!(entry["user"], format!("{}#alice", auth.issuer), "{entry}");
+    assert_eq!(entry["client"], "test-client", "{entry}");
+    let refused = status(None).await;
+    assert!(
+        refused["unavailable"]
+            .as_str()
+            .is_some_and(|u| u.contains("--token")),
+        "{refused}"
+    );
+}

@@ -220,8 +220,24 @@ fn router_with(
     // The protected front's visibility rules (issue 30), applied by the proxy to every caller with a principal.
     if let Some(identity) = security.identity() {
         app.proxy.set_visibility(identity.clone());
-        // Its settings file's rules are read again when it changes (`ident::reload`).
-        identity.watch_rules(shutdown.child_token());
+        // Its settings file's rules are read again when it changes (`ident::reload`); then every server's lists may
+        // differ for someone: clients are sent list_changed and the dashboard's snapshots are rebuilt.
+        let weak = Arc::downgrade(&app);
+        identity.watch_rules(shutdown.child_token(), move || {
+            let Some(app) = weak.upgrade() else { return };
+            match app.registry.list(&crate::model::ListFilter::default()) {
+                Ok(rows) => {
+                    for r in rows {
+                        app.events.emit(crate::events::Event::ToolsChanged {
+                            name: r.server.name,
+                        });
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot list the servers after the rules changed")
+                }
+            }
+        });
     }
     // Registry snapshots (`/api/registry/events`, `/ws`) and reconciliation with other processes.
     app.feed();

@@ -16,8 +16,13 @@ use super::{Identity, IdentityConfig};
 const DEBOUNCE: Duration = Duration::from_millis(150);
 
 impl Identity {
-    /// Watches the settings file the rules came from (nothing when they came from variables only) until `cancel`.
-    pub fn watch_rules(self: &Arc<Self>, cancel: CancellationToken) {
+    /// Watches the settings file the rules came from (nothing when they came from variables only) until `cancel`;
+    /// `changed` runs after each change of the rules in force.
+    pub fn watch_rules(
+        self: &Arc<Self>,
+        cancel: CancellationToken,
+        changed: impl Fn() + Send + 'static,
+    ) {
         let Some(file) = self.config.file.clone() else {
             return;
         };
@@ -59,7 +64,9 @@ impl Identity {
                 let Some(identity) = identity.upgrade() else {
                     return;
                 };
-                identity.reload(&file);
+                if identity.reload(&file) {
+                    changed();
+                }
             }
         });
     }

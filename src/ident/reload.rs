@@ -101,3 +101,36 @@ fn dir_of(file: &Path) -> PathBuf {
         _ => PathBuf::from("."),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_good_file_replaces_the_rules_a_bad_one_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rules.toml");
+        let text = |servers: &str| {
+            format!("issuer = \"https://as.example\"\n[groups.dev]\nservers = [\"{servers}\"]\n")
+        };
+        std::fs::write(&file, text("one")).unwrap();
+        let identity = Identity::new(IdentityConfig::reread(&file).unwrap().unwrap());
+        assert_eq!(identity.config.file.as_deref(), Some(file.as_path()));
+        let servers = |i: &Identity| i.rules().groups["dev"].servers.clone();
+        assert!(!identity.reload(&file), "unchanged");
+        std::fs::write(&file, text("two")).unwrap();
+        assert!(identity.reload(&file));
+        assert_eq!(servers(&identity), ["two"]);
+        for bad in [
+            "[groups.dev\n",
+            "issuer = \"https://as.example\"\ndefault_group = \"nobody\"\n",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            assert!(!identity.reload(&file), "{bad}");
+            assert_eq!(servers(&identity), ["two"], "the rules in force stay");
+        }
+        std::fs::remove_file(&file).unwrap();
+        assert!(!identity.reload(&file));
+        assert_eq!(servers(&identity), ["two"]);
+    }
+}

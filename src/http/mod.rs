@@ -314,6 +314,12 @@ pub async fn serve(
     }
     let router = router_with(app, security, mode, &cancel);
     let stop = cancel.clone();
+    // Nagle off: an answer's chunks (headers, the SSE event, the end) go out at once instead of waiting for the
+    // client's delayed ACK, which cost 44 ms per MCP request (BENCHMARKS.md, "Identity").
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;

@@ -97,8 +97,8 @@ async fn serve(
     (child, url.trim_end_matches('/').to_owned())
 }
 
-/// A session on `url`'s `/mcp` as `token`: initialized, then `tools/list` posted as is (the request a client sends
-/// each time; rmcp's client adds a floor of about 44 ms per request here, in every mode, which curl does not see).
+/// A session on `url`'s `/mcp` as `token`: initialized, then `tools/list` posted as is, so that what is timed is the
+/// front's work and the HTTP round trip, not a client library's.
 struct Session {
     http: reqwest::Client,
     url: String,

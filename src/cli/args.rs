@@ -172,6 +172,11 @@ pub enum Command {
         /// Where to look for the dashboard's call log.
         #[arg(long, env = "AGENT_DISCOVER_PORT", default_value_t = crate::http::DEFAULT_PORT)]
         port: u16,
+        /// The bearer token to read the dashboard's call log with, when it asks for one (an access token of an
+        /// admin when identity is on: a user's shows only their own calls). Not needed in team mode, where the
+        /// shared call log is read from the database.
+        #[arg(long, env = "AGENT_DISCOVER_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
     /// Import the servers of an MCP client's config file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf,
     /// Codex, Gemini CLI).

@@ -316,8 +316,10 @@ mod leader_lock {
 }
 
 /// The call log of the agent-discover serving the dashboard on 127.0.0.1:`port`, if it uses this database: call logs
-/// live in each process's memory, and that process is the one other tools (the dashboard, REST) talk to.
-pub(super) async fn dashboard_calls(app: &App, port: u16) -> Value {
+/// live in each process's memory, and that process is the one other tools (the dashboard, REST) talk to. `token`
+/// (`--token`, `AGENT_DISCOVER_TOKEN`) is sent as the bearer token when given: the static token, or with identity on
+/// an access token (whose user sees only their own calls unless an admin).
+pub(super) async fn dashboard_calls(app: &App, port: u16, token: Option<&str>) -> Value {
     let base = format!("http://127.0.0.1:{port}");
     // Nothing listening fails at once; a busy server gets a few seconds.
     let client = reqwest::Client::builder()
@@ -329,7 +331,17 @@ pub(super) async fn dashboard_calls(app: &App, port: u16) -> Value {
         let client = client.clone();
         let url = format!("{base}{path}");
         async move {
-            let resp = client?.get(url).send().await.map_err(|e| error_chain(&e))?;
+            let mut req = client?.get(url);
+            if let Some(t) = token {
+                req = req.bearer_auth(t);
+            }
+            let resp = req.send().await.map_err(|e| error_chain(&e))?;
+            if resp.status() == reqwest::StatusCode::UNAUTHORIZED {
+                return Err(format!(
+                    "HTTP {}: give a token with --token or AGENT_DISCOVER_TOKEN",
+                    resp.status()
+                ));
+            }
             if !resp.status().is_success() {
                 return Err(format!("HTTP {}", resp.status()));
             }
@@ -346,7 +358,10 @@ pub(super) async fn dashboard_calls(app: &App, port: u16) -> Value {
     }
     match get("/api/logs?limit=10").await {
         Ok(mut logs) => {
-            logs["from"] = json!(format!("{base}/ (pid {})", status["pid"]));
+            logs["from"] = json!(format!(
+                "the agent-discover serving {base}/ (pid {})",
+                status["pid"]
+            ));
             logs
         }
         Err(e) => unavailable(format!(

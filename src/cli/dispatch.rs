@@ -139,7 +139,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(args) => configs::export(&app, args).await,
         Command::Clients(args) => configs::clients(args),
         Command::Connect(args) => configs::connect(&app, args).await,
-        Command::Status { json, port } => status::status(&app, json, port).await,
+        Command::Status { json, port, token } => {
+            status::status(&app, json, port, token.as_deref()).await
+        }
         Command::Migrate { .. } => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Approvals(cmd) => approvals::run(&app, cmd),

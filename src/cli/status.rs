@@ -1,5 +1,6 @@
-//! `status` from the command line: servers, call metrics, the search mode, the sandbox, and the recent calls of the
-//! agent-discover that serves the dashboard on this database.
+//! `status` from the command line: servers, call metrics, the search mode, the sandbox, and the recent calls: a
+//! team's shared call log read from the database (every replica's calls, with who made each), else the call log of
+//! the agent-discover that serves the dashboard on this database.
 
 use std::io::Write;
 
@@ -10,10 +11,19 @@ use super::dashboard::dashboard_calls;
 use crate::app::App;
 use crate::model::ListFilter;
 
-pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<()> {
+pub(super) async fn status(
+    app: &App,
+    json: bool,
+    port: u16,
+    token: Option<&str>,
+) -> anyhow::Result<()> {
     let rows = app.registry.list(&ListFilter::default())?;
     let metrics = app.registry.store().metrics_overview()?;
-    let calls = dashboard_calls(app, port).await;
+    let calls = if app.calllog.is_shared() {
+        shared_calls(app)
+    } else {
+        dashboard_calls(app, port, token).await
+    };
     let kernel = app.sandbox_kernel();
     if json {
         let mut servers = Vec::with_capacity(rows.len());
@@ -117,17 +127,21 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
         Value::Object(c) if c.contains_key("entries") => {
             writeln!(
                 out,
-                "recent calls (the agent-discover serving {}):",
+                "recent calls ({}):",
                 c["from"].as_str().unwrap_or_default()
             )?;
             for e in c["entries"].as_array().into_iter().flatten() {
-                // Who made it (issue 30) and where, when the entry says.
-                let who = match (e["user"].as_str(), e["replica"].as_str()) {
-                    (Some(u), Some(r)) => format!(" by {u} via {r}"),
-                    (Some(u), None) => format!(" by {u}"),
-                    (None, Some(r)) => format!(" via {r}"),
-                    (None, None) => String::new(),
-                };
+                // Who made it (issue 30: user and OAuth client) and where, when the entry says.
+                let mut who = String::new();
+                if let Some(u) = e["user"].as_str() {
+                    who.push_str(&format!(" by {u}"));
+                }
+                if let Some(c) = e["client"].as_str() {
+                    who.push_str(&format!(" (client {c})"));
+                }
+                if let Some(r) = e["replica"].as_str() {
+                    who.push_str(&format!(" via {r}"));
+                }
                 writeln!(
                     out,
                     "  {} {}__{} {} ms {}{who}",
@@ -146,6 +160,13 @@ pub(super) async fn status(app: &App, json: bool, port: u16) -> anyhow::Result<(
         )?,
     }
     Ok(())
+}
+
+/// The newest calls of a team's shared call log, read from the database this CLI runs on: every replica's, each
+/// naming its user, client and replica (issue 30).
+fn shared_calls(app: &App) -> Value {
+    let (entries, total) = app.calllog.entries(10, 0);
+    json!({"entries": entries, "total": total, "from": "the call log every replica of this database shares"})
 }
 
 /// The sandbox in one line: off, unavailable (and why), or what confines the stdio servers.

@@ -220,6 +220,24 @@ fn router_with(
     // The protected front's visibility rules (issue 30), applied by the proxy to every caller with a principal.
     if let Some(identity) = security.identity() {
         app.proxy.set_visibility(identity.clone());
+        // Its settings file's rules are read again when it changes (`ident::reload`); then every server's lists may
+        // differ for someone: clients are sent list_changed and the dashboard's snapshots are rebuilt.
+        let weak = Arc::downgrade(&app);
+        identity.watch_rules(shutdown.child_token(), move || {
+            let Some(app) = weak.upgrade() else { return };
+            match app.registry.list(&crate::model::ListFilter::default()) {
+                Ok(rows) => {
+                    for r in rows {
+                        app.events.emit(crate::events::Event::ToolsChanged {
+                            name: r.server.name,
+                        });
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot list the servers after the rules changed")
+                }
+            }
+        });
     }
     // Registry snapshots (`/api/registry/events`, `/ws`) and reconciliation with other processes.
     app.feed();
@@ -298,6 +316,12 @@ pub async fn serve(
     // table) for every connection, 140k instructions each (BENCHMARKS.md, "Every relay path, second pass").
     let router = router_with(app, security, mode, &cancel).with_state(());
     let stop = cancel.clone();
+    // Nagle off: an answer's chunks (headers, the SSE event, the end) go out at once instead of waiting for the
+    // client's delayed ACK, which cost 44 ms per MCP request (BENCHMARKS.md, "Identity").
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(listener, router.into_make_service())
         .with_graceful_shutdown(async move {
             shutdown.await;

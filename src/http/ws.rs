@@ -246,10 +246,12 @@ pub(crate) async fn upgrade(
     ws: WebSocketUpgrade,
 ) -> Response {
     let hub = state.hub.clone();
-    // A team's user who is not an admin sees only their part of the stream (`ws_view.rs`, issue 30).
-    let viewer = principal
-        .map(|axum::Extension(p)| p)
-        .filter(|p| !state.app.proxy.sees_all(Some(p)));
+    // A team's user sees the stream as theirs: their own authorization of per-user servers, and, when not an admin,
+    // only their part of it (`ws_view.rs`, issue 30).
+    let viewer = principal.map(|axum::Extension(p)| super::ws_view::Viewer {
+        restricted: !state.app.proxy.sees_all(Some(&p)),
+        principal: p,
+    });
     if hub.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
         hub.connections.fetch_sub(1, Ordering::SeqCst);
         return ApiError::new(
@@ -267,20 +269,21 @@ pub(crate) async fn upgrade(
         })
 }
 
-async fn connection(
-    mut socket: WebSocket,
-    hub: &Hub,
-    viewer: Option<Arc<ad_core::identity::Principal>>,
-) {
-    // What this connection may see of a message: all of it, or a restricted viewer's part.
-    let view = |m: Utf8Bytes| match &viewer {
-        None => Some(m),
-        Some(p) => super::ws_view::for_viewer(&hub.app, p, m),
+async fn connection(mut socket: WebSocket, hub: &Hub, viewer: Option<super::ws_view::Viewer>) {
+    // What this connection may see of a message: all of it, or its viewer's own view.
+    let view = |m: Utf8Bytes| {
+        let viewer = viewer.as_ref();
+        async move {
+            match viewer {
+                None => Some(m),
+                Some(v) => super::ws_view::for_viewer(&hub.app, v, m).await,
+            }
+        }
     };
     // Subscribe before reading the snapshot, so no change between the two is missed.
     let mut rx = hub.tx.subscribe();
     let mut registry = hub.app.subscribe_registry();
-    if let Some(first) = view(hub.latest().1)
+    if let Some(first) = view(hub.latest().1).await
         && socket.send(Message::Text(first)).await.is_err()
     {
         return;
@@ -290,7 +293,7 @@ async fn connection(
             snapshot = registry.next() => {
                 let Some(snapshot) = snapshot else { return };
                 let msg = json!({"type": "registry", "seq": snapshot.seq, "servers": snapshot.servers}).to_string();
-                let Some(msg) = view(Utf8Bytes::from(msg)) else { continue };
+                let Some(msg) = view(Utf8Bytes::from(msg)).await else { continue };
                 if socket.send(Message::Text(msg)).await.is_err() {
                     return;
                 }
@@ -305,7 +308,7 @@ async fn connection(
                     Err(broadcast::error::RecvError::Lagged(_)) => hub.latest().1,
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
-                let Some(out) = view(out) else { continue };
+                let Some(out) = view(out).await else { continue };
                 if socket.send(Message::Text(out)).await.is_err() {
                     return;
                 }
@@ -313,7 +316,7 @@ async fn connection(
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Text(t))) => {
                     let reply = match serde_json::from_str::<serde_json::Value>(&t) {
-                        Ok(v) if v["type"] == "refresh" => match view(hub.latest().1) {
+                        Ok(v) if v["type"] == "refresh" => match view(hub.latest().1).await {
                             Some(m) => m,
                             None => continue,
                         },

@@ -34,6 +34,9 @@ pub struct IdentityConfig {
     pub jwks_uri: Option<String>,
     pub introspection: Option<Endpoint>,
     pub rules: Rules,
+    /// The file the settings were read from, if any: its visibility rules are read again when it changes
+    /// (`super::reload`).
+    pub file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -133,12 +136,24 @@ impl IdentityConfig {
                 groups: file.groups,
                 default_group,
             },
+            file: path,
         }))
     }
 
     /// [`IdentityConfig::load`] from the process environment.
     pub fn from_env(data_dir: &Path) -> Result<Option<IdentityConfig>, String> {
         IdentityConfig::load(data_dir, |k| std::env::var(k).ok())
+    }
+
+    /// The settings read again from `file` (and the process environment, which still overrides it).
+    pub fn reread(file: &Path) -> Result<Option<IdentityConfig>, String> {
+        IdentityConfig::load(file.parent().unwrap_or(Path::new(".")), |k| {
+            if k == ENV_CONFIG {
+                Some(file.display().to_string())
+            } else {
+                std::env::var(k).ok()
+            }
+        })
     }
 }
 

@@ -8,6 +8,7 @@ pub mod config;
 pub mod introspect;
 pub mod jwt;
 pub mod keys;
+pub mod reload;
 pub mod rules;
 
 use std::sync::Arc;
@@ -36,6 +37,8 @@ pub struct Identity {
     keys: keys::Keys,
     introspector: introspect::Introspector,
     http: reqwest::Client,
+    /// The visibility rules in force: `config.rules` at start, replaced when the settings file changes (`reload`).
+    rules: std::sync::RwLock<Rules>,
 }
 
 impl std::fmt::Debug for Identity {
@@ -63,13 +66,19 @@ impl Identity {
             keys: keys::Keys::new(config.issuer.clone(), config.jwks_uri.clone(), http.clone()),
             introspector: introspect::Introspector::default(),
             http,
+            rules: std::sync::RwLock::new(config.rules.clone()),
             config,
         })
     }
 
-    /// The visibility rules (shared with the proxy, which enforces them on every call).
-    pub fn rules(&self) -> &Rules {
-        &self.config.rules
+    /// The visibility rules in force (shared with the proxy, which enforces them on every call).
+    pub fn rules(&self) -> std::sync::RwLockReadGuard<'_, Rules> {
+        self.rules.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces the visibility rules (the settings file changed).
+    pub fn set_rules(&self, rules: Rules) {
+        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = rules;
     }
 
     /// The audiences a token may name for a request to `resource` (this endpoint's canonical URI): the configured
@@ -199,10 +208,10 @@ impl Identity {
 
 impl crate::proxy::visibility::Rule for Identity {
     fn allows(&self, p: &Principal, server: &str, tool: Option<&str>) -> bool {
-        self.config.rules.allows(p, server, tool)
+        self.rules().allows(p, server, tool)
     }
     fn is_admin(&self, p: &Principal) -> bool {
-        self.config.rules.is_admin(p)
+        self.rules().is_admin(p)
     }
 }
 

@@ -349,6 +349,30 @@ async fn each_user_sees_their_own_authorization_of_a_per_user_server() {
         state_of(&url_b),
         "each user has their own"
     );
+    // The dashboard's stream shows each user their own authorization too, admins included (issue 30): the `state`
+    // and `registry` snapshots name the viewer's own URL and no one else's.
+    let ws_url = format!("{}/ws", r.url.replace("http://", "ws://"));
+    let views = [
+        (&alice_token, Some(&url_a), [&url_b, &own_url]),
+        (&bob_token, Some(&url_b), [&url_a, &own_url]),
+        (&root, None, [&url_a, &url_b]),
+    ];
+    for (t, mine, others) in views {
+        let (messages, rows) = ws_rows(&ws_url, t).await;
+        for row in &rows {
+            assert_eq!(row["status"], "authenticating", "{row}");
+            let url = row["authUrl"].as_str().expect("an authUrl of their own");
+            if let Some(mine) = mine {
+                assert_eq!(url, mine.as_str(), "{row}");
+            }
+        }
+        for other in others {
+            assert!(
+                !messages.contains(&state_of(other)),
+                "a stream shows no one else's URL: {messages}"
+            );
+        }
+    }
     let item = get_json(&http, &format!("{}/api/servers/tiny", r.url), &alice_token).await;
     assert_eq!(
         item["authUrl"],
@@ -403,6 +427,12 @@ async fn each_user_sees_their_own_authorization_of_a_per_user_server() {
         .await
         .unwrap();
     assert_eq!(harness::text(&r2), "pong");
+    let (messages, rows) = ws_rows(&ws_url, &alice_token).await;
+    for row in &rows {
+        assert_eq!(row["status"], "ready", "alice's stream: {row}");
+        assert!(row.get("authUrl").is_none(), "{row}");
+    }
+    assert!(!messages.contains(&state_of(&url_b)), "{messages}");
     let b = row(list(bob_token.clone()).await);
     assert_eq!(b["status"], "authenticating", "bob still has to: {b}");
     assert_eq!(b["authUrl"], url_b.as_str());
@@ -657,5 +687,190 @@ async fn a_2026_childs_listen_streams_and_tasks_are_each_users_own() {
     assert!(
         tasks.iter().all(|n| n == &format!("tasks/get Bearer {xa}")),
         "every tasks request that reached the server was alice's, with her token: {tasks:?}"
+    );
+}
+
+/// The first `state` and `registry` messages of a `/ws` stream opened with `token` (both as text), and the row of
+/// `tiny` in each.
+async fn ws_rows(ws_url: &str, token: &str) -> (String, Vec<Value>) {
+    let bearer = format!("Bearer {token}");
+    let mut ws = crate::http::ws_connect(ws_url, &[("authorization", bearer.as_str())])
+        .await
+        .expect("a user opens /ws");
+    let limit = Duration::from_secs(20);
+    let state = crate::http::next_message(&mut ws, limit, |m| m["type"] == "state").await;
+    let registry = crate::http::next_message(&mut ws, limit, |m| m["type"] == "registry").await;
+    let tiny = |m: &Value| {
+        m["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "tiny")
+            .cloned()
+            .unwrap_or_else(|| panic!("tiny is listed: {m}"))
+    };
+    (
+        format!("{state}\n{registry}"),
+        vec![tiny(&state), tiny(&registry)],
+    )
+}
+
+/// The rules file is read again when it changes (issue 30): a user's tools follow it on the running front, and a file
+/// that does not read keeps the rules in force and says so on stderr.
+#[tokio::test]
+async fn the_rules_file_is_read_again_when_it_changes() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = protected_env(&auth, dir.path());
+    let rules = dir.path().join("identity-rules.toml");
+    let mut cmd = harness::command(dir.path(), &["serve", "--port", "0"]);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let stderr = child.stderr.take().unwrap();
+    let url = tokio::time::timeout(Duration::from_secs(60), out.next_line())
+        .await
+        .expect("serve printed no URL")
+        .unwrap()
+        .expect("serve exited");
+    let r = replicas::Replica {
+        child,
+        url: url.trim_end_matches('/').to_owned(),
+    };
+    // stderr, line by line, for the reload's own messages.
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let mut err = tokio::io::BufReader::new(stderr).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(l)) = err.next_line().await {
+            let _ = tx.send(l);
+        }
+    });
+    let http = reqwest::Client::new();
+    let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
+    let root = token("root");
+    crate::identity::register(&http, &r, &root, "one").await;
+    crate::identity::register(&http, &r, &root, "two").await;
+    let alice = client_as(&r.url, &token("alice")).await;
+    let servers_of = |tools: Vec<String>| {
+        let mut s: Vec<String> = tools
+            .iter()
+            .filter_map(|t| t.split("__").next().map(str::to_owned))
+            .filter(|s| s == "one" || s == "two")
+            .collect();
+        s.dedup();
+        s
+    };
+    let before = servers_of(crate::identity::tool_names(&alice.0).await);
+    assert_eq!(before, ["one"], "dev sees one at start");
+
+    // The file now gives dev the server `two` instead (written whole, then renamed over the old one).
+    let write = |text: &str| {
+        let tmp = dir.path().join("rules.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &rules).unwrap();
+    };
+    write(&crate::identity::RULES.replace(
+        "[groups.dev]\nservers = [\"one\"]",
+        "[groups.dev]\nservers = [\"two\"]",
+    ));
+    // Woken by the tools/list_changed the reload sends.
+    replicas::wait_tools(&alice.0, &alice.1, "alice's tools follow the file", |t| {
+        servers_of(t.to_vec()) == ["two"]
+    })
+    .await;
+    wait_line(&mut lines, "identity rules reloaded").await;
+    let hidden = alice
+        .0
+        .call_tool(
+            CallToolRequestParams::new("one__echo")
+                .with_arguments(serde_json::from_value(json!({"text": "x"})).unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(harness::parse(&hidden)["kind"], "tool_not_found");
+
+    // A file that does not read keeps the rules in force.
+    write("admin_groups = [\"admins\"\n[groups.dev");
+    wait_line(&mut lines, "the previous rules stay").await;
+    let kept = servers_of(crate::identity::tool_names(&alice.0).await);
+    assert_eq!(kept, ["two"], "the last good rules stay");
+}
+
+/// Waits (bounded) for a line of `lines` that contains `needle`.
+async fn wait_line(lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>, needle: &str) {
+    let found = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(l) = lines.recv().await {
+            if l.contains(needle) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        found,
+        Ok(true),
+        "no stderr line with `{needle}` within 30 s"
+    );
+}
+
+/// `agent-discover status` with identity on and no shared call log reads the serving front's call log with the token
+/// it is given (`--token` or `AGENT_DISCOVER_TOKEN`), and shows who made each call; without one it says how to.
+#[tokio::test]
+async fn status_reads_the_fronts_call_log_with_a_token() {
+    let auth = TestAs::start(users(), "mcp").await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = protected_env(&auth, dir.path());
+    let r = replicas::replica(dir.path(), &env).await;
+    let token = |sub: &str| auth.sign(&auth.mint_for(sub, &format!("{}/mcp", r.url)));
+    let http = reqwest::Client::new();
+    crate::identity::register(&http, &r, &token("root"), "one").await;
+    let alice = client_as(&r.url, &token("alice")).await;
+    let said = alice
+        .0
+        .call_tool(
+            CallToolRequestParams::new("one__echo")
+                .with_arguments(serde_json::from_value(json!({"text": "hi"})).unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(harness::text(&said), "hi");
+    let port = r.url.rsplit(':').next().unwrap().to_owned();
+    let status = |with: Option<String>| {
+        let mut cmd = harness::command(dir.path(), &["status", "--json", "--port", &port]);
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        if let Some(t) = with {
+            cmd.env("AGENT_DISCOVER_TOKEN", t);
+        }
+        async move {
+            let out = cmd.output().await.unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()["calls"].clone()
+        }
+    };
+    let calls = status(Some(token("root"))).await;
+    let entry = calls["entries"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["tool"] == "echo"))
+        .unwrap_or_else(|| panic!("the echo call is listed: {calls}"))
+        .clone();
+    assert_eq!(entry["user"], format!("{}#alice", auth.issuer), "{entry}");
+    assert_eq!(entry["client"], "test-client", "{entry}");
+    let refused = status(None).await;
+    assert!(
+        refused["unavailable"]
+            .as_str()
+            .is_some_and(|u| u.contains("--token")),
+        "{refused}"
     );
 }

@@ -310,7 +310,7 @@ pub async fn client_as(url: &str, token: &str) -> Client {
     (client, seen)
 }
 
-async fn tool_names(
+pub(crate) async fn tool_names(
     c: &rmcp::service::RunningService<rmcp::RoleClient, harness::TestClient>,
 ) -> Vec<String> {
     c.list_all_tools()
@@ -322,7 +322,7 @@ async fn tool_names(
 }
 
 /// Registers the fixture as `name` through `r` as the admin and activates it.
-async fn register(http: &reqwest::Client, r: &Replica, admin: &str, name: &str) {
+pub(crate) async fn register(http: &reqwest::Client, r: &Replica, admin: &str, name: &str) {
     let created = http
         .post(format!("{}/api/servers", r.url))
         .bearer_auth(admin)
@@ -660,6 +660,25 @@ async fn two_users_on_two_postgres_replicas() {
         .unwrap()
         .status();
     assert_eq!(status, 403);
+    // `agent-discover status` on the team's database lists the recent calls with user, client and replica.
+    let cli = tempfile::tempdir().unwrap();
+    let mut cmd = harness::command(cli.path(), &["status"]);
+    cmd.env("AGENT_DISCOVER_DATABASE_URL", &db)
+        .env("AGENT_DISCOVER_MASTER_KEY", KEY);
+    let out = cmd.output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for (key, call) in [(&alice_key, "one__echo"), (&bob_key, "two__echo")] {
+        let (replica, by) = (
+            if call == "one__echo" { "r0" } else { "r1" },
+            format!("by {key} "),
+        );
+        let tail = format!("(client test-client) via {replica}");
+        let found = text
+            .lines()
+            .any(|l| l.contains(call) && l.contains(&by) && l.ends_with(&tail));
+        assert!(found, "no {call} {by}{tail} in {text}");
+    }
     drop(dirs);
 }
 

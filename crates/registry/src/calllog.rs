@@ -339,6 +339,11 @@ impl CallLog {
         id
     }
 
+    /// Whether calls go to the call log a team's replicas share (which every replica's calls are read from).
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
     /// Newest first, skipping `offset`; also returns how many entries there are. A shared call log is read from the
     /// store (every replica's calls, this one's waiting calls appended first); if that fails, from memory.
     pub fn entries(&self, limit: usize, offset: usize) -> (Vec<LogEntry>, usize) {

@@ -278,12 +278,7 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
                 "",
             )
             .await;
-            stages.extend(again.stages.iter().map(|s| StageTime {
-                stage: format!("{} (after scripts)", s.stage),
-                ..s.clone()
-            }));
-            left_behind += again.left_behind;
-            attempt = again;
+            attempt = followed(again, "after scripts", &mut stages, &mut left_behind);
             diagnosis = classify::diagnose(&attempt);
         }
     }
@@ -321,12 +316,7 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
             "n",
         )
         .await;
-        stages.extend(again.stages.iter().map(|s| StageTime {
-            stage: format!("{} (newer node)", s.stage),
-            ..s.clone()
-        }));
-        left_behind += again.left_behind;
-        attempt = again;
+        attempt = followed(again, "newer node", &mut stages, &mut left_behind);
         diagnosis = classify::diagnose(&attempt);
         runtime = Some(c);
     }
@@ -355,12 +345,7 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
             "d",
         )
         .await;
-        stages.extend(again.stages.iter().map(|s| StageTime {
-            stage: format!("{} (dated dependencies)", s.stage),
-            ..s.clone()
-        }));
-        left_behind += again.left_behind;
-        attempt = again;
+        attempt = followed(again, "dated dependencies", &mut stages, &mut left_behind);
         diagnosis = classify::diagnose(&attempt);
     }
     flags.extend(runtime_flags);
@@ -666,4 +651,20 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
+}
+
+/// A further attempt's outcome in place of the last: its stages recorded with `why` (`start (newer node)`), its
+/// processes left behind counted.
+fn followed(
+    again: probe::Attempt,
+    why: &str,
+    stages: &mut Vec<StageTime>,
+    left_behind: &mut usize,
+) -> probe::Attempt {
+    stages.extend(again.stages.iter().map(|s| StageTime {
+        stage: format!("{} ({why})", s.stage),
+        ..s.clone()
+    }));
+    *left_behind += again.left_behind;
+    again
 }

@@ -29,17 +29,8 @@ pub(crate) fn drift_signature<'a>(lines: impl IntoIterator<Item = &'a str>) -> O
 
 /// `YYYY-MM-DDT00:00:00Z` of day `day` since the Unix epoch.
 pub(crate) fn day_stamp(day: i64) -> String {
-    // Civil date from days (Howard Hinnant's algorithm).
-    let z = day + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T00:00:00Z")
+    let stamp = ad_core::clock::rfc3339_signed(day * 86_400_000);
+    format!("{}T00:00:00Z", &stamp[..10])
 }
 
 /// The first day `d` in `(lo, hi]` for which `ok(d)` holds, given `ok` is monotonic (false up to some day, then

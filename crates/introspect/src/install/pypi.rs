@@ -75,13 +75,7 @@ pub(super) async fn pypi(
         Some(v) => format!("{}=={v}", target.package),
         None => target.package.clone(),
     };
-    let dir = options
-        .cache_dir
-        .join("pypi")
-        .join(slug(&match &target.version {
-            Some(v) => format!("{norm}=={v}"),
-            None => norm.clone(),
-        }));
+    let dir = env_dir(options, target, &norm);
     let t = Instant::now();
     let mut flags_sdist = false;
     // A dated install has its own environment beside the first (which stays usable when it fails).
@@ -311,6 +305,17 @@ pub(super) async fn pypi(
     })
 }
 
+/// The environment of `target` (normalised name `norm`) in the cache.
+fn env_dir(options: &Options, target: &Target, norm: &str) -> PathBuf {
+    options
+        .cache_dir
+        .join("pypi")
+        .join(slug(&match &target.version {
+            Some(v) => format!("{norm}=={v}"),
+            None => norm.to_owned(),
+        }))
+}
+
 /// Installs `target` (at `version`, the one installed) again with its dependencies as of its release day (see
 /// `dated`): `None` without uv or when the release day is not found; the new install (or why it failed) otherwise.
 pub(crate) async fn reinstall_dated(
@@ -321,13 +326,7 @@ pub(crate) async fn reinstall_dated(
 ) -> Option<Result<Installed, Diagnosis>> {
     let uv = uv_program()?;
     let norm = normalize_pypi(&target.package);
-    let dir = options
-        .cache_dir
-        .join("pypi")
-        .join(slug(&match &target.version {
-            Some(v) => format!("{norm}=={v}"),
-            None => norm.clone(),
-        }));
+    let dir = env_dir(options, target, &norm);
     let env = uv_env_from_pip(|k| std::env::var(k).ok());
     let t = Instant::now();
     let cut = super::dated::release_cutoff(

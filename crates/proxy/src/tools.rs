@@ -500,7 +500,12 @@ impl Inner {
         };
         match child.peer.list_all_tools().await {
             Ok(tools) => {
-                *lock(&child.tools) = self.registry.gate_tools(child.server_id, name, tools);
+                // The list is held while the pins are checked and written: a call that finds a tool's changed pin
+                // pending in the database (another request may read it there) waits for the list that withholds it.
+                {
+                    let mut listed = lock(&child.tools);
+                    *listed = self.registry.gate_tools(child.server_id, name, tools);
+                }
                 self.gate_approvals(&child);
                 let _ = self
                     .registry

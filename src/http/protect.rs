@@ -83,7 +83,7 @@ pub(crate) async fn admit(
         .or_else(|| super::security::bearer(req.headers()))
         .or(cookie_token);
     let Some(token) = presented else {
-        return Err(challenge(identity, &meta_url, Denied::Missing));
+        return Err(drained(req, challenge(identity, &meta_url, Denied::Missing)).await);
     };
     let audiences = identity.audiences(&base, &resource);
     match identity.validate(&token, &audiences).await {
@@ -92,21 +92,29 @@ pub(crate) async fn admit(
                 return Err(super::security::login_redirect(&t));
             }
             if !identity.rules().is_admin(&principal) && !for_users(req.method(), &path) {
-                return Err(ApiError::new(
+                let forbidden = ApiError::new(
                     StatusCode::FORBIDDEN,
                     "forbidden",
                     "only an administrator of this server may use this route (see docs/identity.md)",
-                )
-                .into_response());
+                );
+                return Err(drained(req, forbidden.into_response()).await);
             }
             req.extensions_mut().insert(Arc::new(principal));
             Ok(req)
         }
         Err(denied) => {
             tracing::info!(path, reason = ?denied, "refused a request's access token");
-            Err(challenge(identity, &meta_url, denied))
+            Err(drained(req, challenge(identity, &meta_url, denied)).await)
         }
     }
+}
+
+/// `refusal`, sent once the refused request's body is read (up to 4 MiB): hyper closes a connection whose request
+/// body has not all arrived when the answer is written, and a client that sends its retry (with a token) on that
+/// kept-alive connection meanwhile sees it closed without an answer.
+async fn drained(req: Request, refusal: Response) -> Response {
+    let _ = axum::body::to_bytes(req.into_body(), 4 << 20).await;
+    refusal
 }
 
 /// What a user who is not an admin may reach: MCP, finding and calling the tools their groups may see, their own

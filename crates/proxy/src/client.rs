@@ -152,7 +152,9 @@ impl ClientHandler for ChildClient {
         _context: NotificationContext<RoleClient>,
     ) {
         if let Some(inner) = self.proxy.upgrade() {
-            inner.forward_log(&self.server, params).await;
+            inner
+                .forward_log(&self.server, params, self.logs_counted)
+                .await;
         }
     }
 

@@ -409,8 +409,18 @@ impl Inner {
     /// set (the child may have been set lower for a 2026-07-28 caller); aggregated clients get `logger` naming the
     /// server (`server` or `server/logger`), per-server clients get it unchanged. And to the 2026-07-28 requests
     /// waiting on this server that asked for it, at or above their own level, on their own streams.
-    pub(super) async fn forward_log(&self, server: &str, params: LoggingMessageNotificationParam) {
-        let _forwarding = LogForward::start(&self.logs_in_flight);
+    /// `counted`: the child's transport counted this message when it read it (`typed.rs`).
+    pub(super) async fn forward_log(
+        &self,
+        server: &str,
+        params: LoggingMessageNotificationParam,
+        counted: bool,
+    ) {
+        let _forwarding = if counted {
+            LogForward(&self.logs_in_flight)
+        } else {
+            LogForward::start(&self.logs_in_flight)
+        };
         let mut named = params.clone();
         named.logger = Some(match &params.logger {
             Some(l) if !l.is_empty() => format!("{server}/{l}"),

@@ -71,6 +71,7 @@ impl Inner {
             proxy: Arc::downgrade(self),
             server: server.name.clone(),
             legacy_session: false,
+            logs_counted: false,
         };
         let stderr = Arc::new(StderrRing::default());
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -167,6 +168,11 @@ impl Inner {
                         inner.on_child_exit(&name, &cause, &ring);
                     }
                 });
+                let transport = transport.with_logs_counted(Arc::downgrade(self));
+                let handler = ChildClient {
+                    logs_counted: true,
+                    ..handler
+                };
                 let mut exit_watch = exit_rx.clone();
                 let connect = async {
                     tokio::select! {

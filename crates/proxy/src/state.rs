@@ -288,6 +288,9 @@ pub struct ChildClient {
     pub(super) server: String,
     /// The handler of a child's [`LegacySession`]: its progress tokens are told apart with [`legacy_token`].
     pub(super) legacy_session: bool,
+    /// Its transport counted each log message as it read it (`typed.rs`, before rmcp hands the message to a task of
+    /// its own): forwarding one ends that count instead of starting one (`forward::flush_logs`).
+    pub(super) logs_counted: bool,
 }
 
 /// The key of a progress route for a call made on a child's [`LegacySession`]: rmcp numbers progress tokens per

@@ -6,12 +6,12 @@
 //! line's envelope is read as `envelope.rs` says.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcError, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage, ServerNotification,
+    ClientJsonRpcMessage, ClientNotification, ErrorData, GetMeta, JsonRpcError, JsonRpcMessage,
+    RequestId, ServerJsonRpcMessage, ServerNotification,
 };
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::JsonRpcMessageCodec;
@@ -22,7 +22,7 @@ use tokio_util::codec::Decoder;
 use crate::coalesce::CoalescingWriter;
 use crate::envelope::{Expect, Parts};
 use crate::relay::{ChildLane, FrontLane};
-use crate::state::ProgressSeen;
+use crate::state::{Inner, ProgressSeen};
 
 /// Requests awaiting an answer are forgotten past this many (a child that never answers must not grow the map).
 const MAX_PENDING: usize = 4096;
@@ -57,6 +57,8 @@ pub struct TypedChildTransport<R, W> {
     lane: Option<Arc<ChildLane>>,
     /// Fronts with fast-lane answers or progress framed but not yet written: flushed once per batch read.
     dirty: Vec<Arc<FrontLane>>,
+    /// The proxy whose log messages in flight this transport counts as it reads them (`forward::flush_logs`).
+    logs: Option<Weak<Inner>>,
 }
 
 impl<R, W> TypedChildTransport<R, W>
@@ -75,6 +77,7 @@ where
             progress_seen: Arc::default(),
             lane: None,
             dirty: Vec::new(),
+            logs: None,
         }
     }
 
@@ -97,6 +100,13 @@ where
     /// Routes the answers and progress of fast-lane calls to `lane`.
     pub(crate) fn with_lane(mut self, lane: Arc<ChildLane>) -> Self {
         self.lane = Some(lane);
+        self
+    }
+
+    /// Counts each log message read into `inner`'s messages in flight: rmcp forwards it from a task of its own, which
+    /// may start after the answer read next, so the count must start here for the call to wait for it.
+    pub(crate) fn with_logs_counted(mut self, inner: Weak<Inner>) -> Self {
+        self.logs = Some(inner);
         self
     }
 
@@ -278,6 +288,14 @@ where
                 let s = seen.entry(p.params.progress_token.clone()).or_default();
                 s.count += 1;
                 s.order.push_back(p.params.progress);
+            }
+            // A log message rmcp will hand to the handler (one tagged for a subscription goes to that stream instead).
+            if let JsonRpcMessage::Notification(n) = &m
+                && let ServerNotification::LoggingMessageNotification(_) = &n.notification
+                && n.notification.get_meta().subscription_id().is_none()
+                && let Some(inner) = self.logs.as_ref().and_then(Weak::upgrade)
+            {
+                inner.logs_in_flight.send_modify(|n| *n += 1);
             }
             self.flush_fronts();
             return Some(m);

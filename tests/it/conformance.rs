@@ -127,6 +127,10 @@ pub(crate) async fn run_suite_package(
         let list: Vec<Value> = serde_json::from_slice(&json).unwrap();
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         for c in list {
+            // Shown with the test's output when it fails: what the suite said about a check that did not pass.
+            if matches!(c["status"].as_str(), Some("FAILURE" | "WARNING")) {
+                eprintln!("conformance {url} {scenario}: {c}");
+            }
             let id = c["id"].as_str().unwrap().to_owned();
             let n = seen.entry(id.clone()).or_default();
             checks.insert(

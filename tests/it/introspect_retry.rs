@@ -2,7 +2,8 @@
 //! (no registry): a choice its error lists for a value it quotes, then options it names whose flags only its `--help`
 //! shows (a third attempt); a configuration file its schema refused (the skeleton of the package's shipped example);
 //! a credentials variable that points at an OAuth key file; and a secret set but still called missing (its value
-//! looked like a template).
+//! looked like a template). Also (npm top 120, fifth round): a configuration file not found up the tree, given through
+//! the help's optional `--config <path>`; an ES module import without its `.js`, resolved by a hook.
 
 use agent_discover::introspect::{self, Category, Record, Target};
 
@@ -149,6 +150,115 @@ async fn what_a_failed_second_pass_names_is_filled_in_a_third() {
         r.flags
     );
 
+    for r in &records {
+        assert_eq!(r.left_behind, 0, "{}", r.key);
+    }
+}
+
+/// `package` with `"type": "module"`: its bin imports `./helper` (no `.js`), as published packages built for a
+/// bundler do, then runs the fixture server.
+fn esm_package(dir: &std::path::Path, name: &str) -> String {
+    let root = dir.join(name).join("package");
+    std::fs::create_dir_all(root.join("dist")).unwrap();
+    std::fs::write(
+        root.join("package.json"),
+        serde_json::json!({"name": name, "version": "1.0.0", "type": "module", "bin": {name: "dist/server.js"}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("dist").join("helper.js"),
+        "export const ready = true;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("dist").join("server.js"),
+        format!(
+            "#!/usr/bin/env node\nimport {{ ready }} from './helper';\nimport {{ spawnSync }} from 'node:child_process';\n\
+             const r = spawnSync({bin:?}, ['--name', {name:?}], {{ stdio: 'inherit' }});\n\
+             process.exit(ready && r.status !== null ? r.status : 1);\n",
+            bin = crate::harness::fixture(),
+        ),
+    )
+    .unwrap();
+    let tgz = dir.join(format!("{name}.tgz"));
+    let status = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(dir.join(name))
+        .arg("package")
+        .status()
+        .expect("tar");
+    assert!(status.success());
+    tgz.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_not_found_up_the_tree_and_an_import_without_its_extension() {
+    let pkgs = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    // Walks up from its working directory for `fixture.config.json` (in the sandbox the folders above are refused:
+    // EACCES; without it, it reaches the root and says so); its help offers `--config <path>`, which is not required.
+    let walk = package(
+        pkgs.path(),
+        "fixture-walk-config",
+        "# svc\n",
+        "const a = process.argv.slice(2), fs = require('fs'), path = require('path');\n\
+         if (a.includes('--help')) { console.log('Usage:\\n  $ fixture-walk-config [command]\\n\\nOptions:\\n  -c, --config <path>  Path to fixture config file\\n  --silent             Suppress logs\\n  -h, --help           Display this message'); process.exit(0); }\n\
+         const i = a.indexOf('--config');\n\
+         if (i < 0) { let d = process.cwd(); for (;;) { if (fs.readdirSync(d).includes('fixture.config.json')) break; const up = path.dirname(d); if (up === d) { console.error('Cannot find config file `fixture.config.json`.'); process.exit(1); } d = up; } }\n\
+         else { JSON.parse(fs.readFileSync(a[i + 1], 'utf8')); }",
+    );
+    let esm = esm_package(pkgs.path(), "fixture-esm-extensionless");
+    let targets: Vec<Target> = [&walk, &esm]
+        .iter()
+        .map(|p| Target::npm(p).unwrap())
+        .collect();
+    let records = introspect::run_batch(targets.clone(), &options(cache.path()), |_| {}).await;
+    let get = |i: usize| {
+        records
+            .iter()
+            .find(|r| r.key == targets[i].key())
+            .unwrap_or_else(|| panic!("no record for {}", targets[i].key()))
+    };
+    let summary = |r: &Record| {
+        format!(
+            "{}: {:?} {} {:?} {:?} {:?}",
+            r.key, r.category, r.evidence, r.placeholders, r.flags, r.stages
+        )
+    };
+
+    // It did not find its configuration: the help's optional `--config <path>` gets a file (JSON `{}`).
+    let r = get(0);
+    assert_eq!(r.category, Category::Ok, "{}", summary(r));
+    assert_eq!(
+        r.first_pass.as_ref().map(|f| f.category),
+        Some(Category::NeedsConfig),
+        "{}",
+        summary(r)
+    );
+    let file = &placeholder(r, "--config").value;
+    assert!(file.ends_with("config_path.json"), "{file}");
+    assert!(r.placeholders.iter().all(|p| p.name != "--silent"));
+
+    // `./helper` without `.js`: started again with the resolve hook in NODE_OPTIONS, listed without placeholders.
+    let r = get(1);
+    assert_eq!(r.category, Category::Ok, "{}", summary(r));
+    assert!(r.placeholders.is_empty(), "{}", summary(r));
+    assert!(
+        r.flags.iter().any(
+            |f| f.starts_with("esm resolver: an import without its extension")
+                && f.contains("dist/helper.js")
+        ),
+        "{}",
+        summary(r)
+    );
+    assert!(
+        r.stages.iter().any(|s| s.stage.ends_with("(esm resolver)")),
+        "{}",
+        summary(r)
+    );
     for r in &records {
         assert_eq!(r.left_behind, 0, "{}", r.key);
     }

@@ -264,4 +264,15 @@ mod tests {
         a.end = crate::probe::End::ListError("cannot read properties of undefined".into());
         assert_eq!(diagnose(&a).category, Category::ToolsListError);
     }
+
+    #[test]
+    fn a_folder_above_the_working_directory_refused_is_a_missing_configuration() {
+        let mut a = crate::probe::Attempt::new();
+        a.end = crate::probe::End::Exited;
+        a.exit = Some("exit code 1".into());
+        a.stderr = vec!["EACCES: permission denied, scandir '/d/introspect/scratch/9-2'".into()];
+        assert_eq!(diagnose(&a).category, Category::NeedsConfig);
+        a.stderr = vec!["Error: boom".into()];
+        assert_eq!(diagnose(&a).category, Category::CrashedOnStart);
+    }
 }

@@ -30,6 +30,9 @@ pub(crate) struct HelpNeeds {
     pub options: Vec<OptionNeed>,
     /// An option that selects the stdio transport (`--stdio`, `--transport <stdio|sse>`), required or not.
     pub stdio_switch: Option<OptionNeed>,
+    /// An option that names the server's configuration file (`-c, --config <path>  Path to panda config file`),
+    /// required or not: given a file when the server could not find its configuration by itself.
+    pub config_option: Option<OptionNeed>,
     /// The usage line, for the record.
     pub usage: Option<String>,
 }
@@ -40,6 +43,7 @@ impl HelpNeeds {
             && self.positionals.is_empty()
             && self.options.is_empty()
             && self.stdio_switch.is_none()
+            && self.config_option.is_none()
     }
 }
 
@@ -288,6 +292,8 @@ pub(crate) fn parse(text: &str) -> HelpNeeds {
             }
         }
     }
+    // An option that takes the configuration file's path, among all options.
+    needs.config_option = lines.iter().find_map(|l| config_option(l));
     // A stdio switch among all options.
     for l in &lines {
         let trimmed = l.trim_start();
@@ -459,6 +465,25 @@ fn option_of(line: &str) -> Option<OptionNeed> {
             .then(|| "value".to_owned())
         });
     Some(OptionNeed { name, metavar })
+}
+
+/// The option of an options-section line that takes the path of a configuration file: its name says `config`
+/// (`--config`, `--config-file`) and its value or description says it is a file or path (`<path>`, `Path to panda
+/// config file`).
+fn config_option(line: &str) -> Option<OptionNeed> {
+    let trimmed = line.trim_start();
+    if !trimmed.starts_with('-') {
+        return None;
+    }
+    let o = option_of(trimmed)?;
+    let meta = o.metavar.as_deref()?.to_ascii_lowercase();
+    let low = trimmed.to_ascii_lowercase();
+    let fileish = |s: &str| {
+        s.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| matches!(w, "file" | "path" | "filename" | "filepath"))
+    };
+    (o.name.trim_start_matches('-').starts_with("config") && (fileish(&meta) || fileish(&low)))
+        .then_some(o)
 }
 
 /// Command names listed under a `Commands:` (or `Subcommands:`, `Available commands:`) heading.
@@ -654,5 +679,33 @@ mod tests {
         let n = parse(&strip_ansi(colored));
         assert_eq!(n.positionals, ["root"]);
         assert_eq!(names(&n), ["--stdio"]);
+    }
+
+    #[test]
+    fn an_option_that_takes_the_configuration_file() {
+        // cac's help (`@pandacss/mcp`): the option is not required, and is kept apart from the required ones.
+        let h = "panda-mcp/1.12.1\n\nUsage:\n  $ panda-mcp [command]\n\nCommands:\n  [command]  Start MCP server for AI assistants\n  init       Initialize MCP configuration for AI clients\n\nOptions:\n  -c, --config <path>  Path to panda config file \n  --cwd <cwd>          Current working directory (default: /tmp)\n  --silent             Suppress startup logs \n  -h, --help           Display this message \n";
+        let n = parse(h);
+        let c = n.config_option.as_ref().expect("a config option");
+        assert_eq!(
+            (c.name.as_str(), c.metavar.as_deref()),
+            ("--config", Some("path"))
+        );
+        assert!(n.options.is_empty());
+        assert_eq!(n.subcommand, None, "`init` does not start the server");
+        let h = "Options:\n  --config-file FILE  Settings\n  --configure         Run the setup wizard\n";
+        assert_eq!(
+            parse(h).config_option.map(|o| o.name).as_deref(),
+            Some("--config-file")
+        );
+        // A bare flag, or a value that is no file, is not one.
+        assert_eq!(
+            parse("Options:\n  --config-check  Check the config\n").config_option,
+            None
+        );
+        assert_eq!(
+            parse("Options:\n  --config-name <name>  Profile name\n").config_option,
+            None
+        );
     }
 }

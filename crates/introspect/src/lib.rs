@@ -15,6 +15,7 @@
 mod category;
 mod child_env;
 mod classify;
+mod esm;
 mod formats;
 mod help;
 mod install;
@@ -319,6 +320,29 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
         attempt = followed(again, "newer node", &mut stages, &mut left_behind);
         diagnosis = classify::diagnose(&attempt);
         runtime = Some(c);
+    }
+    // It failed on an ES module import named without its `.js`: once more with a resolver that adds it (kept for the
+    // second pass).
+    if !diagnosis.category.is_ok()
+        && target.ecosystem == Ecosystem::Npm
+        && let Some(module) = esm::extensionless_import(output_lines(&attempt))
+    {
+        let node_options = esm::node_options(env.get("NODE_OPTIONS").map(String::as_str));
+        env.insert("NODE_OPTIONS".into(), node_options);
+        runtime_flags.push(format!(
+            "esm resolver: an import without its extension ({module}.js)"
+        ));
+        let again = probe::run(
+            &installed.launch,
+            &target.args,
+            &env,
+            &scratch.path,
+            options,
+            "e",
+        )
+        .await;
+        attempt = followed(again, "esm resolver", &mut stages, &mut left_behind);
+        diagnosis = classify::diagnose(&attempt);
     }
     // It failed inside a dependency that moved on since the project's release: again with that day's dependencies.
     // Tried once at most (a failed dated install is not tried again after pass 2).

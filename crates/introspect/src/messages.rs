@@ -293,6 +293,15 @@ pub(crate) fn is_config(line: &str) -> bool {
         || l.contains("must be a valid url")
         || l.contains("is not a directory")
         || (l.contains("path") && (l.contains("does not exist") || l.contains("required")))
+        || walked_up(&l)
+}
+
+/// A folder it was refused listing (`EACCES: permission denied, scandir '/…/scratch/12-3'`): a server that walks up
+/// from its working directory for its configuration file reaches the folders above it, which the sandbox hides, so
+/// it did not find its configuration.
+fn walked_up(l: &str) -> bool {
+    (l.contains("eacces") || l.contains("permission denied"))
+        && (l.contains("scandir") || l.contains("opendir") || l.contains("readdir"))
 }
 
 const NETWORK: &[&str] = &[
@@ -451,5 +460,12 @@ mod tests {
         ));
         assert!(is_config("Config file not found at ~/.foo.json"));
         assert!(!is_config("Server started"));
+        // Walking up for its configuration, it reached a folder the sandbox hides.
+        assert!(is_config(
+            "EACCES: permission denied, scandir '/data/introspect/scratch/21461-2'"
+        ));
+        assert!(!is_config(
+            "EACCES: permission denied, open '/data/out.log'"
+        ));
     }
 }

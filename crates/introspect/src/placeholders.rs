@@ -178,6 +178,13 @@ pub(crate) fn plan(
                 options.push((o.clone(), "help"));
             }
         }
+        // A server that did not find its configuration file gets one through the option that names it.
+        if let Some(c) = &h.config_option
+            && diagnosis.category == Category::NeedsConfig
+            && !options.iter().any(|(x, _)| x.name == c.name)
+        {
+            options.push((c.clone(), "help"));
+        }
         // A stdio switch matters to a server that did not speak MCP on stdio, or that wants arguments anyway.
         if let Some(s) = &h.stdio_switch
             && matches!(

@@ -5,7 +5,8 @@
 //! event each), without rmcp's session worker, request task, handler future and child `Peer` round trip. What the
 //! stdio lane keeps is kept, by the same code (timeout reset by progress, the child told of a timeout, a crash failing
 //! the call with its cause, call log, metrics, the error shapes); the client's `notifications/cancelled` for such a
-//! call, POSTed in its session, reaches the lane here (202, as rmcp answers a notification).
+//! call, POSTed in its session, reaches the lane here (202, as rmcp answers a notification). rmcp's worker of a session
+//! whose calls all take the lane hears of them once a minute, so it does not end the session as idle.
 //!
 //! Everything else is rmcp's, untouched: other methods, a request without a session or in one rmcp does not know
 //! (rmcp's 404), an `Accept` or `MCP-Protocol-Version` header rmcp would refuse or a revision that checks SEP-2243
@@ -16,6 +17,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -42,7 +44,13 @@ pub(crate) struct HttpLane {
     app: Arc<App>,
     sessions: Arc<LocalSessionManager>,
     calls: Mutex<HashMap<(SessionId, RequestId), Weak<FrontLane>>>,
+    /// When each session was last shown to its rmcp worker ([`HttpLane::touch`]).
+    touched: Mutex<HashMap<SessionId, Instant>>,
 }
+
+/// How often a session whose calls all take the lane is shown to its rmcp worker, which ends a session that hears
+/// nothing for 5 minutes (`SessionConfig::keep_alive`).
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
 impl HttpLane {
     /// The lane of `/mcp`, whose rmcp service keeps its sessions in `sessions`; `None` when it is off (the identity
@@ -58,8 +66,37 @@ impl HttpLane {
                 app,
                 sessions,
                 calls: Mutex::default(),
+                touched: Mutex::default(),
             })
         })
+    }
+
+    /// A call of `session` took the lane: at most once a minute, the session's rmcp worker is sent something that
+    /// changes nothing (a request stream opened and closed), so that it does not end an active session as idle.
+    fn touch(&self, session: &SessionId) {
+        {
+            let mut touched = self.touched.lock().unwrap_or_else(|p| p.into_inner());
+            if touched
+                .get(session)
+                .is_some_and(|at| at.elapsed() < TOUCH_EVERY)
+            {
+                return;
+            }
+            // Sessions not touched for long are gone, or will be touched again on their next call.
+            touched.retain(|_, at| at.elapsed() < 10 * TOUCH_EVERY);
+            touched.insert(session.clone(), Instant::now());
+        }
+        let sessions = self.sessions.clone();
+        let session = session.clone();
+        tokio::spawn(async move {
+            let handle = sessions.sessions.read().await.get(&session).cloned();
+            if let Some(handle) = handle
+                && let Ok(stream) = handle.establish_request_wise_channel().await
+                && let Some(id) = stream.http_request_id
+            {
+                let _ = handle.close_request_wise_channel(id).await;
+            }
+        });
     }
 
     fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<(SessionId, RequestId), Weak<FrontLane>>> {
@@ -126,6 +163,7 @@ pub(crate) async fn relay(
         return next.run(again(bytes)).await;
     };
     child.flush();
+    lane.touch(&session);
     // The call's id, for the client's cancellation while it runs (removed when its answer's stream ends).
     let id = call_id(raw);
     let key = id.map(|id| (session, id));

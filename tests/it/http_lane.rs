@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rmcp::model::*;
 use serde_json::{Value, json};
 
-use crate::harness::{self, Agent, parse, text};
+use crate::harness::{Agent, parse, text};
 use crate::http::{Served, mcp_client, serve_env};
 use crate::relay::{child_said, fast_lane_calls, last_logged};
 
@@ -28,7 +28,7 @@ fn sleep_call(name: &str, ms: u64, step_ms: u64, token: &str) -> CallToolRequest
 }
 
 /// `serve` (with `env`), a legacy MCP client of its `/mcp`, and the fixture as `name` (installed with `extra`) active.
-async fn served(
+async fn serve_fixture(
     dir: &std::path::Path,
     env: &[(&str, String)],
     name: &str,
@@ -47,7 +47,7 @@ async fn served(
 async fn http_lane_relays_with_progress_and_the_timeout_as_the_normal_path_does() {
     let dir = tempfile::tempdir().unwrap();
     let (served, agent) =
-        served(dir.path(), &[], "slowpoke", json!({"call_timeout_ms": 400})).await;
+        serve_fixture(dir.path(), &[], "slowpoke", json!({"call_timeout_ms": 400})).await;
     assert_eq!(fast_lane_calls(&agent).await, 0);
     assert_eq!(
         text(&agent.call("slowpoke__echo", json!({"text": "hi"})).await),
@@ -103,7 +103,7 @@ async fn http_lane_relays_with_progress_and_the_timeout_as_the_normal_path_does(
 #[tokio::test]
 async fn http_lane_passes_the_clients_cancellation_and_a_crash() {
     let dir = tempfile::tempdir().unwrap();
-    let (served, agent) = served(dir.path(), &[], "sleepy", json!({})).await;
+    let (served, agent) = serve_fixture(dir.path(), &[], "sleepy", json!({})).await;
     // Dropping the pending call makes rmcp's client POST notifications/cancelled in its session.
     let dropped = tokio::time::timeout(
         Duration::from_millis(300),
@@ -159,7 +159,7 @@ async fn http_lane_passes_the_clients_cancellation_and_a_crash() {
 async fn with_the_lane_off_http_calls_take_rmcps_path_with_the_same_answers() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("AGENT_DISCOVER_FAST_LANE", "off".to_owned())];
-    let (served, agent) = served(dir.path(), &env, "fx", json!({})).await;
+    let (served, agent) = serve_fixture(dir.path(), &env, "fx", json!({})).await;
     assert_eq!(
         text(&agent.call("fx__echo", json!({"text": "hi"})).await),
         "hi"
@@ -172,7 +172,7 @@ async fn with_the_lane_off_http_calls_take_rmcps_path_with_the_same_answers() {
     served.stop().await;
 
     let dir = tempfile::tempdir().unwrap();
-    let (served, agent) = served(dir.path(), &[], "fx", json!({})).await;
+    let (served, agent) = serve_fixture(dir.path(), &[], "fx", json!({})).await;
     assert_eq!(
         text(&agent.call("fx__echo", json!({"text": "hi"})).await),
         "hi"
@@ -212,7 +212,7 @@ async fn post(url: &str, headers: &[(&str, &str)], body: Value) -> (u16, Vec<Val
 #[tokio::test]
 async fn an_unknown_session_is_refused_and_a_2026_client_gets_result_type() {
     let dir = tempfile::tempdir().unwrap();
-    let (served, agent) = served(dir.path(), &[], "fx", json!({})).await;
+    let (served, agent) = serve_fixture(dir.path(), &[], "fx", json!({})).await;
     let call = |id: u64, meta: Value| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": "fx__echo", "arguments": {"text": "raw"}, "_meta": meta}})

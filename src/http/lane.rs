@@ -11,7 +11,8 @@
 //! Everything else is rmcp's, untouched: other methods, a request without a session or in one rmcp does not know
 //! (rmcp's 404), an `Accept` or `MCP-Protocol-Version` header rmcp would refuse or a revision that checks SEP-2243
 //! headers (2026-07-28 clients, served statelessly), `_meta` beyond a progress token and trace context, a tool the
-//! lane does not carry. Not installed with the identity front on (each caller's principal and visibility are the
+//! lane does not carry, and every call while a connected client declared sampling, elicitation or roots (the lane
+//! registers no caller, so a child's request mid-call would go to the newest such client, maybe another session). Not installed with the identity front on (each caller's principal and visibility are the
 //! handler's), nor with `AGENT_DISCOVER_FAST_LANE=off`.
 
 use std::collections::HashMap;
@@ -144,6 +145,11 @@ pub(crate) async fn relay(
         {
             return StatusCode::ACCEPTED.into_response();
         }
+        return next.run(again(bytes)).await;
+    }
+    // A child's request mid-call (sampling, elicitation, roots) must reach the caller: with a client that could take
+    // one connected, the call registers its caller on the normal path.
+    if lane.app.proxy.some_client_takes_requests() {
         return next.run(again(bytes)).await;
     }
     let (tx, rx) = mpsc::unbounded_channel();

@@ -2,7 +2,8 @@
 //! `agent-discover serve`'s `/mcp` take the lane (counted by `status.relay.fast_lane_calls`) with what the stdio lane
 //! keeps: progress on the client's token before the result, the timeout reset by progress, the client's
 //! cancellation passed on, a crashing child's cause; with `AGENT_DISCOVER_FAST_LANE=off` the same calls take rmcp's
-//! path with the same answers. A request in a session rmcp does not know is refused as before (404), and a 2026-07-28
+//! path with the same answers, as they do while a connected client declared sampling (a child's request mid-call
+//! then reaches the caller). A request in a session rmcp does not know is refused as before (404), and a 2026-07-28
 //! client's call (rmcp's path) carries `resultType`.
 
 use std::time::{Duration, Instant};
@@ -250,6 +251,50 @@ async fn an_unknown_session_is_refused_and_a_2026_client_gets_result_type() {
     assert_eq!(answer["id"], 2, "{answer}");
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "raw", "{answer}");
+    agent.stop().await;
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn while_a_client_takes_requests_calls_keep_rmcps_path_and_the_child_asks_the_caller() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (served, agent) = serve_fixture(dir.path(), &[], "fx", json!({})).await;
+    assert_eq!(
+        text(&agent.call("fx__echo", json!({"text": "a"})).await),
+        "a"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    // A second session that declares sampling: the lane registers no caller, so from now on calls take rmcp's path,
+    // and the child's sampling request mid-call reaches the session that called.
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", served.url)),
+    );
+    let sampler = crate::harness::TestClient {
+        seen: std::sync::Arc::default(),
+        sampling_reply: Some("from the sampler".into()),
+    }
+    .serve(transport)
+    .await
+    .expect("initialize");
+    let r = sampler
+        .call_tool(
+            CallToolRequestParams::new("fx__sample")
+                .with_arguments(json!({"prompt": "p"}).as_object().unwrap().clone()),
+        )
+        .await
+        .expect("tools/call");
+    assert!(text(&r).contains("from the sampler"), "{r:?}");
+    assert_eq!(
+        text(&agent.call("fx__echo", json!({"text": "b"})).await),
+        "b"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    let _ = sampler.cancel().await;
     agent.stop().await;
     served.stop().await;
 }

@@ -165,17 +165,20 @@ pub(crate) async fn relay(
     if let Some(protocol) = protocol {
         front.set_protocol(protocol);
     }
+    // The call's id, for the client's cancellation while it runs (known before the child is asked; removed when its
+    // answer's stream ends).
+    let key = call_id(raw).map(|id| (session.clone(), id));
+    if let Some(key) = &key {
+        lane.calls().insert(key.clone(), Arc::downgrade(&front));
+    }
     let Some(child) = front.try_call(raw) else {
+        if let Some(key) = &key {
+            lane.calls().remove(key);
+        }
         return next.run(again(bytes)).await;
     };
     child.flush();
     lane.touch(&session);
-    // The call's id, for the client's cancellation while it runs (removed when its answer's stream ends).
-    let id = call_id(raw);
-    let key = id.map(|id| (session, id));
-    if let Some(key) = &key {
-        lane.calls().insert(key.clone(), Arc::downgrade(&front));
-    }
     // The stream ends once the call has answered (or ended without an answer): the lane then drops `front`, and with
     // it the sink's sender.
     drop(front);
@@ -333,7 +336,7 @@ mod tests {
                 .encode(&message, b)
                 .is_ok()
         }));
-        let text = std::str::from_utf8(&buf).unwrap();
+        let text = std::str::from_utf8(&buf).unwrap().to_owned();
         let data = text
             .strip_prefix("data: ")
             .unwrap()

@@ -15,6 +15,7 @@ mod approvals;
 mod assets;
 mod error;
 mod introspect;
+mod lane;
 mod oauth;
 mod openapi;
 mod pins;
@@ -257,15 +258,22 @@ fn router_with(
         .with_max_request_body_bytes(MCP_BODY_LIMIT)
         .with_cancellation_token(shutdown.child_token());
     let per_server = servers::PerServer::new(app.clone(), mcp_config.clone());
+    let sessions = Arc::new(LocalSessionManager::default());
+    // The proxied calls the fast lane carries go from `/mcp` straight to the child (`lane.rs`).
+    let lane = lane::HttpLane::new(app.clone(), sessions.clone(), security.identity().is_some());
     let mcp = StreamableHttpService::new(
         move || Ok(crate::mcp::Traced(McpServer::for_http(app.clone(), mode))),
-        Arc::new(LocalSessionManager::default()),
+        sessions,
         mcp_config,
     );
     let security = Arc::new(security);
+    let mut mcp_routes = Router::new().route_service("/mcp", mcp);
+    if let Some(lane) = lane {
+        mcp_routes =
+            mcp_routes.route_layer(axum::middleware::from_fn_with_state(lane, lane::relay));
+    }
     // Every JSON-RPC request with an id is answered with it, even one rmcp cannot type (`answer.rs`).
-    let mcp_routes = Router::new()
-        .route_service("/mcp", mcp)
+    let mcp_routes = mcp_routes
         .route(
             "/mcp/servers/{name}",
             axum::routing::any(

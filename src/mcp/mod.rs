@@ -650,8 +650,8 @@ pub fn spawn_list_changed_forwarder(app: Arc<App>, peer: Peer<RoleServer>, mode:
 /// `off`: `agent-discover mcp` relays every tool call through rmcp's handler, none through the fast lane.
 pub const ENV_FAST_LANE: &str = "AGENT_DISCOVER_FAST_LANE";
 
-/// Tool names our front serves itself, which the fast lane never relays.
-fn served_here(name: &str) -> bool {
+/// Tool names our front serves itself, which the fast lane (stdio and HTTP) never relays.
+pub(crate) fn served_here(name: &str) -> bool {
     name == registry_tool::NAME || agent_tools::is_agent_tool(name)
 }
 

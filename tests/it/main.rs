@@ -106,3 +106,5 @@ mod telemetry_spans;
 mod runtimes;
 // Issue 30: end to end through the real front: token exchange per user, per-user status, events that name who.
 mod ident_e2e;
+// Issue 31, part 4: the fast lane on the HTTP front (`src/http/lane.rs`).
+mod http_lane;

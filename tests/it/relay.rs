@@ -24,13 +24,13 @@ pub(crate) async fn fast_lane_calls(agent: &Agent) -> u64 {
 }
 
 /// The call log's newest entry.
-async fn last_logged(agent: &Agent) -> Value {
+pub(crate) async fn last_logged(agent: &Agent) -> Value {
     let status = agent.registry(json!({"action": "status"})).await;
     status["calls"]["recent"][0].clone()
 }
 
 /// Waits (bounded) until the child's stderr tail has a line starting with `prefix`.
-async fn child_said(agent: &Agent, prefix: &str) -> bool {
+pub(crate) async fn child_said(agent: &Agent, prefix: &str) -> bool {
     for _ in 0..250 {
         let status = agent.registry(json!({"action": "status"})).await;
         if status["servers"][0]["stderr_tail"]

@@ -278,6 +278,19 @@ impl Proxy {
         clients.push((id, peer));
     }
 
+    /// Whether a connected client declared sampling, elicitation or roots. A child's request during a call that
+    /// registered no caller (a fast-lane call) goes to the newest such client: with more than one client (the HTTP
+    /// front's sessions) that may not be the caller, so the HTTP front's lane is taken only while this is false.
+    pub fn some_client_takes_requests(&self) -> bool {
+        lock(&self.inner.clients).iter().any(|(_, p)| {
+            !p.is_transport_closed()
+                && p.peer_info().is_some_and(|i| {
+                    let c = &i.capabilities;
+                    c.sampling.is_some() || c.elicitation.is_some() || c.roots.is_some()
+                })
+        })
+    }
+
     pub fn unregister_client(&self, id: u64) {
         lock(&self.inner.clients).retain(|(i, _)| *i != id);
         self.drop_subscriptions(id);

@@ -5,15 +5,19 @@
 //! event each), without rmcp's session worker, request task, handler future and child `Peer` round trip. What the
 //! stdio lane keeps is kept, by the same code (timeout reset by progress, the child told of a timeout, a crash failing
 //! the call with its cause, call log, metrics, the error shapes); the client's `notifications/cancelled` for such a
-//! call, POSTed in its session, reaches the lane here (202, as rmcp answers a notification). rmcp's worker of a session
-//! whose calls all take the lane hears of them once a minute, so it does not end the session as idle.
+//! call, POSTed in its session, reaches the lane here (202, as rmcp answers a notification). An answer stream still
+//! open hears an SSE comment every 15 s, as rmcp's do. Unlike rmcp's, the lane's events carry no event id, so a
+//! client whose connection drops mid-call cannot resume that one answer with `Last-Event-ID` (rmcp's session keeps
+//! its events for that). rmcp's worker of a session whose calls all take the lane hears of them once a minute, so it
+//! does not end the session as idle.
 //!
 //! Everything else is rmcp's, untouched: other methods, a request without a session or in one rmcp does not know
 //! (rmcp's 404), an `Accept` or `MCP-Protocol-Version` header rmcp would refuse or a revision that checks SEP-2243
 //! headers (2026-07-28 clients, served statelessly), `_meta` beyond a progress token and trace context, a tool the
 //! lane does not carry, and every call while a connected client declared sampling, elicitation or roots (the lane
-//! registers no caller, so a child's request mid-call would go to the newest such client, maybe another session). Not installed with the identity front on (each caller's principal and visibility are the
-//! handler's), nor with `AGENT_DISCOVER_FAST_LANE=off`.
+//! registers no caller, so a child's request mid-call would go to the newest such client, maybe another session). Not installed with
+//! the identity front on (each caller's principal and visibility are the handler's), nor with
+//! `AGENT_DISCOVER_FAST_LANE=off`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -44,7 +48,9 @@ use super::MCP_BODY_LIMIT;
 pub(crate) struct HttpLane {
     app: Arc<App>,
     sessions: Arc<LocalSessionManager>,
-    calls: Mutex<HashMap<(SessionId, RequestId), Weak<FrontLane>>>,
+    calls: Mutex<HashMap<(SessionId, RequestId), LaneCall>>,
+    /// Whether the keep-alive task runs ([`HttpLane::keep_alive`]).
+    pinging: std::sync::atomic::AtomicBool,
     /// When each session was last shown to its rmcp worker ([`HttpLane::touch`]).
     touched: Mutex<HashMap<SessionId, Instant>>,
 }
@@ -52,6 +58,15 @@ pub(crate) struct HttpLane {
 /// How often a session whose calls all take the lane is shown to its rmcp worker, which ends a session that hears
 /// nothing for 5 minutes (`SessionConfig::keep_alive`).
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// How often an answer stream still open hears an SSE comment, as rmcp's streams do (`sse_keep_alive`: 15 s, or
+/// [`super::ENV_KEEPALIVE`]), so that a long call is not ended as idle by something between the client and us.
+fn ping_every() -> Duration {
+    super::sse_keep_alive()
+}
+
+/// A lane call in flight: its call (for the client's cancellation) and its answer stream (for the keep-alive).
+type LaneCall = (Weak<FrontLane>, mpsc::WeakUnboundedSender<Bytes>);
 
 impl HttpLane {
     /// The lane of `/mcp`, whose rmcp service keeps its sessions in `sessions`; `None` when it is off (the identity
@@ -67,6 +82,7 @@ impl HttpLane {
                 app,
                 sessions,
                 calls: Mutex::default(),
+                pinging: Default::default(),
                 touched: Mutex::default(),
             })
         })
@@ -100,8 +116,32 @@ impl HttpLane {
         });
     }
 
-    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<(SessionId, RequestId), Weak<FrontLane>>> {
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<(SessionId, RequestId), LaneCall>> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Started with the first lane call: every 15 s ([`ping_every`]), each answer stream still open gets an SSE comment.
+    /// One task and one deadline for all calls (a call's own timer would be one more per call); a stream may hear its
+    /// first comment sooner than 15 s after it opened, which changes nothing for the client.
+    fn keep_alive(self: &Arc<Self>) {
+        if self
+            .pinging
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let lane = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                ad_core::clock::sleep(ping_every()).await;
+                let Some(lane) = lane.upgrade() else { return };
+                for (_, stream) in lane.calls().values() {
+                    if let Some(tx) = stream.upgrade() {
+                        let _ = tx.send(Bytes::from_static(b":\n\n"));
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -138,7 +178,7 @@ pub(crate) async fn relay(
         let front = id.as_ref().and_then(|id| {
             lane.calls()
                 .get(&(session, id.clone()))
-                .and_then(Weak::upgrade)
+                .and_then(|(front, _)| front.upgrade())
         });
         if let (Some(id), Some(front)) = (id, front)
             && front.cancel(&id)
@@ -157,7 +197,7 @@ pub(crate) async fn relay(
         lane.app.proxy.clone(),
         Arc::new(SseSink {
             pending: Mutex::default(),
-            tx,
+            tx: tx.clone(),
         }),
         crate::mcp::calls::shape_fast_lane_error,
         crate::mcp::served_here,
@@ -169,8 +209,12 @@ pub(crate) async fn relay(
     // answer's stream ends).
     let key = call_id(raw).map(|id| (session.clone(), id));
     if let Some(key) = &key {
-        lane.calls().insert(key.clone(), Arc::downgrade(&front));
+        lane.calls()
+            .insert(key.clone(), (Arc::downgrade(&front), tx.downgrade()));
+        lane.keep_alive();
     }
+    // The stream ends when the sink's sender goes with `front`; the keep-alive holds only a weak one.
+    drop(tx);
     let Some(child) = front.try_call(raw) else {
         if let Some(key) = &key {
             lane.calls().remove(key);

@@ -51,6 +51,21 @@ pub use security::Security;
 use crate::app::App;
 use crate::mcp::{McpServer, ToolsMode};
 
+/// Milliseconds between the SSE comments an open `/mcp` answer stream gets (rmcp's and the lane's alike): 15 s unless
+/// set (tests use a short one).
+pub(crate) const ENV_KEEPALIVE: &str = "AGENT_DISCOVER_SSE_KEEPALIVE_MS";
+
+/// The interval of [`ENV_KEEPALIVE`], read once.
+pub(crate) fn sse_keep_alive() -> Duration {
+    static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        let ms = std::env::var(ENV_KEEPALIVE)
+            .ok()
+            .and_then(|v| v.parse().ok());
+        Duration::from_millis(ms.filter(|ms| *ms > 0).unwrap_or(15_000))
+    })
+}
+
 /// The default dashboard port (seed 000).
 pub use ad_registry::config::DEFAULT_PORT;
 /// Largest JSON request body the REST API reads.
@@ -254,6 +269,7 @@ fn router_with(
         api = api.route(o.path, o.handler);
     }
     let mcp_config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(Some(sse_keep_alive()))
         .with_allowed_hosts(security.allowed_hosts().iter().cloned())
         .with_max_request_body_bytes(MCP_BODY_LIMIT)
         .with_cancellation_token(shutdown.child_token());

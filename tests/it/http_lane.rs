@@ -298,3 +298,71 @@ async fn while_a_client_takes_requests_calls_keep_rmcps_path_and_the_child_asks_
     agent.stop().await;
     served.stop().await;
 }
+
+#[tokio::test]
+async fn a_long_lane_call_hears_keep_alive_comments_before_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("AGENT_DISCOVER_SSE_KEEPALIVE_MS", "100".to_owned())];
+    let (served, agent) = serve_fixture(dir.path(), &env, "napper", json!({})).await;
+    // A session of its own, opened by hand, so the answer's bytes can be read as they come.
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, body: Value| {
+        let mut r = http
+            .post(format!("{}/mcp", served.url))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s);
+        }
+        r.body(body.to_string()).send()
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    init.text().await.unwrap();
+    let ack = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ack.status().as_u16(), 202);
+    let before = fast_lane_calls(&agent).await;
+    // 600 ms of work without progress: the stream carries only comments until the result.
+    let answer = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "napper__sleep", "arguments": {"ms": 600, "step_ms": 600}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let body = answer.text().await.unwrap();
+    assert_eq!(
+        fast_lane_calls(&agent).await,
+        before + 1,
+        "the lane took it"
+    );
+    let result = body.find("data:").expect("an event");
+    let comments = body[..result]
+        .lines()
+        .filter(|l| l.starts_with(':'))
+        .count();
+    assert!(
+        comments >= 2,
+        "keep-alive comments before the result: {body:?}"
+    );
+    assert!(body[result..].contains("slept 600 ms"), "{body:?}");
+    agent.stop().await;
+    served.stop().await;
+}

@@ -122,21 +122,30 @@ struct LayerNorm {
     eps: f32,
 }
 
+wide_fn!(
+    fn layer_norm = layer_norm_impl(norm: &LayerNorm, x: &mut [f32]) -> ()
+);
+
 impl LayerNorm {
     fn forward(&self, x: &mut [f32]) {
-        let n = self.g.len();
-        for row in x.chunks_exact_mut(n) {
-            let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
-            let var = row
-                .iter()
-                .map(|&v| (f64::from(v) - mean).powi(2))
-                .sum::<f64>()
-                / n as f64;
-            let inv = (1.0 / (var + f64::from(self.eps)).sqrt()) as f32;
-            let mean = mean as f32;
-            for ((v, g), b) in row.iter_mut().zip(&self.g).zip(&self.b) {
-                *v = (*v - mean) * inv * g + b;
-            }
+        layer_norm(self, x)
+    }
+}
+
+#[inline(always)]
+fn layer_norm_impl(norm: &LayerNorm, x: &mut [f32]) {
+    let n = norm.g.len();
+    for row in x.chunks_exact_mut(n) {
+        let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
+        let var = row
+            .iter()
+            .map(|&v| (f64::from(v) - mean).powi(2))
+            .sum::<f64>()
+            / n as f64;
+        let inv = (1.0 / (var + f64::from(norm.eps)).sqrt()) as f32;
+        let mean = mean as f32;
+        for ((v, g), b) in row.iter_mut().zip(&norm.g).zip(&norm.b) {
+            *v = (*v - mean) * inv * g + b;
         }
     }
 }
@@ -317,7 +326,7 @@ impl Bert {
             add(&mut x, &tmp);
             layer.attn_norm.forward(&mut x);
             layer.intermediate.forward(&x, n, &mut inter);
-            inter.iter_mut().for_each(|v| *v = gelu(*v));
+            gelu_all(&mut inter);
             layer.output.forward(&inter, n, &mut tmp);
             add(&mut x, &tmp);
             layer.out_norm.forward(&mut x);
@@ -400,9 +409,45 @@ fn gelu(x: f32) -> f32 {
     (0.5 * x * (1.0 + erf(x * std::f64::consts::FRAC_1_SQRT_2))) as f32
 }
 
+wide_fn!(
+    /// `gelu` over a slice (4 to 8 at a time instead of the baseline build's 2).
+    fn gelu_all = gelu_scalar(v: &mut [f32]) -> ()
+);
+
+#[inline(always)]
+fn gelu_scalar(v: &mut [f32]) {
+    v.iter_mut().for_each(|x| *x = gelu(*x));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_gelu_equals_the_scalar_loop_bit_for_bit() {
+        let mut xs: Vec<f32> = (0..40_000)
+            .map(|i| (i as f32 - 20_000.0) * 0.000_37)
+            .collect();
+        xs.extend([
+            0.0,
+            -0.0,
+            1e-30,
+            -1e-30,
+            3.999_999,
+            4.0,
+            -4.0,
+            1e30,
+            -1e30,
+            f32::MAX,
+            f32::MIN,
+        ]);
+        let mut want = xs.clone();
+        gelu_scalar(&mut want);
+        let mut got = xs.clone();
+        gelu_all(&mut got);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want));
+    }
 
     #[test]
     fn erf_is_accurate() {
@@ -432,6 +477,26 @@ mod tests {
         assert!((gelu(-3.0) + 0.004_049_69).abs() < 1e-6);
         assert_eq!(gelu(-10.0), 0.0);
         assert_eq!(gelu(10.0), 10.0);
+    }
+
+    #[test]
+    fn wide_layer_norm_equals_the_baseline_bit_for_bit() {
+        let h = 384;
+        let norm = LayerNorm {
+            g: (0..h).map(|i| 1.0 + (i as f32 * 0.7).sin() * 0.3).collect(),
+            b: (0..h).map(|i| (i as f32 * 0.3).cos() * 0.1).collect(),
+            eps: 1e-12,
+        };
+        let x: Vec<f32> = (0..17 * h)
+            .map(|i| (i as f32 * 0.013).sin() * 4.0 + 0.5)
+            .collect();
+        let (mut want, mut got) = (x.clone(), x);
+        layer_norm_impl(&norm, &mut want);
+        norm.forward(&mut got);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want));
+        let mean = got[..h].iter().sum::<f32>() / h as f32;
+        assert!(mean.abs() < 0.2, "{mean}");
     }
 
     #[test]

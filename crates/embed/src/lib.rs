@@ -10,6 +10,8 @@
 //! Must not know: tools, servers, storage or any other crate of this workspace; it turns text into vectors. `unsafe`
 //! is confined to the SIMD kernels, reading the weights and the model download's file handling.
 
+#[macro_use]
+mod wide;
 mod bert;
 pub mod fetch;
 mod kernels;
@@ -18,11 +20,13 @@ mod safetensors;
 #[rustfmt::skip]
 mod tables;
 mod tokenizer;
+#[cfg(target_arch = "x86_64")]
+mod vnni8;
 
 use std::path::{Path, PathBuf};
 
 pub use bert::WeightFormat;
-pub use quant::{ENV_KERNEL, Kernel, kernel};
+pub use quant::{Activations, ENV_ACTIVATIONS, ENV_KERNEL, Kernel, activations, kernel};
 
 /// Length of an embedding.
 pub const DIM: usize = 384;

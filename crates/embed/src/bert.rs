@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::EmbedError;
 use super::kernels::{F16, Mat, matmul_t};
-use super::quant::{QuantMatrix, matmul_q8};
+use super::quant::{Activations, QuantMatrix, activations_of, matmul_q8};
 use super::safetensors::SafeTensors;
 
 /// The fields of config.json the encoder needs; defaults are all-MiniLM-L6-v2's.
@@ -77,18 +77,32 @@ enum Weights {
 
 struct Linear {
     w: Weights,
+    /// The activations' precision of an int8 product.
+    act: Activations,
     b: Vec<f32>,
     n_in: usize,
     n_out: usize,
 }
 
 impl Linear {
-    fn new(w: Vec<f32>, b: Vec<f32>, n_in: usize, n_out: usize, format: WeightFormat) -> Linear {
+    fn new(
+        w: Vec<f32>,
+        b: Vec<f32>,
+        (n_in, n_out): (usize, usize),
+        format: WeightFormat,
+        product: &str,
+    ) -> Linear {
         let w = match format {
             WeightFormat::F16 => Weights::F16(w.into_iter().map(F16::from_f32).collect()),
             WeightFormat::Int8 => Weights::Int8(QuantMatrix::quantize(&w, n_out, n_in)),
         };
-        Linear { w, b, n_in, n_out }
+        Linear {
+            w,
+            act: activations_of(product),
+            b,
+            n_in,
+            n_out,
+        }
     }
 
     /// `y = x · wᵀ + b` for `rows` rows of x.
@@ -110,6 +124,7 @@ impl Linear {
                     Some(&self.b),
                     y,
                     self.n_out,
+                    self.act,
                 )
             }
         }
@@ -208,9 +223,9 @@ impl Bert {
                     t(&format!("{name}.bias"), &[n_out])?,
                 ))
             };
-        let linear = |name: &str, n_out: usize, n_in: usize| -> Result<Linear, EmbedError> {
+        let linear = |name: &str, n_out: usize, n_in: usize, product: &str| {
             let (w, b) = raw(name, n_out, n_in)?;
-            Ok(Linear::new(w, b, n_in, n_out, format))
+            Ok::<_, EmbedError>(Linear::new(w, b, (n_in, n_out), format, product))
         };
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for l in 0..cfg.num_hidden_layers {
@@ -223,16 +238,16 @@ impl Bert {
             let qkv = Linear::new(
                 [q.0, k.0, v.0].concat(),
                 [q.1, k.1, v.1].concat(),
-                h,
-                3 * h,
+                (h, 3 * h),
                 format,
+                "qkv",
             );
             layers.push(Layer {
                 qkv,
-                attn_out: linear(&format!("{p}.attention.output.dense"), h, h)?,
+                attn_out: linear(&format!("{p}.attention.output.dense"), h, h, "attn")?,
                 attn_norm: norm(&format!("{p}.attention.output.LayerNorm"))?,
-                intermediate: linear(&format!("{p}.intermediate.dense"), i, h)?,
-                output: linear(&format!("{p}.output.dense"), h, i)?,
+                intermediate: linear(&format!("{p}.intermediate.dense"), i, h, "ffn1")?,
+                output: linear(&format!("{p}.output.dense"), h, i, "ffn2")?,
                 out_norm: norm(&format!("{p}.output.LayerNorm"))?,
             });
         }

@@ -26,7 +26,10 @@ mod vnni8;
 use std::path::{Path, PathBuf};
 
 pub use bert::WeightFormat;
-pub use quant::{Activations, ENV_ACTIVATIONS, ENV_KERNEL, Kernel, activations, kernel};
+pub use quant::{
+    Activations, ENV_ACT8_PRODUCTS, ENV_ACTIVATIONS, ENV_KERNEL, Kernel, PRODUCTS, activations_of,
+    encoder_suffix, kernel,
+};
 
 /// Length of an embedding.
 pub const DIM: usize = 384;

@@ -71,7 +71,7 @@ impl QuantMatrix {
     }
 }
 
-/// How finely each row of activations is quantised (`AGENT_DISCOVER_EMBED_ACTIVATIONS=13` keeps issue 13's).
+/// How finely a row of activations is quantised: 8 or 13 bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activations {
     /// Integers in [-127, 127]: one byte, so CPUs with AVX-512 VNNI multiply 64 per instruction (`vpdpbusd`,
@@ -81,33 +81,69 @@ pub enum Activations {
     Bits13,
 }
 
-impl Activations {
-    /// The suffix of the local model's id for vectors this precision makes (`""` for issue 13's, so vectors stored
-    /// before it keep their id).
-    pub fn id_suffix(self) -> &'static str {
-        match self {
-            Activations::Bits8 => "+a8",
-            Activations::Bits13 => "",
-        }
+/// The dense products of an encoder layer, by the names `AGENT_DISCOVER_EMBED_ACT8_PRODUCTS` uses: the stacked query,
+/// key and value projections, the attention output, and the feed-forward block's two products.
+pub const PRODUCTS: [&str; 4] = ["qkv", "attn", "ffn1", "ffn2"];
+/// The products whose activations are 8-bit by default: only `ffn1` (the layer-normed input of the feed-forward
+/// block) keeps every quality figure of BENCHMARKS.md's query sets unchanged ("find_tool, third pass").
+const DEFAULT_ACT8: [&str; 1] = ["ffn1"];
+
+/// The environment variable choosing the activations' precision: `13` everywhere, `8` everywhere, or unset for
+/// 8 bits in `DEFAULT_ACT8` only.
+pub const ENV_ACTIVATIONS: &str = "AGENT_DISCOVER_EMBED_ACTIVATIONS";
+/// The environment variable naming the products with 8-bit activations (comma-separated among `PRODUCTS`), unless
+/// `AGENT_DISCOVER_EMBED_ACTIVATIONS=13`; for experiments.
+pub const ENV_ACT8_PRODUCTS: &str = "AGENT_DISCOVER_EMBED_ACT8_PRODUCTS";
+
+/// Which of `PRODUCTS` have 8-bit activations in this process (read once).
+fn act8() -> &'static [bool; 4] {
+    static A: std::sync::OnceLock<[bool; 4]> = std::sync::OnceLock::new();
+    A.get_or_init(|| {
+        act8_from(
+            std::env::var(ENV_ACTIVATIONS).ok().as_deref(),
+            std::env::var(ENV_ACT8_PRODUCTS).ok().as_deref(),
+        )
+    })
+}
+
+/// Which of `PRODUCTS` have 8-bit activations given `AGENT_DISCOVER_EMBED_ACTIVATIONS` and
+/// `AGENT_DISCOVER_EMBED_ACT8_PRODUCTS`.
+fn act8_from(setting: Option<&str>, list: Option<&str>) -> [bool; 4] {
+    PRODUCTS.map(|p| match (setting.map(str::trim), list) {
+        (Some("13"), _) => false,
+        (_, Some(list)) => list.split(',').any(|x| x.trim() == p),
+        (Some("8"), None) => true,
+        _ => DEFAULT_ACT8.contains(&p),
+    })
+}
+
+/// The activations' precision of one of `PRODUCTS` (13 bits for any other name).
+pub fn activations_of(product: &str) -> Activations {
+    match PRODUCTS.iter().position(|p| *p == product) {
+        Some(i) if act8()[i] => Activations::Bits8,
+        _ => Activations::Bits13,
     }
 }
 
-/// The environment variable choosing the activations' precision (`8` or `13`).
-pub const ENV_ACTIVATIONS: &str = "AGENT_DISCOVER_EMBED_ACTIVATIONS";
+/// What the local model's id gains for vectors of this process's encoder: `""` with 13-bit activations everywhere
+/// (issue 13's encoder, so vectors stored before keep their id), `+a8` with 8 bits everywhere, else `+a8:` and the
+/// products with 8 bits (`+a8:ffn1` by default).
+pub fn encoder_suffix() -> String {
+    suffix_of(act8())
+}
 
-/// The activations' precision of this process (read once).
-pub fn activations() -> Activations {
-    static A: std::sync::OnceLock<Activations> = std::sync::OnceLock::new();
-    *A.get_or_init(|| {
-        match std::env::var(ENV_ACTIVATIONS)
-            .ok()
-            .as_deref()
-            .map(str::trim)
-        {
-            Some("13") => Activations::Bits13,
-            _ => Activations::Bits8,
-        }
-    })
+fn suffix_of(act8: &[bool; 4]) -> String {
+    let on: Vec<&str> = PRODUCTS
+        .iter()
+        .zip(act8)
+        .filter(|(_, on)| **on)
+        .map(|(p, _)| *p)
+        .collect();
+    match on.len() {
+        0 => String::new(),
+        n if n == PRODUCTS.len() => "+a8".into(),
+        _ => format!("+a8:{}", on.join(",")),
+    }
 }
 
 /// The largest activation magnitude of `act` for which no sum over `stride` products can leave an i32.
@@ -206,20 +242,9 @@ fn quantize_rows_impl(
     scales
 }
 
-/// `y[r * y_stride + o] = bias[o] + Σ_i x[r][i] · w[o][i]` for the `rows` contiguous rows of x (`rows × w.cols`).
-pub fn matmul_q8(
-    x: &[f32],
-    rows: usize,
-    w: &QuantMatrix,
-    bias: Option<&[f32]>,
-    y: &mut [f32],
-    y_stride: usize,
-) {
-    matmul_q8_as(x, rows, w, bias, y, y_stride, activations())
-}
-
-/// `matmul_q8` with the activations' precision given.
-fn matmul_q8_as(
+/// `y[r * y_stride + o] = bias[o] + Σ_i x[r][i] · w[o][i]` for the `rows` contiguous rows of x (`rows × w.cols`),
+/// the activations quantised as `act` says.
+pub(super) fn matmul_q8(
     x: &[f32],
     rows: usize,
     w: &QuantMatrix,

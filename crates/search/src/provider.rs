@@ -418,15 +418,11 @@ impl OpenAi {
 }
 
 /// `AGENT_DISCOVER_MODEL_IDLE_SECS`, or the default when unset or not a number.
-/// The id the local model's vectors are stored with: the model's name, and `+a8` when activations are quantised to
-/// 8 bits (`ad_embed::activations()`, the default), so vectors stored by an encoder with 13-bit activations are
-/// embedded again once rather than mixed with the new ones.
+/// The id the local model's vectors are stored with: the model's name and which products of the encoder quantise
+/// activations to 8 bits (`ad_embed::encoder_suffix`: `+a8:ffn1` by default), so a change of that setting embeds the
+/// stored tools again once rather than mixing vectors of two encoders.
 pub fn local_model_id() -> String {
-    format!(
-        "{}{}",
-        ad_embed::MODEL_ID,
-        ad_embed::activations().id_suffix()
-    )
+    format!("{}{}", ad_embed::MODEL_ID, ad_embed::encoder_suffix())
 }
 
 fn model_idle() -> Duration {

@@ -29,7 +29,7 @@ fn agree_and_approximate(n: usize, m: usize, k: usize, act: Activations) {
     let b: Vec<f32> = (0..m).map(|i| i as f32 * 0.1).collect();
     let q = QuantMatrix::quantize(&w, m, k);
     let mut y = vec![0f32; n * m];
-    matmul_q8_as(&x, n, &q, Some(&b), &mut y, m, act);
+    matmul_q8(&x, n, &q, Some(&b), &mut y, m, act);
     // The same integer sums from the portable loop.
     let mut xq = vec![0i16; n * q.stride];
     quantize_rows(&x, n, k, q.stride, &mut xq, act);
@@ -153,26 +153,44 @@ fn extreme_values_do_not_overflow() {
     let q = QuantMatrix::quantize(&w, 1, k);
     for act in [Activations::Bits13, Activations::Bits8] {
         let mut y = vec![0f32; 2];
-        matmul_q8_as(&x, 2, &q, None, &mut y, 1, act);
+        matmul_q8(&x, 2, &q, None, &mut y, 1, act);
         assert!((y[0] / (-1e6 * k as f32) - 1.0).abs() < 1e-3, "{}", y[0]);
         assert_eq!(y[0], y[1]);
     }
     let mut z = vec![1f32; 1];
-    matmul_q8(&vec![0f32; k], 1, &q, None, &mut z, 1);
+    matmul_q8(&vec![0f32; k], 1, &q, None, &mut z, 1, Activations::Bits8);
     assert_eq!(z[0], 0.0);
 }
 
 #[test]
 fn rows_do_not_depend_on_their_neighbours() {
-    let (n, m, k) = (13, 9, 72);
-    let x: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.37).sin()).collect();
-    let w: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.11).cos()).collect();
-    let q = QuantMatrix::quantize(&w, m, k);
-    let mut all = vec![0.0; n * m];
-    matmul_q8(&x, n, &q, None, &mut all, m);
-    for r in 0..n {
-        let mut one = vec![0.0; m];
-        matmul_q8(&x[r * k..(r + 1) * k], 1, &q, None, &mut one, m);
-        assert_eq!(one, all[r * m..(r + 1) * m]);
+    for (n, m, k) in [(13, 9, 72), (13, 9, 384)] {
+        let x: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let w: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.11).cos()).collect();
+        let q = QuantMatrix::quantize(&w, m, k);
+        for act in [Activations::Bits13, Activations::Bits8] {
+            let mut all = vec![0.0; n * m];
+            matmul_q8(&x, n, &q, None, &mut all, m, act);
+            for r in 0..n {
+                let mut one = vec![0.0; m];
+                matmul_q8(&x[r * k..(r + 1) * k], 1, &q, None, &mut one, m, act);
+                assert_eq!(one, all[r * m..(r + 1) * m]);
+            }
+        }
     }
+}
+
+#[test]
+fn the_default_quantises_only_ffn1_to_8_bits() {
+    let default = act8_from(None, None);
+    assert_eq!(default, [false, false, true, false]);
+    assert_eq!(suffix_of(&default), "+a8:ffn1");
+    assert_eq!(act8_from(Some("13"), None), [false; 4]);
+    assert_eq!(suffix_of(&[false; 4]), "");
+    assert_eq!(act8_from(Some("8"), None), [true; 4]);
+    assert_eq!(suffix_of(&[true; 4]), "+a8");
+    let some = act8_from(Some("8"), Some("attn, ffn2"));
+    assert_eq!(some, [false, true, false, true]);
+    assert_eq!(suffix_of(&some), "+a8:attn,ffn2");
+    assert_eq!(act8_from(Some("13"), Some("ffn1")), [false; 4]);
 }

@@ -20,8 +20,6 @@ mod safetensors;
 #[rustfmt::skip]
 mod tables;
 mod tokenizer;
-#[cfg(target_arch = "x86_64")]
-mod vnni8;
 
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,7 @@
 
 use super::kernels::{MR, NR, SPLIT_ROWS, W_BLOCK_BYTES, for_each_tile, threads};
 #[cfg(target_arch = "x86_64")]
-use super::vnni8;
+mod vnni8;
 
 /// Columns are padded to a multiple of this (one k-step of the kernel).
 const KSTEP: usize = 16;

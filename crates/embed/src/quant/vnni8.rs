@@ -7,8 +7,8 @@
 
 use std::arch::asm;
 
-use super::kernels::{MR, NR, for_each_tile};
-use super::quant::{QuantMatrix, block_rows};
+use super::{QuantMatrix, block_rows};
+use crate::kernels::{MR, NR, for_each_tile};
 
 /// Columns per k-step.
 const KSTEP: usize = 64;

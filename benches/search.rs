@@ -303,7 +303,7 @@ async fn end_to_end() {
         drop(build_in(
             Store::open(&cfg.db_path).unwrap(),
             n,
-            agent_discover::embed::MODEL_ID,
+            &agent_discover::search::local_model_id(),
         ));
         // (provider, int8 kernel) per process; "" = the best this CPU has.
         let modes = [("none", ""), ("local", "avx2"), ("local", "")];
@@ -411,12 +411,30 @@ async fn side_by_side(base: std::path::PathBuf) {
             n,
             agent_discover::embed::MODEL_ID,
         ));
+        // This build stores the local model's vectors under its own id when it differs from the base's (8-bit
+        // activations): the same synthetic vectors in a second directory, so neither process re-embeds the catalog.
+        let this_id = agent_discover::search::local_model_id();
+        let dir_this = if this_id == agent_discover::embed::MODEL_ID {
+            dir.clone()
+        } else {
+            let d =
+                std::env::temp_dir().join(format!("ad-search-sbs-{}-{n}-this", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            let cfg = agent_discover::config::Config::resolve(Some(&d), None).unwrap();
+            drop(build_in(Store::open(&cfg.db_path).unwrap(), n, &this_id));
+            d
+        };
         for round in 1..=rounds {
-            let modes = [("none", &this), ("local", &base), ("local", &this)];
+            let modes = [
+                ("none", &this, &dir),
+                ("local", &base, &dir),
+                ("local", &this, &dir_this),
+            ];
             let mut clients = Vec::new();
-            for (provider, bin) in modes {
+            for (provider, bin, dir) in modes {
                 let mut cmd = tokio::process::Command::new(bin);
-                cmd.arg("--data-dir").arg(&dir).arg("mcp");
+                cmd.arg("--data-dir").arg(dir).arg("mcp");
                 cmd.env("AGENT_DISCOVER_DASHBOARD", "off")
                     .env("AGENT_DISCOVER_MODEL_SOURCE", "off")
                     .env("AGENT_DISCOVER_EMBEDDING_PROVIDER", provider)
@@ -466,5 +484,6 @@ async fn side_by_side(base: std::path::PathBuf) {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&dir_this);
     }
 }

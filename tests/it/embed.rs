@@ -60,10 +60,13 @@ fn embeddings_match_the_reference() {
     assert_eq!(doc["model_id"], embed::MODEL_ID);
     let items = doc["items"].as_array().expect("items");
     assert!(items.len() >= 10, "the reference has too few items");
-    // The default weights (int8) and the f16 ones, each against the float32 reference with its own bound.
+    // The default weights (int8) and the f16 ones, each against the float32 reference with its own bound. The int8
+    // default quantises each layer's first feed-forward product's activations to 8 bits (BENCHMARKS.md, "find_tool,
+    // third pass"): its lowest cosine to float32 here, the empty text's (two tokens), is 0.9928 (0.9965 with 13 bits
+    // everywhere); no figure of the query sets moves.
     let f16 = MiniLm::load_with(&model_dir(), embed::WeightFormat::F16)
         .expect("loading with f16 weights");
-    for (m, f32_bound) in [(model(), 0.995), (&f16, 0.9999)] {
+    for (m, f32_bound) in [(model(), 0.99), (&f16, 0.9999)] {
         let texts: Vec<&str> = items
             .iter()
             .map(|i| i["text"].as_str().expect("text"))

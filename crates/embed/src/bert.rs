@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::EmbedError;
 use super::kernels::{F16, Mat, matmul_t};
-use super::quant::{QuantMatrix, matmul_q8};
+use super::quant::{Activations, QuantMatrix, activations_of, matmul_q8};
 use super::safetensors::SafeTensors;
 
 /// The fields of config.json the encoder needs; defaults are all-MiniLM-L6-v2's.
@@ -77,18 +77,32 @@ enum Weights {
 
 struct Linear {
     w: Weights,
+    /// The activations' precision of an int8 product.
+    act: Activations,
     b: Vec<f32>,
     n_in: usize,
     n_out: usize,
 }
 
 impl Linear {
-    fn new(w: Vec<f32>, b: Vec<f32>, n_in: usize, n_out: usize, format: WeightFormat) -> Linear {
+    fn new(
+        w: Vec<f32>,
+        b: Vec<f32>,
+        (n_in, n_out): (usize, usize),
+        format: WeightFormat,
+        product: &str,
+    ) -> Linear {
         let w = match format {
             WeightFormat::F16 => Weights::F16(w.into_iter().map(F16::from_f32).collect()),
             WeightFormat::Int8 => Weights::Int8(QuantMatrix::quantize(&w, n_out, n_in)),
         };
-        Linear { w, b, n_in, n_out }
+        Linear {
+            w,
+            act: activations_of(product),
+            b,
+            n_in,
+            n_out,
+        }
     }
 
     /// `y = x · wᵀ + b` for `rows` rows of x.
@@ -110,6 +124,7 @@ impl Linear {
                     Some(&self.b),
                     y,
                     self.n_out,
+                    self.act,
                 )
             }
         }
@@ -122,21 +137,30 @@ struct LayerNorm {
     eps: f32,
 }
 
+wide_fn!(
+    fn layer_norm = layer_norm_impl(norm: &LayerNorm, x: &mut [f32]) -> ()
+);
+
 impl LayerNorm {
     fn forward(&self, x: &mut [f32]) {
-        let n = self.g.len();
-        for row in x.chunks_exact_mut(n) {
-            let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
-            let var = row
-                .iter()
-                .map(|&v| (f64::from(v) - mean).powi(2))
-                .sum::<f64>()
-                / n as f64;
-            let inv = (1.0 / (var + f64::from(self.eps)).sqrt()) as f32;
-            let mean = mean as f32;
-            for ((v, g), b) in row.iter_mut().zip(&self.g).zip(&self.b) {
-                *v = (*v - mean) * inv * g + b;
-            }
+        layer_norm(self, x)
+    }
+}
+
+#[inline(always)]
+fn layer_norm_impl(norm: &LayerNorm, x: &mut [f32]) {
+    let n = norm.g.len();
+    for row in x.chunks_exact_mut(n) {
+        let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
+        let var = row
+            .iter()
+            .map(|&v| (f64::from(v) - mean).powi(2))
+            .sum::<f64>()
+            / n as f64;
+        let inv = (1.0 / (var + f64::from(norm.eps)).sqrt()) as f32;
+        let mean = mean as f32;
+        for ((v, g), b) in row.iter_mut().zip(&norm.g).zip(&norm.b) {
+            *v = (*v - mean) * inv * g + b;
         }
     }
 }
@@ -199,9 +223,9 @@ impl Bert {
                     t(&format!("{name}.bias"), &[n_out])?,
                 ))
             };
-        let linear = |name: &str, n_out: usize, n_in: usize| -> Result<Linear, EmbedError> {
+        let linear = |name: &str, n_out: usize, n_in: usize, product: &str| {
             let (w, b) = raw(name, n_out, n_in)?;
-            Ok(Linear::new(w, b, n_in, n_out, format))
+            Ok::<_, EmbedError>(Linear::new(w, b, (n_in, n_out), format, product))
         };
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for l in 0..cfg.num_hidden_layers {
@@ -214,16 +238,16 @@ impl Bert {
             let qkv = Linear::new(
                 [q.0, k.0, v.0].concat(),
                 [q.1, k.1, v.1].concat(),
-                h,
-                3 * h,
+                (h, 3 * h),
                 format,
+                "qkv",
             );
             layers.push(Layer {
                 qkv,
-                attn_out: linear(&format!("{p}.attention.output.dense"), h, h)?,
+                attn_out: linear(&format!("{p}.attention.output.dense"), h, h, "attn")?,
                 attn_norm: norm(&format!("{p}.attention.output.LayerNorm"))?,
-                intermediate: linear(&format!("{p}.intermediate.dense"), i, h)?,
-                output: linear(&format!("{p}.output.dense"), h, i)?,
+                intermediate: linear(&format!("{p}.intermediate.dense"), i, h, "ffn1")?,
+                output: linear(&format!("{p}.output.dense"), h, i, "ffn2")?,
                 out_norm: norm(&format!("{p}.output.LayerNorm"))?,
             });
         }
@@ -317,7 +341,7 @@ impl Bert {
             add(&mut x, &tmp);
             layer.attn_norm.forward(&mut x);
             layer.intermediate.forward(&x, n, &mut inter);
-            inter.iter_mut().for_each(|v| *v = gelu(*v));
+            gelu_all(&mut inter);
             layer.output.forward(&inter, n, &mut tmp);
             add(&mut x, &tmp);
             layer.out_norm.forward(&mut x);
@@ -400,9 +424,45 @@ fn gelu(x: f32) -> f32 {
     (0.5 * x * (1.0 + erf(x * std::f64::consts::FRAC_1_SQRT_2))) as f32
 }
 
+wide_fn!(
+    /// `gelu` over a slice (4 to 8 at a time instead of the baseline build's 2).
+    fn gelu_all = gelu_scalar(v: &mut [f32]) -> ()
+);
+
+#[inline(always)]
+fn gelu_scalar(v: &mut [f32]) {
+    v.iter_mut().for_each(|x| *x = gelu(*x));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_gelu_equals_the_scalar_loop_bit_for_bit() {
+        let mut xs: Vec<f32> = (0..40_000)
+            .map(|i| (i as f32 - 20_000.0) * 0.000_37)
+            .collect();
+        xs.extend([
+            0.0,
+            -0.0,
+            1e-30,
+            -1e-30,
+            3.999_999,
+            4.0,
+            -4.0,
+            1e30,
+            -1e30,
+            f32::MAX,
+            f32::MIN,
+        ]);
+        let mut want = xs.clone();
+        gelu_scalar(&mut want);
+        let mut got = xs.clone();
+        gelu_all(&mut got);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want));
+    }
 
     #[test]
     fn erf_is_accurate() {
@@ -432,6 +492,26 @@ mod tests {
         assert!((gelu(-3.0) + 0.004_049_69).abs() < 1e-6);
         assert_eq!(gelu(-10.0), 0.0);
         assert_eq!(gelu(10.0), 10.0);
+    }
+
+    #[test]
+    fn wide_layer_norm_equals_the_baseline_bit_for_bit() {
+        let h = 384;
+        let norm = LayerNorm {
+            g: (0..h).map(|i| 1.0 + (i as f32 * 0.7).sin() * 0.3).collect(),
+            b: (0..h).map(|i| (i as f32 * 0.3).cos() * 0.1).collect(),
+            eps: 1e-12,
+        };
+        let x: Vec<f32> = (0..17 * h)
+            .map(|i| (i as f32 * 0.013).sin() * 4.0 + 0.5)
+            .collect();
+        let (mut want, mut got) = (x.clone(), x);
+        layer_norm_impl(&norm, &mut want);
+        norm.forward(&mut got);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want));
+        let mean = got[..h].iter().sum::<f32>() / h as f32;
+        assert!(mean.abs() < 0.2, "{mean}");
     }
 
     #[test]

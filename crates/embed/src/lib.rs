@@ -10,6 +10,8 @@
 //! Must not know: tools, servers, storage or any other crate of this workspace; it turns text into vectors. `unsafe`
 //! is confined to the SIMD kernels, reading the weights and the model download's file handling.
 
+#[macro_use]
+mod wide;
 mod bert;
 pub mod fetch;
 mod kernels;
@@ -22,7 +24,10 @@ mod tokenizer;
 use std::path::{Path, PathBuf};
 
 pub use bert::WeightFormat;
-pub use quant::{ENV_KERNEL, Kernel, kernel};
+pub use quant::{
+    Activations, ENV_ACT8_PRODUCTS, ENV_ACTIVATIONS, ENV_KERNEL, Kernel, PRODUCTS, activations_of,
+    encoder_suffix, kernel,
+};
 
 /// Length of an embedding.
 pub const DIM: usize = 384;

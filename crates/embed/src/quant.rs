@@ -9,6 +9,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::kernels::{MR, NR, SPLIT_ROWS, W_BLOCK_BYTES, for_each_tile, threads};
+#[cfg(target_arch = "x86_64")]
+mod vnni8;
 
 /// Columns are padded to a multiple of this (one k-step of the kernel).
 const KSTEP: usize = 16;
@@ -18,11 +20,13 @@ const ACT_MAX: i32 = 4095;
 
 /// A weight matrix `[rows][cols]` quantised per row: `w[o][i] ≈ q[o][i] · scale[o]`, rows padded to `stride`.
 pub struct QuantMatrix {
-    q: Vec<i8>,
+    pub(super) q: Vec<i8>,
     scale: Vec<f32>,
-    rows: usize,
+    /// `Σ_i q[o][i]` per row: the offset an unsigned activation (`x + 128`) adds to a row's sum, removed after.
+    pub(super) wsum: Vec<i32>,
+    pub(super) rows: usize,
     cols: usize,
-    stride: usize,
+    pub(super) stride: usize,
 }
 
 impl QuantMatrix {
@@ -44,9 +48,14 @@ impl QuantMatrix {
                 *d = (v / s).round().clamp(-127.0, 127.0) as i8;
             }
         }
+        let wsum = q
+            .chunks_exact(stride)
+            .map(|r| r.iter().map(|&v| i32::from(v)).sum())
+            .collect();
         QuantMatrix {
             q,
             scale,
+            wsum,
             rows,
             cols,
             stride,
@@ -62,16 +71,154 @@ impl QuantMatrix {
     }
 }
 
-/// The largest activation magnitude for which no sum over `stride` products can leave an i32.
-fn act_max(stride: usize) -> i32 {
-    let bound = i32::MAX as i64 / (127 * stride.max(1) as i64);
-    ACT_MAX.min(bound.max(1) as i32)
+/// How finely a row of activations is quantised: 8 or 13 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activations {
+    /// Integers in [-127, 127]: one byte, so CPUs with AVX-512 VNNI multiply 64 per instruction (`vpdpbusd`,
+    /// `vnni8`); the other kernels take the same values in i16 and give the same sums.
+    Bits8,
+    /// Integers in [-4095, 4095] in i16 (issue 13).
+    Bits13,
 }
 
-/// Quantises each row of x (`rows × cols`) to `[-amax, amax]` into `xq` (`rows × stride`, zero padded); returns the
-/// per-row scales.
-fn quantize_rows(x: &[f32], rows: usize, cols: usize, stride: usize, xq: &mut [i16]) -> Vec<f32> {
-    let amax = act_max(stride) as f32;
+/// The dense products of an encoder layer, by the names `AGENT_DISCOVER_EMBED_ACT8_PRODUCTS` uses: the stacked query,
+/// key and value projections, the attention output, and the feed-forward block's two products.
+pub const PRODUCTS: [&str; 4] = ["qkv", "attn", "ffn1", "ffn2"];
+/// The products whose activations are 8-bit by default: only `ffn1` (the layer-normed input of the feed-forward
+/// block) keeps every quality figure of BENCHMARKS.md's query sets unchanged ("find_tool, third pass").
+const DEFAULT_ACT8: [&str; 1] = ["ffn1"];
+
+/// The environment variable choosing the activations' precision: `13` everywhere, `8` everywhere, or unset for
+/// 8 bits in `DEFAULT_ACT8` only.
+pub const ENV_ACTIVATIONS: &str = "AGENT_DISCOVER_EMBED_ACTIVATIONS";
+/// The environment variable naming the products with 8-bit activations (comma-separated among `PRODUCTS`), unless
+/// `AGENT_DISCOVER_EMBED_ACTIVATIONS=13`; for experiments.
+pub const ENV_ACT8_PRODUCTS: &str = "AGENT_DISCOVER_EMBED_ACT8_PRODUCTS";
+
+/// Which of `PRODUCTS` have 8-bit activations in this process (read once).
+fn act8() -> &'static [bool; 4] {
+    static A: std::sync::OnceLock<[bool; 4]> = std::sync::OnceLock::new();
+    A.get_or_init(|| {
+        act8_from(
+            std::env::var(ENV_ACTIVATIONS).ok().as_deref(),
+            std::env::var(ENV_ACT8_PRODUCTS).ok().as_deref(),
+        )
+    })
+}
+
+/// Which of `PRODUCTS` have 8-bit activations given `AGENT_DISCOVER_EMBED_ACTIVATIONS` and
+/// `AGENT_DISCOVER_EMBED_ACT8_PRODUCTS`.
+fn act8_from(setting: Option<&str>, list: Option<&str>) -> [bool; 4] {
+    PRODUCTS.map(|p| match (setting.map(str::trim), list) {
+        (Some("13"), _) => false,
+        (_, Some(list)) => list.split(',').any(|x| x.trim() == p),
+        (Some("8"), None) => true,
+        _ => DEFAULT_ACT8.contains(&p),
+    })
+}
+
+/// The activations' precision of one of `PRODUCTS` (13 bits for any other name).
+pub fn activations_of(product: &str) -> Activations {
+    match PRODUCTS.iter().position(|p| *p == product) {
+        Some(i) if act8()[i] => Activations::Bits8,
+        _ => Activations::Bits13,
+    }
+}
+
+/// What the local model's id gains for vectors of this process's encoder: `""` with 13-bit activations everywhere
+/// (issue 13's encoder, so vectors stored before keep their id), `+a8` with 8 bits everywhere, else `+a8:` and the
+/// products with 8 bits (`+a8:ffn1` by default).
+pub fn encoder_suffix() -> String {
+    suffix_of(act8())
+}
+
+fn suffix_of(act8: &[bool; 4]) -> String {
+    let on: Vec<&str> = PRODUCTS
+        .iter()
+        .zip(act8)
+        .filter(|(_, on)| **on)
+        .map(|(p, _)| *p)
+        .collect();
+    match on.len() {
+        0 => String::new(),
+        n if n == PRODUCTS.len() => "+a8".into(),
+        _ => format!("+a8:{}", on.join(",")),
+    }
+}
+
+/// The largest activation magnitude of `act` for which no sum over `stride` products can leave an i32.
+fn act_max(stride: usize, act: Activations) -> i32 {
+    let bound = i32::MAX as i64 / (127 * stride.max(1) as i64);
+    let cap = match act {
+        Activations::Bits8 => 127,
+        Activations::Bits13 => ACT_MAX,
+    };
+    cap.min(bound.max(1) as i32)
+}
+
+wide_fn!(
+    /// Quantises each row of x (`rows × cols`) to `[-amax, amax]` into `xq` (`rows × stride`, zero padded); returns
+    /// the per-row scales.
+    fn quantize_rows = quantize_rows_impl(
+        x: &[f32],
+        rows: usize,
+        cols: usize,
+        stride: usize,
+        xq: &mut [i16],
+        act: Activations
+    ) -> Vec<f32>
+);
+
+wide_fn!(
+    /// `y[r * y_stride + o] = acc[r][o] · sx[r] · w.scale[o] + bias[o]`.
+    fn rescale = rescale_impl(
+        acc: &[i32],
+        sx: &[f32],
+        w: &QuantMatrix,
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        y_stride: usize
+    ) -> ()
+);
+
+#[inline(always)]
+fn rescale_impl(
+    acc: &[i32],
+    sx: &[f32],
+    w: &QuantMatrix,
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    y_stride: usize,
+) {
+    let n = w.rows;
+    for (r, &s) in sx.iter().enumerate() {
+        let out = &mut y[r * y_stride..][..n];
+        let a = &acc[r * n..][..n];
+        match bias {
+            Some(b) => {
+                for (((d, &a), &ws), &b) in out.iter_mut().zip(a).zip(&w.scale[..n]).zip(&b[..n]) {
+                    *d = a as f32 * (s * ws) + b;
+                }
+            }
+            None => {
+                for ((d, &a), &ws) in out.iter_mut().zip(a).zip(&w.scale[..n]) {
+                    *d = a as f32 * (s * ws) + 0.0;
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn quantize_rows_impl(
+    x: &[f32],
+    rows: usize,
+    cols: usize,
+    stride: usize,
+    xq: &mut [i16],
+    act: Activations,
+) -> Vec<f32> {
+    let amax = act_max(stride, act) as f32;
     let mut scales = vec![0f32; rows];
     for r in 0..rows {
         let row = &x[r * cols..][..cols];
@@ -95,14 +242,16 @@ fn quantize_rows(x: &[f32], rows: usize, cols: usize, stride: usize, xq: &mut [i
     scales
 }
 
-/// `y[r * y_stride + o] = bias[o] + Σ_i x[r][i] · w[o][i]` for the `rows` contiguous rows of x (`rows × w.cols`).
-pub fn matmul_q8(
+/// `y[r * y_stride + o] = bias[o] + Σ_i x[r][i] · w[o][i]` for the `rows` contiguous rows of x (`rows × w.cols`),
+/// the activations quantised as `act` says.
+pub(super) fn matmul_q8(
     x: &[f32],
     rows: usize,
     w: &QuantMatrix,
     bias: Option<&[f32]>,
     y: &mut [f32],
     y_stride: usize,
+    act: Activations,
 ) {
     assert!(x.len() >= rows * w.cols, "x too short");
     assert!(bias.is_none_or(|b| b.len() >= w.rows), "bias too short");
@@ -118,7 +267,7 @@ pub fn matmul_q8(
         return;
     }
     let mut xq = vec![0i16; rows * w.stride];
-    let sx = quantize_rows(x, rows, w.cols, w.stride, &mut xq);
+    let sx = quantize_rows(x, rows, w.cols, w.stride, &mut xq, act);
     let mut acc = vec![0i32; rows * w.rows];
     // As `matmul_t`: with AGENT_DISCOVER_EMBED_THREADS=2, both halves of x on two cores (same result bit for bit).
     if rows >= SPLIT_ROWS && threads() >= 2 {
@@ -126,25 +275,25 @@ pub fn matmul_q8(
         let (a0, a1) = acc.split_at_mut(half * w.rows);
         let (x0, x1) = xq.split_at(half * w.stride);
         std::thread::scope(|s| {
-            s.spawn(|| dots(x1, rows - half, w, a1));
-            dots(x0, half, w, a0);
+            s.spawn(|| dots(x1, rows - half, w, a1, act));
+            dots(x0, half, w, a0, act);
         });
     } else {
-        dots(&xq, rows, w, &mut acc);
+        dots(&xq, rows, w, &mut acc, act);
     }
-    for r in 0..rows {
-        for o in 0..w.rows {
-            let v = acc[r * w.rows + o] as f32 * (sx[r] * w.scale[o]);
-            y[r * y_stride + o] = v + bias.map_or(0.0, |b| b[o]);
-        }
-    }
+    rescale(&acc, &sx, w, bias, y, y_stride);
 }
 
-/// `acc[r * w.rows + o] = Σ_i xq[r][i] · q[o][i]` (exact).
-fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
+/// `acc[r * w.rows + o] = Σ_i xq[r][i] · q[o][i]` (exact; xq in `act`'s range).
+fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32], act: Activations) {
     assert!(xq.len() >= rows * w.stride && acc.len() >= rows * w.rows);
     #[cfg(target_arch = "x86_64")]
     {
+        if act == Activations::Bits8 && kernel() == Kernel::Avx512Zmm && vnni8::fits(w) {
+            // SAFETY: the CPU has AVX-512 BW + VNNI (`kernel()`); xq holds 8-bit values; sizes asserted above.
+            unsafe { vnni8::dots(xq, rows, w, acc) };
+            return;
+        }
         let tile = match kernel() {
             Kernel::Avx512Zmm if w.stride.is_multiple_of(32) => x86::tile_avx512_zmm as x86::Tile,
             Kernel::AvxVnni | Kernel::Avx512Zmm => x86::tile_avx_vnni as x86::Tile,
@@ -230,7 +379,7 @@ fn portable_dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
 
 /// Rows of w per block (a multiple of NR): half of `W_BLOCK_BYTES` of int8 weights, so a block and a tile of x (up
 /// to 6 rows of i16) stay in cache while every tile passes over the block.
-fn block_rows(stride: usize) -> usize {
+pub(super) fn block_rows(stride: usize) -> usize {
     (W_BLOCK_BYTES / 2 / stride.max(1)).max(NR) / NR * NR
 }
 
@@ -516,124 +665,4 @@ mod x86 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn simd_and_portable_agree_exactly_and_approximate_the_f32_product() {
-        for (n, m, k) in [
-            (1, 1, 1),
-            (5, 7, 13),
-            (4, 2, 16),
-            (9, 33, 40),
-            (13, 5, 384),
-            (6, 4, 64),
-            (7, 3, 96),
-            (7, 3, 1536),
-            (0, 3, 8),
-        ] {
-            let x: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
-            let w: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.11).cos() * 0.2).collect();
-            let b: Vec<f32> = (0..m).map(|i| i as f32 * 0.1).collect();
-            let q = QuantMatrix::quantize(&w, m, k);
-            let mut y = vec![0f32; n * m];
-            matmul_q8(&x, n, &q, Some(&b), &mut y, m);
-            // The same integer sums from the portable loop.
-            let mut xq = vec![0i16; n * q.stride];
-            quantize_rows(&x, n, k, q.stride, &mut xq);
-            let (mut a1, mut a2) = (vec![0i32; n * m], vec![0i32; n * m]);
-            dots(&xq, n, &q, &mut a1);
-            portable_dots(&xq, n, &q, &mut a2);
-            assert_eq!(a1, a2, "{n}x{m}x{k}");
-            // Every k-loop this CPU runs gives the same sums.
-            #[cfg(target_arch = "x86_64")]
-            for (name, tile) in x86_tiles() {
-                if name == "avx512-zmm" && !q.stride.is_multiple_of(32) {
-                    continue;
-                }
-                let mut a3 = vec![0i32; n * m];
-                // SAFETY: `x86_tiles` lists only the tiles this CPU supports.
-                unsafe { x86::dots(&xq, n, &q, &mut a3, tile) };
-                assert_eq!(a3, a2, "{name} {n}x{m}x{k}");
-            }
-            for r in 0..n {
-                for o in 0..m {
-                    let exact: f64 = (0..k)
-                        .map(|i| f64::from(x[r * k + i]) * f64::from(w[o * k + i]))
-                        .sum::<f64>()
-                        + f64::from(b[o]);
-                    // Bound: k products each off by at most half a weight step times |x| (plus x's rounding).
-                    let tol = k as f64 * 3.0 * 0.2 / 127.0 * 0.5 * 1.1 + 1e-4;
-                    let got = f64::from(y[r * m + o]);
-                    assert!(
-                        (got - exact).abs() <= tol,
-                        "{n}x{m}x{k} [{r},{o}]: {got} vs {exact}"
-                    );
-                }
-            }
-        }
-    }
-
-    /// The x86 tiles this CPU supports, by name.
-    #[cfg(target_arch = "x86_64")]
-    fn x86_tiles() -> Vec<(&'static str, x86::Tile)> {
-        use std::arch::is_x86_feature_detected as has;
-        let mut v: Vec<(&'static str, x86::Tile)> = Vec::new();
-        if has!("avx2") {
-            v.push(("avx2", x86::tile_avx2));
-            if has!("avxvnni") {
-                v.push(("avx-vnni", x86::tile_avx_vnni));
-            }
-            if has!("avx512vnni") && has!("avx512vl") {
-                v.push(("avx512-vnni", x86::tile_avx512_vnni));
-            }
-            if has!("avx512vnni") && has!("avx512bw") {
-                v.push(("avx512-zmm", x86::tile_avx512_zmm));
-            }
-        }
-        v
-    }
-
-    #[test]
-    fn the_chosen_kernel_is_the_best_this_cpu_has() {
-        #[cfg(target_arch = "x86_64")]
-        if std::env::var(ENV_KERNEL).is_err() && std::arch::is_x86_feature_detected!("avxvnni") {
-            assert!(matches!(kernel(), Kernel::AvxVnni | Kernel::Avx512Zmm));
-        }
-        assert_eq!(
-            kernel() == Kernel::Portable,
-            best_kernel() == Kernel::Portable
-                || std::env::var(ENV_KERNEL).is_ok_and(|v| v == "portable")
-        );
-    }
-
-    #[test]
-    fn extreme_values_do_not_overflow() {
-        let k = 1536;
-        let x = vec![-1e6f32; 2 * k];
-        let w = vec![1.0f32; k];
-        let q = QuantMatrix::quantize(&w, 1, k);
-        let mut y = vec![0f32; 2];
-        matmul_q8(&x, 2, &q, None, &mut y, 1);
-        assert!((y[0] / (-1e6 * k as f32) - 1.0).abs() < 1e-3, "{}", y[0]);
-        assert_eq!(y[0], y[1]);
-        let mut z = vec![1f32; 1];
-        matmul_q8(&vec![0f32; k], 1, &q, None, &mut z, 1);
-        assert_eq!(z[0], 0.0);
-    }
-
-    #[test]
-    fn rows_do_not_depend_on_their_neighbours() {
-        let (n, m, k) = (13, 9, 72);
-        let x: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.37).sin()).collect();
-        let w: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.11).cos()).collect();
-        let q = QuantMatrix::quantize(&w, m, k);
-        let mut all = vec![0.0; n * m];
-        matmul_q8(&x, n, &q, None, &mut all, m);
-        for r in 0..n {
-            let mut one = vec![0.0; m];
-            matmul_q8(&x[r * k..(r + 1) * k], 1, &q, None, &mut one, m);
-            assert_eq!(one, all[r * m..(r + 1) * m]);
-        }
-    }
-}
+mod tests;

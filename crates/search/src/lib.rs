@@ -21,8 +21,11 @@ use ad_core::model::ToolRecord;
 use ad_store::Store;
 
 mod recent;
-pub use provider::{Provider, ProviderStatus};
+mod scan;
+pub use provider::{Provider, ProviderStatus, local_model_id};
 use recent::RecentQueries;
+pub use scan::dot;
+use scan::{dot_i8, scores};
 
 /// Below this top score, `find_tool` answers "not found" rather than a bad match.
 pub const NO_MATCH: f64 = 0.25;
@@ -562,12 +565,10 @@ impl VectorIndex {
         if self.dim == 0 || q.len() != self.dim {
             return vec![];
         }
-        let mut scored: Vec<(i64, f64)> = self
-            .data
-            .chunks_exact(self.dim)
-            .zip(&self.scales)
+        let mut scored: Vec<(i64, f64)> = scores(&self.data, self.dim, &self.scales, q)
+            .into_iter()
             .zip(&self.ids)
-            .map(|((row, s), id)| (*id, (dot_i8(row, q) * s) as f64))
+            .map(|(c, id)| (*id, c as f64))
             .collect();
         let k = k.min(scored.len());
         if k == 0 {
@@ -637,42 +638,6 @@ fn quantize(v: &[f32], out: &mut Vec<i8>) -> f32 {
             .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
     );
     scale
-}
-
-/// Dot product of an int8 row and an f32 query (eight accumulators, so the compiler vectorises it).
-fn dot_i8(a: &[i8], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| f32::from(*x) * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for j in 0..8 {
-            acc[j] += f32::from(x[j]) * y[j];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
-/// Dot product with eight independent accumulators so the compiler vectorises it.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for j in 0..8 {
-            acc[j] += x[j] * y[j];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 /// The text embedded for a tool: its name in words, then its description.

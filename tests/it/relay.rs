@@ -232,7 +232,7 @@ async fn stdio_2026(dir: &std::path::Path, elicit: bool) -> crate::eras::Client 
     }
     let transport = rmcp::transport::TokioChildProcess::new(harness::command(dir, &["mcp"]))
         .expect("spawn agent-discover mcp");
-    let client = rmcp::ServiceExt::serve_with_lifecycle(
+    let client = rmcp::service::ClientServiceExt::serve_with_lifecycle(
         harness::TestClient {
             seen,
             sampling_reply: None,

@@ -249,7 +249,10 @@ async fn stdio_2026(dir: &std::path::Path, elicit: bool) -> crate::eras::Client 
         json!({"action": "activate", "name": "old"}),
     ] {
         let r = client
-            .call_tool(CallToolRequestParams::new("registry").with_arguments(args.as_object().unwrap().clone()))
+            .call_tool(
+                CallToolRequestParams::new("registry")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
             .await
             .unwrap();
         assert_ne!(r.is_error, Some(true), "{r:?}");
@@ -298,7 +301,11 @@ async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_i
 
     let elicit = || call_2026("old__elicit", json!({"message": "who?"}));
     let asked = crate::eras::asked(client.call_tool_once(elicit()).await.unwrap());
-    assert_eq!(lane_calls_2026(&client).await, 3, "the first round took the lane");
+    assert_eq!(
+        lane_calls_2026(&client).await,
+        3,
+        "the first round took the lane"
+    );
     let requests = serde_json::to_value(asked.input_requests.clone().unwrap()).unwrap();
     assert_eq!(requests["elicitation"]["params"]["message"], "who?");
     let mut retry = elicit();
@@ -311,7 +318,10 @@ async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_i
     );
     retry.request_state = asked.request_state.clone();
     let done = crate::eras::completed(client.call_tool_once(retry).await.unwrap());
-    assert!(done.starts_with("elicited:") && done.contains("Ann"), "{done}");
+    assert!(
+        done.starts_with("elicited:") && done.contains("Ann"),
+        "{done}"
+    );
     // The retry took the normal path; the question never reached the client as a request of its own.
     assert_eq!(lane_calls_2026(&client).await, 3);
     assert!(client.service().seen.elicited.lock().unwrap().is_empty());
@@ -321,7 +331,11 @@ async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_i
     let plain = stdio_2026(dir.path(), false).await;
     match plain.call_tool_once(elicit()).await {
         Err(rmcp::ServiceError::McpError(e)) => {
-            assert_eq!(e.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, "{e:?}");
+            assert_eq!(
+                e.code,
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "{e:?}"
+            );
             assert!(e.data.unwrap()["requiredCapabilities"]["elicitation"].is_object());
         }
         other => panic!("expected -32021, got {other:?}"),

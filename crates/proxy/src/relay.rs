@@ -499,12 +499,7 @@ impl ChildLane {
 
     /// Records a call's end and answers its client (unless it cancelled): the lane's own, or an exchange's that
     /// took the call over (`handover.rs`).
-    fn conclude(
-        &self,
-        mut call: FastCall,
-        res: Result<CallToolResponse, Error>,
-        reply: Reply<'_>,
-    ) {
+    fn conclude(&self, mut call: FastCall, res: Result<CallToolResponse, Error>, reply: Reply<'_>) {
         let (ok, text) = outcome(&res);
         let spans = call.spans.take().map(|spans| spans.end_call(&res));
         self.record([Finished {

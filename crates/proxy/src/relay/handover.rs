@@ -25,7 +25,10 @@ use crate::sync::lock;
 impl Inner {
     /// When a 2026-07-28 client's fast-lane call of `server` is in flight (the oldest, if several), hands it to a
     /// new exchange and returns where the child's request goes; `None` when there is no such call.
-    pub(crate) fn hand_over_lane_call(self: &Arc<Self>, server: &str) -> Option<mpsc::Sender<Step>> {
+    pub(crate) fn hand_over_lane_call(
+        self: &Arc<Self>,
+        server: &str,
+    ) -> Option<mpsc::Sender<Step>> {
         let child = match lock(&self.children).get(server)? {
             Slot::Running(child) => child.clone(),
             _ => return None,

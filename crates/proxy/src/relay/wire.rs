@@ -76,19 +76,11 @@ pub(super) struct CallMeta<'a> {
     pub(super) traceparent: Option<String>,
     #[serde(default)]
     pub(super) tracestate: Option<String>,
-    #[serde(
-        default,
-        borrow,
-        rename = "io.modelcontextprotocol/protocolVersion"
-    )]
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
     protocol: Option<&'a RawValue>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/clientInfo")]
     client_info: Option<&'a RawValue>,
-    #[serde(
-        default,
-        borrow,
-        rename = "io.modelcontextprotocol/clientCapabilities"
-    )]
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
     capabilities: Option<&'a RawValue>,
 }
 
@@ -313,7 +305,11 @@ mod tests {
                 "{line}"
             );
             // A 2026-07-28 client's capabilities, as rmcp reads them (its revision decides the era).
-            let era = params.meta.as_ref().map(|m| m.era().unwrap()).unwrap_or_default();
+            let era = params
+                .meta
+                .as_ref()
+                .map(|m| m.era().unwrap())
+                .unwrap_or_default();
             assert_eq!(
                 era.map(|c| *c),
                 r.request.get_meta().client_capabilities(),
@@ -352,8 +348,7 @@ mod tests {
 
     /// Whether the fast lane takes `line`: a `tools/call` it reads, whose envelope (if any) is of an era it relays.
     fn takes(line: &str) -> bool {
-        read_call(line)
-            .is_some_and(|(_, p)| p.meta.as_ref().is_none_or(|m| m.era().is_ok()))
+        read_call(line).is_some_and(|(_, p)| p.meta.as_ref().is_none_or(|m| m.era().is_ok()))
     }
 
     /// The request written to the child is rmcp's `tools/call` with the fast lane's id and progress token.

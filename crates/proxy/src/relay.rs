@@ -1,4 +1,4 @@
-//! The fast lane of `agent-discover mcp` (stdio front): a legacy client's `tools/call` of an allowed, approved tool of
+//! The fast lane of `agent-discover mcp` (stdio front): a client's `tools/call` of an allowed, approved tool of
 //! a ready legacy stdio child goes from the front transport (`mcp/front.rs`) straight to the child's writer under an id
 //! of its own, and the child's answer from the child transport (`typed.rs`) straight to the front's writer under the
 //! client's id: no rmcp request task, handler future, child `Peer` round trip or response task per call. Messages are
@@ -8,10 +8,15 @@
 //! the cancellation), progress forwarded to the client's token in the child's order and before the result, the
 //! client's cancellation passed on to the child (and no answer, as rmcp gives none), a child that exits failing its
 //! calls at once with its exit cause and stderr, the call log, metrics and the call observer, and the same tool error
-//! shapes (SEP-1303, through the front's `shape`). Requests the child sends during a call (sampling, elicitation,
-//! roots) and list changes go through rmcp's client service as before. Anything else falls back to the normal path
-//! before the call starts: a request with `_meta` beyond a progress token (2026-07-28 clients), an input-required
-//! retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running. With tracing on, the
+//! shapes (SEP-1303, through the front's `shape`). A 2026-07-28 client's call (its `_meta` envelope checked as rmcp
+//! checks it) is taken too: its result is decoded and gets `resultType: "complete"`, its errors rmcp's 2026 codes.
+//! Requests the child sends during a legacy client's call (sampling, elicitation, roots) and list changes go through
+//! rmcp's client service as before; during a 2026-07-28 client's call, the child's request hands the call to an
+//! exchange of `held.rs` (`relay/handover.rs`), so the client gets the input-required result (or -32021) the normal
+//! path gives, and its retry goes the normal way. Anything else falls back to the normal path before the call
+//! starts: `_meta` beyond a progress token, trace context and the 2026-07-28 envelope (a log level, say), an
+//! envelope of another revision or one rmcp would refuse, an input-required retry, a 2026-07-28 child, a tool not
+//! exposed now (pins, filters), a child not running. With tracing on, the
 //! lane makes the call's two spans itself (the served request's and the proxied call's, `spans.rs`), takes the
 //! client's `_meta.traceparent` and hands the child its own.
 //!

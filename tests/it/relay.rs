@@ -225,13 +225,17 @@ async fn fast_lane_errors_match_the_normal_path_and_other_calls_take_it() {
 
 /// `agent-discover mcp` in `dir` with a 2026-07-28 client (`server/discover`, per-request `_meta`) over stdio,
 /// declaring elicitation when `elicit`; the legacy fixture installed and active as `old`.
-async fn stdio_2026(dir: &std::path::Path, elicit: bool) -> crate::eras::Client {
+async fn stdio_2026(dir: &std::path::Path, elicit: bool, lane: bool) -> crate::eras::Client {
     let seen = std::sync::Arc::new(harness::Seen::default());
     if elicit {
         *seen.elicit_answers.lock().unwrap() = Some(Default::default());
     }
-    let transport = rmcp::transport::TokioChildProcess::new(harness::command(dir, &["mcp"]))
-        .expect("spawn agent-discover mcp");
+    let mut command = harness::command(dir, &["mcp"]);
+    if !lane {
+        command.env("AGENT_DISCOVER_FAST_LANE", "off");
+    }
+    let transport =
+        rmcp::transport::TokioChildProcess::new(command).expect("spawn agent-discover mcp");
     let client = rmcp::service::ClientServiceExt::serve_with_lifecycle(
         harness::TestClient {
             seen,
@@ -283,7 +287,7 @@ fn call_2026(name: &str, args: Value) -> CallToolRequestParams {
 #[tokio::test]
 async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_input_required() {
     let dir = tmp();
-    let client = stdio_2026(dir.path(), true).await;
+    let client = stdio_2026(dir.path(), true, true).await;
     let r = client
         .call_tool_once(call_2026("old__echo", json!({"text": "hi"})))
         .await
@@ -328,7 +332,7 @@ async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_i
     client.cancel().await.unwrap();
 
     let dir = tmp();
-    let plain = stdio_2026(dir.path(), false).await;
+    let plain = stdio_2026(dir.path(), false, true).await;
     match plain.call_tool_once(elicit()).await {
         Err(rmcp::ServiceError::McpError(e)) => {
             assert_eq!(
@@ -341,5 +345,27 @@ async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_i
         other => panic!("expected -32021, got {other:?}"),
     }
     assert_eq!(lane_calls_2026(&plain).await, 1);
+
+    // The same answers, on the wire, as rmcp's handler gives with the lane off: a result and a tool error.
+    let dir = tmp();
+    let normal = stdio_2026(dir.path(), false, false).await;
+    for (tool, args) in [
+        ("old__echo", json!({"text": "same"})),
+        ("old__fail", json!({})),
+    ] {
+        let fast = plain
+            .call_tool(call_2026(tool, args.clone()))
+            .await
+            .unwrap();
+        let slow = normal.call_tool(call_2026(tool, args)).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&fast).unwrap(),
+            serde_json::to_value(&slow).unwrap(),
+            "{tool}"
+        );
+    }
+    assert_eq!(lane_calls_2026(&plain).await, 3);
+    assert_eq!(lane_calls_2026(&normal).await, 0);
     plain.cancel().await.unwrap();
+    normal.cancel().await.unwrap();
 }

@@ -222,3 +222,150 @@ async fn fast_lane_errors_match_the_normal_path_and_other_calls_take_it() {
     assert_eq!(fast_lane_calls(&agent).await, 1);
     agent.stop().await;
 }
+
+/// `agent-discover mcp` in `dir` with a 2026-07-28 client (`server/discover`, per-request `_meta`) over stdio,
+/// declaring elicitation when `elicit`; the legacy fixture installed and active as `old`.
+async fn stdio_2026(dir: &std::path::Path, elicit: bool, lane: bool) -> crate::eras::Client {
+    let seen = std::sync::Arc::new(harness::Seen::default());
+    if elicit {
+        *seen.elicit_answers.lock().unwrap() = Some(Default::default());
+    }
+    let mut command = harness::command(dir, &["mcp"]);
+    if !lane {
+        command.env("AGENT_DISCOVER_FAST_LANE", "off");
+    }
+    let transport =
+        rmcp::transport::TokioChildProcess::new(command).expect("spawn agent-discover mcp");
+    let client = rmcp::service::ClientServiceExt::serve_with_lifecycle(
+        harness::TestClient {
+            seen,
+            sampling_reply: None,
+        },
+        transport,
+        rmcp::service::ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .expect("server/discover");
+    for args in [
+        json!({"action": "install", "name": "old", "command": harness::fixture(), "args": ["--name", "old"]}),
+        json!({"action": "activate", "name": "old"}),
+    ] {
+        let r = client
+            .call_tool(
+                CallToolRequestParams::new("registry")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    client
+}
+
+/// How many calls took the fast lane, asked by a 2026-07-28 client.
+async fn lane_calls_2026(client: &crate::eras::Client) -> u64 {
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("registry")
+                .with_arguments(json!({"action": "status"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    parse(&r)["relay"]["fast_lane_calls"].as_u64().unwrap()
+}
+
+fn call_2026(name: &str, args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().unwrap().clone())
+}
+
+/// A 2026-07-28 client's calls of a legacy child take the lane over stdio: a complete result (with `resultType`,
+/// which such a client requires) and a tool error shaped as before; a child that asks the client mid-call has its
+/// call handed to the input-required exchange (`relay/handover.rs`), whose retry completes it; a client that did
+/// not declare the capability gets -32021, as on the normal path.
+#[tokio::test]
+async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_input_required() {
+    let dir = tmp();
+    let client = stdio_2026(dir.path(), true, true).await;
+    let r = client
+        .call_tool_once(call_2026("old__echo", json!({"text": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(crate::eras::completed(r), "hi");
+    assert_eq!(lane_calls_2026(&client).await, 1);
+    // The same answer on the wire as the normal path gives: `resultType` complete, nothing else added.
+    let r = client
+        .call_tool(call_2026("old__echo", json!({"text": "again"})))
+        .await
+        .unwrap();
+    assert_eq!(r.result_type, Some(ResultType::COMPLETE), "{r:?}");
+    assert_eq!(text(&r), "again");
+    assert_eq!(lane_calls_2026(&client).await, 2);
+
+    let elicit = || call_2026("old__elicit", json!({"message": "who?"}));
+    let asked = crate::eras::asked(client.call_tool_once(elicit()).await.unwrap());
+    assert_eq!(
+        lane_calls_2026(&client).await,
+        3,
+        "the first round took the lane"
+    );
+    let requests = serde_json::to_value(asked.input_requests.clone().unwrap()).unwrap();
+    assert_eq!(requests["elicitation"]["params"]["message"], "who?");
+    let mut retry = elicit();
+    retry.input_responses = Some(
+        [(
+            "elicitation".to_owned(),
+            crate::eras::accept(json!({"answer": "Ann"})),
+        )]
+        .into(),
+    );
+    retry.request_state = asked.request_state.clone();
+    let done = crate::eras::completed(client.call_tool_once(retry).await.unwrap());
+    assert!(
+        done.starts_with("elicited:") && done.contains("Ann"),
+        "{done}"
+    );
+    // The retry took the normal path; the question never reached the client as a request of its own.
+    assert_eq!(lane_calls_2026(&client).await, 3);
+    assert!(client.service().seen.elicited.lock().unwrap().is_empty());
+    client.cancel().await.unwrap();
+
+    let dir = tmp();
+    let plain = stdio_2026(dir.path(), false, true).await;
+    match plain.call_tool_once(elicit()).await {
+        Err(rmcp::ServiceError::McpError(e)) => {
+            assert_eq!(
+                e.code,
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "{e:?}"
+            );
+            assert!(e.data.unwrap()["requiredCapabilities"]["elicitation"].is_object());
+        }
+        other => panic!("expected -32021, got {other:?}"),
+    }
+    assert_eq!(lane_calls_2026(&plain).await, 1);
+
+    // The same answers, on the wire, as rmcp's handler gives with the lane off: a result and a tool error.
+    let dir = tmp();
+    let normal = stdio_2026(dir.path(), false, false).await;
+    for (tool, args) in [
+        ("old__echo", json!({"text": "same"})),
+        ("old__fail", json!({})),
+    ] {
+        let fast = plain
+            .call_tool(call_2026(tool, args.clone()))
+            .await
+            .unwrap();
+        let slow = normal.call_tool(call_2026(tool, args)).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&fast).unwrap(),
+            serde_json::to_value(&slow).unwrap(),
+            "{tool}"
+        );
+    }
+    assert_eq!(lane_calls_2026(&plain).await, 3);
+    assert_eq!(lane_calls_2026(&normal).await, 0);
+    plain.cancel().await.unwrap();
+    normal.cancel().await.unwrap();
+}

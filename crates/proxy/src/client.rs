@@ -76,10 +76,16 @@ impl ChildClient {
         request: InputRequest,
     ) -> Option<Result<T, McpError>> {
         let inner = self.proxy.upgrade()?;
-        // A parked exchange takes the request only when no other call of the child is in flight: a legacy client's
-        // call after a 2026-07-28 client left an exchange parked gets its own child's questions.
-        let parked_ok = !inner.plain_call_in_flight(&self.server);
-        let asking = inner.held.asking_for(&self.server, parked_ok)?;
+        // A 2026-07-28 client's fast-lane call becomes an exchange now, as the normal path runs it (`relay/handover.rs`).
+        let asking = match inner.hand_over_lane_call(&self.server) {
+            Some(asking) => asking,
+            None => {
+                // A parked exchange takes the request only when no other call of the child is in flight: a legacy
+                // client's call after a 2026-07-28 client left an exchange parked gets its own child's questions.
+                let parked_ok = !inner.plain_call_in_flight(&self.server);
+                inner.held.asking_for(&self.server, parked_ok)?
+            }
+        };
         let (reply, answer) = tokio::sync::oneshot::channel();
         asking.send(Step::Ask { request, reply }).await.ok()?;
         Some(match answer.await {

@@ -303,7 +303,7 @@ impl Proxy {
     /// -32021 naming the capability for a 2026-07-28 caller (SEP-2575: the child relied on a capability
     /// agent-discover declared on its behalf), [`Error::InputRequired`] for others.
     #[allow(clippy::too_many_arguments)]
-    async fn drive(
+    pub(super) async fn drive(
         &self,
         child: &Arc<Child>,
         id: u64,

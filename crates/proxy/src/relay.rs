@@ -1,4 +1,4 @@
-//! The fast lane of `agent-discover mcp` (stdio front): a legacy client's `tools/call` of an allowed, approved tool of
+//! The fast lane of `agent-discover mcp` (stdio front): a client's `tools/call` of an allowed, approved tool of
 //! a ready legacy stdio child goes from the front transport (`mcp/front.rs`) straight to the child's writer under an id
 //! of its own, and the child's answer from the child transport (`typed.rs`) straight to the front's writer under the
 //! client's id: no rmcp request task, handler future, child `Peer` round trip or response task per call. Messages are
@@ -8,16 +8,22 @@
 //! the cancellation), progress forwarded to the client's token in the child's order and before the result, the
 //! client's cancellation passed on to the child (and no answer, as rmcp gives none), a child that exits failing its
 //! calls at once with its exit cause and stderr, the call log, metrics and the call observer, and the same tool error
-//! shapes (SEP-1303, through the front's `shape`). Requests the child sends during a call (sampling, elicitation,
-//! roots) and list changes go through rmcp's client service as before. Anything else falls back to the normal path
-//! before the call starts: a request with `_meta` beyond a progress token (2026-07-28 clients), an input-required
-//! retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running. With tracing on, the
+//! shapes (SEP-1303, through the front's `shape`). A 2026-07-28 client's call (its `_meta` envelope checked as rmcp
+//! checks it) is taken too: its result is decoded and gets `resultType: "complete"`, its errors rmcp's 2026 codes.
+//! Requests the child sends during a legacy client's call (sampling, elicitation, roots) and list changes go through
+//! rmcp's client service as before; during a 2026-07-28 client's call, the child's request hands the call to an
+//! exchange of `held.rs` (`relay/handover.rs`), so the client gets the input-required result (or -32021) the normal
+//! path gives, and its retry goes the normal way. Anything else falls back to the normal path before the call
+//! starts: `_meta` beyond a progress token, trace context and the 2026-07-28 envelope (a log level, say), an
+//! envelope of another revision or one rmcp would refuse, an input-required retry, a 2026-07-28 child, a tool not
+//! exposed now (pins, filters), a child not running. With tracing on, the
 //! lane makes the call's two spans itself (the served request's and the proxied call's, `spans.rs`), takes the
 //! client's `_meta.traceparent` and hands the child its own.
 //!
 //! The lane's data ([`FrontLane`], [`ChildLane`], the calls in flight) is declared in `state.rs` with the rest of the
 //! object graph it points back into; its wire shapes are in `relay/wire.rs`.
 
+mod handover;
 mod wire;
 
 use std::sync::Arc;
@@ -27,9 +33,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelledNotification, CancelledNotificationParam,
-    ClientJsonRpcMessage, ClientNotification, JsonRpcError, JsonRpcVersion2_0, NumberOrString,
-    ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
-    ServerJsonRpcMessage, ServerNotification, ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ErrorCode, JsonRpcError, JsonRpcVersion2_0,
+    NumberOrString, ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
+    ResultType, ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
 use rmcp::transport::async_rw::JsonRpcMessageCodec;
 use serde::Serialize;
@@ -48,8 +54,8 @@ use crate::spawn::StderrRing;
 pub use crate::state::{ChildLane, FrontLane, ShapeError};
 use crate::state::{FastCall, FastSpans, Finished, Inner, LaneState, Proxy};
 use wire::{
-    ChildCall, ChildCallParams, FAST_BASE, ProgressMeta, RawResponse, fast_number, plain_result,
-    read_call,
+    ChildCall, ChildCallParams, Era, FAST_BASE, ProgressMeta, RawResponse, fast_number,
+    plain_result, read_call,
 };
 
 impl FrontLane {
@@ -81,8 +87,10 @@ impl FrontLane {
         if (self.reserved)(&params.name) {
             return None;
         }
-        let (lane, tool, child_protocol) = self.proxy.fast_target(&params.name)?;
         let meta = params.meta.unwrap_or_default();
+        // A 2026-07-28 client's envelope is checked as rmcp checks it; one it would refuse goes the normal way.
+        let era = meta.era().ok()?;
+        let (lane, tool, child_protocol) = self.proxy.fast_target(&params.name)?;
         // With tracing on, the call's spans are made here (the served request's and the proxied call's), as the
         // normal path would (`spans.rs`).
         let spans = ad_core::trace::enabled().then(|| {
@@ -94,7 +102,10 @@ impl FrontLane {
                 meta.traceparent.as_deref().and_then(|tp| {
                     ad_core::trace::SpanContext::parse(tp, meta.tracestate.as_deref())
                 }),
-                self.protocol.get().map(String::as_str),
+                match &era {
+                    Some(_) => Some(rmcp::model::ProtocolVersion::V_2026_07_28.as_str()),
+                    None => self.protocol.get().map(String::as_str),
+                },
                 child_protocol.as_ref().map(|p| p.as_str()),
             )
         });
@@ -105,6 +116,7 @@ impl FrontLane {
             tool,
             params.arguments,
             spans,
+            era,
         );
         Some(lane)
     }
@@ -156,6 +168,7 @@ impl ChildLane {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn start(
         self: &Arc<Self>,
         front: Arc<FrontLane>,
@@ -164,6 +177,7 @@ impl ChildLane {
         tool: String,
         args: Option<&RawValue>,
         mut spans: Option<Box<FastSpans>>,
+        modern: Era,
     ) {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         // The proxied call's span is the child's parent.
@@ -199,6 +213,8 @@ impl ChildLane {
             started,
             last_progress: now,
             spans,
+            modern,
+            handed: None,
         };
         let mut state = self.state();
         if state.closed || !framed {
@@ -247,8 +263,10 @@ impl ChildLane {
         let Some(call) = self.take(number) else {
             return true;
         };
-        // A plain tool result goes to the client as the child wrote it; anything else is decoded and shaped.
+        // A plain tool result goes to a legacy client as the child wrote it; anything else (and every result for a
+        // 2026-07-28 client, which gets `resultType`) is decoded and shaped.
         if let Some(result) = result
+            && call.modern.is_none()
             && let Some((ok, text)) = plain_result(result.get())
         {
             let latency = call.started.elapsed();
@@ -344,6 +362,14 @@ impl ChildLane {
                 .iter()
                 .find(|c| Arc::ptr_eq(&c.front, front) && c.front_id == *id)
             {
+                // Handed to an exchange: it watches the client's cancellation (`held.rs`).
+                Some(FastCall {
+                    handed: Some(handed),
+                    ..
+                }) => {
+                    handed.cancel.cancel();
+                    return true;
+                }
                 Some(c) => c.number,
                 None => return false,
             }
@@ -465,7 +491,20 @@ impl ChildLane {
     /// Records a finished call as the normal path does (metrics, call log, observer) and answers the client, unless
     /// it cancelled.
     fn finish(&self, mut call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
-        let res = res.map(CallToolResponse::Complete);
+        // A legacy child's result has no `resultType`; a 2026-07-28 client requires one (stripped for others).
+        let res = res.map(|mut r| {
+            r.result_type.get_or_insert(ResultType::COMPLETE);
+            CallToolResponse::Complete(r)
+        });
+        if let Some(handed) = call.handed.take() {
+            return self.report(*handed, res);
+        }
+        self.conclude(call, res, reply);
+    }
+
+    /// Records a call's end and answers its client (unless it cancelled): the lane's own, or an exchange's that
+    /// took the call over (`handover.rs`).
+    fn conclude(&self, mut call: FastCall, res: Result<CallToolResponse, Error>, reply: Reply<'_>) {
         let (ok, text) = outcome(&res);
         let spans = call.spans.take().map(|spans| spans.end_call(&res));
         self.record([Finished {
@@ -491,15 +530,25 @@ impl ChildLane {
         if let Some(served) = spans {
             crate::spans::end_fast_shaped(served, &shaped);
         }
+        let modern = call.modern.is_some();
         let message = match shaped {
             Ok(response) => {
-                // What rmcp's server handler does for a legacy client (the fast lane serves only those).
+                // What rmcp's server handler does for the client's revision.
                 let mut result = ServerResult::from(response);
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
+                if modern {
+                    result.fill_missing_cache_hints();
+                } else {
+                    result.strip_result_type_for_legacy_peer();
+                    result.strip_non_object_output_for_legacy_peer();
+                }
                 ServerJsonRpcMessage::response(result, call.front_id)
             }
-            Err(error) => ServerJsonRpcMessage::error(error, Some(call.front_id)),
+            Err(mut error) => {
+                if modern && error.code == ErrorCode::RESOURCE_NOT_FOUND {
+                    error.code = ErrorCode::INVALID_PARAMS;
+                }
+                ServerJsonRpcMessage::error(error, Some(call.front_id))
+            }
         };
         match reply {
             Reply::Deferred(dirty) => {

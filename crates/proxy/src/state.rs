@@ -392,6 +392,21 @@ pub(super) struct FastCall {
     pub(super) last_progress: tokio::time::Instant,
     /// The call's spans, while tracing is on (`spans.rs`).
     pub(super) spans: Option<Box<FastSpans>>,
+    /// A 2026-07-28 client's call: the capabilities it declared (in its request's `_meta`).
+    pub(super) modern: Option<Box<rmcp::model::ClientCapabilities>>,
+    /// Handed to an exchange of `held.rs` once the child asked something mid-call (`relay/handover.rs`).
+    pub(super) handed: Option<Box<Handed>>,
+}
+
+/// A 2026-07-28 client's fast-lane call whose child asked the client something: its end is reported to the
+/// exchange (`held.rs`) that now answers the client, instead of being answered by the lane.
+pub(super) struct Handed {
+    pub(super) steps: tokio::sync::mpsc::Sender<crate::held::store::Step>,
+    pub(super) exchange: u64,
+    /// The client's cancellation of its request, which the exchange watches.
+    pub(super) cancel: tokio_util::sync::CancellationToken,
+    /// Dropped with the call: ends the task that watches the exchange's own cancellation.
+    pub(super) _watch: tokio::sync::oneshot::Sender<()>,
 }
 
 /// The two spans of a fast-lane call (tracing on only; made and ended by `spans.rs`): the served request's, as the

@@ -236,10 +236,10 @@ type Asking = (u64, mpsc::Sender<Step>);
 pub(crate) struct Held {
     key: aws_lc_rs::hmac::Key,
     pub(super) process: String,
-    pub(super) next: AtomicU64,
+    pub(crate) next: AtomicU64,
     pub(super) parked: std::sync::Mutex<HashMap<u64, Parked>>,
     /// Exchanges in flight per server whose child requests are minted into input-required results, newest last.
-    pub(super) asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
+    pub(crate) asking: std::sync::Mutex<HashMap<String, Vec<Asking>>>,
     /// Approval `go` tokens already used, with their expiry (`approval.rs`): each carries one round of an approved
     /// call, once.
     spent: std::sync::Mutex<HashMap<String, u64>>,
@@ -368,7 +368,7 @@ impl Held {
             .map(|(_, tx)| tx.clone())
     }
 
-    pub(super) fn forget(&self, server: &str, id: u64) {
+    pub(crate) fn forget(&self, server: &str, id: u64) {
         let mut asking = lock(&self.asking);
         if let Some(v) = asking.get_mut(server) {
             v.retain(|(i, _)| *i != id);

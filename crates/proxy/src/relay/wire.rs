@@ -60,8 +60,53 @@ pub(super) struct RawCallParams<'a> {
     pub(super) name: Cow<'a, str>,
     #[serde(default, borrow)]
     pub(super) arguments: Option<&'a RawValue>,
-    #[serde(default, rename = "_meta")]
-    pub(super) meta: Option<ProgressMeta>,
+    #[serde(default, rename = "_meta", borrow)]
+    pub(super) meta: Option<CallMeta<'a>>,
+}
+
+/// A client's request metadata as the fast lane takes it: a progress token, W3C trace context, and a 2026-07-28
+/// client's envelope (protocol version, client info, capabilities). Anything else (a log level, other keys) makes
+/// the parse fail and leaves the message to the normal path.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CallMeta<'a> {
+    #[serde(default, rename = "progressToken")]
+    pub(super) progress_token: Option<ProgressToken>,
+    #[serde(default)]
+    pub(super) traceparent: Option<String>,
+    #[serde(default)]
+    pub(super) tracestate: Option<String>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientInfo")]
+    client_info: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
+    capabilities: Option<&'a RawValue>,
+}
+
+/// The era of a call the fast lane takes: `None` for a legacy client's (no envelope), a 2026-07-28 client's with
+/// its declared capabilities (`Some`). A call it does not take: `Err` (an envelope of another revision, or one rmcp
+/// would refuse or read otherwise: the normal path answers it).
+pub(super) type Era = Option<Box<rmcp::model::ClientCapabilities>>;
+
+impl CallMeta<'_> {
+    pub(super) fn era(&self) -> Result<Era, ()> {
+        let Some(protocol) = self.protocol else {
+            return match (self.client_info, self.capabilities) {
+                (None, None) => Ok(None),
+                _ => Err(()),
+            };
+        };
+        if protocol.get() != "\"2026-07-28\"" {
+            return Err(());
+        }
+        // As rmcp reads them: capabilities that do not parse are missing (rmcp refuses the request), client info
+        // that does not parse is ignored.
+        let caps = self.capabilities.ok_or(())?;
+        let caps: rmcp::model::ClientCapabilities =
+            serde_json::from_str(caps.get()).map_err(drop)?;
+        Ok(Some(Box::new(caps)))
+    }
 }
 
 /// Request metadata holding at most a progress token and W3C trace context (SEP-414's `traceparent`, `tracestate`).
@@ -227,9 +272,12 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fx__echo","arguments":null,"_meta":{}}}"#,
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__\u00e9cho","arguments":{"t":"a\"b\\n"}}}"#,
             r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"fx__echo","_meta":{"progressToken":1,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=b"}}}"#,
+            r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"progressToken":3}}}"#,
+            r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"fx__echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}"#,
         ];
         for line in taken {
-            let (id, params) = read_call(line).unwrap_or_else(|| panic!("not taken: {line}"));
+            assert!(takes(line), "not taken: {line}");
+            let (id, params) = read_call(line).unwrap();
             // The trace context (SEP-414) is read as rmcp reads it.
             let theirs: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
             let ClientJsonRpcMessage::Request(r) = theirs else {
@@ -256,6 +304,22 @@ mod tests {
                 args,
                 "{line}"
             );
+            // A 2026-07-28 client's capabilities, as rmcp reads them (its revision decides the era).
+            let era = params
+                .meta
+                .as_ref()
+                .map(|m| m.era().unwrap())
+                .unwrap_or_default();
+            assert_eq!(
+                era.map(|c| *c),
+                r.request.get_meta().client_capabilities(),
+                "{line}"
+            );
+            assert_eq!(
+                r.request.get_meta().protocol_version().is_some(),
+                line.contains("2026-07-28"),
+                "{line}"
+            );
             assert_eq!(params.meta.and_then(|m| m.progress_token), token, "{line}");
         }
         let left = [
@@ -264,6 +328,11 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":1000}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","inputResponses":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":5}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":"x"}}"#,
             r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
@@ -273,8 +342,13 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
         ];
         for line in left {
-            assert!(read_call(line).is_none(), "taken: {line}");
+            assert!(!takes(line), "taken: {line}");
         }
+    }
+
+    /// Whether the fast lane takes `line`: a `tools/call` it reads, whose envelope (if any) is of an era it relays.
+    fn takes(line: &str) -> bool {
+        read_call(line).is_some_and(|(_, p)| p.meta.as_ref().is_none_or(|m| m.era().is_ok()))
     }
 
     /// The request written to the child is rmcp's `tools/call` with the fast lane's id and progress token.

@@ -222,11 +222,14 @@ impl FastLaneSlot {
         shape: crate::proxy::relay::ShapeError,
         reserved: fn(&str) -> bool,
         protocol: Option<String>,
+        peer: rmcp::Peer<rmcp::RoleServer>,
     ) {
         let lane = FrontLane::new(proxy, self.sink, shape, reserved);
         if let Some(protocol) = protocol {
             lane.set_protocol(protocol);
         }
+        // Its registry `proxy_call`s take the lane too, a child's question going to this client.
+        lane.set_peer(peer);
         let _ = self.slot.set(lane);
     }
 }

@@ -680,6 +680,7 @@ pub async fn serve_stdio(app: Arc<App>, mode: ToolsMode) -> anyhow::Result<()> {
             shape_fast_lane_error,
             served_here,
             protocol,
+            service.peer().clone(),
         );
     }
     // Over stdio one forwarder serves both protocol eras (an unscoped notification reaches 2026-07-28 clients too).

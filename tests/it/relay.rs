@@ -194,8 +194,8 @@ async fn fast_lane_errors_match_the_normal_path_and_other_calls_take_it() {
     assert!(is_error, "{normal}");
     assert_eq!(
         fast_lane_calls(&agent).await,
-        1,
-        "proxy_call is not relayed"
+        2,
+        "proxy_call is relayed too"
     );
     assert_eq!(fast, normal);
     assert!(
@@ -214,12 +214,12 @@ async fn fast_lane_errors_match_the_normal_path_and_other_calls_take_it() {
     params.meta = Some(meta);
     let r = agent.client.call_tool(params).await.expect("call");
     assert_eq!(text(&r), "by rmcp");
-    assert_eq!(fast_lane_calls(&agent).await, 1);
+    assert_eq!(fast_lane_calls(&agent).await, 2);
 
     // Unknown tools are the normal path's to answer.
     let r = agent.call("fx__nope", json!({})).await;
     assert_eq!(parse(&r)["kind"], "tool_not_found");
-    assert_eq!(fast_lane_calls(&agent).await, 1);
+    assert_eq!(fast_lane_calls(&agent).await, 2);
     agent.stop().await;
 }
 
@@ -368,4 +368,90 @@ async fn a_2026_clients_calls_take_the_lane_and_its_childs_questions_come_back_i
     assert_eq!(lane_calls_2026(&normal).await, 0);
     plain.cancel().await.unwrap();
     normal.cancel().await.unwrap();
+}
+
+/// The registry's `proxy_call` answers of `agent` (the fixture `fx`, active, with a 400 ms call timeout): an
+/// echo (named both ways), a tool error, an unknown tool, a timeout, a child's question the client can answer
+/// (sampling) and one it cannot (elicitation, not declared), each whole as the client got it.
+async fn proxy_call_answers(agent: &Agent) -> Vec<Value> {
+    let calls = [
+        json!({"action": "proxy_call", "call_as": "fx__echo", "arguments": {"text": "hi"}}),
+        json!({"action": "proxy_call", "server": "fx", "tool": "echo", "arguments": {"text": "two"}}),
+        json!({"action": "proxy_call", "call_as": "fx__boom", "arguments": {}}),
+        json!({"action": "proxy_call", "call_as": "fx__nope", "arguments": {}}),
+        json!({"action": "proxy_call", "call_as": "fx__sleep", "arguments": {"ms": 5000, "step_ms": 5000}}),
+        json!({"action": "proxy_call", "call_as": "fx__sample", "arguments": {"prompt": "p?"}}),
+        json!({"action": "proxy_call", "call_as": "fx__elicit", "arguments": {"message": "who?"}}),
+    ];
+    let mut answers = Vec::new();
+    for args in calls {
+        let Value::Object(map) = args else {
+            unreachable!()
+        };
+        let r = agent
+            .client
+            .call_tool(CallToolRequestParams::new("registry").with_arguments(map))
+            .await
+            .expect("proxy_call");
+        answers.push(serde_json::to_value(&r).unwrap());
+    }
+    answers
+}
+
+async fn fixture_agent(dir: &std::path::Path, lane: bool) -> Agent {
+    let env: &[(&str, String)] = if lane {
+        &[]
+    } else {
+        &[("AGENT_DISCOVER_FAST_LANE", "off".to_owned())]
+    };
+    let agent = harness::spawn_env(dir, &[], Some("sure"), env).await;
+    agent
+        .install_fixture(
+            "fx",
+            &["--error-tool", "boom"],
+            json!({"call_timeout_ms": 400}),
+        )
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "fx"}))
+        .await;
+    agent
+}
+
+#[tokio::test]
+async fn proxy_call_takes_the_lane_and_answers_as_with_the_lane_off() {
+    let (dir_on, dir_off) = (tmp(), tmp());
+    let on = fixture_agent(dir_on.path(), true).await;
+    let off = fixture_agent(dir_off.path(), false).await;
+    let lane = proxy_call_answers(&on).await;
+    let normal = proxy_call_answers(&off).await;
+    // Every call but the unknown tool's took the lane; none did with it off.
+    assert_eq!(fast_lane_calls(&on).await, 6);
+    assert_eq!(fast_lane_calls(&off).await, 0);
+    for (i, (l, n)) in lane.iter().zip(&normal).enumerate() {
+        assert_eq!(l, n, "answer {i} differs");
+    }
+    let body = |i: usize| -> String { lane[i]["content"][0]["text"].as_str().unwrap().to_owned() };
+    assert_eq!((body(0), body(1)), ("hi".to_owned(), "two".to_owned()));
+    let kind = |i: usize| serde_json::from_str::<Value>(&body(i)).unwrap()["kind"].clone();
+    assert_eq!(lane[2]["isError"], true);
+    assert!(body(2).contains("boom always fails"), "{}", body(2));
+    assert_eq!(kind(3), "tool_not_found");
+    assert_eq!(kind(4), "timeout");
+    // The child's sampling request reached this client (it declared sampling) and the call completed.
+    assert!(
+        body(5).starts_with("sampled:") && body(5).contains("sure"),
+        "{}",
+        body(5)
+    );
+    // Elicitation it did not declare: the typed error `proxy_call` gives.
+    assert_eq!(kind(6), "input_required");
+    let logged = last_logged(&on).await;
+    assert_eq!(
+        (&logged["tool"], &logged["success"]),
+        (&json!("elicit"), &json!(false)),
+        "{logged}"
+    );
+    on.stop().await;
+    off.stop().await;
 }

@@ -24,6 +24,7 @@
 //! object graph it points back into; its wire shapes are in `relay/wire.rs`.
 
 mod handover;
+mod registry;
 mod wire;
 
 use std::sync::Arc;
@@ -71,7 +72,13 @@ impl FrontLane {
             shape,
             reserved,
             protocol: std::sync::OnceLock::new(),
+            peer: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The client of this front (stdio): the lane takes its registry `proxy_call`s too (`relay/registry.rs`).
+    pub fn set_peer(&self, peer: rmcp::Peer<rmcp::RoleServer>) {
+        let _ = self.peer.set(peer);
     }
 
     /// The protocol revision of the client's session, recorded on the spans of its calls.
@@ -84,10 +91,24 @@ impl FrontLane {
     /// `None` otherwise: the message is the normal path's, untouched.
     pub fn try_call(self: &Arc<Self>, raw: &str) -> Option<Arc<ChildLane>> {
         let (id, params) = read_call(raw)?;
-        if (self.reserved)(&params.name) {
-            return None;
-        }
         let meta = params.meta.unwrap_or_default();
+        if (self.reserved)(&params.name) {
+            // The registry's `proxy_call` of a tool the lane may call (`relay/registry.rs`).
+            let (lane, tool, args) = self.proxy_call(&params.name, params.arguments)?;
+            // A legacy client's only (a 2026-07-28 client's goes the normal way).
+            let era = meta.era().ok().filter(Option::is_none)?;
+            lane.start(
+                self.clone(),
+                id,
+                meta.progress_token,
+                tool,
+                args,
+                None,
+                era,
+                true,
+            );
+            return Some(lane);
+        }
         // A 2026-07-28 client's envelope is checked as rmcp checks it; one it would refuse goes the normal way.
         let era = meta.era().ok()?;
         let (lane, tool, child_protocol) = self.proxy.fast_target(&params.name)?;
@@ -117,6 +138,7 @@ impl FrontLane {
             params.arguments,
             spans,
             era,
+            false,
         );
         Some(lane)
     }
@@ -178,6 +200,7 @@ impl ChildLane {
         args: Option<&RawValue>,
         mut spans: Option<Box<FastSpans>>,
         modern: Era,
+        asks_caller: bool,
     ) {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         // The proxied call's span is the child's parent.
@@ -215,6 +238,7 @@ impl ChildLane {
             spans,
             modern,
             handed: None,
+            asks_caller,
         };
         let mut state = self.state();
         if state.closed || !framed {
@@ -263,10 +287,11 @@ impl ChildLane {
         let Some(call) = self.take(number) else {
             return true;
         };
-        // A plain tool result goes to a legacy client as the child wrote it; anything else (and every result for a
-        // 2026-07-28 client, which gets `resultType`) is decoded and shaped.
+        // A plain tool result goes to a legacy client as the child wrote it; anything else (every result for a
+        // 2026-07-28 client, which gets `resultType`, and a handed call's, which its exchange answers) is decoded.
         if let Some(result) = result
             && call.modern.is_none()
+            && call.handed.is_none()
             && let Some((ok, text)) = plain_result(result.get())
         {
             let latency = call.started.elapsed();

@@ -376,6 +376,9 @@ pub struct FrontLane {
     pub(super) reserved: fn(&str) -> bool,
     /// The protocol revision of the client's session, for the spans (tracing on only).
     pub(super) protocol: std::sync::OnceLock<String>,
+    /// The client (stdio front): a registry `proxy_call` on the lane asks it a child's mid-call question
+    /// (`relay/handover.rs`). Without it, `proxy_call` is not taken (the HTTP lane).
+    pub(super) peer: std::sync::OnceLock<rmcp::Peer<rmcp::RoleServer>>,
 }
 
 /// One fast-lane call in flight.
@@ -396,6 +399,9 @@ pub(super) struct FastCall {
     pub(super) modern: Option<Box<rmcp::model::ClientCapabilities>>,
     /// Handed to an exchange of `held.rs` once the child asked something mid-call (`relay/handover.rs`).
     pub(super) handed: Option<Box<Handed>>,
+    /// A registry `proxy_call`: a child's question mid-call goes to this client alone, through an exchange of
+    /// `held.rs` (`Caller::questions_to_caller`), as on the normal path.
+    pub(super) asks_caller: bool,
 }
 
 /// A 2026-07-28 client's fast-lane call whose child asked the client something: its end is reported to the

@@ -296,7 +296,26 @@ impl Proxy {
     ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
         let children = lock(&self.inner.children);
         let (server, tool) = names::split(name, children.keys().map(String::as_str))?;
-        let Slot::Running(child) = &children[server] else {
+        self.fast_target_in(&children, server, tool)
+    }
+
+    /// [`Proxy::fast_target`] for a tool named by its server and its own name (the registry's `proxy_call`).
+    pub(crate) fn fast_target_of(
+        &self,
+        server: &str,
+        tool: &str,
+    ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
+        let children = lock(&self.inner.children);
+        self.fast_target_in(&children, server, tool)
+    }
+
+    fn fast_target_in(
+        &self,
+        children: &std::collections::HashMap<String, Slot>,
+        server: &str,
+        tool: &str,
+    ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
+        let Slot::Running(child) = children.get(server)? else {
             return None;
         };
         if child.exited.borrow().is_some() || !child.protocol.has_initialize() {

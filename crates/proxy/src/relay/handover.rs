@@ -44,18 +44,28 @@ impl Inner {
             let call = state
                 .calls
                 .iter_mut()
-                .find(|c| c.modern.is_some() && c.handed.is_none())?;
+                .find(|c| (c.modern.is_some() || c.asks_caller) && c.handed.is_none())?;
             let args = call
                 .args
                 .as_deref()
                 .and_then(|a| serde_json::from_str::<Value>(a.get()).ok());
             // As `call_held` binds a tool call's token.
             let binding = Binding::new(&child.name, "tools/call", &call.tool, args.as_ref());
+            // A legacy client's `proxy_call` is asked through its peer (or refused, as `drive` does).
             let caller = Caller {
                 progress_token: call.client_token.clone(),
                 cancel: Some(client_cancel.clone()),
-                protocol: Some(ProtocolVersion::V_2026_07_28),
+                protocol: call
+                    .modern
+                    .is_some()
+                    .then_some(ProtocolVersion::V_2026_07_28),
                 capabilities: call.modern.as_deref().cloned(),
+                peer: call
+                    .modern
+                    .is_none()
+                    .then(|| call.front.peer.get().cloned())
+                    .flatten(),
+                questions_to_caller: call.asks_caller,
                 ..Caller::default()
             };
             // The exchange's answer is the lane's to write: its client, id and spans move to it.
@@ -71,6 +81,7 @@ impl Inner {
                 spans: call.spans.take(),
                 modern: call.modern.clone(),
                 handed: None,
+                asks_caller: call.asks_caller,
             };
             call.handed = Some(Box::new(Handed {
                 steps: tx.clone(),

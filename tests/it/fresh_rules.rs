@@ -24,12 +24,13 @@ async fn a_rule_committed_by_another_process_applies_to_the_next_call() {
         .registry(json!({"action": "activate", "name": "fx"}))
         .await;
 
-    // No rule: the fast lane relays, and `proxy_call` (the normal path) reads the rules once and keeps them.
+    // No rule: the fast lane relays, `proxy_call` too (the lane's gated set, read once and kept).
     let r = agent.call("fx__echo", json!({"text": "free"})).await;
     assert_eq!(harness::text(&r), "free");
     assert_eq!(crate::relay::fast_lane_calls(&agent).await, 1);
     let proxied = |text: &str| json!({"action": "proxy_call", "server": "fx", "tool": "echo", "arguments": {"text": text}});
     assert_eq!(agent.registry(proxied("first")).await, json!("first"));
+    assert_eq!(crate::relay::fast_lane_calls(&agent).await, 2);
 
     // Another process denies the tool; the next calls, right after the commit, are refused.
     commit_rule(dir.path(), "fx", "tool:echo", Some("deny"));
@@ -48,6 +49,6 @@ async fn a_rule_committed_by_another_process_applies_to_the_next_call() {
     commit_rule(dir.path(), "fx", "tool:echo", None);
     let r = agent.call("fx__echo", json!({"text": "free again"})).await;
     assert_eq!(harness::text(&r), "free again");
-    assert_eq!(crate::relay::fast_lane_calls(&agent).await, 2);
+    assert_eq!(crate::relay::fast_lane_calls(&agent).await, 3);
     agent.stop().await;
 }

@@ -13,12 +13,15 @@
 //! Requests the child sends during a legacy client's call (sampling, elicitation, roots) and list changes go through
 //! rmcp's client service as before; during a 2026-07-28 client's call, the child's request hands the call to an
 //! exchange of `held.rs` (`relay/handover.rs`), so the client gets the input-required result (or -32021) the normal
-//! path gives, and its retry goes the normal way. Anything else falls back to the normal path before the call
-//! starts: `_meta` beyond a progress token, trace context and the 2026-07-28 envelope (a log level, say), an
-//! envelope of another revision or one rmcp would refuse, an input-required retry, a 2026-07-28 child, a tool not
-//! exposed now (pins, filters), a child not running. With tracing on, the
-//! lane makes the call's two spans itself (the served request's and the proxied call's, `spans.rs`), takes the
-//! client's `_meta.traceparent` and hands the child its own.
+//! path gives, and its retry goes the normal way. A legacy client's registry `proxy_call` of a tool the lane may
+//! call is relayed the same way (`relay/registry.rs`): its answer is the child's result, as `proxy_call` gives it,
+//! and a child's question mid-call hands it to an exchange that asks this client alone, as `proxy_call` does.
+//! Anything else falls back to the normal path before the call starts: `_meta` beyond a progress token, trace
+//! context and the 2026-07-28 envelope (a log level, say), an envelope of another revision or one rmcp would refuse,
+//! an input-required retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running, a
+//! 2026-07-28 client's `proxy_call` or any `proxy_call` with tracing on. With tracing on, the lane makes the call's
+//! two spans itself (the served request's and the proxied call's, `spans.rs`), takes the client's
+//! `_meta.traceparent` and hands the child its own.
 //!
 //! The lane's data ([`FrontLane`], [`ChildLane`], the calls in flight) is declared in `state.rs` with the rest of the
 //! object graph it points back into; its wire shapes are in `relay/wire.rs`.

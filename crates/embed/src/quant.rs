@@ -9,6 +9,41 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::kernels::{MR, NR, SPLIT_ROWS, W_BLOCK_BYTES, for_each_tile, threads};
+
+/// Assembly summing the 8 i32 lanes of `$a` into its lowest lane, with `{t}` as scratch (exact in any order); used
+/// by the i16 kernels of `x86` and the 8-bit one of `vnni8`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! hsum_i32 {
+    ($a:ident) => {
+        concat!(
+            "vextracti128 {t:x}, {",
+            stringify!($a),
+            ":y}, 1\n",
+            "vpaddd {",
+            stringify!($a),
+            ":x}, {",
+            stringify!($a),
+            ":x}, {t:x}\n",
+            "vpshufd {t:x}, {",
+            stringify!($a),
+            ":x}, 0x4e\n",
+            "vpaddd {",
+            stringify!($a),
+            ":x}, {",
+            stringify!($a),
+            ":x}, {t:x}\n",
+            "vpshufd {t:x}, {",
+            stringify!($a),
+            ":x}, 0xb1\n",
+            "vpaddd {",
+            stringify!($a),
+            ":x}, {",
+            stringify!($a),
+            ":x}, {t:x}"
+        )
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vnni8;
 
@@ -424,38 +459,6 @@ mod x86 {
             });
             o0 = o1;
         }
-    }
-
-    /// Assembly summing the 8 i32 lanes of `$a` into its lowest lane, with `{t}` as scratch (exact in any order).
-    macro_rules! hsum_i32 {
-        ($a:ident) => {
-            concat!(
-                "vextracti128 {t:x}, {",
-                stringify!($a),
-                ":y}, 1\n",
-                "vpaddd {",
-                stringify!($a),
-                ":x}, {",
-                stringify!($a),
-                ":x}, {t:x}\n",
-                "vpshufd {t:x}, {",
-                stringify!($a),
-                ":x}, 0x4e\n",
-                "vpaddd {",
-                stringify!($a),
-                ":x}, {",
-                stringify!($a),
-                ":x}, {t:x}\n",
-                "vpshufd {t:x}, {",
-                stringify!($a),
-                ":x}, 0xb1\n",
-                "vpaddd {",
-                stringify!($a),
-                ":x}, {",
-                stringify!($a),
-                ":x}, {t:x}"
-            )
-        };
     }
 
     /// Assembly adding the 16 i16 products of `{xv}` and `$w` pairwise into the i32 lanes of `$acc`: `vpmaddwd` +

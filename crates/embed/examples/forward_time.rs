@@ -53,9 +53,20 @@ fn main() {
     for q in &qs {
         std::hint::black_box(m.embed(q));
     }
+    // `FORWARD_TIME_EVICT_MB=N`: write N MB between queries, as other processes' work does between an agent's
+    // queries, so the weights come from memory rather than the last-level cache.
+    let evict_mb: usize = std::env::var("FORWARD_TIME_EVICT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut scratch = vec![0u8; evict_mb << 20];
     let (mut cpu, mut wall) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         for q in &qs {
+            for (i, b) in scratch.iter_mut().enumerate().step_by(64) {
+                *b = b.wrapping_add(i as u8);
+            }
+            std::hint::black_box(&scratch);
             let (c0, w0) = (cpu_ns(), Instant::now());
             std::hint::black_box(m.embed(q));
             cpu.push(cpu_ns() - c0);

@@ -10,6 +10,7 @@ mod proxy;
 mod interop;
 // Tool search over a catalog of real tools.
 mod search;
+mod search_cut;
 // The marketplace against a stub registry on 127.0.0.1, and the installer.
 mod marketplace;
 // Installing from the marketplace through the registry tool.

@@ -378,33 +378,25 @@ impl Search {
             .collect())
     }
 
-    /// Fuses BM25 `hits` with the cosines of `vector` (when given), sorts, cuts to `limit` and loads the schemas.
+    /// Fuses BM25 `hits` with the cosines of `vector` (when given), sorts, cuts to `limit` and loads the records of the
+    /// few returned: a cosine candidate BM25 did not find is ranked by its id and scores alone and read from the store
+    /// only if it makes the cut (with the returned BM25 hits' schemas, in one read), not all fifty of them.
     async fn finish(
         &self,
-        mut hits: Vec<Hit>,
+        hits: Vec<Hit>,
         vector: Option<(Vec<f32>, String)>,
         limit: usize,
     ) -> Result<Ranking> {
+        // `(hit, read)`: `read` is false for a cosine candidate whose record is not read yet (only its id is known).
+        let mut cands: Vec<(Hit, bool)> = hits.into_iter().map(|h| (h, true)).collect();
         let hybrid = match vector {
             Some((qv, model)) => {
                 let cos = self.cosine_top(&model, &qv, CANDIDATES).await?;
-                let mut missing: Vec<i64> = Vec::new();
-                for (id, c) in &cos {
-                    match hits.iter_mut().find(|h| h.tool.id == *id) {
-                        Some(h) => h.cosine = Some(*c),
-                        None => missing.push(*id),
-                    }
-                }
-                if !missing.is_empty() {
-                    let tools = self.inner.store.tools_by_ids(&missing)?;
-                    for t in tools {
-                        let c = cos.iter().find(|(id, _)| *id == t.id).map(|(_, c)| *c);
-                        hits.push(Hit {
-                            tool: t,
-                            score: 0.0,
-                            bm25: 0.0,
-                            cosine: c,
-                        });
+                let mut missing: Vec<(i64, f64)> = Vec::new();
+                for &(id, c) in &cos {
+                    match cands.iter_mut().find(|(h, _)| h.tool.id == id) {
+                        Some((h, _)) => h.cosine = Some(c),
+                        None => missing.push((id, c)),
                     }
                 }
                 // BM25 candidates outside the cosine top-k still get their own cosine.
@@ -415,37 +407,37 @@ impl Search {
                     .unwrap_or_else(|p| p.into_inner())
                     .as_ref()
                 {
-                    for h in hits.iter_mut().filter(|h| h.cosine.is_none()) {
+                    for (h, _) in cands.iter_mut().filter(|(h, _)| h.cosine.is_none()) {
                         h.cosine = index.cosine_of(h.tool.id, &qv);
                     }
                 }
-                for h in &mut hits {
+                // In id order, the order the store returns a list of ids in (equal scores and names keep their old order).
+                missing.sort_unstable_by_key(|(id, _)| *id);
+                cands.extend(missing.into_iter().map(|(id, c)| {
+                    let tool = ToolRecord {
+                        id,
+                        server_id: 0,
+                        server: String::new(),
+                        name: String::new(),
+                        description: String::new(),
+                        input_schema: Value::Null,
+                    };
+                    let hit = Hit {
+                        tool,
+                        score: 0.0,
+                        bm25: 0.0,
+                        cosine: Some(c),
+                    };
+                    (hit, false)
+                }));
+                for (h, _) in &mut cands {
                     h.score = 0.7 * h.cosine.unwrap_or(0.0).max(0.0) + 0.3 * h.bm25;
                 }
                 true
             }
             None => false,
         };
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.tool.name.len().cmp(&b.tool.name.len()))
-        });
-        hits.truncate(limit.max(1));
-        // Candidates were read without their schemas; load the full records of the few returned.
-        let ids: Vec<i64> = hits
-            .iter()
-            .filter(|h| h.tool.input_schema.is_null())
-            .map(|h| h.tool.id)
-            .collect();
-        if !ids.is_empty() {
-            let full = self.inner.store.tools_by_ids(&ids)?;
-            for h in &mut hits {
-                if let Some(t) = full.iter().find(|t| t.id == h.tool.id) {
-                    h.tool.input_schema = t.input_schema.clone();
-                }
-            }
-        }
+        let hits = self.cut(cands, limit.max(1))?;
         let confidence = confidence(&hits);
         Ok(Ranking {
             hits,
@@ -453,6 +445,69 @@ impl Search {
             hybrid,
             embedded: hybrid,
         })
+    }
+
+    /// The best `limit` of `cands` by score, ties to the shorter tool name, with their full records. The records
+    /// are read for the candidates that can make the cut (every one scoring at least the `limit`-th score, so a tie
+    /// there is broken by names as before); a candidate whose tool is gone meanwhile drops out and the next one in.
+    fn cut(&self, mut cands: Vec<(Hit, bool)>, limit: usize) -> Result<Vec<Hit>> {
+        let by_score = |a: &(Hit, bool), b: &(Hit, bool)| b.0.score.total_cmp(&a.0.score);
+        loop {
+            let mut order: Vec<usize> = (0..cands.len()).collect();
+            order.sort_by(|&a, &b| by_score(&cands[a], &cands[b]));
+            let bar = order.get(limit - 1).map(|&i| cands[i].0.score);
+            let contenders: Vec<usize> = order
+                .into_iter()
+                .filter(|&i| bar.is_none_or(|bar| cands[i].0.score >= bar))
+                .collect();
+            let ids: Vec<i64> = contenders
+                .iter()
+                .map(|&i| &cands[i].0)
+                .filter(|h| h.tool.input_schema.is_null())
+                .map(|h| h.tool.id)
+                .collect();
+            let full = if ids.is_empty() {
+                Vec::new()
+            } else {
+                self.inner.store.tools_by_ids(&ids)?
+            };
+            let mut gone = false;
+            for &i in &contenders {
+                let (h, read) = &mut cands[i];
+                if !h.tool.input_schema.is_null() {
+                    continue;
+                }
+                match full.iter().find(|t| t.id == h.tool.id) {
+                    Some(t) if *read => h.tool.input_schema = t.input_schema.clone(),
+                    Some(t) => {
+                        h.tool = t.clone();
+                        *read = true;
+                    }
+                    None if !*read => gone = true,
+                    None => {}
+                }
+            }
+            if gone {
+                cands.retain(|(_, read)| *read);
+                continue;
+            }
+            let mut keep = vec![false; cands.len()];
+            for &i in &contenders {
+                keep[i] = true;
+            }
+            let mut hits: Vec<Hit> = cands
+                .into_iter()
+                .zip(keep)
+                .filter_map(|((h, _), k)| k.then_some(h))
+                .collect();
+            hits.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then_with(|| a.tool.name.len().cmp(&b.tool.name.len()))
+            });
+            hits.truncate(limit);
+            return Ok(hits);
+        }
     }
 
     async fn query_vector(&self, query: &str) -> Option<Vec<f32>> {

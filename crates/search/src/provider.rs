@@ -419,7 +419,7 @@ impl OpenAi {
 
 /// `AGENT_DISCOVER_MODEL_IDLE_SECS`, or the default when unset or not a number.
 /// The id the local model's vectors are stored with: the model's name and which products of the encoder quantise
-/// activations to 8 bits (`ad_embed::encoder_suffix`: `+a8:ffn1` by default), so a change of that setting embeds the
+/// activations to 8 bits (`ad_embed::encoder_suffix`: `+z8:ffn1,ffn2` by default), so a change of that setting embeds the
 /// stored tools again once rather than mixing vectors of two encoders.
 pub fn local_model_id() -> String {
     format!("{}{}", ad_embed::MODEL_ID, ad_embed::encoder_suffix())

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn simd_and_portable_agree_exactly_and_approximate_the_f32_product() {
-    for act in [Activations::Bits13, Activations::Bits8] {
+    for act in [Activations::Bits13, Activations::Bits8, Activations::Zp8] {
         for (n, m, k) in [
             (1, 1, 1),
             (5, 7, 13),
@@ -32,7 +32,18 @@ fn agree_and_approximate(n: usize, m: usize, k: usize, act: Activations) {
     matmul_q8(&x, n, &q, Some(&b), &mut y, m, act);
     // The same integer sums from the portable loop.
     let mut xq = vec![0i16; n * q.stride];
-    quantize_rows(&x, n, k, q.stride, &mut xq, act);
+    match act {
+        Activations::Zp8 => {
+            let mut zp = Vec::new();
+            quantize_rows_zp(&x, n, k, q.stride, &mut xq, &mut zp);
+            assert!(
+                xq.iter().all(|v| (-128..=127).contains(v)),
+                "8 bits with a zero point"
+            );
+            assert!(zp.iter().all(|z| (-127..=128).contains(z)));
+        }
+        _ => drop(quantize_rows(&x, n, k, q.stride, &mut xq, act)),
+    }
     if act == Activations::Bits8 {
         assert!(xq.iter().all(|v| v.abs() <= 127), "8-bit activations");
     }
@@ -52,7 +63,7 @@ fn agree_and_approximate(n: usize, m: usize, k: usize, act: Activations) {
             unsafe { x86::dots(&xq, n, &q, &mut a3, tile) };
             assert_eq!(a3, a2, "{name} {act:?} {n}x{m}x{k}");
         }
-        if act == Activations::Bits8 && has_vnni8() && vnni8::fits(&q) {
+        if act != Activations::Bits13 && has_vnni8() && vnni8::fits(&q) {
             let mut a4 = vec![0i32; n * m];
             // SAFETY: the CPU has the features (`has_vnni8`); the values are 8-bit (asserted above).
             unsafe { vnni8::dots(&xq, n, &q, &mut a4) };
@@ -180,11 +191,67 @@ fn rows_do_not_depend_on_their_neighbours() {
     }
 }
 
+/// A skewed row (GELU's output: never below -0.17, up to 3) loses about half as much to 8 bits with a zero point as
+/// to symmetric 8 bits, and a row of zeros (or one value) stays exact.
 #[test]
-fn the_default_quantises_only_ffn1_to_8_bits() {
+fn a_zero_point_halves_the_error_of_a_skewed_row() {
+    let (n, m, k) = (4, 64, 1536);
+    let gelu = |v: f32| 0.5 * v * (1.0 + (v * 0.7978846 * (1.0 + 0.044715 * v * v)).tanh());
+    let x: Vec<f32> = (0..n * k)
+        .map(|i| gelu(((i as f32 * 0.37).sin() + (i as f32 * 0.011).cos()) * 1.5))
+        .collect();
+    assert!(x.iter().all(|&v| v >= -0.18) && x.iter().any(|&v| v > 2.0));
+    let w: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.11).cos() * 0.2).collect();
+    let q = QuantMatrix::quantize(&w, m, k);
+    // Against the product with the same int8 weights and exact activations, so only the activations' error counts.
+    let exact: Vec<f64> = (0..n * m)
+        .map(|j| {
+            let (r, o) = (j / m, j % m);
+            (0..k)
+                .map(|i| {
+                    f64::from(x[r * k + i])
+                        * f64::from(q.q[o * q.stride + i])
+                        * f64::from(q.scale[o])
+                })
+                .sum()
+        })
+        .collect();
+    let err = |act| {
+        let mut y = vec![0f32; n * m];
+        matmul_q8(&x, n, &q, None, &mut y, m, act);
+        y.iter()
+            .zip(&exact)
+            .map(|(&a, &b)| (f64::from(a) - b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let (e8, z8) = (err(Activations::Bits8), err(Activations::Zp8));
+    assert!(z8 < 0.65 * e8, "zero point {z8} against symmetric {e8}");
+    for row in [vec![0.0f32; k], vec![0.25f32; k], vec![-0.5f32; k]] {
+        let mut y = vec![0f32; m];
+        matmul_q8(&row, 1, &q, None, &mut y, m, Activations::Zp8);
+        for o in 0..m {
+            let e: f64 = (0..k)
+                .map(|i| {
+                    f64::from(row[i]) * f64::from(q.q[o * q.stride + i]) * f64::from(q.scale[o])
+                })
+                .sum();
+            assert!(
+                (f64::from(y[o]) - e).abs() <= 1e-3 * (1.0 + e.abs()),
+                "{} {o}: {} vs {e}",
+                row[0],
+                y[o]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_default_quantises_the_feed_forward_block_to_8_bits_with_zero_points() {
     let default = act8_from(None, None);
-    assert_eq!(default, [false, false, true, false]);
-    assert_eq!(suffix_of(&default), "+a8:ffn1");
+    assert_eq!(default, [false; 4]);
+    assert_eq!(zp8_from(None, None), [false, false, true, true]);
+    assert_eq!(suffix_of(&default), "");
     assert_eq!(act8_from(Some("13"), None), [false; 4]);
     assert_eq!(suffix_of(&[false; 4]), "");
     assert_eq!(act8_from(Some("8"), None), [true; 4]);
@@ -193,4 +260,6 @@ fn the_default_quantises_only_ffn1_to_8_bits() {
     assert_eq!(some, [false, true, false, true]);
     assert_eq!(suffix_of(&some), "+a8:attn,ffn2");
     assert_eq!(act8_from(Some("13"), Some("ffn1")), [false; 4]);
+    assert_eq!(zp8_from(Some("13"), Some("ffn2")), [false; 4]);
+    assert_eq!(zp8_from(None, Some("ffn2")), [false, false, false, true]);
 }

@@ -19,12 +19,44 @@ pub(crate) fn scores(data: &[i8], dim: usize, scales: &[f32], q: &[f32]) -> Vec<
     scores_impl(data, dim, scales, q)
 }
 
+/// Four rows at a time, each summed exactly as `dot_i8` sums it (so the same scores bit for bit): one row's
+/// additions form a chain, each waiting for the last, and four independent chains keep the adder busy (at 2k tools
+/// a row at a time took about 0.1 ms, bound by that latency).
 #[inline(always)]
 fn scores_impl(data: &[i8], dim: usize, scales: &[f32], q: &[f32]) -> Vec<f32> {
-    data.chunks_exact(dim)
-        .zip(scales)
-        .map(|(row, s)| dot_i8(row, q) * s)
-        .collect()
+    let mut out = Vec::with_capacity(scales.len());
+    let n = (data.len() / dim.max(1)).min(scales.len());
+    if dim == 0 {
+        return vec![0.0; n];
+    }
+    let full = dim / 8 * 8;
+    let mut r = 0;
+    while r + 4 <= n {
+        let rows: [&[i8]; 4] = std::array::from_fn(|k| &data[(r + k) * dim..][..dim]);
+        let mut acc = [[0.0f32; 8]; 4];
+        for c in (0..full).step_by(8) {
+            let y = &q[c..c + 8];
+            for k in 0..4 {
+                let x = &rows[k][c..c + 8];
+                for j in 0..8 {
+                    acc[k][j] += f32::from(x[j]) * y[j];
+                }
+            }
+        }
+        for k in 0..4 {
+            let tail: f32 = rows[k][full..]
+                .iter()
+                .zip(&q[full..dim])
+                .map(|(x, y)| f32::from(*x) * y)
+                .sum();
+            out.push((acc[k].iter().sum::<f32>() + tail) * scales[r + k]);
+        }
+        r += 4;
+    }
+    for k in r..n {
+        out.push(dot_i8(&data[k * dim..][..dim], q) * scales[k]);
+    }
+    out
 }
 
 /// # Safety
@@ -96,6 +128,21 @@ mod tests {
         assert_eq!(want.len(), rows);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&want));
+        // Four rows at a time give each row's own `dot_i8`, whatever the width (tails of rows and of columns).
+        for (dim, rows) in [(384, 301), (13, 9), (8, 4), (5, 3)] {
+            let data: Vec<i8> = (0..rows * dim).map(|i| ((i * 7919) % 255) as i8).collect();
+            let scales: Vec<f32> = (0..rows).map(|i| 0.001 + i as f32 * 1e-5).collect();
+            let q: Vec<f32> = (0..dim).map(|i| (i as f32 * 0.37).sin() / 14.0).collect();
+            let one: Vec<f32> = (0..rows)
+                .map(|r| dot_i8(&data[r * dim..][..dim], &q) * scales[r])
+                .collect();
+            assert_eq!(
+                bits(&scores(&data, dim, &scales, &q)),
+                bits(&one),
+                "{dim} x {rows}"
+            );
+            assert_eq!(bits(&scores_impl(&data, dim, &scales, &q)), bits(&one));
+        }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2.

@@ -267,7 +267,11 @@ impl App {
         auto_activate: bool,
         principal: Option<&ad_core::identity::Principal>,
     ) -> Result<FindOutcome> {
-        let mut ranking = self.search.rank(query, limit.clamp(1, 50)).await?;
+        // An agent's skill is looked up while the query is embedded.
+        let (mut ranking, skill) = self
+            .search
+            .rank_while(query, limit.clamp(1, 50), || self.agents.best_skill(query))
+            .await?;
         ranking.hits.retain(|h| {
             self.proxy
                 .visible_to(principal, &h.tool.server, Some(&h.tool.name))
@@ -283,7 +287,7 @@ impl App {
         });
         let top_score = ranking.hits.first().map(|h| h.score).unwrap_or(0.0);
         // One index: an agent's skill that covers the query better than the best tool answers instead (#15).
-        if let Some(m) = self.agents.best_skill(query)
+        if let Some(m) = skill
             && m.score >= crate::search::NO_MATCH
             && m.score > top_score
         {

@@ -44,10 +44,10 @@ macro_rules! hsum_i32 {
     };
 }
 
+mod rows;
 #[cfg(target_arch = "x86_64")]
 mod vnni8;
-mod zp8;
-use zp8::quantize_rows_zp;
+use rows::quantize_rows_zp;
 
 /// Columns are padded to a multiple of this (one k-step of the kernel).
 const KSTEP: usize = 16;
@@ -309,7 +309,7 @@ fn quantize_rows_impl(
     for r in 0..rows {
         let row = &x[r * cols..][..cols];
         let out = &mut xq[r * stride..][..stride];
-        let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let max = rows::abs_max(row);
         if max == 0.0 || !max.is_finite() {
             out.fill(0);
             continue;
@@ -317,12 +317,7 @@ fn quantize_rows_impl(
         let s = max / amax;
         let inv = 1.0 / s;
         scales[r] = s;
-        // Round half away from zero by truncation (`round()` is a libm call on baseline x86-64 and cost more than
-        // the int8 kernel saved); |v · inv| <= amax, so no clamp is needed.
-        for (d, v) in out[..cols].iter_mut().zip(row) {
-            let y = v * inv;
-            *d = (y + 0.5f32.copysign(y)) as i16;
-        }
+        rows::symmetric(row, &mut out[..cols], inv);
         out[cols..].fill(0);
     }
     scales

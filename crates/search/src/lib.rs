@@ -296,6 +296,17 @@ impl Search {
     /// Ranks the catalog for `query`. With embeddings: union of BM25 and cosine candidates, 0.7 cos + 0.3 BM25; a
     /// query BM25 is sure of (`bm25_sure`) is answered by BM25 alone, without embedding it.
     pub async fn rank(&self, query: &str, limit: usize) -> Result<Ranking> {
+        Ok(self.rank_while(query, limit, || ()).await?.0)
+    }
+
+    /// [`Search::rank`], running `side` (other work of the same request) after BM25, while the query's embedding
+    /// is computed on the other core, instead of after the ranking.
+    pub async fn rank_while<T>(
+        &self,
+        query: &str,
+        limit: usize,
+        side: impl FnOnce() -> T,
+    ) -> Result<(Ranking, T)> {
         check_query(query)?;
         let provider = self.provider();
         let model = provider.model_id();
@@ -318,6 +329,7 @@ impl Search {
             _ => None,
         };
         let hits = self.bm25_hits(query)?;
+        let side = side();
         let sure = model.is_some() && bm25_sure(&hits);
         let vector = match (model, early) {
             (Some(model), Some(early)) if !sure => match early.await {
@@ -333,7 +345,7 @@ impl Search {
         let mut ranking = self.finish(hits, vector, limit).await?;
         // Still hybrid mode when BM25 answered alone by choice (not when the embedding failed).
         ranking.hybrid |= sure;
-        Ok(ranking)
+        Ok((ranking, side))
     }
 
     /// Ranks with a query vector computed elsewhere (`(vector, model id)`), or BM25 only when `None`.

@@ -134,6 +134,9 @@ async fn main() {
     // SEARCH_BENCH_BASE_BIN=<an earlier build of agent-discover>: only the end-to-end part, that build against this
     // one, side by side in one run (issue 31).
     if let Ok(base) = std::env::var("SEARCH_BENCH_BASE_BIN") {
+        if std::env::var("SEARCH_BENCH_REAL").is_ok_and(|v| v == "1") {
+            return through_the_python_sdk(std::path::PathBuf::from(base));
+        }
         return side_by_side(std::path::PathBuf::from(base)).await;
     }
     let queries = queries();
@@ -486,4 +489,90 @@ async fn side_by_side(base: std::path::PathBuf) {
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&dir_this);
     }
+}
+
+/// The real catalog (tests/data/tool_catalog.json: 1,224 tools of 49 servers) repeated under renamed servers
+/// (`name`, `name-2`, ...) until it holds at least `n` tools, in `dir`'s database; no vectors (each process embeds the
+/// tools with its own encoder on its first query).
+fn real_catalog(dir: &std::path::Path, n: usize) -> usize {
+    let cfg = agent_discover::config::Config::resolve(Some(dir), None).unwrap();
+    let store = Store::open(&cfg.db_path).unwrap();
+    let registry = Registry::new(store, EventBus::default());
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tool_catalog.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut total = 0;
+    for copy in 1.. {
+        for s in doc["servers"].as_array().unwrap() {
+            if total >= n {
+                return total;
+            }
+            let name = s["name"].as_str().unwrap();
+            let server = registry
+                .register(ServerSpec {
+                    name: if copy == 1 {
+                        name.to_owned()
+                    } else {
+                        format!("{name}-{copy}")
+                    },
+                    command: Some("npx".into()),
+                    ..Default::default()
+                })
+                .unwrap();
+            let tools: Vec<ToolInfo> = s["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| ToolInfo {
+                    name: t["name"].as_str().unwrap().into(),
+                    description: t["description"].as_str().unwrap_or("").into(),
+                    input_schema: t["inputSchema"].clone(),
+                })
+                .collect();
+            total += tools.len();
+            registry.save_tools(server.id, &tools).unwrap();
+        }
+    }
+    total
+}
+
+/// `SEARCH_BENCH_REAL=1`: issue 31's own measure, `find_tool` end to end through the official Python SDK
+/// (`benches/find_tool_sdk.py`, with SEARCH_BENCH_PYTHON, default .ci/cache/venv/bin/python) on the real catalog
+/// repeated to SEARCH_BENCH_TOOLS tools (default 2800): BM25 only (this build), hybrid for the base and this build,
+/// each hybrid process in its own copy of the catalog (their encoders store vectors under different ids).
+fn through_the_python_sdk(base: std::path::PathBuf) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let this = root.join("target/release/agent-discover");
+    let python = std::env::var("SEARCH_BENCH_PYTHON")
+        .unwrap_or_else(|_| root.join(".ci/cache/venv/bin/python").display().to_string());
+    let rounds = std::env::var("SEARCH_BENCH_ROUNDS").unwrap_or_else(|_| "3".into());
+    let n: usize = std::env::var("SEARCH_BENCH_TOOLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2800);
+    let tmp = std::env::temp_dir().join(format!("ad-search-sdk-{}", std::process::id()));
+    let dirs: Vec<std::path::PathBuf> = (0..3).map(|i| tmp.join(format!("d{i}"))).collect();
+    let mut tools = 0;
+    for d in &dirs {
+        std::fs::create_dir_all(d).unwrap();
+        tools = real_catalog(d, n);
+    }
+    println!(
+        "Real catalog repeated to {tools} tools; base = {}\n",
+        base.display()
+    );
+    let config = serde_json::json!([
+        {"label": "BM25 only (this build)", "bin": this, "dir": dirs[0], "provider": "none"},
+        {"label": "hybrid, base", "bin": base, "dir": dirs[1], "provider": "local"},
+        {"label": "hybrid, this build", "bin": this, "dir": dirs[2], "provider": "local"},
+    ]);
+    let status = std::process::Command::new(python)
+        .arg(root.join("benches/find_tool_sdk.py"))
+        .arg(config.to_string())
+        .arg(rounds)
+        .status()
+        .expect("running benches/find_tool_sdk.py");
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(status.success(), "benches/find_tool_sdk.py failed");
 }

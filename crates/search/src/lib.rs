@@ -9,7 +9,6 @@
 pub mod provider;
 pub mod query;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -20,12 +19,13 @@ use ad_core::error::{Error, Result};
 use ad_core::model::ToolRecord;
 use ad_store::Store;
 
+mod index;
 mod recent;
 mod scan;
+use index::VectorIndex;
 pub use provider::{Provider, ProviderStatus, local_model_id};
 use recent::RecentQueries;
 pub use scan::dot;
-use scan::{dot_i8, scores};
 
 /// Below this top score, `find_tool` answers "not found" rather than a bad match.
 pub const NO_MATCH: f64 = 0.25;
@@ -79,20 +79,6 @@ struct Inner {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-struct VectorIndex {
-    model: String,
-    generation: u64,
-    data_version: i64,
-    dim: usize,
-    ids: Vec<i64>,
-    /// Row of each id, for scoring BM25 candidates outside the cosine top-k.
-    rows: HashMap<i64, usize>,
-    /// `ids.len() * dim` values, row-major: each unit vector quantised to int8 with its own scale (a quarter of
-    /// f32's memory: 100k tools x 384 dimensions in 39 MB; cosine changes by about 1e-3).
-    data: Vec<i8>,
-    scales: Vec<f32>,
 }
 
 impl std::fmt::Debug for Search {
@@ -168,9 +154,7 @@ impl Search {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .map_or(0, |i| {
-                i.data.len() + i.scales.len() * 4 + i.ids.len() * 8 + i.rows.capacity() * 24
-            })
+            .map_or(0, VectorIndex::bytes)
     }
 
     /// The background download of the local model, if one was started.
@@ -604,55 +588,6 @@ impl Search {
     }
 }
 
-impl VectorIndex {
-    fn load(store: &Store, model: &str, generation: u64, data_version: i64) -> Result<VectorIndex> {
-        let rows = store.embeddings(model)?;
-        let dim = rows.first().map(|(_, v)| v.len()).unwrap_or(0);
-        let mut ids = Vec::with_capacity(rows.len());
-        let mut data = Vec::with_capacity(rows.len() * dim);
-        let mut scales = Vec::with_capacity(rows.len());
-        for (id, v) in rows.into_iter().filter(|(_, v)| v.len() == dim) {
-            ids.push(id);
-            scales.push(quantize(&v, &mut data));
-        }
-        let rows = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        Ok(VectorIndex {
-            model: model.to_owned(),
-            generation,
-            data_version,
-            dim,
-            ids,
-            rows,
-            data,
-            scales,
-        })
-    }
-
-    fn top(&self, q: &[f32], k: usize) -> Vec<(i64, f64)> {
-        if self.dim == 0 || q.len() != self.dim {
-            return vec![];
-        }
-        let mut scored: Vec<(i64, f64)> = scores(&self.data, self.dim, &self.scales, q)
-            .into_iter()
-            .zip(&self.ids)
-            .map(|(c, id)| (*id, c as f64))
-            .collect();
-        let k = k.min(scored.len());
-        if k == 0 {
-            return scored;
-        }
-        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
-        scored.truncate(k);
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-        scored
-    }
-
-    fn cosine_of(&self, id: i64, q: &[f32]) -> Option<f64> {
-        let i = *self.rows.get(&id)?;
-        Some((dot_i8(&self.data[i * self.dim..(i + 1) * self.dim], q) * self.scales[i]) as f64)
-    }
-}
-
 /// `status`'s `fallback_reason` while the local model is not there yet.
 fn download_reason(state: &ad_embed::fetch::State) -> String {
     use ad_embed::fetch::State;
@@ -694,17 +629,6 @@ fn check_query(query: &str) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Appends `v` quantised to int8 (`round(x / scale)`, scale = max |x| / 127) to `out`; returns the scale.
-fn quantize(v: &[f32], out: &mut Vec<i8>) -> f32 {
-    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-    out.extend(
-        v.iter()
-            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
-    );
-    scale
 }
 
 /// The text embedded for a tool: its name in words, then its description.
@@ -785,6 +709,8 @@ pub fn compact_schema(schema: &Value) -> (Vec<Value>, usize) {
 #[cfg(test)]
 mod quantize_tests {
     use super::*;
+    use crate::index::quantize;
+    use crate::scan::dot_i8;
 
     #[test]
     fn int8_vectors_keep_the_cosine_within_a_hundredth() {

@@ -354,11 +354,11 @@ impl Search {
             None => Vec::new(),
         };
         let max_bm25 = bm25.iter().map(|h| h.score).fold(0.0_f64, f64::max);
+        let coverage = query::Coverage::new(&terms);
         Ok(bm25
             .into_iter()
             .map(|h| {
-                let cov =
-                    query::coverage(&terms, &format!("{} {}", h.tool.name, h.tool.description));
+                let cov = coverage.of(&[&h.tool.name, &h.tool.description]);
                 let norm = if max_bm25 > 0.0 {
                     h.score / max_bm25
                 } else {

@@ -19,7 +19,8 @@
 //! Anything else falls back to the normal path before the call starts: `_meta` beyond a progress token, trace
 //! context and the 2026-07-28 envelope (a log level, say), an envelope of another revision or one rmcp would refuse,
 //! an input-required retry, a tool not exposed now (pins, filters), a child not running, a 2026-07-28 client's
-//! `proxy_call`, any `proxy_call` of a 2026-07-28 child, or any `proxy_call` with tracing on. A ready 2026-07-28
+//! `proxy_call`, any `proxy_call` of a 2026-07-28 child, a legacy HTTP client's call of one (`http/lane.rs`), or any
+//! `proxy_call` with tracing on. A ready 2026-07-28
 //! child's calls are taken (`relay/crossing.rs`): each request carries the envelope the normal path's does, a
 //! complete result is decoded as the normal path decodes it, and an input-required answer goes to a 2026-07-28
 //! client as it is, while a legacy client's call is handed to the normal path's rounds (`Inner::after_round`). With tracing on, the lane makes the call's
@@ -123,6 +124,11 @@ impl FrontLane {
         // A 2026-07-28 client's envelope is checked as rmcp checks it; one it would refuse goes the normal way.
         let era = meta.era().ok()?;
         let (lane, tool, child_protocol) = self.proxy.fast_target(&params.name)?;
+        // A 2026-07-28 child's input requests are asked of a legacy client through its peer (`relay/crossing.rs`):
+        // without one (the HTTP lane), its calls take the normal path.
+        if lane.envelope.get().is_some() && era.is_none() && self.peer.get().is_none() {
+            return None;
+        }
         // With tracing on, the call's spans are made here (the served request's and the proxied call's), as the
         // normal path would (`spans.rs`).
         let spans = ad_core::trace::enabled().then(|| {

@@ -73,6 +73,7 @@ mod agents;
 mod pg;
 // Issue 12: the fast lane of proxied tool calls (progress, timeout, cancellation, crash, sampling, error shapes).
 mod relay;
+mod relay_2026;
 // Issue 26: per-server sandbox settings through the CLI, REST and the registry tool; listings and status show them.
 mod sandbox_settings;
 // Issue 26: the sandbox from outside (a hostile fixture, network none, refusals, real npm and PyPI servers confined).

@@ -37,9 +37,22 @@ impl Inner {
         params.arguments = args;
         params.input_responses = caller.input_responses.clone();
         params.request_state = caller.request_state.clone();
+        let response = self.call_round(child, params.clone(), caller).await?;
+        self.after_round(child, params, caller, response).await
+    }
+
+    /// A tool call from its first round's `response` on (`params` that round's): the rounds that answer a 2026-07-28
+    /// child's input requests for a legacy client, as [`Inner::call`] says. The fast lane, which made the first
+    /// round itself, hands its call over here (`relay/crossing.rs`).
+    pub(super) async fn after_round(
+        &self,
+        child: &Arc<Child>,
+        mut params: CallToolRequestParams,
+        caller: &Caller,
+        mut response: CallToolResponse,
+    ) -> Result<CallToolResponse> {
         let mut rounds = 0;
         loop {
-            let response = self.call_round(child, params.clone(), caller).await?;
             let CallToolResponse::InputRequired(asked) = response else {
                 if let CallToolResponse::Task(created) = &response {
                     self.own_task_user(child, &created.task.task_id, caller);
@@ -60,6 +73,7 @@ impl Inner {
             let requests = asked.input_requests.unwrap_or_default();
             params.input_responses = Some(fulfil(peer, &child.name, requests).await?);
             params.request_state = asked.request_state;
+            response = self.call_round(child, params.clone(), caller).await?;
         }
     }
 
@@ -78,12 +92,7 @@ impl Inner {
         // A 2026-07-28 child learns from each request what the calling client can do (nothing, without a client).
         let mut options = PeerRequestOptions::no_options();
         if !session.protocol.has_initialize() {
-            let mut meta = RequestMetaObject::default();
-            meta.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
-            if let Some(level) = caller.log_level {
-                meta.set_log_level(level);
-            }
-            options.meta = Some(meta);
+            options.meta = Some(caller_meta(caller));
         }
         // The proxied call's span is the child's parent (SEP-414 keys in `_meta`; an HTTP child also gets them as
         // headers, `spans.rs`). Only while tracing is on.
@@ -385,6 +394,17 @@ pub(super) async fn ask_client(
         _ => return Err(refused("agent-discover does not know that request".into())),
     };
     answer.map_err(|e| refused(e.to_string()))
+}
+
+/// What a 2026-07-28 child learns from each request of the calling client (rmcp adds the rest of the envelope, the
+/// revision and our client info; the fast lane adds them as rmcp does, `relay/crossing.rs`).
+pub(super) fn caller_meta(caller: &Caller) -> RequestMetaObject {
+    let mut meta = RequestMetaObject::default();
+    meta.set_client_capabilities(caller.capabilities.clone().unwrap_or_default());
+    if let Some(level) = caller.log_level {
+        meta.set_log_level(level);
+    }
+    meta
 }
 
 struct ScopeGuard<F: FnMut()>(F);

@@ -116,16 +116,7 @@ impl ChildClient {
 #[allow(deprecated)] // sampling and roots are deprecated by SEP-2577, but legacy children still send them.
 impl ClientHandler for ChildClient {
     fn get_info(&self) -> ClientConfig {
-        let caps = ClientCapabilities::builder()
-            .enable_roots()
-            .enable_sampling()
-            .enable_elicitation()
-            .build();
-        ClientConfig::new(
-            caps,
-            Implementation::new("agent-discover", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        child_client_config()
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -275,4 +266,20 @@ impl ClientHandler for ChildClient {
             .await
             .map_err(|e| self.refused("roots", &e.to_string()))
     }
+}
+
+/// What agent-discover says of itself to a child: its client info and capabilities (the 2026-07-28 envelope of a
+/// request to a 2026-07-28 child carries them, `ChildLane::envelope_for`).
+#[allow(deprecated)] // sampling and roots are deprecated by SEP-2577, but legacy children still send them.
+pub(crate) fn child_client_config() -> ClientConfig {
+    let caps = ClientCapabilities::builder()
+        .enable_roots()
+        .enable_sampling()
+        .enable_elicitation()
+        .build();
+    ClientConfig::new(
+        caps,
+        Implementation::new("agent-discover", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }

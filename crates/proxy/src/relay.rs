@@ -1,5 +1,5 @@
 //! The fast lane of `agent-discover mcp` (stdio front): a client's `tools/call` of an allowed, approved tool of
-//! a ready legacy stdio child goes from the front transport (`mcp/front.rs`) straight to the child's writer under an id
+//! a ready stdio child goes from the front transport (`mcp/front.rs`) straight to the child's writer under an id
 //! of its own, and the child's answer from the child transport (`typed.rs`) straight to the front's writer under the
 //! client's id: no rmcp request task, handler future, child `Peer` round trip or response task per call. Messages are
 //! rmcp's types framed by rmcp's codec both ways.
@@ -18,14 +18,19 @@
 //! and a child's question mid-call hands it to an exchange that asks this client alone, as `proxy_call` does.
 //! Anything else falls back to the normal path before the call starts: `_meta` beyond a progress token, trace
 //! context and the 2026-07-28 envelope (a log level, say), an envelope of another revision or one rmcp would refuse,
-//! an input-required retry, a 2026-07-28 child, a tool not exposed now (pins, filters), a child not running, a
-//! 2026-07-28 client's `proxy_call` or any `proxy_call` with tracing on. With tracing on, the lane makes the call's
+//! an input-required retry, a tool not exposed now (pins, filters), a child not running, a 2026-07-28 client's
+//! `proxy_call`, any `proxy_call` of a 2026-07-28 child, a legacy HTTP client's call of one (`http/lane.rs`), or any
+//! `proxy_call` with tracing on. A ready 2026-07-28
+//! child's calls are taken (`relay/crossing.rs`): each request carries the envelope the normal path's does, a
+//! complete result is decoded as the normal path decodes it, and an input-required answer goes to a 2026-07-28
+//! client as it is, while a legacy client's call is handed to the normal path's rounds (`Inner::after_round`). With tracing on, the lane makes the call's
 //! two spans itself (the served request's and the proxied call's, `spans.rs`), takes the client's
 //! `_meta.traceparent` and hands the child its own.
 //!
 //! The lane's data ([`FrontLane`], [`ChildLane`], the calls in flight) is declared in `state.rs` with the rest of the
 //! object graph it points back into; its wire shapes are in `relay/wire.rs`.
 
+mod crossing;
 mod handover;
 mod registry;
 mod wire;
@@ -58,7 +63,7 @@ use crate::spawn::StderrRing;
 pub use crate::state::{ChildLane, FrontLane, ShapeError};
 use crate::state::{FastCall, FastSpans, Finished, Inner, LaneState, Proxy};
 use wire::{
-    ChildCall, ChildCallParams, Era, FAST_BASE, ProgressMeta, RawResponse, fast_number,
+    ChildCall, ChildCallParams, ChildMeta, Era, FAST_BASE, ProgressMeta, RawResponse, fast_number,
     plain_result, read_call,
 };
 
@@ -98,6 +103,10 @@ impl FrontLane {
         if (self.reserved)(&params.name) {
             // The registry's `proxy_call` of a tool the lane may call (`relay/registry.rs`).
             let (lane, tool, args) = self.proxy_call(&params.name, params.arguments)?;
+            // Not of a 2026-07-28 child (the normal path carries it).
+            if lane.envelope.get().is_some() {
+                return None;
+            }
             // A legacy client's only (a 2026-07-28 client's goes the normal way).
             let era = meta.era().ok().filter(Option::is_none)?;
             lane.start(
@@ -115,6 +124,11 @@ impl FrontLane {
         // A 2026-07-28 client's envelope is checked as rmcp checks it; one it would refuse goes the normal way.
         let era = meta.era().ok()?;
         let (lane, tool, child_protocol) = self.proxy.fast_target(&params.name)?;
+        // A 2026-07-28 child's input requests are asked of a legacy client through its peer (`relay/crossing.rs`):
+        // without one (the HTTP lane), its calls take the normal path.
+        if lane.envelope.get().is_some() && era.is_none() && self.peer.get().is_none() {
+            return None;
+        }
         // With tracing on, the call's spans are made here (the served request's and the proxied call's), as the
         // normal path would (`spans.rs`).
         let spans = ad_core::trace::enabled().then(|| {
@@ -186,6 +200,8 @@ impl ChildLane {
             wake: Notify::new(),
             next: AtomicI64::new(FAST_BASE),
             relayed,
+            envelope: std::sync::OnceLock::new(),
+            crossing: Mutex::default(),
         }
     }
 
@@ -211,16 +227,24 @@ impl ChildLane {
             Some(spans) => spans.sent(number),
             None => (None, None),
         };
+        let progress = ProgressMeta {
+            progress_token: Some(ProgressToken(NumberOrString::Number(number))),
+            traceparent,
+            tracestate,
+        };
+        let meta = match self.envelope.get() {
+            // A 2026-07-28 child's: the envelope as the normal path's request carries it (`relay/crossing.rs`).
+            Some(envelope) => {
+                ChildMeta::Modern(self.envelope_for(envelope, &front, &modern, progress))
+            }
+            None => ChildMeta::Legacy(progress),
+        };
         let request = ChildCall {
             jsonrpc: JsonRpcVersion2_0,
             id: number,
             method: "tools/call",
             params: ChildCallParams {
-                meta: ProgressMeta {
-                    progress_token: Some(ProgressToken(NumberOrString::Number(number))),
-                    traceparent,
-                    tracestate,
-                },
+                meta,
                 name: &tool,
                 arguments: args,
             },
@@ -277,7 +301,7 @@ impl ChildLane {
     /// and dropped), false when it is not a fast-lane id.
     /// The answer is framed for its client, whose front is added to `dirty` for the reader to flush.
     pub(super) fn answer(
-        &self,
+        self: &Arc<Self>,
         id: &RequestId,
         result: Option<&RawValue>,
         parts: &Parts,
@@ -324,12 +348,19 @@ impl ChildLane {
         let res = match result {
             Some(result) => match Expect::CallTool.decode(result.get()) {
                 Some(ServerResult::CallToolResult(r)) => Ok(r),
-                _ => Err(Error::Upstream {
-                    server: self.server.clone(),
-                    message: "the server answered tools/call with something that is not a tool result \
-                              (a task or an input request), which agent-discover does not relay here"
-                        .into(),
-                }),
+                _ => match self.asks(&call, result) {
+                    // A 2026-07-28 child asks for input: as the normal path has it (`relay/crossing.rs`).
+                    Some(asked) => {
+                        self.input_required(call, asked, dirty);
+                        return true;
+                    }
+                    None => Err(Error::Upstream {
+                        server: self.server.clone(),
+                        message: "the server answered tools/call with something that is not a tool result \
+                                  (a task or an input request), which agent-discover does not relay here"
+                            .into(),
+                    }),
+                },
             },
             None => match serde_json::from_str::<JsonRpcError>(&parts.text()) {
                 // The child's own JSON-RPC error, as the normal path keeps it.
@@ -383,6 +414,9 @@ impl ChildLane {
     /// The client of `front` cancelled its request `id`: when it is a call of this child, tells the child and ends
     /// the call (recorded, not answered).
     fn cancel_from(&self, front: &Arc<FrontLane>, id: &RequestId) -> bool {
+        if self.cancel_crossing(front, id) {
+            return true;
+        }
         let number = {
             let state = self.state();
             match state

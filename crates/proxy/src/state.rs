@@ -450,6 +450,18 @@ pub struct ChildLane {
     pub(super) next: AtomicI64,
     /// Calls relayed by any child's fast lane (`status`, tests).
     pub(super) relayed: Arc<AtomicU64>,
+    /// A 2026-07-28 child's: the envelope rmcp puts on each request to it (its revision, our client info and
+    /// capabilities), set when its first call is taken (`relay/crossing.rs`).
+    pub(super) envelope: std::sync::OnceLock<rmcp::model::RequestMetaObject>,
+    /// A legacy client's calls handed to the normal path's cross-era rounds (`relay/crossing.rs`): the client's
+    /// request and its cancellation.
+    pub(super) crossing: Mutex<
+        Vec<(
+            Arc<FrontLane>,
+            RequestId,
+            tokio_util::sync::CancellationToken,
+        )>,
+    >,
 }
 
 /// A finished fast-lane call, to be recorded.

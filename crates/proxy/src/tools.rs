@@ -318,10 +318,14 @@ impl Proxy {
         let Slot::Running(child) = children.get(server)? else {
             return None;
         };
-        if child.exited.borrow().is_some() || !child.protocol.has_initialize() {
+        if child.exited.borrow().is_some() {
             return None;
         }
         let lane = child.lane.clone()?;
+        // A 2026-07-28 child's calls carry the envelope rmcp would put on them (`relay/crossing.rs`).
+        if !child.protocol.has_initialize() {
+            lane.envelope_of(&child.protocol);
+        }
         // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides.
         if !self.inner.lane_allows(child, tool) {
             return None;

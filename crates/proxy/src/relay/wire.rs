@@ -138,10 +138,19 @@ pub(super) struct ChildCall<'a> {
 #[derive(Serialize)]
 pub(super) struct ChildCallParams<'a> {
     #[serde(rename = "_meta")]
-    pub(super) meta: ProgressMeta,
+    pub(super) meta: ChildMeta,
     pub(super) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) arguments: Option<&'a RawValue>,
+}
+
+/// The request metadata to the child: a legacy child's progress token and trace context, or a 2026-07-28 child's
+/// whole envelope (`relay/crossing.rs`) with them.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum ChildMeta {
+    Legacy(ProgressMeta),
+    Modern(rmcp::model::RequestMetaObject),
 }
 
 /// The answer to the client: rmcp's response shape under the client's id, with the result as the child wrote it.
@@ -361,10 +370,10 @@ mod tests {
                 id: FAST_BASE + 3,
                 method: "tools/call",
                 params: ChildCallParams {
-                    meta: ProgressMeta {
+                    meta: ChildMeta::Legacy(ProgressMeta {
                         progress_token: Some(ProgressToken(NumberOrString::Number(FAST_BASE + 3))),
                         ..Default::default()
-                    },
+                    }),
                     name: "echo",
                     arguments,
                 },

@@ -149,43 +149,48 @@ pub const ENV_ZP8_PRODUCTS: &str = "AGENT_DISCOVER_EMBED_ZP8_PRODUCTS";
 /// Which of `PRODUCTS` have 8-bit activations with a zero point in this process (read once).
 fn zp8() -> &'static [bool; 4] {
     static A: std::sync::OnceLock<[bool; 4]> = std::sync::OnceLock::new();
-    A.get_or_init(|| {
-        zp8_from(
-            std::env::var(ENV_ACTIVATIONS).ok().as_deref(),
-            std::env::var(ENV_ZP8_PRODUCTS).ok().as_deref(),
-        )
-    })
-}
-
-/// Which of `PRODUCTS` have a zero point given `AGENT_DISCOVER_EMBED_ACTIVATIONS` and
-/// `AGENT_DISCOVER_EMBED_ZP8_PRODUCTS`.
-fn zp8_from(setting: Option<&str>, list: Option<&str>) -> [bool; 4] {
-    PRODUCTS.map(|p| match (setting.map(str::trim), list) {
-        (Some("13"), _) => false,
-        (_, Some(list)) => list.split(',').any(|x| x.trim() == p),
-        _ => DEFAULT_ZP8.contains(&p),
-    })
+    A.get_or_init(|| from_env(ENV_ZP8_PRODUCTS, zp8_from))
 }
 
 /// Which of `PRODUCTS` have 8-bit activations in this process (read once).
 fn act8() -> &'static [bool; 4] {
     static A: std::sync::OnceLock<[bool; 4]> = std::sync::OnceLock::new();
-    A.get_or_init(|| {
-        act8_from(
-            std::env::var(ENV_ACTIVATIONS).ok().as_deref(),
-            std::env::var(ENV_ACT8_PRODUCTS).ok().as_deref(),
-        )
-    })
+    A.get_or_init(|| from_env(ENV_ACT8_PRODUCTS, act8_from))
+}
+
+/// `read` given `AGENT_DISCOVER_EMBED_ACTIVATIONS` and the list variable `list`.
+fn from_env(list: &str, read: fn(Option<&str>, Option<&str>) -> [bool; 4]) -> [bool; 4] {
+    read(
+        std::env::var(ENV_ACTIVATIONS).ok().as_deref(),
+        std::env::var(list).ok().as_deref(),
+    )
+}
+
+/// Which of `PRODUCTS` have a zero point given `AGENT_DISCOVER_EMBED_ACTIVATIONS` and
+/// `AGENT_DISCOVER_EMBED_ZP8_PRODUCTS`.
+fn zp8_from(setting: Option<&str>, list: Option<&str>) -> [bool; 4] {
+    products_from(setting, list, false, &DEFAULT_ZP8)
 }
 
 /// Which of `PRODUCTS` have 8-bit activations given `AGENT_DISCOVER_EMBED_ACTIVATIONS` and
 /// `AGENT_DISCOVER_EMBED_ACT8_PRODUCTS`.
 fn act8_from(setting: Option<&str>, list: Option<&str>) -> [bool; 4] {
+    products_from(setting, list, true, &DEFAULT_ACT8)
+}
+
+/// The products a list names: none under the setting `13`, else those of the list when it is given, else all of them
+/// under the setting `8` when `all_at_8`, else `default`.
+fn products_from(
+    setting: Option<&str>,
+    list: Option<&str>,
+    all_at_8: bool,
+    default: &[&str],
+) -> [bool; 4] {
     PRODUCTS.map(|p| match (setting.map(str::trim), list) {
         (Some("13"), _) => false,
         (_, Some(list)) => list.split(',').any(|x| x.trim() == p),
-        (Some("8"), None) => true,
-        _ => DEFAULT_ACT8.contains(&p),
+        (Some("8"), None) if all_at_8 => true,
+        _ => default.contains(&p),
     })
 }
 

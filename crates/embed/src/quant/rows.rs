@@ -157,6 +157,18 @@ mod x86 {
             let h = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(y), sign), half);
             _mm512_cvttps_epi32(_mm512_add_ps(y, _mm512_castsi512_ps(h)))
         };
+        // SAFETY: the CPU has AVX-512 F (the caller); `out` is long enough (asserted).
+        unsafe { map16(row, out, step) };
+    }
+
+    /// `out[i]` = `step` of `row[i]` narrowed to i16, 16 lanes at a time, the tail masked.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F; `out` is at least `row.len()` long.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn map16(row: &[f32], out: &mut [i16], step: impl Fn(__m512) -> __m512i) {
+        assert!(out.len() >= row.len());
         let n = row.len();
         let mut i = 0;
         while i + 16 <= n {
@@ -222,24 +234,8 @@ mod x86 {
             let y = _mm512_min_ps(_mm512_max_ps(y, zero), top);
             _mm512_sub_epi32(_mm512_cvttps_epi32(y), off)
         };
-        let n = row.len();
-        let mut i = 0;
-        while i + 16 <= n {
-            // SAFETY: 16 floats from i are inside row, 16 i16 from i inside out (asserted).
-            unsafe {
-                let u = step(_mm512_loadu_ps(row.as_ptr().add(i)));
-                _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), _mm512_cvtepi32_epi16(u));
-            }
-            i += 16;
-        }
-        if i < n {
-            let mask = (1u16 << (n - i)) - 1;
-            // SAFETY: the mask reads and writes only the n − i elements left.
-            unsafe {
-                let u = step(_mm512_maskz_loadu_ps(mask, row.as_ptr().add(i)));
-                _mm512_mask_cvtepi32_storeu_epi16(out.as_mut_ptr().add(i).cast(), mask, u);
-            }
-        }
+        // SAFETY: the CPU has AVX-512 F (the caller); `out` is long enough (asserted).
+        unsafe { map16(row, out, step) };
     }
 }
 

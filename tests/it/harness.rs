@@ -122,7 +122,12 @@ impl ClientHandler for TestClient {
             _ => String::new(),
         };
         self.seen.elicited.lock().unwrap().push(message);
+        self.seen.notify.notify_waiters();
         let answers = self.seen.elicit_answers.lock().unwrap().clone();
+        // `with_elicitation(json!({"__never": true}))`: a person who never answers.
+        if answers.as_ref().is_some_and(|a| a.contains_key("__never")) {
+            std::future::pending::<()>().await;
+        }
         Ok(match answers {
             Some(a) => ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(a)),
             None => ElicitResult::new(ElicitationAction::Decline),

@@ -2,7 +2,8 @@
 //! client's calls take it with the answers the normal path gives (the lane off); a child's input-required answer
 //! reaches that client as its elicitation request and the retry completes; a 2026-07-28 client gets the
 //! input-required result and retries the normal way; progress, the call timeout and the client's cancellation work
-//! as for legacy children. Each test checks `status.relay.fast_lane_calls` to prove which path its calls took.
+//! as for legacy children, and a legacy client's cancellation while the child's question waits on it ends the call.
+//! Each test checks `status.relay.fast_lane_calls` to prove which path its calls took.
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,11 @@ fn tmp() -> tempfile::TempDir {
 /// fixture, spoken to in 2026-07-28; the fast lane on or off.
 async fn conformance_agent(dir: &std::path::Path, lane: bool) -> Agent {
     harness::with_elicitation(json!({"name": "Ann"}));
+    conformance_agent_as_is(dir, lane).await
+}
+
+/// `conformance_agent` with the elicitation answers set by the caller (`harness::with_elicitation`).
+async fn conformance_agent_as_is(dir: &std::path::Path, lane: bool) -> Agent {
     let env: &[(&str, String)] = if lane {
         &[]
     } else {
@@ -282,4 +288,53 @@ async fn a_2026_childs_progress_timeout_and_cancellation_on_the_lane() {
         "{logged}"
     );
     agent.stop().await;
+}
+
+/// The child's question reached the legacy client through the lane-handed rounds and the client cancels the call
+/// while it is still unanswered: the call ends without a retry reaching the child, and the session goes on (the next
+/// call answers and takes the lane). As on the normal path, the cancelled call is not in the call log (checked with
+/// the lane off too).
+#[tokio::test]
+async fn a_legacy_clients_cancellation_while_the_childs_question_waits_ends_the_call() {
+    for lane in [true, false] {
+        let dir = tmp();
+        harness::with_elicitation(json!({"__never": true}));
+        let agent = conformance_agent_as_is(dir.path(), lane).await;
+        {
+            let pending = agent
+                .client
+                .call_tool_once(call("c26__test_input_required_result_elicitation"));
+            tokio::pin!(pending);
+            let asked = async {
+                loop {
+                    let notified = agent.seen.notify.notified();
+                    if !agent.seen.elicited.lock().unwrap().is_empty() {
+                        return;
+                    }
+                    notified.await;
+                }
+            };
+            tokio::select! {
+                r = &mut pending => panic!("the call answered while its question waits: {r:?}"),
+                r = tokio::time::timeout(Duration::from_secs(30), asked) => {
+                    r.expect("the question never reached the client")
+                }
+            }
+            // Dropping the pending call makes rmcp's client send notifications/cancelled.
+        }
+        assert_eq!(fast_lane_calls(&agent).await, u64::from(lane));
+        let r = agent.call("c26__test_simple_text", json!({})).await;
+        assert_eq!(text(&r), "This is a simple text response for testing.");
+        assert_eq!(fast_lane_calls(&agent).await, 2 * u64::from(lane));
+        assert_eq!(agent.seen.elicited.lock().unwrap().len(), 1, "lane {lane}");
+        let status = agent.registry(json!({"action": "status"})).await;
+        let tools: Vec<&str> = status["calls"]["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["tool"].as_str())
+            .collect();
+        assert_eq!(tools, ["test_simple_text"], "lane {lane}: {status}");
+        agent.stop().await;
+    }
 }

@@ -19,11 +19,12 @@
 //! Anything else falls back to the normal path before the call starts: `_meta` beyond a progress token, trace
 //! context and the 2026-07-28 envelope (a log level, say), an envelope of another revision or one rmcp would refuse,
 //! an input-required retry, a tool not exposed now (pins, filters), a child not running, a 2026-07-28 client's
-//! `proxy_call`, any `proxy_call` of a 2026-07-28 child, a legacy HTTP client's call of one (`http/lane.rs`), or any
-//! `proxy_call` with tracing on. A ready 2026-07-28
-//! child's calls are taken (`relay/crossing.rs`): each request carries the envelope the normal path's does, a
-//! complete result is decoded as the normal path decodes it, and an input-required answer goes to a 2026-07-28
-//! client as it is, while a legacy client's call is handed to the normal path's rounds (`Inner::after_round`). With tracing on, the lane makes the call's
+//! `proxy_call`, any `proxy_call` of a 2026-07-28 child, a legacy HTTP client's call of one (`http/lane.rs`), a call
+//! of a 2026-07-28 child that serves tasks (SEP-2663) by a client that takes them (the answer may be a task, which the
+//! normal path relays: `tasks.rs`), or any `proxy_call` with tracing on. A ready 2026-07-28 child's other calls are
+//! taken (`relay/crossing.rs`): each request carries the envelope the normal path's does, a complete result is
+//! decoded as the normal path decodes it, and an input-required answer goes to a 2026-07-28 client as it is, while a
+//! legacy client's call is handed to the normal path's rounds (`Inner::after_round`). With tracing on, the lane makes the call's
 //! two spans itself (the served request's and the proxied call's, `spans.rs`), takes the client's
 //! `_meta.traceparent` and hands the child its own.
 //!
@@ -129,6 +130,20 @@ impl FrontLane {
         if lane.envelope.get().is_some() && era.is_none() && self.peer.get().is_none() {
             return None;
         }
+        // Nor may the lane get a task back (a child serving tasks, a caller taking them): the normal path relays it.
+        if lane.tasks.load(Ordering::Relaxed) {
+            let takes_tasks = match &era {
+                Some(caps) => caps.supports_tasks(),
+                None => self
+                    .peer
+                    .get()
+                    .and_then(|p| p.peer_info())
+                    .is_some_and(|i| i.capabilities.supports_tasks()),
+            };
+            if takes_tasks {
+                return None;
+            }
+        }
         // With tracing on, the call's spans are made here (the served request's and the proxied call's), as the
         // normal path would (`spans.rs`).
         let spans = ad_core::trace::enabled().then(|| {
@@ -201,6 +216,7 @@ impl ChildLane {
             next: AtomicI64::new(FAST_BASE),
             relayed,
             envelope: std::sync::OnceLock::new(),
+            tasks: Default::default(),
             crossing: Mutex::default(),
         }
     }

@@ -453,6 +453,9 @@ pub struct ChildLane {
     /// A 2026-07-28 child's: the envelope rmcp puts on each request to it (its revision, our client info and
     /// capabilities), set when its first call is taken (`relay/crossing.rs`).
     pub(super) envelope: std::sync::OnceLock<rmcp::model::RequestMetaObject>,
+    /// A 2026-07-28 child's: whether it declares the tasks extension (SEP-2663), so that it may answer a call of a
+    /// caller that declares it too with a task, which only the normal path relays (`proxy/tasks.rs`).
+    pub(super) tasks: std::sync::atomic::AtomicBool,
     /// A legacy client's calls handed to the normal path's cross-era rounds (`relay/crossing.rs`): the client's
     /// request and its cancellation.
     pub(super) crossing: Mutex<

@@ -324,9 +324,7 @@ impl Proxy {
         let lane = child.lane.clone()?;
         // A 2026-07-28 child's calls carry the envelope rmcp would put on them (`relay/crossing.rs`).
         if !child.protocol.has_initialize() {
-            lane.envelope_of(&child.protocol);
-            lane.tasks
-                .store(child.capabilities.supports_tasks(), Ordering::Relaxed);
+            lane.envelope_of(&child.protocol, || child.capabilities.supports_tasks());
         }
         // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides.
         if !self.inner.lane_allows(child, tool) {

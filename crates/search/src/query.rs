@@ -54,24 +54,12 @@ const SYNONYMS: &[(&str, &[&str])] = &[
 
 /// Plural to singular, conservatively (`subscriptions` -> `subscription`, `entries` -> `entry`; `status` stays).
 pub fn singular(word: &str) -> String {
-    let w = word;
-    if w.len() > 4 && w.ends_with("ies") {
-        return format!("{}y", &w[..w.len() - 3]);
+    let s = Singular::of(word);
+    if s.y {
+        format!("{}y", s.stem)
+    } else {
+        s.stem.to_owned()
     }
-    if w.len() > 4
-        && (w.ends_with("sses") || w.ends_with("xes") || w.ends_with("ches") || w.ends_with("shes"))
-    {
-        return w[..w.len() - 2].to_owned();
-    }
-    if w.len() > 3
-        && w.ends_with('s')
-        && !w.ends_with("ss")
-        && !w.ends_with("us")
-        && !w.ends_with("is")
-    {
-        return w[..w.len() - 1].to_owned();
-    }
-    w.to_owned()
 }
 
 /// The meaningful words of a query, lowercased and singular (at most 32).
@@ -187,7 +175,8 @@ impl<'a> Coverage<'a> {
     }
 }
 
-/// [`singular`]'s result without allocating: a prefix of the word, with a `y` after it for `-ies`.
+/// A word made singular without allocating (the rules of [`singular`]): a prefix of the word, with a `y` after it
+/// for `-ies`.
 struct Singular<'w> {
     stem: &'w str,
     y: bool,

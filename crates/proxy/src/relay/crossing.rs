@@ -23,9 +23,12 @@ use crate::state::{ChildLane, FastCall, Slot};
 use crate::sync::lock;
 
 impl ChildLane {
-    /// Notes that this lane's child speaks `protocol` (2026-07-28): its requests carry the envelope rmcp gives them.
-    pub(crate) fn envelope_of(&self, protocol: &ProtocolVersion) {
+    /// Notes that this lane's child speaks `protocol` (2026-07-28): its requests carry the envelope rmcp gives them;
+    /// `tasks` says (asked once) whether it declares the tasks extension.
+    pub(crate) fn envelope_of(&self, protocol: &ProtocolVersion, tasks: impl FnOnce() -> bool) {
         self.envelope.get_or_init(|| {
+            self.tasks
+                .store(tasks(), std::sync::atomic::Ordering::Relaxed);
             let config = crate::client::child_client_config();
             RequestMetaObject::with_client_context(
                 protocol.clone(),

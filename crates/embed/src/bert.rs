@@ -94,7 +94,11 @@ impl Linear {
     ) -> Linear {
         let w = match format {
             WeightFormat::F16 => Weights::F16(w.into_iter().map(F16::from_f32).collect()),
-            WeightFormat::Int8 => Weights::Int8(QuantMatrix::quantize(&w, n_out, n_in)),
+            WeightFormat::Int8 => {
+                let mut q = QuantMatrix::quantize(&w, n_out, n_in);
+                q.pack(activations_of(product));
+                Weights::Int8(q)
+            }
         };
         Linear {
             w,
@@ -151,18 +155,32 @@ impl LayerNorm {
 fn layer_norm_impl(norm: &LayerNorm, x: &mut [f32]) {
     let n = norm.g.len();
     for row in x.chunks_exact_mut(n) {
-        let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
-        let var = row
-            .iter()
-            .map(|&v| (f64::from(v) - mean).powi(2))
-            .sum::<f64>()
-            / n as f64;
+        let mean = sum8(row, |v| v) / n as f64;
+        let var = sum8(row, |v| (v - mean) * (v - mean)) / n as f64;
         let inv = (1.0 / (var + f64::from(norm.eps)).sqrt()) as f32;
         let mean = mean as f32;
         for ((v, g), b) in row.iter_mut().zip(&norm.g).zip(&norm.b) {
             *v = (*v - mean) * inv * g + b;
         }
     }
+}
+
+/// `Σ f(v)` over `row` in f64, in eight interleaved partial sums (one add chain would take a cycle count of four per
+/// value; the order changes the f64 sum in its last bits, which rounding to f32 afterwards almost never shows).
+#[inline(always)]
+fn sum8(row: &[f32], f: impl Fn(f64) -> f64) -> f64 {
+    let mut acc = [0f64; 8];
+    let chunks = row.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f(f64::from(v));
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(tail) {
+        *a += f(f64::from(v));
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))
 }
 
 struct Layer {
@@ -305,36 +323,21 @@ impl Bert {
         let mut ctx = vec![0f32; n * h];
         let mut tmp = vec![0f32; n * h];
         let mut inter = vec![0f32; n * self.cfg.intermediate_size];
-        let mut scores = vec![0f32; longest * longest];
-        let mut v_t = vec![0f32; hd * longest];
+        let mut scores = vec![0f32; longest.div_ceil(LANES) * LANES];
+        let mut k_t = vec![0f32; hd * longest.div_ceil(LANES) * LANES];
         let scale = 1.0 / (hd as f32).sqrt();
         for layer in &self.layers {
             layer.qkv.forward(&x, n, &mut qkv);
             let mut start = 0;
             for seq in seqs {
                 let len = seq.len();
-                let rows = &qkv[start * 3 * h..(start + len) * 3 * h];
-                for head in 0..heads {
-                    let (q_off, k_off, v_off) = (head * hd, h + head * hd, 2 * h + head * hd);
-                    // scores[i][j] = q_i · k_j
-                    let q = Mat::new(&rows[q_off..], len, hd, 3 * h);
-                    let k = Mat::new(&rows[k_off..], len, hd, 3 * h);
-                    matmul_t(q, k, None, &mut scores, len);
-                    for s in scores[..len * len].chunks_exact_mut(len) {
-                        softmax(s, scale);
-                    }
-                    // ctx_i = Σ_j p_ij v_j, as p · (vᵀ)ᵀ with v transposed so its rows are contiguous.
-                    for j in 0..len {
-                        for d in 0..hd {
-                            v_t[d * len + j] = rows[j * 3 * h + v_off + d];
-                        }
-                    }
-                    let p = Mat::new(&scores, len, len, len);
-                    let vt = Mat::new(&v_t, hd, len, len);
-                    if len > 0 {
-                        matmul_t(p, vt, None, &mut ctx[start * h + head * hd..], h);
-                    }
-                }
+                attend(
+                    &qkv[start * 3 * h..(start + len) * 3 * h],
+                    (len, heads, scale),
+                    &mut ctx[start * h..(start + len) * h],
+                    &mut scores,
+                    &mut k_t,
+                );
                 start += len;
             }
             layer.attn_out.forward(&ctx, n, &mut tmp);
@@ -372,6 +375,7 @@ fn add(x: &mut [f32], y: &[f32]) {
 }
 
 /// In place: `s = softmax(scale · s)`.
+#[inline(always)]
 fn softmax(s: &mut [f32], scale: f32) {
     let max = s.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) * scale;
     let mut sum = 0f32;
@@ -381,6 +385,156 @@ fn softmax(s: &mut [f32], scale: f32) {
     }
     let inv = 1.0 / sum;
     s.iter_mut().for_each(|v| *v *= inv);
+}
+
+wide_fn!(
+    /// Self-attention of one sequence of `len` rows (`rows`: its query, key and value projections, `3 × hidden` per
+    /// row), every head: `ctx_i = Σ_j softmax_j(scale · q_i · k_j) v_j`, written to the head's columns of `ctx`.
+    /// `scores` holds `len` values and `k_t` `len × hidden / heads`.
+    fn attend = attend_impl(
+        rows: &[f32],
+        shape: (usize, usize, f32),
+        ctx: &mut [f32],
+        scores: &mut [f32],
+        k_t: &mut [f32]
+    ) -> ()
+);
+
+/// A short sequence's heads are tiny products (a query's 16 tokens: 16 × 16 × 32 per head), so they are written
+/// out here rather than given to `matmul_t`, whose tiling costs more than their arithmetic: the scores of a row are
+/// summed over the head's dimensions with the keys transposed (one vector of scores per step), and its context over
+/// the value rows (one vector of the head's dimensions per step).
+#[inline(always)]
+fn attend_impl(
+    rows: &[f32],
+    (len, heads, scale): (usize, usize, f32),
+    ctx: &mut [f32],
+    scores: &mut [f32],
+    k_t: &mut [f32],
+) {
+    if len == 0 {
+        return;
+    }
+    let h = ctx.len() / len;
+    let hd = h / heads;
+    // The keys' columns padded to a multiple of 16 (zeros), so a row's scores are whole vectors.
+    let lenp = len.div_ceil(LANES) * LANES;
+    let (scores, k_t) = (&mut scores[..lenp], &mut k_t[..hd * lenp]);
+    k_t.fill(0.0);
+    for head in 0..heads {
+        let seq = Seq {
+            rows,
+            stride: 3 * h,
+            len,
+            lenp,
+            offs: (head * hd, h + head * hd, 2 * h + head * hd),
+            scale,
+        };
+        let out = |i: usize| i * h + head * hd;
+        match hd {
+            32 => attend_head::<32>(&seq, ctx, out, scores, k_t),
+            64 => attend_head::<64>(&seq, ctx, out, scores, k_t),
+            _ => attend_head_any(&seq, hd, ctx, out, scores, k_t),
+        }
+    }
+}
+
+/// Scores computed per vector of this many keys.
+const LANES: usize = 16;
+
+/// One head's view of a sequence's projections: query, key and value columns (`offs`) of rows `stride` apart.
+struct Seq<'a> {
+    rows: &'a [f32],
+    stride: usize,
+    len: usize,
+    /// `len` padded to a multiple of [`LANES`].
+    lenp: usize,
+    offs: (usize, usize, usize),
+    scale: f32,
+}
+
+/// One head of width `HD` (32 for MiniLM): each row's scores are [`LANES`] keys at a time, summed over the head's
+/// dimensions in registers, and its context one vector of `HD` dimensions summed over the value rows.
+#[inline(always)]
+fn attend_head<const HD: usize>(
+    seq: &Seq,
+    ctx: &mut [f32],
+    out: impl Fn(usize) -> usize,
+    scores: &mut [f32],
+    k_t: &mut [f32],
+) {
+    let (len, lenp) = (seq.len, seq.lenp);
+    let (q_off, k_off, v_off) = seq.offs;
+    let row = |j: usize, off: usize| -> &[f32; HD] {
+        seq.rows[j * seq.stride + off..][..HD]
+            .try_into()
+            .expect("a head's columns")
+    };
+    for j in 0..len {
+        for (d, &v) in row(j, k_off).iter().enumerate() {
+            k_t[d * lenp + j] = v;
+        }
+    }
+    for i in 0..len {
+        let q = row(i, q_off);
+        for (j0, s) in scores.chunks_exact_mut(LANES).enumerate() {
+            let mut acc = [0f32; LANES];
+            for (d, &qd) in q.iter().enumerate() {
+                let k: &[f32; LANES] = k_t[d * lenp + j0 * LANES..][..LANES]
+                    .try_into()
+                    .expect("a padded row of keys");
+                for (a, &k) in acc.iter_mut().zip(k) {
+                    *a += qd * k;
+                }
+            }
+            s.copy_from_slice(&acc);
+        }
+        let p = &mut scores[..len];
+        softmax(p, seq.scale);
+        let mut acc = [0f32; HD];
+        for (j, &p) in p.iter().enumerate() {
+            for (a, &v) in acc.iter_mut().zip(row(j, v_off)) {
+                *a += p * v;
+            }
+        }
+        ctx[out(i)..][..HD].copy_from_slice(&acc);
+    }
+}
+
+/// [`attend_head`] for a head width without its own copy.
+fn attend_head_any(
+    seq: &Seq,
+    hd: usize,
+    ctx: &mut [f32],
+    out: impl Fn(usize) -> usize,
+    scores: &mut [f32],
+    k_t: &mut [f32],
+) {
+    let (len, lenp) = (seq.len, seq.lenp);
+    let (q_off, k_off, v_off) = seq.offs;
+    let row = |j: usize, off: usize| &seq.rows[j * seq.stride + off..][..hd];
+    for j in 0..len {
+        for (d, &v) in row(j, k_off).iter().enumerate() {
+            k_t[d * lenp + j] = v;
+        }
+    }
+    for i in 0..len {
+        scores.fill(0.0);
+        for (&qd, k) in row(i, q_off).iter().zip(k_t.chunks_exact(lenp)) {
+            for (s, &k) in scores.iter_mut().zip(k) {
+                *s += qd * k;
+            }
+        }
+        let p = &mut scores[..len];
+        softmax(p, seq.scale);
+        let acc = &mut ctx[out(i)..][..hd];
+        acc.fill(0.0);
+        for (j, &p) in p.iter().enumerate() {
+            for (a, &v) in acc.iter_mut().zip(row(j, v_off)) {
+                *a += p * v;
+            }
+        }
+    }
 }
 
 /// erf(x) ≈ x·P(x²)/Q(x²) for |x| ≤ 4 and ±1 beyond: a rational fit (iteratively reweighted least squares on

@@ -44,6 +44,7 @@ macro_rules! hsum_i32 {
     };
 }
 
+mod panel;
 mod rows;
 #[cfg(target_arch = "x86_64")]
 mod vnni8;
@@ -64,6 +65,8 @@ pub struct QuantMatrix {
     pub(super) rows: usize,
     cols: usize,
     pub(super) stride: usize,
+    /// The weights in panels for the AVX-512 VNNI kernel (`panel`), when this CPU has it; `q` is then empty.
+    panels: Option<panel::Panels>,
 }
 
 impl QuantMatrix {
@@ -96,6 +99,16 @@ impl QuantMatrix {
             rows,
             cols,
             stride,
+            panels: None,
+        }
+    }
+
+    /// Repacks the weights for the fastest kernel this CPU has for activations `act` (`panel`: AVX-512 VNNI, unless
+    /// `AGENT_DISCOVER_EMBED_KERNEL` forces an older one); the row-major copy is then dropped. The sums do not change.
+    pub fn pack(&mut self, act: Activations) {
+        if kernel() == Kernel::Avx512Zmm && self.panels.is_none() {
+            self.panels = Some(panel::Panels::pack(self, act));
+            self.q = Vec::new();
         }
     }
 
@@ -385,6 +398,16 @@ pub(super) fn matmul_q8(
 /// `acc[r * w.rows + o] = Σ_i xq[r][i] · q[o][i]` (exact; xq in `act`'s range).
 fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32], act: Activations) {
     assert!(xq.len() >= rows * w.stride && acc.len() >= rows * w.rows);
+    if let Some(p) = &w.panels {
+        #[cfg(target_arch = "x86_64")]
+        if p.takes(act) {
+            // SAFETY: panels exist only when the CPU has AVX-512 F, BW and VNNI (`pack`); `p` takes `act`'s values.
+            unsafe { panel::dots(xq, rows, w, p, acc) };
+            return;
+        }
+        // Activations the layout was not made for (the encoder never asks this): one weight at a time.
+        return portable_dots(xq, rows, w, acc);
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if act != Activations::Bits13 && kernel() == Kernel::Avx512Zmm && vnni8::fits(w) {
@@ -462,6 +485,16 @@ fn best_kernel() -> Kernel {
 
 fn portable_dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
     let k = w.stride;
+    if let Some(p) = &w.panels {
+        for r in 0..rows {
+            for o in 0..w.rows {
+                acc[r * w.rows + o] = (0..k)
+                    .map(|i| i32::from(xq[r * k + i]) * i32::from(p.at(o, i)))
+                    .sum();
+            }
+        }
+        return;
+    }
     for r in 0..rows {
         let xr = &xq[r * k..][..k];
         for o in 0..w.rows {

@@ -69,6 +69,22 @@ fn agree_and_approximate(n: usize, m: usize, k: usize, act: Activations) {
             unsafe { vnni8::dots(&xq, n, &q, &mut a4) };
             assert_eq!(a4, a2, "vnni8 {n}x{m}x{k}");
         }
+        if has_vnni8() {
+            // Both panel layouts: the one made for `act` runs the panel kernel, the other (groups of 4 against 13-bit
+            // values) the portable loop reading the panels.
+            for layout in [Activations::Bits13, Activations::Bits8] {
+                let p = packed(&w, m, k, layout);
+                let mut a5 = vec![0i32; n * m];
+                dots(&xq, n, &p, &mut a5, act);
+                assert_eq!(a5, a2, "panels for {layout:?}, {act:?} {n}x{m}x{k}");
+            }
+            // The whole product, bit for bit.
+            let p = packed(&w, m, k, act);
+            let mut y2 = vec![0f32; n * m];
+            matmul_q8(&x, n, &p, Some(&b), &mut y2, m, act);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&y2), bits(&y), "panels {act:?} {n}x{m}x{k}");
+        }
     }
     // Bound: k products each off by at most half a weight step times |x|, plus x's rounding (half an
     // activation step, 3 / amax, times |w|).
@@ -120,7 +136,20 @@ fn eight_bit_extremes_agree_exactly() {
         // SAFETY: the CPU has the features; the values are 8-bit (asserted above).
         unsafe { vnni8::dots(&xq, n, &q, &mut a3) };
         assert_eq!(a3, a2);
+        let p = packed(&w, m, k, Activations::Bits8);
+        let mut a4 = vec![0i32; n * m];
+        dots(&xq, n, &p, &mut a4, Activations::Bits8);
+        assert_eq!(a4, a2, "panels");
     }
+}
+
+/// `w` quantised and in panels for `act` (whatever `AGENT_DISCOVER_EMBED_KERNEL` says; the caller checked the CPU).
+#[cfg(target_arch = "x86_64")]
+fn packed(w: &[f32], m: usize, k: usize, act: Activations) -> QuantMatrix {
+    let mut p = QuantMatrix::quantize(w, m, k);
+    p.panels = Some(panel::Panels::pack(&p, act));
+    p.q = Vec::new();
+    p
 }
 
 /// The x86 tiles this CPU supports, by name.

@@ -82,6 +82,8 @@ pub(super) unsafe fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, p: &Panels, 
         Vec::new()
     };
     let panel_bytes = p.groups * PANEL * p.group;
+    // A tile's sums (each tile writes the rows it reads back).
+    let mut sums = [[0i32; PANEL]; crate::kernels::MR];
     for b in 0..w.rows.div_ceil(PANEL) {
         let o0 = b * PANEL;
         let n = PANEL.min(w.rows - o0);
@@ -94,7 +96,6 @@ pub(super) unsafe fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, p: &Panels, 
         }
         let panel = &p.data[b * panel_bytes..][..panel_bytes];
         crate::kernels::for_each_tile(rows, |r0, r1| {
-            let mut sums = [[0i32; PANEL]; crate::kernels::MR];
             // SAFETY: rows r0..r1 lie inside xq / xu (asserted), the panel inside p.data; the CPU has the features.
             unsafe {
                 match p.group {
@@ -119,6 +120,9 @@ mod x86 {
 
     use super::PANEL;
     use crate::kernels::MR;
+
+    // The tiles below take 1 to 6 rows.
+    const _: () = assert!(MR == 6);
 
     /// Sums of the rows of `xu` (`k` bytes each, 1 to 6 rows, offset by 128) with a panel of groups of 4.
     ///

@@ -136,7 +136,7 @@ mod x86 {
         groups: usize,
         out: &mut [[i32; PANEL]; MR],
     ) {
-        assert!(panel.len() >= groups * PANEL * 4 && k >= groups * 4 && xu.len() % k == 0);
+        assert!(panel.len() >= groups * PANEL * 4 && k >= groups * 4 && xu.len().is_multiple_of(k));
         let x = |r: usize| xu[r * k..][..groups * 4].as_ptr();
         // SAFETY (all arms): the bounds asserted above.
         unsafe {
@@ -193,7 +193,7 @@ mod x86 {
         groups: usize,
         out: &mut [[i32; PANEL]; MR],
     ) {
-        assert!(panel.len() >= groups * PANEL * 2 && k >= groups * 2 && xq.len() % k == 0);
+        assert!(panel.len() >= groups * PANEL * 2 && k >= groups * 2 && xq.len().is_multiple_of(k));
         let x = |r: usize| xq[r * k..][..groups * 2].as_ptr();
         // SAFETY (all arms): the bounds asserted above.
         unsafe {

@@ -11,13 +11,19 @@
 //! its events for that). rmcp's worker of a session whose calls all take the lane hears of them once a minute, so it
 //! does not end the session as idle.
 //!
-//! Everything else is rmcp's, untouched: other methods, a request without a session or in one rmcp does not know
-//! (rmcp's 404), an `Accept` or `MCP-Protocol-Version` header rmcp would refuse or a revision that checks SEP-2243
-//! headers (2026-07-28 clients, served statelessly), `_meta` beyond a progress token and trace context, a tool the
-//! lane does not carry, and every call while a connected client declared sampling, elicitation or roots (the lane
-//! registers no caller, so a child's request mid-call would go to the newest such client, maybe another session). Not installed with
-//! the identity front on (each caller's principal and visibility are the handler's), nor with
-//! `AGENT_DISCOVER_FAST_LANE=off`.
+//! A 2026-07-28 client's stateless `tools/call` (no session; its revision and capabilities in `_meta`, SEP-2243
+//! headers rmcp would accept as they are) takes the lane too, with rmcp's answer, a legacy child's mid-call question
+//! routed as on the normal path (the input-required result) and the call cancelled when the client goes away:
+//! `lane/stateless.rs`.
+//!
+//! Everything else is rmcp's, untouched: other methods, a request in no session that is not such a call, or in a
+//! session rmcp does not know (rmcp's 404), an `Accept` or `MCP-Protocol-Version` header rmcp would refuse, SEP-2243
+//! headers that are missing, repeated, Base64-encoded, `Mcp-Param-*` or not the body's, `_meta` beyond a progress
+//! token, trace context and the 2026-07-28 envelope, a tool the lane does not carry (or whose schema annotates an
+//! argument for a header), and every legacy call while a connected client declared sampling, elicitation or roots (the
+//! lane registers no caller, so a child's request mid-call would go to the newest such client, maybe another
+//! session). Not installed with the identity front on (each caller's principal and visibility are the handler's), nor
+//! with `AGENT_DISCOVER_FAST_LANE=off`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;

@@ -3,8 +3,11 @@
 //! keeps: progress on the client's token before the result, the timeout reset by progress, the client's
 //! cancellation passed on, a crashing child's cause; with `AGENT_DISCOVER_FAST_LANE=off` the same calls take rmcp's
 //! path with the same answers, as they do while a connected client declared sampling (a child's request mid-call
-//! then reaches the caller). A request in a session rmcp does not know is refused as before (404), and a 2026-07-28
-//! client's call (rmcp's path) carries `resultType`.
+//! then reaches the caller). A request in a session rmcp does not know is refused as before (404). A 2026-07-28
+//! client's stateless call takes the lane too (`src/http/lane/stateless.rs`) with the answers rmcp gives with the
+//! lane off (a result with `resultType`, a tool error, a -32021 refusal as HTTP 400, an unknown tool), leaves SEP-2243
+//! header mismatches to rmcp, gets a legacy child's question as the input-required result, and cancels the call when
+//! it goes away.
 
 use std::time::{Duration, Instant};
 

@@ -424,7 +424,7 @@ async fn post_2026(url: &str, headers: &[(&str, String)], body: &Value) -> Answe
             .map(|d| serde_json::from_str(d.trim()).unwrap_or_else(|e| panic!("{e}: {d}")))
             .collect()
     } else {
-        vec![serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text))]
+        vec![serde_json::from_str(&text).unwrap_or(Value::String(text))]
     };
     Answer {
         status,

@@ -511,6 +511,110 @@ mod tests {
     }
 
     #[test]
+    fn only_2026_calls_under_headers_rmcp_accepts_as_they_are_are_stateless_lane_calls() {
+        let ok: &[(&str, &str)] = &[
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json"),
+            (VERSION, "2026-07-28"),
+            (METHOD, "tools/call"),
+            (NAME, "fx__echo"),
+        ];
+        let with = |change: &dyn Fn(&mut HeaderMap)| {
+            let mut h = HeaderMap::new();
+            for (k, v) in ok {
+                h.append(*k, v.parse().unwrap());
+            }
+            change(&mut h);
+            stateless_call(&Method::POST, &h)
+        };
+        assert!(with(&|_| {}));
+        assert!(with(&|h| {
+            h.insert(
+                "content-type",
+                "application/json; charset=utf-8".parse().unwrap(),
+            );
+        }));
+        let refused: [(&str, &dyn Fn(&mut HeaderMap)); 10] = [
+            ("a session", &|h| {
+                h.insert(SESSION, "s1".parse().unwrap());
+            }),
+            ("a legacy revision", &|h| {
+                h.insert(VERSION, "2025-11-25".parse().unwrap());
+            }),
+            ("two revisions", &|h| {
+                h.append(VERSION, "2026-07-28".parse().unwrap());
+            }),
+            ("another method", &|h| {
+                h.insert(METHOD, "tools/list".parse().unwrap());
+            }),
+            ("no method", &|h| {
+                h.remove(METHOD);
+            }),
+            ("two names", &|h| {
+                h.append(NAME, "fx__echo".parse().unwrap());
+            }),
+            ("a Base64 name", &|h| {
+                h.insert(NAME, "=?base64?Zng=?=".parse().unwrap());
+            }),
+            ("an Mcp-Param header", &|h| {
+                h.insert("mcp-param-region", "eu".parse().unwrap());
+            }),
+            ("a weighted Accept", &|h| {
+                h.insert(
+                    "accept",
+                    "application/json, text/event-stream;q=0".parse().unwrap(),
+                );
+            }),
+            ("text", &|h| {
+                h.insert("content-type", "text/plain".parse().unwrap());
+            }),
+        ];
+        for (what, change) in refused {
+            assert!(!with(change), "{what}");
+        }
+        let mut h = HeaderMap::new();
+        for (k, v) in ok {
+            h.append(*k, v.parse().unwrap());
+        }
+        assert!(!stateless_call(&Method::GET, &h));
+    }
+
+    /// The stream ends with the answer (a response), not with progress, and says so.
+    #[test]
+    fn the_answer_ends_the_stream() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sink = SseSink::new(tx, Some(answered.clone()));
+        let progress = ServerJsonRpcMessage::notification(
+            rmcp::model::ServerNotification::ProgressNotification(
+                rmcp::model::ProgressNotification::new(
+                    rmcp::model::ProgressNotificationParam::new(
+                        rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1)),
+                        1.0,
+                    ),
+                ),
+            ),
+        );
+        sink.send_now(&progress);
+        assert!(!answered.load(std::sync::atomic::Ordering::Acquire));
+        let answer = ServerJsonRpcMessage::response(
+            rmcp::model::ServerResult::empty(()),
+            RequestId::Number(3),
+        );
+        sink.send_now(&answer);
+        assert!(answered.load(std::sync::atomic::Ordering::Acquire));
+        assert!(!sink.frame_now(&progress), "nothing after the answer");
+        let first = rx.try_recv().unwrap();
+        assert!(!is_answer(&first), "{first:?}");
+        assert!(is_answer(&rx.try_recv().unwrap()));
+        // The sender went with the answer: the stream ends.
+        assert!(matches!(
+            rx.try_recv(),
+            Err(mpsc::error::TryRecvError::Disconnected)
+        ));
+    }
+
+    #[test]
     fn only_sessions_under_legacy_headers_accepting_both_types_are_the_lanes() {
         let headers = |pairs: &[(&'static str, &'static str)]| {
             let mut h = HeaderMap::new();

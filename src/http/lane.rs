@@ -534,7 +534,8 @@ mod tests {
                 "application/json; charset=utf-8".parse().unwrap(),
             );
         }));
-        let refused: [(&str, &dyn Fn(&mut HeaderMap)); 10] = [
+        type Change<'a> = &'a dyn Fn(&mut HeaderMap);
+        let refused: [(&str, Change<'_>); 10] = [
             ("a session", &|h| {
                 h.insert(SESSION, "s1".parse().unwrap());
             }),

@@ -617,6 +617,47 @@ async fn a_stateless_client_that_goes_away_cancels_its_lane_call() {
             .contains("cancelled by the client"),
         "{logged}"
     );
+
+    // Without progress nothing is sent before the result (as rmcp sends nothing before its first message): a client
+    // that gives up waiting for the response's head cancels the call too.
+    body["id"] = json!(2);
+    body["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("progressToken");
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/mcp", served.url))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in headers_2026("sleepy__sleep") {
+        request = request.header(k, v);
+    }
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(300),
+        request.body(body.to_string()).send(),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the call should still be running");
+    let mut cancelled = 0;
+    for _ in 0..250 {
+        let status = agent.registry(json!({"action": "status"})).await;
+        cancelled = status["calls"]["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| {
+                c["response"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("cancelled by the client"))
+            })
+            .count();
+        if cancelled == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cancelled, 2, "the second call was not cancelled");
+    assert_eq!(fast_lane_calls(&agent).await, 2);
     agent.stop().await;
     served.stop().await;
 }

@@ -11,13 +11,19 @@
 //! its events for that). rmcp's worker of a session whose calls all take the lane hears of them once a minute, so it
 //! does not end the session as idle.
 //!
-//! Everything else is rmcp's, untouched: other methods, a request without a session or in one rmcp does not know
-//! (rmcp's 404), an `Accept` or `MCP-Protocol-Version` header rmcp would refuse or a revision that checks SEP-2243
-//! headers (2026-07-28 clients, served statelessly), `_meta` beyond a progress token and trace context, a tool the
-//! lane does not carry, and every call while a connected client declared sampling, elicitation or roots (the lane
-//! registers no caller, so a child's request mid-call would go to the newest such client, maybe another session). Not installed with
-//! the identity front on (each caller's principal and visibility are the handler's), nor with
-//! `AGENT_DISCOVER_FAST_LANE=off`.
+//! A 2026-07-28 client's stateless `tools/call` (no session; its revision and capabilities in `_meta`, SEP-2243
+//! headers rmcp would accept as they are) takes the lane too, with rmcp's answer, a legacy child's mid-call question
+//! routed as on the normal path (the input-required result) and the call cancelled when the client goes away:
+//! `lane/stateless.rs`.
+//!
+//! Everything else is rmcp's, untouched: other methods, a request in no session that is not such a call, or in a
+//! session rmcp does not know (rmcp's 404), an `Accept` or `MCP-Protocol-Version` header rmcp would refuse, SEP-2243
+//! headers that are missing, repeated, Base64-encoded, `Mcp-Param-*` or not the body's, `_meta` beyond a progress
+//! token, trace context and the 2026-07-28 envelope, a tool the lane does not carry (or whose schema annotates an
+//! argument for a header), and every legacy call while a connected client declared sampling, elicitation or roots (the
+//! lane registers no caller, so a child's request mid-call would go to the newest such client, maybe another
+//! session). Not installed with the identity front on (each caller's principal and visibility are the handler's), nor
+//! with `AGENT_DISCOVER_FAST_LANE=off`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -43,12 +49,19 @@ use crate::proxy::relay::FrontLane;
 
 use super::MCP_BODY_LIMIT;
 
+mod stateless;
+
 /// The HTTP front's end of the fast lane: the session manager rmcp's `/mcp` service uses, and the lane's calls in
 /// flight by session and request id (for the client's cancellation).
 pub(crate) struct HttpLane {
     app: Arc<App>,
     sessions: Arc<LocalSessionManager>,
     calls: Mutex<HashMap<(SessionId, RequestId), LaneCall>>,
+    /// The answer streams of 2026-07-28 clients' calls in flight (no session: keyed by a number of their own), for
+    /// the keep-alive.
+    streams: Mutex<HashMap<u64, mpsc::WeakUnboundedSender<Bytes>>>,
+    /// The next key of [`HttpLane::streams`].
+    next_stream: std::sync::atomic::AtomicU64,
     /// Whether the keep-alive task runs ([`HttpLane::keep_alive`]).
     pinging: std::sync::atomic::AtomicBool,
     /// When each session was last shown to its rmcp worker ([`HttpLane::touch`]).
@@ -82,6 +95,8 @@ impl HttpLane {
                 app,
                 sessions,
                 calls: Mutex::default(),
+                streams: Mutex::default(),
+                next_stream: Default::default(),
                 pinging: Default::default(),
                 touched: Mutex::default(),
             })
@@ -120,6 +135,10 @@ impl HttpLane {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<u64, mpsc::WeakUnboundedSender<Bytes>>> {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Started with the first lane call: every 15 s ([`ping_every`]), each answer stream still open gets an SSE comment.
     /// One task and one deadline for all calls (a call's own timer would be one more per call); a stream may hear its
     /// first comment sooner than 15 s after it opened, which changes nothing for the client.
@@ -135,11 +154,13 @@ impl HttpLane {
             loop {
                 ad_core::clock::sleep(ping_every()).await;
                 let Some(lane) = lane.upgrade() else { return };
-                for (_, stream) in lane.calls().values() {
+                let ping = |stream: &mpsc::WeakUnboundedSender<Bytes>| {
                     if let Some(tx) = stream.upgrade() {
                         let _ = tx.send(Bytes::from_static(b":\n\n"));
                     }
-                }
+                };
+                lane.calls().values().for_each(|(_, stream)| ping(stream));
+                lane.streams().values().for_each(ping);
             }
         });
     }
@@ -151,6 +172,9 @@ pub(crate) async fn relay(
     request: Request,
     next: Next,
 ) -> Response {
+    if stateless_call(request.method(), request.headers()) {
+        return stateless::relay(lane, request, next).await;
+    }
     let Some(session) = lane_session(request.method(), request.headers()) else {
         return next.run(request).await;
     };
@@ -195,10 +219,7 @@ pub(crate) async fn relay(
     let (tx, rx) = mpsc::unbounded_channel();
     let front = FrontLane::new(
         lane.app.proxy.clone(),
-        Arc::new(SseSink {
-            pending: Mutex::default(),
-            tx: tx.clone(),
-        }),
+        Arc::new(SseSink::new(tx.clone(), None)),
         crate::mcp::calls::shape_fast_lane_error,
         crate::mcp::served_here,
     );
@@ -232,19 +253,52 @@ pub(crate) async fn relay(
             .await
             .map(|chunk| (Ok::<_, Infallible>(chunk), (rx, guard)))
     });
+    sse_response(Body::from_stream(stream))
+}
+
+/// An answer stream's response, with rmcp's headers.
+fn sse_response(body: Body) -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),
             (header::CACHE_CONTROL, "no-cache"),
         ],
         [("x-accel-buffering", "no")],
-        Body::from_stream(stream),
+        body,
     )
         .into_response()
 }
 
 const SESSION: &str = "mcp-session-id";
 const VERSION: &str = "mcp-protocol-version";
+const METHOD: &str = "mcp-method";
+const NAME: &str = "mcp-name";
+
+/// Whether a request is a 2026-07-28 client's stateless `tools/call` the lane may take, by its headers: a POST in
+/// no session, under exactly one `MCP-Protocol-Version: 2026-07-28`, accepting both media types as rmcp requires,
+/// of JSON (as rmcp reads `Content-Type`), with exactly one `Mcp-Method: tools/call` and one plain (not Base64
+/// encoded) `Mcp-Name`, and no `Mcp-Param-*` header (SEP-2243: rmcp checks those against the tool's schema). The
+/// body is checked against them by [`FrontLane::try_stateless_call`].
+fn stateless_call(method: &Method, headers: &HeaderMap) -> bool {
+    method == Method::POST
+        && !headers.contains_key(SESSION)
+        && sole(headers, VERSION) == Some("2026-07-28")
+        && sole(headers, METHOD) == Some("tools/call")
+        && sole(headers, NAME).is_some_and(|name| !name.starts_with("=?base64?"))
+        && sole(headers, header::CONTENT_TYPE.as_str()).is_some_and(|t| {
+            let essence = t.split_once(';').map_or(t, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        })
+        && accepts_both(headers)
+        && !headers.keys().any(|k| k.as_str().starts_with("mcp-param-"))
+}
+
+/// The one value of header `name` as text; `None` when absent, repeated or not text.
+fn sole<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    values.next().is_none().then(|| value.to_str().ok())?
+}
 
 /// The session of a POST the lane may take: one in a session, accepting both media types as rmcp requires, under a
 /// known legacy `MCP-Protocol-Version` (or none, which rmcp reads as 2025-03-26).
@@ -262,20 +316,28 @@ fn lane_session(method: &Method, headers: &HeaderMap) -> Option<SessionId> {
             return None;
         }
     }
+    accepts_both(headers).then(|| session.into())
+}
+
+/// Whether the `Accept` header lists both `application/json` and `text/event-stream`, as rmcp requires of a POST,
+/// with no parameters (a weighted range, maybe `q=0`, is rmcp's to read).
+fn accepts_both(headers: &HeaderMap) -> bool {
     let (mut json, mut sse) = (false, false);
     for accept in headers.get_all(header::ACCEPT) {
-        for range in accept.to_str().ok()?.split(',') {
-            // A weighted range (maybe q=0) is rmcp's to read.
+        let Ok(accept) = accept.to_str() else {
+            return false;
+        };
+        for range in accept.split(',') {
             let mut fields = range.split(';');
-            let essence = fields.next()?.trim();
+            let essence = fields.next().unwrap_or_default().trim();
             if fields.next().is_some() {
-                return None;
+                return false;
             }
             json |= essence.eq_ignore_ascii_case("application/json");
             sse |= essence.eq_ignore_ascii_case("text/event-stream");
         }
     }
-    (json && sse).then(|| session.into())
+    json && sse
 }
 
 /// The id of the request in `raw` (a `tools/call` the lane took, so a request).
@@ -313,10 +375,42 @@ impl Drop for Forget {
     }
 }
 
-/// One lane call's answer stream: each message framed by rmcp's codec as one SSE event, sent on flush.
+/// One lane call's answer stream: each message framed by rmcp's codec as one SSE event, sent on flush. The stream
+/// ends once the call's answer is sent (as rmcp's does), even while the call lives on (a 2026-07-28 client's call
+/// handed to an exchange, `proxy/relay/handover.rs`, whose answer was the input-required result).
 struct SseSink {
-    pending: Mutex<BytesMut>,
-    tx: mpsc::UnboundedSender<Bytes>,
+    state: Mutex<SinkState>,
+    /// Set once the answer is on the stream (see [`stateless`]: the stream's end then cancels nothing).
+    answered: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+struct SinkState {
+    /// The events framed and not sent yet.
+    pending: BytesMut,
+    /// The stream, until the answer is sent.
+    tx: Option<mpsc::UnboundedSender<Bytes>>,
+    /// Whether `pending` holds the answer.
+    last: bool,
+}
+
+impl SseSink {
+    fn new(
+        tx: mpsc::UnboundedSender<Bytes>,
+        answered: Option<Arc<std::sync::atomic::AtomicBool>>,
+    ) -> SseSink {
+        SseSink {
+            state: Mutex::new(SinkState {
+                pending: BytesMut::new(),
+                tx: Some(tx),
+                last: false,
+            }),
+            answered,
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, SinkState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Sink<ServerJsonRpcMessage> for SseSink {
@@ -329,22 +423,41 @@ impl Sink<ServerJsonRpcMessage> for SseSink {
     }
 
     fn frame_with(&self, encode: &mut dyn FnMut(&mut BytesMut) -> bool) -> bool {
-        let mut buf = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        sse_event(&mut buf, encode)
+        let mut state = self.state();
+        if state.tx.is_none() {
+            return false;
+        }
+        let before = state.pending.len();
+        if !sse_event(&mut state.pending, encode) {
+            return false;
+        }
+        state.last |= is_answer(&state.pending[before..]);
+        true
     }
 
     fn flush_now(&self) {
-        let chunk = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .split()
-            .freeze();
-        if !chunk.is_empty() {
+        let mut state = self.state();
+        let chunk = state.pending.split().freeze();
+        if !chunk.is_empty()
+            && let Some(tx) = &state.tx
+        {
             // The client went away: the lane's call ends as it would have anyway.
-            let _ = self.tx.send(chunk);
+            let _ = tx.send(chunk);
+        }
+        if state.last {
+            state.tx = None;
+            if let Some(answered) = &self.answered {
+                answered.store(true, std::sync::atomic::Ordering::Release);
+            }
         }
     }
+}
+
+/// Whether an SSE event framed by [`sse_event`] is a response (a result or an error: the answer), not a
+/// notification. rmcp's messages put `jsonrpc` first, then a response's `id` (a notification's `method`); the lane
+/// sends its clients no requests.
+fn is_answer(event: &[u8]) -> bool {
+    event.starts_with(b"data: {\"jsonrpc\":\"2.0\",\"id\":")
 }
 
 /// Frames one message (`encode`: rmcp's codec, a JSON line) into `buf` as an SSE event, as rmcp's `/mcp` sends a
@@ -395,6 +508,111 @@ mod tests {
             false
         }));
         assert_eq!(std::str::from_utf8(&buf).unwrap(), text);
+    }
+
+    #[test]
+    fn only_2026_calls_under_headers_rmcp_accepts_as_they_are_are_stateless_lane_calls() {
+        let ok: &[(&str, &str)] = &[
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json"),
+            (VERSION, "2026-07-28"),
+            (METHOD, "tools/call"),
+            (NAME, "fx__echo"),
+        ];
+        let with = |change: &dyn Fn(&mut HeaderMap)| {
+            let mut h = HeaderMap::new();
+            for (k, v) in ok {
+                h.append(*k, v.parse().unwrap());
+            }
+            change(&mut h);
+            stateless_call(&Method::POST, &h)
+        };
+        assert!(with(&|_| {}));
+        assert!(with(&|h| {
+            h.insert(
+                "content-type",
+                "application/json; charset=utf-8".parse().unwrap(),
+            );
+        }));
+        type Change<'a> = &'a dyn Fn(&mut HeaderMap);
+        let refused: [(&str, Change<'_>); 10] = [
+            ("a session", &|h| {
+                h.insert(SESSION, "s1".parse().unwrap());
+            }),
+            ("a legacy revision", &|h| {
+                h.insert(VERSION, "2025-11-25".parse().unwrap());
+            }),
+            ("two revisions", &|h| {
+                h.append(VERSION, "2026-07-28".parse().unwrap());
+            }),
+            ("another method", &|h| {
+                h.insert(METHOD, "tools/list".parse().unwrap());
+            }),
+            ("no method", &|h| {
+                h.remove(METHOD);
+            }),
+            ("two names", &|h| {
+                h.append(NAME, "fx__echo".parse().unwrap());
+            }),
+            ("a Base64 name", &|h| {
+                h.insert(NAME, "=?base64?Zng=?=".parse().unwrap());
+            }),
+            ("an Mcp-Param header", &|h| {
+                h.insert("mcp-param-region", "eu".parse().unwrap());
+            }),
+            ("a weighted Accept", &|h| {
+                h.insert(
+                    "accept",
+                    "application/json, text/event-stream;q=0".parse().unwrap(),
+                );
+            }),
+            ("text", &|h| {
+                h.insert("content-type", "text/plain".parse().unwrap());
+            }),
+        ];
+        for (what, change) in refused {
+            assert!(!with(change), "{what}");
+        }
+        let mut h = HeaderMap::new();
+        for (k, v) in ok {
+            h.append(*k, v.parse().unwrap());
+        }
+        assert!(!stateless_call(&Method::GET, &h));
+    }
+
+    /// The stream ends with the answer (a response), not with progress, and says so.
+    #[test]
+    fn the_answer_ends_the_stream() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sink = SseSink::new(tx, Some(answered.clone()));
+        let progress = ServerJsonRpcMessage::notification(
+            rmcp::model::ServerNotification::ProgressNotification(
+                rmcp::model::ProgressNotification::new(
+                    rmcp::model::ProgressNotificationParam::new(
+                        rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1)),
+                        1.0,
+                    ),
+                ),
+            ),
+        );
+        sink.send_now(&progress);
+        assert!(!answered.load(std::sync::atomic::Ordering::Acquire));
+        let answer = ServerJsonRpcMessage::response(
+            rmcp::model::ServerResult::empty(()),
+            RequestId::Number(3),
+        );
+        sink.send_now(&answer);
+        assert!(answered.load(std::sync::atomic::Ordering::Acquire));
+        assert!(!sink.frame_now(&progress), "nothing after the answer");
+        let first = rx.try_recv().unwrap();
+        assert!(!is_answer(&first), "{first:?}");
+        assert!(is_answer(&rx.try_recv().unwrap()));
+        // The sender went with the answer: the stream ends.
+        assert!(matches!(
+            rx.try_recv(),
+            Err(mpsc::error::TryRecvError::Disconnected)
+        ));
     }
 
     #[test]

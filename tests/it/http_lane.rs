@@ -3,8 +3,11 @@
 //! keeps: progress on the client's token before the result, the timeout reset by progress, the client's
 //! cancellation passed on, a crashing child's cause; with `AGENT_DISCOVER_FAST_LANE=off` the same calls take rmcp's
 //! path with the same answers, as they do while a connected client declared sampling (a child's request mid-call
-//! then reaches the caller). A request in a session rmcp does not know is refused as before (404), and a 2026-07-28
-//! client's call (rmcp's path) carries `resultType`.
+//! then reaches the caller). A request in a session rmcp does not know is refused as before (404). A 2026-07-28
+//! client's stateless call takes the lane too (`src/http/lane/stateless.rs`) with the answers rmcp gives with the
+//! lane off (a result with `resultType`, a tool error, a -32021 refusal as HTTP 400, an unknown tool), leaves SEP-2243
+//! header mismatches to rmcp, gets a legacy child's question as the input-required result, and cancels the call when
+//! it goes away.
 
 use std::time::{Duration, Instant};
 
@@ -363,6 +366,298 @@ async fn a_long_lane_call_hears_keep_alive_comments_before_its_result() {
         "keep-alive comments before the result: {body:?}"
     );
     assert!(body[result..].contains("slept 600 ms"), "{body:?}");
+    agent.stop().await;
+    served.stop().await;
+}
+
+/// The headers of a 2026-07-28 client's stateless `tools/call` of `name` (SEP-2243), beyond `post`'s.
+fn headers_2026(name: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("mcp-protocol-version", "2026-07-28".to_owned()),
+        ("mcp-method", "tools/call".to_owned()),
+        ("mcp-name", name.to_owned()),
+    ]
+}
+
+/// A 2026-07-28 client's `tools/call` body (its envelope in `_meta`, elicitation declared when `elicits`).
+fn call_2026(id: u64, name: &str, args: Value, elicits: bool) -> Value {
+    let caps = if elicits {
+        json!({"elicitation": {}})
+    } else {
+        json!({})
+    };
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": name, "arguments": args,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": caps}}})
+}
+
+/// A whole answer to a POST: status, content type, and the JSON-RPC messages of its body.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    status: u16,
+    content_type: String,
+    messages: Vec<Value>,
+}
+
+/// POSTs `body` to `/mcp` as a 2026-07-28 client would, with `headers` (e.g. [`headers_2026`]).
+async fn post_2026(url: &str, headers: &[(&str, String)], body: &Value) -> Answer {
+    let mut request = reqwest::Client::new()
+        .post(format!("{url}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in headers {
+        request = request.header(*k, v);
+    }
+    let response = request.body(body.to_string()).send().await.expect("POST");
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = response.text().await.unwrap();
+    let messages = if content_type.starts_with("text/event-stream") {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| serde_json::from_str(d.trim()).unwrap_or_else(|e| panic!("{e}: {d}")))
+            .collect()
+    } else {
+        vec![serde_json::from_str(&text).unwrap_or(Value::String(text))]
+    };
+    Answer {
+        status,
+        content_type,
+        messages,
+    }
+}
+
+/// Two `serve`s with the fixture as `fx`: the lane on, and off.
+async fn on_and_off(on: &std::path::Path, off: &std::path::Path) -> [(Served, Agent); 2] {
+    let lane_off = [("AGENT_DISCOVER_FAST_LANE", "off".to_owned())];
+    [
+        serve_fixture(on, &[], "fx", json!({})).await,
+        serve_fixture(off, &lane_off, "fx", json!({})).await,
+    ]
+}
+
+#[tokio::test]
+async fn a_2026_clients_stateless_calls_take_the_lane_with_rmcps_answers() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let [(on, lane), (off, normal)] = on_and_off(a.path(), b.path()).await;
+    let calls = [
+        ("fx__echo", json!({"text": "hi"}), false, true),
+        ("fx__fail", json!({"message": "no"}), false, true),
+        ("fx__nope", json!({}), false, false),
+        // The child asks a client that did not declare elicitation: rmcp's -32021 refusal, as HTTP 400.
+        ("fx__elicit", json!({"message": "who?"}), false, true),
+    ];
+    let mut taken = 0;
+    for (i, (name, args, elicits, lane_takes)) in calls.into_iter().enumerate() {
+        let body = call_2026(i as u64 + 1, name, args, elicits);
+        let fast = post_2026(&on.url, &headers_2026(name), &body).await;
+        let slow = post_2026(&off.url, &headers_2026(name), &body).await;
+        assert_eq!(fast, slow, "{name}");
+        taken += u64::from(lane_takes);
+        assert_eq!(fast_lane_calls(&lane).await, taken, "{name}: {fast:?}");
+        match name {
+            "fx__echo" => {
+                assert_eq!(
+                    (fast.status, fast.content_type.as_str()),
+                    (200, "text/event-stream")
+                );
+                let result = &fast.messages.last().unwrap()["result"];
+                assert_eq!(result["resultType"], "complete", "{fast:?}");
+                assert_eq!(result["content"][0]["text"], "hi", "{fast:?}");
+            }
+            "fx__fail" => {
+                assert_eq!(fast.messages[0]["result"]["isError"], true, "{fast:?}")
+            }
+            "fx__elicit" => {
+                assert_eq!(fast.status, 400, "{fast:?}");
+                assert_eq!(fast.messages[0]["error"]["code"], -32021, "{fast:?}");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(fast_lane_calls(&normal).await, 0);
+    for (served, agent) in [(on, lane), (off, normal)] {
+        agent.stop().await;
+        served.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn stateless_calls_whose_headers_rmcp_checks_otherwise_keep_rmcps_path() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let [(on, lane), (off, normal)] = on_and_off(a.path(), b.path()).await;
+    let body = call_2026(1, "fx__echo", json!({"text": "hi"}), false);
+    let named = |name: &str| {
+        let mut h = headers_2026("fx__echo");
+        h[2].1 = name.to_owned();
+        h
+    };
+    let without_method = {
+        let mut h = headers_2026("fx__echo");
+        h.remove(1);
+        h
+    };
+    let with_param = {
+        let mut h = headers_2026("fx__echo");
+        h.push(("mcp-param-text", "hi".to_owned()));
+        h
+    };
+    let cases = [
+        ("another name", named("fx__fail")),
+        ("no method", without_method),
+        ("an Mcp-Param header", with_param),
+    ];
+    // rmcp refuses the two mismatches (SEP-2243: 400, -32001), and serves the third (the tool annotates no argument).
+    for ((what, headers), status) in cases.into_iter().zip([400, 400, 200]) {
+        let fast = post_2026(&on.url, &headers, &body).await;
+        let slow = post_2026(&off.url, &headers, &body).await;
+        assert_eq!(fast, slow, "{what}");
+        assert_eq!(fast.status, status, "{what}: {fast:?}");
+        assert_eq!(fast_lane_calls(&lane).await, 0, "{what}: {fast:?}");
+    }
+    // The same call with its headers right takes the lane.
+    let fast = post_2026(&on.url, &headers_2026("fx__echo"), &body).await;
+    assert_eq!(
+        fast,
+        post_2026(&off.url, &headers_2026("fx__echo"), &body).await
+    );
+    assert_eq!(fast_lane_calls(&lane).await, 1, "{fast:?}");
+    for (served, agent) in [(on, lane), (off, normal)] {
+        agent.stop().await;
+        served.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_legacy_childs_question_during_a_stateless_lane_call_comes_back_input_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let (served, agent) = serve_fixture(dir.path(), &[], "fx", json!({})).await;
+    let args = json!({"message": "who?"});
+    let first = post_2026(
+        &served.url,
+        &headers_2026("fx__elicit"),
+        &call_2026(1, "fx__elicit", args.clone(), true),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_eq!(
+        fast_lane_calls(&agent).await,
+        1,
+        "the first round took the lane"
+    );
+    let result = &first.messages.last().unwrap()["result"];
+    assert_eq!(result["resultType"], "input_required", "{first:?}");
+    assert_eq!(
+        result["inputRequests"]["elicitation"]["params"]["message"], "who?",
+        "{first:?}"
+    );
+    // The retry, with the answer and the request state, completes (the normal path: rmcp's).
+    let mut retry = call_2026(2, "fx__elicit", args, true);
+    retry["params"]["inputResponses"] =
+        json!({"elicitation": {"action": "accept", "content": {"answer": "Ann"}}});
+    retry["params"]["requestState"] = result["requestState"].clone();
+    let done = post_2026(&served.url, &headers_2026("fx__elicit"), &retry).await;
+    let result = &done.messages.last().unwrap()["result"];
+    assert_eq!(result["resultType"], "complete", "{done:?}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("elicited:") && text.contains("Ann"),
+        "{done:?}"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    agent.stop().await;
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_stateless_client_that_goes_away_cancels_its_lane_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (served, agent) = serve_fixture(dir.path(), &[], "sleepy", json!({})).await;
+    // With a progress token, the answer's stream opens with the first progress; the client reads it and leaves.
+    let mut body = call_2026(
+        1,
+        "sleepy__sleep",
+        json!({"ms": 30000, "step_ms": 50}),
+        false,
+    );
+    body["params"]["_meta"]["progressToken"] = json!("p-1");
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/mcp", served.url))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in headers_2026("sleepy__sleep") {
+        request = request.header(k, v);
+    }
+    let mut response = request.body(body.to_string()).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let chunk = response.chunk().await.unwrap().expect("the first progress");
+    assert!(
+        std::str::from_utf8(&chunk)
+            .unwrap()
+            .contains("notifications/progress"),
+        "{chunk:?}"
+    );
+    drop(response);
+    assert!(
+        child_said(&agent, "fixture: sleep cancelled").await,
+        "the child never heard of the cancellation"
+    );
+    assert_eq!(fast_lane_calls(&agent).await, 1);
+    let logged = last_logged(&agent).await;
+    assert!(
+        logged["response"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled by the client"),
+        "{logged}"
+    );
+
+    // Without progress nothing is sent before the result (as rmcp sends nothing before its first message): a client
+    // that gives up waiting for the response's head cancels the call too.
+    body["id"] = json!(2);
+    body["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("progressToken");
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/mcp", served.url))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in headers_2026("sleepy__sleep") {
+        request = request.header(k, v);
+    }
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(300),
+        request.body(body.to_string()).send(),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the call should still be running");
+    let mut cancelled = 0;
+    for _ in 0..250 {
+        let status = agent.registry(json!({"action": "status"})).await;
+        cancelled = status["calls"]["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| {
+                c["response"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("cancelled by the client"))
+            })
+            .count();
+        if cancelled == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cancelled, 2, "the second call was not cancelled");
+    assert_eq!(fast_lane_calls(&agent).await, 2);
     agent.stop().await;
     served.stop().await;
 }

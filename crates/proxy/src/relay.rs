@@ -99,9 +99,37 @@ impl FrontLane {
     /// the child, whose lane is returned (the caller flushes it, once per batch of requests: [`ChildLane::flush`]).
     /// `None` otherwise: the message is the normal path's, untouched.
     pub fn try_call(self: &Arc<Self>, raw: &str) -> Option<Arc<ChildLane>> {
+        self.take_call(raw, None).map(|(_, lane)| lane)
+    }
+
+    /// [`FrontLane::try_call`] for a 2026-07-28 client's stateless request on the HTTP front (`http/lane.rs`): taken
+    /// only when it carries the 2026-07-28 envelope, calls the tool its `Mcp-Name` header names (`name`), and that
+    /// tool's input schema asks for no `Mcp-Param-*` header (SEP-2243's `x-mcp-header`, which rmcp checks against
+    /// the request's headers). Returned with the call's id (to cancel it when the client goes away).
+    pub fn try_stateless_call(
+        self: &Arc<Self>,
+        raw: &str,
+        name: &str,
+    ) -> Option<(RequestId, Arc<ChildLane>)> {
+        self.take_call(raw, Some(name))
+    }
+
+    /// [`FrontLane::try_call`]; with `stateless`, [`FrontLane::try_stateless_call`]'s name.
+    fn take_call(
+        self: &Arc<Self>,
+        raw: &str,
+        stateless: Option<&str>,
+    ) -> Option<(RequestId, Arc<ChildLane>)> {
         let (id, params) = read_call(raw)?;
         let meta = params.meta.unwrap_or_default();
+        if stateless.is_some_and(|name| name != params.name) {
+            return None;
+        }
         if (self.reserved)(&params.name) {
+            // A 2026-07-28 client's is the normal path's (below).
+            if stateless.is_some() {
+                return None;
+            }
             // The registry's `proxy_call` of a tool the lane may call (`relay/registry.rs`).
             let (lane, tool, args) = self.proxy_call(&params.name, params.arguments)?;
             // Not of a 2026-07-28 child (the normal path carries it).
@@ -112,7 +140,7 @@ impl FrontLane {
             let era = meta.era().ok().filter(Option::is_none)?;
             lane.start(
                 self.clone(),
-                id,
+                id.clone(),
                 meta.progress_token,
                 tool,
                 args,
@@ -120,11 +148,15 @@ impl FrontLane {
                 era,
                 true,
             );
-            return Some(lane);
+            return Some((id, lane));
         }
         // A 2026-07-28 client's envelope is checked as rmcp checks it; one it would refuse goes the normal way.
         let era = meta.era().ok()?;
-        let (lane, tool, child_protocol) = self.proxy.fast_target(&params.name)?;
+        if stateless.is_some() && era.is_none() {
+            return None;
+        }
+        let (lane, tool, child_protocol) =
+            self.proxy.fast_target(&params.name, stateless.is_some())?;
         // A 2026-07-28 child's input requests are asked of a legacy client through its peer (`relay/crossing.rs`):
         // without one (the HTTP lane), its calls take the normal path.
         if lane.envelope.get().is_some() && era.is_none() && self.peer.get().is_none() {
@@ -164,7 +196,7 @@ impl FrontLane {
         });
         lane.start(
             self.clone(),
-            id,
+            id.clone(),
             meta.progress_token,
             tool,
             params.arguments,
@@ -172,7 +204,7 @@ impl FrontLane {
             era,
             false,
         );
-        Some(lane)
+        Some((id, lane))
     }
 
     /// Writes the answers and progress framed for this client so far.

@@ -290,13 +290,16 @@ impl Proxy {
 
     /// The fast lane's target for an exposed tool name (`relay.rs`): the lane of a running, legacy stdio child that
     /// exposes the tool now (allowed and approved), the tool's own name, and (tracing on) the child's revision. `None` sends the call the normal way.
+    /// With `headerless`, only a tool whose input schema has no `x-mcp-header` annotation (SEP-2243): rmcp checks a
+    /// 2026-07-28 HTTP request's `Mcp-Param-*` headers against them, which the HTTP lane leaves to it.
     pub(crate) fn fast_target(
         &self,
         name: &str,
+        headerless: bool,
     ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
         let children = lock(&self.inner.children);
         let (server, tool) = names::split(name, children.keys().map(String::as_str))?;
-        self.fast_target_in(&children, server, tool)
+        self.fast_target_in(&children, server, tool, headerless)
     }
 
     /// [`Proxy::fast_target`] for a tool named by its server and its own name (the registry's `proxy_call`).
@@ -306,7 +309,7 @@ impl Proxy {
         tool: &str,
     ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
         let children = lock(&self.inner.children);
-        self.fast_target_in(&children, server, tool)
+        self.fast_target_in(&children, server, tool, false)
     }
 
     fn fast_target_in(
@@ -314,6 +317,7 @@ impl Proxy {
         children: &std::collections::HashMap<String, Slot>,
         server: &str,
         tool: &str,
+        headerless: bool,
     ) -> Option<(Arc<ChildLane>, String, Option<rmcp::model::ProtocolVersion>)> {
         let Slot::Running(child) = children.get(server)? else {
             return None;
@@ -330,11 +334,14 @@ impl Proxy {
         if !self.inner.lane_allows(child, tool) {
             return None;
         }
-        lock(&child.tools).iter().any(|t| t.name == tool).then(|| {
-            // The child's revision, for the call's span (tracing on only).
-            let protocol = ad_core::trace::enabled().then(|| child.protocol.clone());
-            (lane, tool.to_owned(), protocol)
-        })
+        lock(&child.tools)
+            .iter()
+            .any(|t| t.name == tool && !(headerless && names_param_headers(&t.input_schema)))
+            .then(|| {
+                // The child's revision, for the call's span (tracing on only).
+                let protocol = ad_core::trace::enabled().then(|| child.protocol.clone());
+                (lane, tool.to_owned(), protocol)
+            })
     }
 
     /// The fast lanes of the running children.
@@ -638,4 +645,37 @@ fn expose_app_resource(server: &str, tool: &mut Tool) {
 /// Marks an error result's text for agents (`isError: true` with a message).
 pub fn error_result(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+/// Whether an input schema has an `x-mcp-header` key anywhere (SEP-2243's annotation of an argument that a
+/// 2026-07-28 HTTP request repeats in an `Mcp-Param-*` header). Anywhere, not only where rmcp reads annotations:
+/// a tool it would check is never missed.
+fn names_param_headers(schema: &Map<String, Value>) -> bool {
+    fn within(value: &Value) -> bool {
+        match value {
+            Value::Object(o) => names_param_headers(o),
+            Value::Array(a) => a.iter().any(within),
+            _ => false,
+        }
+    }
+    schema.iter().any(|(k, v)| k == "x-mcp-header" || within(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_header_annotations_are_found_anywhere_in_a_schema() {
+        let plain = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        let nested = json!({"type": "object", "properties": {"a": {"type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}});
+        let in_list = json!({"anyOf": [{"properties": {"r": {"x-mcp-header": "R"}}}]});
+        let at_root = json!({"type": "object", "x-mcp-header": "X"});
+        let of = |v: Value| names_param_headers(v.as_object().unwrap());
+        assert!(!of(plain));
+        assert!(of(nested));
+        assert!(of(in_list));
+        assert!(of(at_root));
+    }
 }

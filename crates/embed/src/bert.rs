@@ -432,9 +432,9 @@ fn attend_impl(
         };
         let out = |i: usize| i * h + head * hd;
         match hd {
-            32 => attend_head::<32>(&seq, ctx, out, scores, k_t),
-            64 => attend_head::<64>(&seq, ctx, out, scores, k_t),
-            _ => attend_head_any(&seq, hd, ctx, out, scores, k_t),
+            32 => attend_head(&seq, Fixed::<32>, ctx, out, scores, k_t),
+            64 => attend_head(&seq, Fixed::<64>, ctx, out, scores, k_t),
+            _ => attend_head(&seq, hd, ctx, out, scores, k_t),
         }
     }
 }
@@ -453,23 +453,43 @@ struct Seq<'a> {
     scale: f32,
 }
 
-/// One head of width `HD` (32 for MiniLM): each row's scores are [`LANES`] keys at a time, summed over the head's
-/// dimensions in registers, and its context one vector of `HD` dimensions summed over the value rows.
+/// A head's width: a constant the compiler unrolls by (MiniLM's 32), or read at run time.
+trait Width: Copy {
+    fn get(self) -> usize;
+}
+
+#[derive(Clone, Copy)]
+struct Fixed<const N: usize>;
+
+impl<const N: usize> Width for Fixed<N> {
+    #[inline(always)]
+    fn get(self) -> usize {
+        N
+    }
+}
+
+impl Width for usize {
+    #[inline(always)]
+    fn get(self) -> usize {
+        self
+    }
+}
+
+/// One head: each row's scores are [`LANES`] keys at a time, summed over the head's dimensions in registers, and its
+/// context one vector of the head's dimensions summed over the value rows.
 #[inline(always)]
-fn attend_head<const HD: usize>(
+fn attend_head(
     seq: &Seq,
+    hd: impl Width,
     ctx: &mut [f32],
     out: impl Fn(usize) -> usize,
     scores: &mut [f32],
     k_t: &mut [f32],
 ) {
+    let hd = hd.get();
     let (len, lenp) = (seq.len, seq.lenp);
     let (q_off, k_off, v_off) = seq.offs;
-    let row = |j: usize, off: usize| -> &[f32; HD] {
-        seq.rows[j * seq.stride + off..][..HD]
-            .try_into()
-            .expect("a head's columns")
-    };
+    let row = |j: usize, off: usize| &seq.rows[j * seq.stride + off..][..hd];
     for j in 0..len {
         for (d, &v) in row(j, k_off).iter().enumerate() {
             k_t[d * lenp + j] = v;
@@ -491,48 +511,22 @@ fn attend_head<const HD: usize>(
         }
         let p = &mut scores[..len];
         softmax(p, seq.scale);
-        let mut acc = [0f32; HD];
+        // Summed in a local vector (registers, for a width known when compiled), or in place when wider.
+        let mut local = [0f32; 64];
+        let out = &mut ctx[out(i)..][..hd];
+        let acc = if hd <= local.len() {
+            &mut local[..hd]
+        } else {
+            out.fill(0.0);
+            &mut *out
+        };
         for (j, &p) in p.iter().enumerate() {
             for (a, &v) in acc.iter_mut().zip(row(j, v_off)) {
                 *a += p * v;
             }
         }
-        ctx[out(i)..][..HD].copy_from_slice(&acc);
-    }
-}
-
-/// [`attend_head`] for a head width without its own copy.
-fn attend_head_any(
-    seq: &Seq,
-    hd: usize,
-    ctx: &mut [f32],
-    out: impl Fn(usize) -> usize,
-    scores: &mut [f32],
-    k_t: &mut [f32],
-) {
-    let (len, lenp) = (seq.len, seq.lenp);
-    let (q_off, k_off, v_off) = seq.offs;
-    let row = |j: usize, off: usize| &seq.rows[j * seq.stride + off..][..hd];
-    for j in 0..len {
-        for (d, &v) in row(j, k_off).iter().enumerate() {
-            k_t[d * lenp + j] = v;
-        }
-    }
-    for i in 0..len {
-        scores.fill(0.0);
-        for (&qd, k) in row(i, q_off).iter().zip(k_t.chunks_exact(lenp)) {
-            for (s, &k) in scores.iter_mut().zip(k) {
-                *s += qd * k;
-            }
-        }
-        let p = &mut scores[..len];
-        softmax(p, seq.scale);
-        let acc = &mut ctx[out(i)..][..hd];
-        acc.fill(0.0);
-        for (j, &p) in p.iter().enumerate() {
-            for (a, &v) in acc.iter_mut().zip(row(j, v_off)) {
-                *a += p * v;
-            }
+        if hd <= local.len() {
+            out.copy_from_slice(&local[..hd]);
         }
     }
 }
@@ -668,13 +662,17 @@ mod tests {
         assert!(mean.abs() < 0.2, "{mean}");
     }
 
-    /// The attention of a sequence (every length around a vector of 16 keys) against a plain f64 loop, and the
-    /// head width of MiniLM (its own copy) against the generic loop, bit for bit.
+    /// The attention of a sequence (every length around a vector of 16 keys) against a plain f64 loop, for MiniLM's
+    /// head width (a constant when compiled) and a width summed in place (80); and the constant width against the
+    /// same width read at run time, bit for bit.
     #[test]
     fn attention_matches_a_plain_loop_and_both_widths_agree() {
-        let (heads, hd) = (3, 32);
-        let h = heads * hd;
-        for len in [1usize, 2, 5, 15, 16, 17, 33] {
+        for (heads, hd, len) in [1usize, 2, 5, 15, 16, 17, 33]
+            .into_iter()
+            .map(|len| (3, 32, len))
+            .chain([(2, 80, 5), (2, 80, 17)])
+        {
+            let h = heads * hd;
             let rows: Vec<f32> = (0..len * 3 * h)
                 .map(|i| ((i as f32) * 0.731).sin() * 1.7)
                 .collect();
@@ -704,7 +702,7 @@ mod tests {
                         );
                     }
                 }
-                // The generic loop gives the same bits.
+                // The width read at run time gives the same bits.
                 let seq = Seq {
                     rows: &rows,
                     stride: 3 * h,
@@ -714,7 +712,7 @@ mod tests {
                     scale,
                 };
                 let mut any = vec![0f32; len * h];
-                attend_head_any(
+                attend_head(
                     &seq,
                     hd,
                     &mut any,

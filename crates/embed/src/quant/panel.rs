@@ -99,8 +99,12 @@ pub(super) unsafe fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, p: &Panels, 
             // SAFETY: rows r0..r1 lie inside xq / xu (asserted), the panel inside p.data; the CPU has the features.
             unsafe {
                 match p.group {
-                    4 => x86::tile_u8(&xu[r0 * k..r1 * k], k, panel, p.groups, &mut sums),
-                    _ => x86::tile_i16(&xq[r0 * k..r1 * k], k, panel, p.groups, &mut sums),
+                    4 => {
+                        x86::tile::<x86::Bytes>(&xu[r0 * k..r1 * k], k, panel, p.groups, &mut sums)
+                    }
+                    _ => {
+                        x86::tile::<x86::Words>(&xq[r0 * k..r1 * k], k, panel, p.groups, &mut sums)
+                    }
                 }
             }
             for (r, s) in (r0..r1).zip(&sums) {
@@ -124,37 +128,97 @@ mod x86 {
     // The tiles below take 1 to 6 rows.
     const _: () = assert!(MR == 6);
 
-    /// Sums of the rows of `xu` (`k` bytes each, 1 to 6 rows, offset by 128) with a panel of groups of 4.
+    /// How a layout's groups meet a row: columns per group, the activations' type, the panel's vectors, the product.
+    pub(in super::super) trait Group {
+        /// Columns per group.
+        const COLS: usize;
+        /// One activation.
+        type X;
+        /// The `c`-th vector of 16 channels of the group at `wg`.
+        ///
+        /// # Safety
+        /// AVX-512 F, BW and VNNI; the group lies in its panel.
+        unsafe fn weights(wg: *const i8, c: usize) -> __m512i;
+        /// `acc` plus the products of `x` (one row's group in every lane) and `w`, summed per lane.
+        ///
+        /// # Safety
+        /// AVX-512 F, BW and VNNI.
+        unsafe fn dot(acc: __m512i, x: __m512i, w: __m512i) -> __m512i;
+    }
+
+    /// Groups of 4 columns of 8-bit activations (offset by 128, so unsigned): `vpdpbusd`.
+    pub(in super::super) struct Bytes;
+
+    impl Group for Bytes {
+        const COLS: usize = 4;
+        type X = u8;
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        unsafe fn weights(wg: *const i8, c: usize) -> __m512i {
+            // SAFETY: 64 bytes inside the panel (the caller).
+            unsafe { _mm512_loadu_si512(wg.add(c * 64).cast()) }
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        unsafe fn dot(acc: __m512i, x: __m512i, w: __m512i) -> __m512i {
+            _mm512_dpbusd_epi32(acc, x, w)
+        }
+    }
+
+    /// Groups of 2 columns of 13-bit activations in i16, the weights widened as loaded: `vpdpwssd`.
+    pub(in super::super) struct Words;
+
+    impl Group for Words {
+        const COLS: usize = 2;
+        type X = i16;
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        unsafe fn weights(wg: *const i8, c: usize) -> __m512i {
+            // SAFETY: 32 bytes inside the panel (the caller).
+            unsafe { _mm512_cvtepi8_epi16(_mm256_loadu_si256(wg.add(c * 32).cast())) }
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        unsafe fn dot(acc: __m512i, x: __m512i, w: __m512i) -> __m512i {
+            _mm512_dpwssd_epi32(acc, x, w)
+        }
+    }
+
+    /// Sums of the rows of `x` (`k` values each, 1 to 6 rows) with a panel of `G`'s groups.
     ///
     /// # Safety
-    /// AVX-512 F, BW and VNNI; `panel` holds `groups` groups of `PANEL × 4` bytes and each row of `xu` `4 · groups`.
+    /// AVX-512 F, BW and VNNI; `panel` holds `groups` groups of `PANEL × G::COLS` bytes and each row of `x`
+    /// `G::COLS · groups` values.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub(super) unsafe fn tile_u8(
-        xu: &[u8],
+    pub(in super::super) unsafe fn tile<G: Group>(
+        x: &[G::X],
         k: usize,
         panel: &[i8],
         groups: usize,
         out: &mut [[i32; PANEL]; MR],
     ) {
-        assert!(panel.len() >= groups * PANEL * 4 && k >= groups * 4 && xu.len().is_multiple_of(k));
-        let x = |r: usize| xu[r * k..][..groups * 4].as_ptr();
+        let cols = G::COLS;
+        assert!(panel.len() >= groups * PANEL * cols && k >= groups * cols);
+        assert!(x.len().is_multiple_of(k));
+        let p = |r: usize| x[r * k..][..groups * cols].as_ptr();
         // SAFETY (all arms): the bounds asserted above.
         unsafe {
-            match xu.len() / k {
-                6 => rows_u8([x(0), x(1), x(2), x(3), x(4), x(5)], panel, groups, out),
-                5 => rows_u8([x(0), x(1), x(2), x(3), x(4)], panel, groups, out),
-                4 => rows_u8([x(0), x(1), x(2), x(3)], panel, groups, out),
-                3 => rows_u8([x(0), x(1), x(2)], panel, groups, out),
-                2 => rows_u8([x(0), x(1)], panel, groups, out),
-                1 => rows_u8([x(0)], panel, groups, out),
+            match x.len() / k {
+                6 => rows::<G, 6>([p(0), p(1), p(2), p(3), p(4), p(5)], panel, groups, out),
+                5 => rows::<G, 5>([p(0), p(1), p(2), p(3), p(4)], panel, groups, out),
+                4 => rows::<G, 4>([p(0), p(1), p(2), p(3)], panel, groups, out),
+                3 => rows::<G, 3>([p(0), p(1), p(2)], panel, groups, out),
+                2 => rows::<G, 2>([p(0), p(1)], panel, groups, out),
+                1 => rows::<G, 1>([p(0)], panel, groups, out),
                 _ => {}
             }
         }
     }
 
+    /// The k-loop of a tile: per group, the panel's 4 vectors and each row's group broadcast (4 bytes either way).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    unsafe fn rows_u8<const R: usize>(
-        x: [*const u8; R],
+    unsafe fn rows<G: Group, const R: usize>(
+        x: [*const G::X; R],
         panel: &[i8],
         groups: usize,
         out: &mut [[i32; PANEL]; MR],
@@ -162,74 +226,18 @@ mod x86 {
         let mut acc = [[_mm512_setzero_si512(); 4]; R];
         let w = panel.as_ptr();
         for g in 0..groups {
-            // SAFETY: group g of the panel and columns 4g..4g+4 of each row are in bounds (the caller).
+            // SAFETY: group g of the panel and columns of group g of each row are in bounds (the caller).
             unsafe {
-                let wg = w.add(g * PANEL * 4);
+                let wg = w.add(g * PANEL * G::COLS);
                 let mut wv = [_mm512_setzero_si512(); 4];
                 for (c, v) in wv.iter_mut().enumerate() {
-                    *v = _mm512_loadu_si512(wg.add(c * 64).cast());
+                    *v = G::weights(wg, c);
                 }
                 for r in 0..R {
-                    let xv = _mm512_set1_epi32(x[r].add(4 * g).cast::<i32>().read_unaligned());
+                    let xv =
+                        _mm512_set1_epi32(x[r].add(G::COLS * g).cast::<i32>().read_unaligned());
                     for c in 0..4 {
-                        acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], xv, wv[c]);
-                    }
-                }
-            }
-        }
-        // SAFETY: the CPU has the features (the caller).
-        unsafe { store(&acc, out) };
-    }
-
-    /// Sums of the rows of `xq` (`k` i16 each, 1 to 6 rows) with a panel of groups of 2, widened as loaded.
-    ///
-    /// # Safety
-    /// AVX-512 F, BW and VNNI; `panel` holds `groups` groups of `PANEL × 2` bytes and each row of `xq` `2 · groups`.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub(super) unsafe fn tile_i16(
-        xq: &[i16],
-        k: usize,
-        panel: &[i8],
-        groups: usize,
-        out: &mut [[i32; PANEL]; MR],
-    ) {
-        assert!(panel.len() >= groups * PANEL * 2 && k >= groups * 2 && xq.len().is_multiple_of(k));
-        let x = |r: usize| xq[r * k..][..groups * 2].as_ptr();
-        // SAFETY (all arms): the bounds asserted above.
-        unsafe {
-            match xq.len() / k {
-                6 => rows_i16([x(0), x(1), x(2), x(3), x(4), x(5)], panel, groups, out),
-                5 => rows_i16([x(0), x(1), x(2), x(3), x(4)], panel, groups, out),
-                4 => rows_i16([x(0), x(1), x(2), x(3)], panel, groups, out),
-                3 => rows_i16([x(0), x(1), x(2)], panel, groups, out),
-                2 => rows_i16([x(0), x(1)], panel, groups, out),
-                1 => rows_i16([x(0)], panel, groups, out),
-                _ => {}
-            }
-        }
-    }
-
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    unsafe fn rows_i16<const R: usize>(
-        x: [*const i16; R],
-        panel: &[i8],
-        groups: usize,
-        out: &mut [[i32; PANEL]; MR],
-    ) {
-        let mut acc = [[_mm512_setzero_si512(); 4]; R];
-        let w = panel.as_ptr();
-        for g in 0..groups {
-            // SAFETY: group g of the panel and columns 2g..2g+2 of each row are in bounds (the caller).
-            unsafe {
-                let wg = w.add(g * PANEL * 2);
-                let mut wv = [_mm512_setzero_si512(); 4];
-                for (c, v) in wv.iter_mut().enumerate() {
-                    *v = _mm512_cvtepi8_epi16(_mm256_loadu_si256(wg.add(c * 32).cast()));
-                }
-                for r in 0..R {
-                    let xv = _mm512_set1_epi32(x[r].add(2 * g).cast::<i32>().read_unaligned());
-                    for c in 0..4 {
-                        acc[r][c] = _mm512_dpwssd_epi32(acc[r][c], xv, wv[c]);
+                        acc[r][c] = G::dot(acc[r][c], xv, wv[c]);
                     }
                 }
             }

@@ -29,6 +29,19 @@ pub(crate) async fn last_logged(agent: &Agent) -> Value {
     status["calls"]["recent"][0].clone()
 }
 
+/// Asserts that the call log's newest entry is a call that failed because its client cancelled it.
+pub(crate) async fn logged_cancelled(agent: &Agent) {
+    let logged = last_logged(agent).await;
+    assert_eq!(logged["success"], false, "{logged}");
+    assert!(
+        logged["response"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled by the client"),
+        "{logged}"
+    );
+}
+
 /// Waits (bounded) until the child's stderr tail has a line starting with `prefix`.
 pub(crate) async fn child_said(agent: &Agent, prefix: &str) -> bool {
     for _ in 0..250 {
@@ -150,15 +163,7 @@ async fn fast_lane_passes_the_clients_cancellation_to_the_child() {
         "the child never saw the cancellation"
     );
     assert_eq!(fast_lane_calls(&agent).await, 1);
-    let logged = last_logged(&agent).await;
-    assert_eq!(logged["success"], false, "{logged}");
-    assert!(
-        logged["response"]
-            .as_str()
-            .unwrap()
-            .contains("cancelled by the client"),
-        "{logged}"
-    );
+    logged_cancelled(&agent).await;
     // The connection is healthy afterwards, and the next call takes the fast lane too.
     assert_eq!(
         text(

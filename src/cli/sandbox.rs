@@ -52,11 +52,30 @@ pub enum SandboxCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Start the server once, confined as its next start will be, list its tools, stop it, and report what the
+    /// sandbox refused it with the command that grants each path. Exits 1 when the server did not start.
+    Check {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-pub fn run(app: &App, cmd: SandboxCommand) -> anyhow::Result<()> {
+pub async fn run(app: &App, cmd: SandboxCommand) -> anyhow::Result<()> {
     let (view, json) = match cmd {
         SandboxCommand::Show { name, json } => (app.sandbox_view(&name)?, json),
+        SandboxCommand::Check { name, json } => {
+            let report = app.sandbox_check(&name).await?;
+            if json {
+                print_json(&report)?;
+            } else {
+                print_check(&report)?;
+            }
+            if report["ok"] != true {
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
         SandboxCommand::Set {
             name,
             network,
@@ -100,6 +119,51 @@ pub fn run(app: &App, cmd: SandboxCommand) -> anyhow::Result<()> {
 fn absolute(cwd: &Path, p: PathBuf) -> PathBuf {
     let p = if p.is_absolute() { p } else { cwd.join(p) };
     p.components().collect()
+}
+
+fn print_check(v: &Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    writeln!(out, "server:   {}", s(&v["server"]))?;
+    writeln!(
+        out,
+        "sandbox:  {}",
+        if v["confined"] == true {
+            "confined"
+        } else {
+            "unconfined"
+        }
+    )?;
+    match v["tool_count"].as_u64() {
+        Some(n) if v["ok"] == true => writeln!(out, "started:  yes, {n} tools listed")?,
+        _ => writeln!(out, "started:  no ({})", s(&v["error_kind"]))?,
+    }
+    let refused = v["refused"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if refused.is_empty() {
+        writeln!(out, "refused:  nothing it reported")?;
+    } else {
+        writeln!(out, "refused:")?;
+        for r in refused {
+            let what = match r["credential"].as_str() {
+                Some(c) => format!(" (a credential: ~/{c})"),
+                None => String::new(),
+            };
+            writeln!(out, "  {:<5} {}{what}", s(&r["access"]), s(&r["path"]))?;
+            writeln!(out, "        seen: {}", s(&r["evidence"]))?;
+        }
+    }
+    if let Some(a) = v["advice"].as_str() {
+        writeln!(out, "fix:      {a}")?;
+    }
+    if v["ok"] != true
+        && let Some(e) = v["error"].as_str()
+    {
+        writeln!(out, "error:    {e}")?;
+    }
+    Ok(())
 }
 
 fn print_view(v: &Value) -> anyhow::Result<()> {

@@ -200,6 +200,8 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/sandbox", "Change a server's sandbox settings (network, granted paths, on/off); applied at its next start", sandbox::set)
             .body("SandboxPatch")
             .returns(200, "SandboxView"),
+        op(M::POST, "/api/servers/{id}/sandbox/check", "Start a stdio server once, confined as its next start will be, and report what the sandbox refused it, with the command that grants each path", sandbox::check)
+            .returns(200, "SandboxCheck"),
         op(M::GET, "/api/introspections", "Batch introspection results: the latest record per package and the count per category", introspect::list)
             .query(&[("category", "only this category (ok, ok_zero_tools, install_failed, needs_credentials, ...)")])
             .returns(200, "Introspections"),

@@ -32,6 +32,14 @@ pub async fn set(
     Ok(Json(s.app.set_sandbox(&name_of(&s, &server)?, patch)?))
 }
 
+/// `POST /api/servers/{id}/sandbox/check`: starts the server once, confined, and reports what it was refused.
+pub async fn check(
+    State(s): State<AppState>,
+    Path(server): Path<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(s.app.sandbox_check(&name_of(&s, &server)?).await?))
+}
+
 /// The OpenAPI components these routes use.
 pub fn schemas() -> Value {
     let paths = json!({"type": "array", "items": {"type": "string", "description": "an absolute path without `..`"}, "maxItems": 256});
@@ -54,6 +62,14 @@ pub fn schemas() -> Value {
             "enabled": {"type": "boolean", "description": "AGENT_DISCOVER_SANDBOX is not off"},
             "landlock_abi": {"type": ["integer", "null"]}, "user_namespaces": {"type": "boolean"},
             "missing": {"type": ["string", "null"], "description": "why children cannot be confined here"}}},
+        "SandboxCheck": {"type": "object", "properties": {
+            "server": {"type": "string"}, "confined": {"type": "boolean"}, "ok": {"type": "boolean", "description": "it started and listed its tools"},
+            "tool_count": {"type": ["integer", "null"]}, "error": {"type": ["string", "null"]}, "error_kind": {"type": ["string", "null"]},
+            "refused": {"type": "array", "items": {"type": "object", "properties": {
+                "path": {"type": "string"}, "access": {"type": "string", "enum": ["read", "write"]},
+                "credential": {"type": "string", "description": "the credential file of HOME it is (never granted by default)"},
+                "evidence": {"type": "string", "description": "the line the server printed that shows it"}}}},
+            "advice": {"type": ["string", "null"], "description": "the command that grants what was refused"}}},
         "SandboxBrief": {"type": "object", "properties": {
             "enabled": {"type": "boolean"}, "effective": {"type": "boolean"}, "network": network},
             "description": "a stdio server's sandbox in listings"},

@@ -63,6 +63,62 @@ impl App {
         }))
     }
 
+    /// Starts a stdio server once, confined as its next start will be, and reports what happened:
+    /// `{server, confined, ok, tool_count, error, error_kind, refused: [{path, access, credential, evidence}], advice}`.
+    /// `refused` lists what the sandbox refused it, read from what it printed (on success too: a server may go on
+    /// without a file it wanted); `advice` is the command that grants them. Its status is left as it was.
+    pub async fn sandbox_check(&self, name: &str) -> Result<Value> {
+        let s = self.registry.get(name)?;
+        if s.transport != Transport::Stdio {
+            return Err(Error::invalid(
+                "name",
+                format!(
+                    "server `{}` is remote ({}): it starts no process here, there is nothing to check",
+                    s.name,
+                    s.transport.as_str()
+                ),
+            ));
+        }
+        let settings = self.registry.sandbox_settings(s.id)?;
+        let timeout = s
+            .activate_timeout_ms
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(self.config.timeouts.activate);
+        let outcome = self.proxy.check(&s.name, timeout).await;
+        let (ok, tool_count, error, kind, lines) = match outcome {
+            Ok((n, lines)) => (true, Some(n), None, None, lines),
+            Err(e @ (Error::NotFound { .. } | Error::Store(_))) => return Err(e),
+            Err(e) => {
+                let text = e.to_string();
+                let lines = text.lines().map(str::to_owned).collect();
+                (false, None, Some(text), Some(e.call_kind()), lines)
+            }
+        };
+        let mut env = s.env.clone();
+        env.extend(self.secrets.env_for(s.id).unwrap_or_default());
+        let refused = ad_proxy::sandbox::explain::for_start(
+            &self.config.sandbox,
+            &s.name,
+            s.command.as_deref().unwrap_or_default(),
+            &s.args,
+            &env,
+            &settings,
+            &lines,
+        );
+        let advice = (!refused.is_empty())
+            .then(|| ad_proxy::sandbox::explain::advice(&s.name, &refused, &settings));
+        Ok(json!({
+            "server": s.name,
+            "confined": settings.enabled && self.sandbox_globally_enabled(),
+            "ok": ok,
+            "tool_count": tool_count,
+            "error": error,
+            "error_kind": kind,
+            "refused": refused,
+            "advice": advice,
+        }))
+    }
+
     /// Adds `sandbox` (the [`SandboxBrief`]) to a listing's JSON object for `server`, when it is a stdio server.
     pub fn add_sandbox_brief(&self, v: &mut Value, server: &Server) -> Result<()> {
         if let (Some(brief), Some(obj)) = (self.sandbox_brief(server)?, v.as_object_mut()) {

@@ -78,6 +78,8 @@ mod relay_2026;
 mod sandbox_settings;
 // Issue 26: the sandbox from outside (a hostile fixture, network none, refusals, real npm and PyPI servers confined).
 mod sandbox;
+// Real launch shapes started confined: Node projects, venvs, uv, pipx, npm -g, binaries in HOME, git, credentials.
+mod launch;
 // Issue 27: approval policies bound to arguments (elicitation, input-required, REST, CLI, replicas, Python SDK).
 mod approvals;
 // Issue 31, part 4: approval rules cached under the store's change marker; a rule another process commits applies to

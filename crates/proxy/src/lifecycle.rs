@@ -279,6 +279,26 @@ impl Proxy {
         child.stop().await;
         Ok(n)
     }
+
+    /// Starts `name` once as its next start would be (confined by its sandbox), lists its tools and stops it, without
+    /// changing its status or telling clients: its tool count and what it printed on stderr meanwhile. A server that
+    /// runs now is not started twice: its count and stderr so far. `sandbox check` reads the refusals from these.
+    pub async fn check(&self, name: &str, timeout: Duration) -> Result<(usize, Vec<String>)> {
+        let guard = self.inner.lock_for(name);
+        let _held = guard.lock().await;
+        if let Some(Slot::Running(c)) = lock(&self.inner.children).get(name)
+            && c.exited.borrow().is_none()
+        {
+            return Ok((lock(&c.tools).len(), c.stderr.tail(40)));
+        }
+        let mut server = self.inner.registry.get(name)?;
+        server.activate_timeout_ms = Some((timeout.as_millis() as u64).max(1));
+        let child = self.inner.start(&server, 0).await?;
+        let n = lock(&child.tools).len();
+        let tail = child.stderr.tail(40);
+        child.stop().await;
+        Ok((n, tail))
+    }
 }
 
 impl Inner {

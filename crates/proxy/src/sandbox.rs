@@ -9,42 +9,16 @@ use ad_core::error::{Error, Result};
 use ad_core::sandbox::{Grant, GrantSource, Plan, SandboxSettings};
 use ad_registry::config::SandboxConfig;
 
-/// System locations every runtime reads (absent ones grant nothing). `/etc` is whole: runtimes read many files there
-/// (certificates, resolver, users, alternatives), and what is secret in it is readable by root only.
-const RUNTIME_READ: &[&str] = &[
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/etc",
-    "/opt",
-    "/nix/store",
-    "/sys",
-];
-/// Devices a process writes to or reads from without it being a grant of anything.
-const RUNTIME_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-];
-/// Directories under HOME holding interpreters that version managers install (read only).
-const TOOLCHAINS_IN_HOME: &[&str] = &[
-    ".pyenv",
-    ".nvm",
-    ".volta",
-    ".bun",
-    ".deno",
-    ".local/share/uv",
-    ".local/share/pipx",
-    ".local/share/fnm",
-    ".local/bin",
-    ".cargo/bin",
-];
+mod chain;
+pub mod explain;
+mod grants;
+mod named;
+mod places;
+mod project;
+pub mod settings;
+
+pub use grants::{Derived, derive};
+
 /// Variables of our own environment a child gets (exact names).
 const PASSED: &[&str] = &[
     "PATH",
@@ -187,6 +161,9 @@ fn plan_in(
         })?;
     }
     let (child_env, grants) = layout(config, state, program, args, env, settings);
+    if let Some(user_home) = &config.user_home {
+        settings::mirror(&grants, user_home, &home);
+    }
     Ok(Plan {
         server: server.to_owned(),
         network: settings.network,
@@ -225,13 +202,20 @@ fn layout(
     env: &BTreeMap<String, String>,
     settings: &SandboxSettings,
 ) -> (BTreeMap<String, String>, Vec<Grant>) {
-    let child_env = environment(config, &state.join("home"), &state.join("tmp"), env);
-    let mut grants = grants_with(config, program, args, env, settings, &child_env);
+    let mut child_env = environment(config, &state.join("home"), &state.join("tmp"), env);
+    let derived = derive(config, program, args, env, settings, &child_env);
+    let mut grants = derived.grants;
     grants.push(Grant {
         path: state.to_path_buf(),
         write: true,
         source: GrantSource::State,
     });
+    // What the derivation found the child needs (a version manager's root, git's identity), under the server's own.
+    for (k, v) in derived.env {
+        if !env.contains_key(&k) {
+            child_env.insert(k, v);
+        }
+    }
     (child_env, grants)
 }
 
@@ -257,6 +241,8 @@ fn environment(
     let mut env: BTreeMap<String, String> = std::env::vars()
         .filter(|(k, _)| {
             PASSED.contains(&k.as_str())
+                || chain::MANAGER_ROOTS.contains(&k.as_str())
+                || settings::GIT_IDENTITY.contains(&k.as_str())
                 || PASSED_PREFIXES.iter().any(|p| k.starts_with(p))
                 || config.pass_env.iter().any(|n| n == k)
         })
@@ -282,7 +268,7 @@ fn environment(
 }
 
 /// The package managers' per-user config files that exist: (the variable that names one, its path).
-fn user_config_files(config: &SandboxConfig) -> Vec<(&'static str, PathBuf)> {
+pub(crate) fn user_config_files(config: &SandboxConfig) -> Vec<(&'static str, PathBuf)> {
     let Some(home) = &config.user_home else {
         return vec![];
     };
@@ -294,216 +280,6 @@ fn user_config_files(config: &SandboxConfig) -> Vec<(&'static str, PathBuf)> {
     .into_iter()
     .filter(|(_, p)| p.is_file())
     .collect()
-}
-
-#[allow(clippy::too_many_arguments)]
-fn grants_with(
-    config: &SandboxConfig,
-    program: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    settings: &SandboxSettings,
-    child_env: &BTreeMap<String, String>,
-) -> Vec<Grant> {
-    let mut out: Vec<Grant> = Vec::new();
-    let mut add = |path: PathBuf, write: bool, source: GrantSource| {
-        if let Some(g) = out.iter_mut().find(|g| g.path == path) {
-            g.write |= write;
-            return;
-        }
-        out.push(Grant {
-            path,
-            write,
-            source,
-        });
-    };
-    for p in RUNTIME_READ {
-        add(PathBuf::from(p), false, GrantSource::Runtime);
-    }
-    for p in RUNTIME_DEVICES {
-        add(PathBuf::from(p), true, GrantSource::Runtime);
-    }
-    add(PathBuf::from("/dev/shm"), true, GrantSource::Runtime);
-    if let Some(home) = &config.user_home {
-        for t in TOOLCHAINS_IN_HOME {
-            let p = home.join(t);
-            if p.is_dir() {
-                add(p, false, GrantSource::Runtime);
-            }
-        }
-    }
-    for (_, file) in user_config_files(config) {
-        add(file, false, GrantSource::Runtime);
-    }
-    // Certificates and other files our own settings name (PIP_CERT, SSL_CERT_FILE, ...), read-only; a package
-    // manager's cache the user pointed elsewhere (npm_config_cache, PIP_CACHE_DIR, UV_CACHE_DIR) is written to.
-    for (k, v) in child_env {
-        if env.contains_key(k) || k == "HOME" || k == "TMPDIR" || k.starts_with("XDG_") {
-            continue;
-        }
-        if let Some(p) = existing_path(v, config)
-            && !covers_private(config, &p)
-        {
-            let cache = k.to_ascii_uppercase().contains("CACHE");
-            add(p, cache, GrantSource::Runtime);
-        }
-    }
-    for dir in child_env
-        .get("PATH")
-        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
-        .unwrap_or_default()
-    {
-        // A `node_modules/.bin` (a Node runtime agent-discover installed) links into its prefix: grant the prefix.
-        let dir = match dir.parent().and_then(Path::parent) {
-            Some(prefix) if dir.ends_with("node_modules/.bin") && dir.is_dir() => {
-                prefix.to_path_buf()
-            }
-            _ => dir,
-        };
-        if dir.is_absolute() && dir.is_dir() && !covers_private(config, &dir) {
-            add(dir, false, GrantSource::Runtime);
-        }
-    }
-    for p in package_dirs(program, child_env) {
-        if !covers_private(config, &p) {
-            add(p, false, GrantSource::Package);
-        }
-    }
-    for a in args {
-        let value = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
-        for candidate in [a.as_str(), value] {
-            if let Some(p) = named_grant(candidate, config) {
-                add(p, true, GrantSource::Arguments);
-            }
-        }
-    }
-    for v in env.values() {
-        if let Some(p) = named_grant(v, config) {
-            add(p, true, GrantSource::Env);
-        }
-    }
-    for p in &settings.read {
-        add(p.clone(), false, GrantSource::User);
-    }
-    for p in &settings.write {
-        add(p.clone(), true, GrantSource::User);
-    }
-    out
-}
-
-/// `value` as an absolute path (`~/` expanded to the user's HOME) without `..`, or nothing.
-fn absolute(value: &str, config: &SandboxConfig) -> Option<PathBuf> {
-    let p = match value.strip_prefix("~/") {
-        Some(rest) => config.user_home.as_ref()?.join(rest),
-        None if value.starts_with('/') => PathBuf::from(value),
-        None => return None,
-    };
-    (!p.components()
-        .any(|c| matches!(c, std::path::Component::ParentDir)))
-    .then_some(p)
-}
-
-/// `value` as an existing absolute path, or nothing.
-fn existing_path(value: &str, config: &SandboxConfig) -> Option<PathBuf> {
-    absolute(value, config).filter(|p| p.exists())
-}
-
-/// What a path a server's arguments or environment name grants: a directory itself; for a file (or one to be
-/// created in an existing directory) the directory holding it, since servers replace files and keep journals beside
-/// them (a SQLite database) — or the file alone where its directory is private (HOME, the data directory).
-fn named_grant(value: &str, config: &SandboxConfig) -> Option<PathBuf> {
-    let p = absolute(value, config)?;
-    if p.is_dir() {
-        return (!covers_private(config, &p)).then_some(p);
-    }
-    let parent = p.parent().filter(|d| d.is_dir())?;
-    // A program in a `bin` folder (`--python VENV/bin/python`) needs its whole prefix (a venv's `pyvenv.cfg`).
-    if parent.file_name().is_some_and(|n| n == "bin")
-        && let Some(prefix) = parent.parent()
-        && !covers_private(config, prefix)
-    {
-        return Some(prefix.to_path_buf());
-    }
-    if !covers_private(config, parent) {
-        return Some(parent.to_path_buf());
-    }
-    (p.is_file() && !covers_private(config, &p)).then_some(p)
-}
-
-/// Whether granting `p` would expose agent-discover's own files or every user file: `/`, the user's HOME or an
-/// ancestor of it, the data directory or anything holding it, or anything inside the data directory.
-fn covers_private(config: &SandboxConfig, p: &Path) -> bool {
-    let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    if p == Path::new("/") {
-        return true;
-    }
-    let data = config
-        .data_dir
-        .canonicalize()
-        .unwrap_or_else(|_| config.data_dir.clone());
-    if data.starts_with(&p) {
-        return true;
-    }
-    if p.starts_with(&data)
-        && !config
-            .grantable_in_data
-            .iter()
-            .any(|g| p.starts_with(g.canonicalize().unwrap_or_else(|_| g.clone())))
-    {
-        return true;
-    }
-    config.user_home.as_ref().is_some_and(|h| h.starts_with(&p))
-}
-
-/// Where the program's own files are: its installation prefix (`PREFIX/bin/program`), the directory holding a
-/// `node_modules` tree it runs from, or its directory; for both the path as named and as resolved (a venv's python
-/// links to its base interpreter).
-fn package_dirs(program: &str, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    let Some(named) = resolve(program, env) else {
-        return vec![];
-    };
-    let named = if named.is_relative() {
-        std::env::current_dir().map_or(named.clone(), |d| d.join(&named))
-    } else {
-        named
-    };
-    let mut out = Vec::new();
-    for path in [Some(named.clone()), named.canonicalize().ok()]
-        .into_iter()
-        .flatten()
-    {
-        let node_root = path
-            .ancestors()
-            .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-            .last()
-            .and_then(Path::parent);
-        let dir = match node_root {
-            Some(root) => root.to_path_buf(),
-            None => {
-                let parent = path.parent().unwrap_or(Path::new("/"));
-                if parent.file_name().is_some_and(|n| n == "bin") {
-                    parent.parent().unwrap_or(parent).to_path_buf()
-                } else {
-                    parent.to_path_buf()
-                }
-            }
-        };
-        if !out.contains(&dir) {
-            out.push(dir);
-        }
-    }
-    out
-}
-
-/// `program` found as the child's `PATH` finds it.
-fn resolve(program: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return p.is_file().then_some(p);
-    }
-    std::env::split_paths(env.get("PATH")?)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
 }
 
 /// Starts a child confined by its plan, or unconfined when the sandbox is off for it: the one way the proxy and the

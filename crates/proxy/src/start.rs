@@ -192,7 +192,18 @@ impl Inner {
                         )
                         .await;
                         let cause = exit_rx.borrow().clone();
-                        return Err(failure(server, e, cause, &stderr));
+                        let err = failure(server, e, cause, &stderr);
+                        // A refusal of the sandbox it printed says more than its exit: name the path and the grant.
+                        return Err(crate::sandbox::explain::start_failure(
+                            &self.sandbox,
+                            &server.name,
+                            command,
+                            &server.args,
+                            &env,
+                            &settings,
+                            &stderr.tail(40),
+                        )
+                        .unwrap_or(err));
                     }
                     Err(_) => {
                         spawn::kill_group(pgid);

@@ -141,13 +141,15 @@ pub fn derive(
     }
     extra.extend(chain.env.clone());
     // The code its arguments name, and what its runtime resolves from there.
-    let runtime = chain
-        .programs
-        .iter()
-        .chain(chain.named.iter())
-        .map(|p| Runtime::of(p))
-        .find(|r| *r != Runtime::Other)
-        .unwrap_or_else(|| Runtime::of(Path::new(program)));
+    // The runtime the arguments are for: the program as named (`node`, a `python3` shim) or where it leads; not an
+    // interpreter further down the chain (a script with `#!/usr/bin/env node` takes its own arguments).
+    let runtime = match Runtime::of(Path::new(program)) {
+        Runtime::Other => chain
+            .programs
+            .first()
+            .map_or(Runtime::Other, |p| Runtime::of(p)),
+        r => r,
+    };
     let code = project::code(runtime, args, &merged(child_env, env), config);
     for p in &code.read {
         acc.read(p.clone(), GrantSource::Package);

@@ -44,6 +44,9 @@ pub fn known_files(home: &Path, cwd: &Path) -> Vec<KnownFile> {
         path,
         scope: "project",
     };
+    let appdata = std::env::var_os("APPDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join("AppData/Roaming"));
     let codex_home = std::env::var_os("CODEX_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| home.join(".codex"));
@@ -58,6 +61,12 @@ pub fn known_files(home: &Path, cwd: &Path) -> Vec<KnownFile> {
             Format::ClaudeDesktop,
             home.join("Library/Application Support/Claude/claude_desktop_config.json"),
         ),
+        // Windows keeps the desktop apps' files under %APPDATA% (read where the variable is set).
+        user(
+            "claude-desktop",
+            Format::ClaudeDesktop,
+            appdata.join("Claude/claude_desktop_config.json"),
+        ),
         user("claude-code", Format::ClaudeUser, home.join(".claude.json")),
         user("cursor", Format::Cursor, home.join(".cursor/mcp.json")),
         user(
@@ -70,6 +79,7 @@ pub fn known_files(home: &Path, cwd: &Path) -> Vec<KnownFile> {
             Format::Vscode,
             home.join("Library/Application Support/Code/User/mcp.json"),
         ),
+        user("vscode", Format::Vscode, appdata.join("Code/User/mcp.json")),
         user(
             "windsurf",
             Format::Windsurf,

@@ -28,6 +28,16 @@ if ! command -v curl >/dev/null; then
   fi
 fi
 
+# A JDK (javac, jar): the launch tests build a jar and start it with `java -jar`.
+if ! command -v javac >/dev/null || ! command -v jar >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null
+  else
+    echo "error: the launch tests need a JDK: run 'sudo apt-get install default-jdk-headless'" >&2
+    exit 1
+  fi
+fi
+
 # Debian's PostgreSQL for the team backend's tests (tests/it/pg.rs runs initdb and postgres from
 # /usr/lib/postgresql/*/bin in a temporary directory, as the `postgres` user when run as root). No system cluster is
 # wanted, so the package is told not to create one.

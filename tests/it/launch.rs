@@ -2,7 +2,7 @@
 //! the defaults (the sandbox on): a Node project's built script (the official TypeScript quickstart) and a package's
 //! script run by `node`, a venv whose base interpreter lives in HOME outside every toolchain folder, `python -m`, a
 //! script run by a venv's python, `uv --directory DIR run server.py` (the official Python quickstart), pipx and
-//! `npm -g` installs (user and system-like prefixes), binaries in `~/.cargo/bin` and `~/go/bin`, a path written with
+//! `npm -g` installs (user and system-like prefixes), binaries in `~/.cargo/bin` and `~/go/bin`, `java -jar`, a path written with
 //! `..`, all of them from a Claude Desktop config imported and activated; the git server committing with the user's
 //! identity; and a server that needs a credential, refused with the command that grants it (`sandbox check` too).
 
@@ -243,6 +243,31 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
             &home,
         );
     }
+    // `java -jar`: a jar built from tests/data/launch/Server.java in a Maven-shaped project.
+    let java = home.join("src/javasrv");
+    std::fs::create_dir_all(java.join("build/classes")).unwrap();
+    write(&java.join("pom.xml"), "<project/>");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/launch/Server.java");
+    sh(
+        &home,
+        "javac",
+        &["-d", &s(&java.join("build/classes")), &s(&source)],
+        &java,
+    );
+    write(&java.join("build/manifest.txt"), "Main-Class: Server\n");
+    sh(
+        &home,
+        "jar",
+        &[
+            "cfm",
+            "build/server.jar",
+            "build/manifest.txt",
+            "-C",
+            "build/classes",
+            ".",
+        ],
+        &java,
+    );
     // Binaries in ~/.cargo/bin and ~/go/bin.
     for d in [".cargo/bin", "go/bin"] {
         std::fs::create_dir_all(home.join(d)).unwrap();
@@ -261,6 +286,7 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
         "npmsys": {"command": outside.join("usr-local/bin/mcp-server-everything"), "args": []},
         "cargobin": {"command": home.join(".cargo/bin/ad-fixture"), "args": ["--name", "cargobin"]},
         "gobin": {"command": home.join("go/bin/ad-fixture"), "args": ["--name", "gobin"]},
+        "javahello": {"command": "java", "args": ["-jar", java.join("build/server.jar")]},
         "dotdot": {"command": s(&venv.join("bin/../bin/python")), "args": [s(&home.join("src/clock/../clock/server.py"))]},
     });
     let config = home.join(".config/Claude/claude_desktop_config.json");
@@ -303,6 +329,7 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
         ),
         ("cargobin", "echo", json!({"text": "cargo"}), "cargo"),
         ("gobin", "echo", json!({"text": "go"}), "go"),
+        ("javahello", "hello", json!({}), "hello from java"),
         ("dotdot", "now", json!({}), "twelve"),
     ] {
         let text = activate_and_call(&a, name, tool, args).await;

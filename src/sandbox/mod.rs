@@ -96,15 +96,15 @@ impl App {
         };
         let mut env = s.env.clone();
         env.extend(self.secrets.env_for(s.id).unwrap_or_default());
-        let refused = ad_proxy::sandbox::explain::for_start(
-            &self.config.sandbox,
-            &s.name,
-            s.command.as_deref().unwrap_or_default(),
-            &s.args,
-            &env,
-            &settings,
-            &lines,
-        );
+        let refused = ad_proxy::sandbox::explain::Start {
+            config: &self.config.sandbox,
+            server: &s.name,
+            program: s.command.as_deref().unwrap_or_default(),
+            args: &s.args,
+            env: &env,
+            settings: &settings,
+        }
+        .refusals(&lines);
         let advice = (!refused.is_empty())
             .then(|| ad_proxy::sandbox::explain::advice(&s.name, &refused, &settings));
         Ok(json!({

@@ -433,3 +433,19 @@ pub fn with_elicitation(answers: Value) {
     };
     ELICIT.with(|e| *e.borrow_mut() = Some(map));
 }
+
+/// Where scripts/test.sh installs test dependencies (`AGENT_DISCOVER_TEST_CACHE`); a missing piece fails the test with
+/// the fix.
+pub fn cache_path(rel: &str) -> std::path::PathBuf {
+    let p =
+        std::path::PathBuf::from(std::env::var_os("AGENT_DISCOVER_TEST_CACHE").expect(
+            "AGENT_DISCOVER_TEST_CACHE is set by scripts/test.sh: run the tests through it",
+        ))
+        .join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/test.sh",
+        p.display()
+    );
+    p
+}

@@ -11,22 +11,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::harness::{self, Agent};
-
-/// Where scripts/test.sh installs test dependencies; a missing piece fails the test with the fix.
-fn cache(rel: &str) -> PathBuf {
-    let p =
-        PathBuf::from(std::env::var_os("AGENT_DISCOVER_TEST_CACHE").expect(
-            "AGENT_DISCOVER_TEST_CACHE is set by scripts/test.sh: run the tests through it",
-        ))
-        .join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/test.sh",
-        p.display()
-    );
-    p
-}
+use crate::harness::{self, Agent, cache_path as cache};
 
 /// Runs a set-up command with `home` as HOME; panics with its output when it fails.
 fn sh(home: &Path, program: &str, args: &[&str], cwd: &Path) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{self, Agent};
+use crate::harness::{self, Agent, cache_path};
 
 /// agent-discover started with HOME at `home` (so "the user's files" are ours to plant) and a secret of its own in its
 /// environment (which no child may see).
@@ -226,21 +226,6 @@ async fn a_program_the_sandbox_denies_is_a_typed_refusal_that_says_how_to_opt_ou
         "x"
     );
     a.stop().await;
-}
-
-/// Where scripts/test.sh installs test dependencies; a missing piece fails the test with the fix.
-fn cache_path(rel: &str) -> std::path::PathBuf {
-    let p =
-        std::path::PathBuf::from(std::env::var_os("AGENT_DISCOVER_TEST_CACHE").expect(
-            "AGENT_DISCOVER_TEST_CACHE is set by scripts/test.sh: run the tests through it",
-        ))
-        .join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/test.sh",
-        p.display()
-    );
-    p
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

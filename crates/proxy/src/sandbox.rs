@@ -302,10 +302,11 @@ pub fn spawn(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn config(dir: &Path) -> SandboxConfig {
+    /// A sandbox configuration over `dir`: `dir/data` the data directory, `dir/home` the user's HOME.
+    pub(super) fn config(dir: &Path) -> SandboxConfig {
         SandboxConfig {
             enabled: true,
             pass_env: vec![],

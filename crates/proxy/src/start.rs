@@ -194,16 +194,15 @@ impl Inner {
                         let cause = exit_rx.borrow().clone();
                         let err = failure(server, e, cause, &stderr);
                         // A refusal of the sandbox it printed says more than its exit: name the path and the grant.
-                        return Err(crate::sandbox::explain::start_failure(
-                            &self.sandbox,
-                            &server.name,
-                            command,
-                            &server.args,
-                            &env,
-                            &settings,
-                            &stderr.tail(40),
-                        )
-                        .unwrap_or(err));
+                        let start = crate::sandbox::explain::Start {
+                            config: &self.sandbox,
+                            server: &server.name,
+                            program: command,
+                            args: &server.args,
+                            env: &env,
+                            settings: &settings,
+                        };
+                        return Err(start.failure(&stderr.tail(40)).unwrap_or(err));
                     }
                     Err(_) => {
                         spawn::kill_group(pgid);

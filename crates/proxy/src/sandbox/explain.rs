@@ -196,56 +196,62 @@ fn paths_in(line: &str) -> Vec<PathBuf> {
     out
 }
 
-/// A failed confined start explained, when what it printed shows the sandbox refused it something: a
-/// `sandbox_denied` error naming each path and the command that grants it, with its last stderr lines.
-#[allow(clippy::too_many_arguments)]
-pub fn start_failure(
-    config: &SandboxConfig,
-    server: &str,
-    program: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    settings: &SandboxSettings,
-    lines: &[String],
-) -> Option<Error> {
-    if !config.enabled || !settings.enabled {
-        return None;
-    }
-    let found = for_start(config, server, program, args, env, settings, lines);
-    if found.is_empty() {
-        return None;
-    }
-    let tail: Vec<&str> = lines
-        .iter()
-        .rev()
-        .take(10)
-        .rev()
-        .map(String::as_str)
-        .collect();
-    Some(Error::SandboxDenied {
-        server: server.to_owned(),
-        message: format!(
-            "it stopped after {}; last stderr lines:\n{}",
-            advice(server, &found, settings),
-            tail.join("\n")
-        ),
-    })
+/// A confined start, as the refusal reader needs it: the same inputs the plan was built from.
+pub struct Start<'a> {
+    pub config: &'a SandboxConfig,
+    pub server: &'a str,
+    pub program: &'a str,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub settings: &'a SandboxSettings,
 }
 
-/// The refusals a confined start's output shows, against the grants that start had.
-#[allow(clippy::too_many_arguments)]
-pub fn for_start(
-    config: &SandboxConfig,
-    server: &str,
-    program: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    settings: &SandboxSettings,
-    lines: &[String],
-) -> Vec<Refusal> {
-    let grants = super::grants(config, server, program, args, env, settings);
-    let state_home = super::state_dir(config, server).join("home");
-    refusals(lines, &grants, &state_home, config.user_home.as_deref())
+impl Start<'_> {
+    /// A failed start explained, when what it printed (`lines`) shows the sandbox refused it something: a
+    /// `sandbox_denied` error naming each path and the command that grants it, with its last stderr lines.
+    pub fn failure(&self, lines: &[String]) -> Option<Error> {
+        if !self.config.enabled || !self.settings.enabled {
+            return None;
+        }
+        let found = self.refusals(lines);
+        if found.is_empty() {
+            return None;
+        }
+        let tail: Vec<&str> = lines
+            .iter()
+            .rev()
+            .take(10)
+            .rev()
+            .map(String::as_str)
+            .collect();
+        Some(Error::SandboxDenied {
+            server: self.server.to_owned(),
+            message: format!(
+                "it stopped after {}; last stderr lines:\n{}",
+                advice(self.server, &found, self.settings),
+                tail.join("\n")
+            ),
+        })
+    }
+
+    /// The refusals a start's output shows, against the grants that start had.
+    pub fn refusals(&self, lines: &[String]) -> Vec<Refusal> {
+        let grants = super::grants(
+            self.config,
+            self.server,
+            self.program,
+            self.args,
+            self.env,
+            self.settings,
+        );
+        let state_home = super::state_dir(self.config, self.server).join("home");
+        refusals(
+            lines,
+            &grants,
+            &state_home,
+            self.config.user_home.as_deref(),
+        )
+    }
 }
 
 /// What to tell the user: each refused path and the command that grants it (the user's other grants of that kind

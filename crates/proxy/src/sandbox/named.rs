@@ -126,16 +126,7 @@ fn is_database(p: &Path) -> bool {
 mod tests {
     use super::*;
 
-    fn config(root: &Path) -> SandboxConfig {
-        SandboxConfig {
-            enabled: true,
-            pass_env: vec![],
-            state_root: root.join("data/sandbox"),
-            data_dir: root.join("data"),
-            user_home: Some(root.join("home")),
-            grantable_in_data: vec![],
-        }
-    }
+    use crate::sandbox::tests::config;
 
     fn touch(p: &Path, text: &str) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

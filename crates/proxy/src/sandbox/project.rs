@@ -418,16 +418,7 @@ pub(super) fn python_paths(prefix: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
-    fn config(root: &Path) -> ad_registry::config::SandboxConfig {
-        ad_registry::config::SandboxConfig {
-            enabled: true,
-            pass_env: vec![],
-            state_root: root.join("data/sandbox"),
-            data_dir: root.join("data"),
-            user_home: Some(root.join("home")),
-            grantable_in_data: vec![],
-        }
-    }
+    use crate::sandbox::tests::config;
 
     fn touch(p: &Path) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

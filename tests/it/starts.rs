@@ -220,6 +220,9 @@ fn uv_wheel() -> PathBuf {
         .unwrap_or_else(|| panic!("no uv wheel in {}: run scripts/test.sh", dir.display()))
 }
 
+/// The wheel's bytes and how often they were downloaded.
+type Served = (Arc<Vec<u8>>, Arc<Mutex<usize>>);
+
 /// A PEP 503 simple index on 127.0.0.1 listing `wheel` as the project `uv` (with its SHA-256), counting downloads.
 async fn simple_index(wheel: &Path) -> (String, Arc<Mutex<usize>>) {
     use sha2::Digest;
@@ -243,12 +246,10 @@ async fn simple_index(wheel: &Path) -> (String, Arc<Mutex<usize>>) {
         )
         .route(
             "/files/{file}",
-            get(
-                |State((bytes, n)): State<(Arc<Vec<u8>>, Arc<Mutex<usize>>)>| async move {
-                    *n.lock().unwrap() += 1;
-                    bytes.to_vec().into_response()
-                },
-            ),
+            get(|State((bytes, n)): State<Served>| async move {
+                *n.lock().unwrap() += 1;
+                bytes.to_vec().into_response()
+            }),
         )
         .with_state((bytes, downloads.clone()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -333,5 +334,49 @@ async fn uvx_missing_from_the_path_is_fetched_once_and_the_server_starts_confine
         1,
         "the wheel is downloaded once"
     );
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_missing_from_the_path_runs_from_the_runtimes_folder_confined() {
+    // The runtimes folder already holds Node 22 (the test cache's, as a fetch leaves it): a server whose PATH has no
+    // node starts with it, confined, instead of failing as a missing program or a sandbox refusal.
+    let node22 = cache_path("node");
+    assert!(
+        node22.join("node_modules/.bin/node").exists(),
+        "Node 22 missing in {}: run scripts/test.sh",
+        node22.display()
+    );
+    let script =
+        cache_path("node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("hello.txt"), "hello from node 22").unwrap();
+    std::fs::create_dir_all(dir.path().join("runtimes")).unwrap();
+    std::os::unix::fs::symlink(&node22, dir.path().join("runtimes/node-22")).unwrap();
+    let a = harness::spawn_env(
+        dir.path(),
+        &[],
+        None,
+        &[("HOME", home.path().display().to_string())],
+    )
+    .await;
+    a.registry(
+        json!({"action": "install", "name": "files", "command": "node",
+        "args": [script, root.path()], "env": {"PATH": "/nonexistent-bin"}}),
+    )
+    .await;
+    let act = a
+        .registry(json!({"action": "activate", "name": "files"}))
+        .await;
+    assert!(act.get("fetched").is_none(), "nothing was fetched: {act}");
+    let file = root.path().join("hello.txt").display().to_string();
+    let r = a.call("files__read_text_file", json!({"path": file})).await;
+    assert_eq!(harness::text(&r), "hello from node 22");
+    let shown = a
+        .registry(json!({"action": "sandbox", "name": "files"}))
+        .await;
+    assert_eq!(shown["effective"], true, "{shown}");
     a.stop().await;
 }

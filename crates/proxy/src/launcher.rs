@@ -220,7 +220,7 @@ pub fn start_timeout(server: &Server, default: Duration) -> (Duration, bool) {
 /// A duration as errors show it: whole seconds, or milliseconds below ten seconds when not whole.
 pub fn shown(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 || ms >= 10_000 {
+    if ms.is_multiple_of(1000) || ms >= 10_000 {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")

@@ -191,6 +191,28 @@ for line in sys.stdin:
         "{msg}"
     );
     assert!(!msg.contains("sandbox"), "{msg}");
+
+    // A program named by a relative path starts as an unconfined start would find it (against agent-discover's
+    // working directory), although a confined child starts in its state directory.
+    let cwd = std::env::current_dir().unwrap();
+    let relative = Path::new(harness::fixture())
+        .strip_prefix(&cwd)
+        .unwrap_or_else(|_| {
+            panic!(
+                "the fixture is under the test's working directory {}",
+                cwd.display()
+            )
+        })
+        .display()
+        .to_string();
+    a.registry(json!({"action": "install", "name": "nearby", "command": relative, "args": ["--name", "nearby"]}))
+        .await;
+    a.registry(json!({"action": "activate", "name": "nearby"}))
+        .await;
+    assert_eq!(
+        harness::text(&a.call("nearby__echo", json!({"text": "here"})).await),
+        "here"
+    );
     a.stop().await;
 }
 

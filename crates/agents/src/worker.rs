@@ -408,6 +408,7 @@ impl WorkerExecutor {
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free loopback port: {e}"))?
             .port();
+        let command = &ad_proxy::launcher::absolute(command);
         let mut env = BTreeMap::from([(WORKER_PORT_ENV.to_owned(), port.to_string())]);
         // A missing program: a launcher (`uvx`, `npx`) is fetched as for servers, anything else is named as missing.
         if let Some(note) = ad_proxy::launcher::prepare(

@@ -85,9 +85,22 @@ fn missing(server: &str, message: String) -> Error {
     }
 }
 
+/// A relative program path (`./server`, `bin/server`) made absolute against our working directory, as an unconfined
+/// start would find it (a confined child starts in its state directory); names without `/` and absolute paths stay.
+pub fn absolute(program: &str) -> String {
+    if program.contains('/')
+        && !program.starts_with('/')
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        return cwd.join(program).to_string_lossy().into_owned();
+    }
+    program.to_owned()
+}
+
 /// Makes `program` startable with `env`: nothing to do when the child's PATH finds it; a missing launcher is fetched
-/// into the runtimes folder `root` (`<data>/runtimes`, or found there from an earlier fetch) and its folder put first on `env`'s PATH. Returns
-/// what to tell the user (a launcher fetched now), or the typed error naming the program and the fix.
+/// into the runtimes folder `root` (`<data>/runtimes`, or found there from an earlier fetch) and its folder put first
+/// on `env`'s PATH. Returns what to tell the user (a launcher fetched now), or the typed error naming the program and
+/// the fix.
 pub async fn prepare(
     root: &Path,
     server: &str,
@@ -259,6 +272,10 @@ mod tests {
         assert!(find("sh", &env).is_some());
         assert!(find("surely-not-a-program-here", &env).is_none());
         assert!(find("/bin/sh", &env).is_some());
+        assert_eq!(absolute("npx"), "npx");
+        assert_eq!(absolute("/bin/sh"), "/bin/sh");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(absolute("bin/x"), cwd.join("bin/x").to_string_lossy());
         assert_eq!(launcher_of("/opt/x/bin/uvx"), Some(Launcher::Uv));
         assert_eq!(launcher_of("npx"), Some(Launcher::Node));
         assert_eq!(launcher_of("python3"), None);

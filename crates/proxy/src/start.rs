@@ -105,6 +105,7 @@ impl Inner {
                         format!("server `{}` has no command", server.name),
                     )
                 })?;
+                let command = &crate::launcher::absolute(command);
                 let mut env = server.env.clone();
                 env.extend(secrets);
                 let choice = crate::runtime::for_command(

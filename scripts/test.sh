@@ -85,6 +85,13 @@ export AGENT_DISCOVER_MODEL_DIR="$PWD/$cache/models/all-MiniLM-L6-v2"
 
 # uv (a PyPI package): the sandbox's tests run a PyPI server through `uvx`, as `install` plans them.
 bash scripts/install-uv.sh "$cache/uv" >/dev/null
+# uv's wheel at the version agent-discover fetches when `uvx` is not installed (UV_VERSION in
+# crates/proxy/src/runtime/uv.rs): tests/it/starts.rs serves it from a package index on 127.0.0.1.
+uv_version=$(sed -n 's/^pub const UV_VERSION: &str = "\(.*\)";/\1/p' crates/proxy/src/runtime/uv.rs)
+if ! compgen -G "$cache/uv-wheel/uv-$uv_version-*.whl" >/dev/null; then
+  "$cache/venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$cache/uv-wheel" "uv==$uv_version"
+fi
 
 export AGENT_DISCOVER_TEST_CACHE="$PWD/$cache"
 # Every process the tests start inherits this marker, so leftovers can be found afterwards.

@@ -147,6 +147,9 @@ pub(super) async fn activate(app: &App, name: String, json: bool) -> anyhow::Res
     if json {
         return print_json(&serde_json::to_value(&act)?);
     }
+    if let Some(note) = &act.fetched {
+        eprintln!("{note}");
+    }
     eprintln!(
         "activated `{}` ({} tools); agent-discover processes start it from now on",
         act.name,

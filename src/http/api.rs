@@ -221,7 +221,7 @@ pub async fn activate(
 ) -> ApiResult<Json<Value>> {
     let server = server(&s.app, &key)?;
     let act = s.app.proxy.activate(&server.name).await?;
-    Ok(Json(json!({
+    let mut v = json!({
         "state": "ready",
         "id": act.name,
         "toolCount": act.tools.len(),
@@ -233,7 +233,12 @@ pub async fn activate(
             "call_as": crate::proxy::names::expose(&act.name, &t.name),
             "description": t.description,
         })).collect::<Vec<_>>(),
-    })))
+    });
+    // A launcher fetched for this start (`uvx`/`npx` was not installed).
+    if let Some(note) = &act.fetched {
+        v["fetched"] = note.as_str().into();
+    }
+    Ok(Json(v))
 }
 
 pub async fn deactivate(

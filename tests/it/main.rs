@@ -112,3 +112,5 @@ mod runtimes;
 mod ident_e2e;
 // Issue 31, part 4: the fast lane on the HTTP front (`src/http/lane.rs`).
 mod http_lane;
+// How a stdio start ends (slow, silent, crashed, stopped, not installed) and launchers fetched when missing.
+mod starts;

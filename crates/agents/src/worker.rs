@@ -408,7 +408,20 @@ impl WorkerExecutor {
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free loopback port: {e}"))?
             .port();
-        let env = BTreeMap::from([(WORKER_PORT_ENV.to_owned(), port.to_string())]);
+        let command = &ad_proxy::launcher::absolute(command);
+        let mut env = BTreeMap::from([(WORKER_PORT_ENV.to_owned(), port.to_string())]);
+        // A missing program: a launcher (`uvx`, `npx`) is fetched as for servers, anything else is named as missing.
+        if let Some(note) = ad_proxy::launcher::prepare(
+            &ad_proxy::runtime::root_in(&self.sandbox.data_dir),
+            label,
+            command,
+            &mut env,
+        )
+        .await
+        .map_err(|e| e.to_string())?
+        {
+            tracing::info!(agent = label, "{note}");
+        }
         let ring = Arc::new(StderrRing::default());
         // Confined like a server (with the network: it serves A2A on the loopback port), in a state directory
         // named after its label.

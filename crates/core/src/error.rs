@@ -83,6 +83,15 @@ pub enum Error {
         kind: &'static str,
         reasons: Vec<String>,
     },
+    /// A stdio child did not start, and `why` says which way: its program is not installed (and could not be
+    /// fetched), the handshake timed out, it exited by itself, or agent-discover stopped it after the handshake failed.
+    /// `message` has the details (how long, the exit status, the last lines it wrote on stderr, the fix).
+    #[error("server `{server}`: {message}")]
+    StartFailed {
+        server: String,
+        why: StartFailure,
+        message: String,
+    },
     /// The sandbox refused to start a child, or the kernel cannot confine it; the message says why and how to opt out.
     #[error("server `{server}`: sandbox: {message}")]
     SandboxDenied { server: String, message: String },
@@ -162,6 +171,11 @@ impl Error {
                 ErrorCode::Upstream
             }
             Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::StartFailed { why, .. } => match why {
+                StartFailure::ProgramMissing => ErrorCode::Unavailable,
+                StartFailure::HandshakeTimeout => ErrorCode::Timeout,
+                StartFailure::Exited | StartFailure::Stopped => ErrorCode::Upstream,
+            },
             Error::Unavailable(_)
             | Error::AuthRequired { .. }
             | Error::InputRequired { .. }
@@ -254,7 +268,13 @@ impl Error {
 
     fn tool_error_kind_inner(&self) -> ToolErrorKind {
         match self {
-            Error::Timeout { .. } | Error::ApprovalTimeout { .. } => ToolErrorKind::Timeout,
+            Error::Timeout { .. }
+            | Error::ApprovalTimeout { .. }
+            | Error::StartFailed {
+                why: StartFailure::HandshakeTimeout,
+                ..
+            } => ToolErrorKind::Timeout,
+            Error::StartFailed { .. } => ToolErrorKind::TransportError,
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
             Error::NotFound { what: "tool", .. }
             | Error::ToolChanged { .. }
@@ -277,10 +297,38 @@ impl Error {
     }
 
     pub fn to_tool_error(&self) -> ToolError {
+        let mut details = serde_json::json!({ "code": self.code().as_str() });
+        if let Error::StartFailed { why, .. } = self {
+            details["start_failure"] = why.as_str().into();
+        }
         ToolError {
             kind: self.tool_error_kind(),
             message: self.to_string(),
-            details: Some(serde_json::json!({ "code": self.code().as_str() })),
+            details: Some(details),
+        }
+    }
+}
+
+/// Which way a stdio child failed to start ([`Error::StartFailed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartFailure {
+    /// Its program is not on the PATH it gets, and is not a launcher agent-discover can fetch (or fetching failed).
+    ProgramMissing,
+    /// It did not complete the handshake within its activation timeout.
+    HandshakeTimeout,
+    /// It exited by itself before completing the handshake.
+    Exited,
+    /// The handshake failed (a broken answer) and agent-discover stopped it.
+    Stopped,
+}
+
+impl StartFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartFailure::ProgramMissing => "program_missing",
+            StartFailure::HandshakeTimeout => "handshake_timeout",
+            StartFailure::Exited => "exited",
+            StartFailure::Stopped => "stopped",
         }
     }
 }

@@ -164,6 +164,14 @@ pub(crate) async fn run(
     }
     let mut full_env = base_env(&home);
     full_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    // A missing launcher (`uvx`, `npx`) is fetched as for servers (`ad_proxy::launcher`); a program that is still
+    // missing is left to the start, whose exit the diagnosis names (`no_entry_point`).
+    if let Err(e) =
+        ad_proxy::launcher::prepare(&options.runtimes, "introspection", program, &mut full_env)
+            .await
+    {
+        tracing::debug!(program, error = %e, "the program is not installed");
+    }
     let ring = Arc::new(StderrRing::default());
     let isolation = Isolation {
         cwd: cwd.clone(),

@@ -29,6 +29,7 @@ mod failure;
 mod forward;
 pub mod guard;
 mod held;
+pub mod launcher;
 mod lifecycle;
 mod metrics;
 pub mod names;

@@ -28,6 +28,9 @@ pub struct Activation {
     /// `activated` or `already_active`.
     pub status: &'static str,
     pub tools: Vec<ToolInfo>,
+    /// A launcher agent-discover fetched for this start (`uvx` or `npx` was not installed), to tell the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched: Option<String>,
 }
 
 impl Proxy {
@@ -42,6 +45,7 @@ impl Proxy {
                 name: name.to_owned(),
                 status: "already_active",
                 tools: child.tool_infos(),
+                fetched: None,
             });
         }
         self.start_locked(name, false).await
@@ -114,6 +118,7 @@ impl Proxy {
             }
         };
         let tools = child.tool_infos();
+        let fetched = child.fetched.clone();
         // The tools and `ready` in one commit: no snapshot shows one without the other.
         self.inner.registry.store().set_tools_and_status(
             server.id,
@@ -136,6 +141,7 @@ impl Proxy {
             name: name.to_owned(),
             status: "activated",
             tools,
+            fetched,
         })
     }
 

@@ -8,6 +8,7 @@
 //! names the binary to treat as the system's Node (tests use a stand-in that reports an old version).
 
 pub mod range;
+pub mod uv;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -251,7 +252,7 @@ pub async fn ensure(root: &Path, major: u64) -> Result<NodeChoice, String> {
 }
 
 /// Waits for an exclusive lock on `file` (released when it is closed).
-fn lock_exclusive(file: std::fs::File) -> std::io::Result<std::fs::File> {
+pub(crate) fn lock_exclusive(file: std::fs::File) -> std::io::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     loop {
         // SAFETY: flock on a descriptor this function owns for the call.

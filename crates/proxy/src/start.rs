@@ -10,7 +10,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::sync::watch;
 
-use ad_core::error::{Error, Result};
+use ad_core::error::{Error, Result, StartFailure};
 use ad_core::model::{Server, Transport};
 
 use crate::counted::Counted;
@@ -58,10 +58,9 @@ impl Inner {
         failures: u32,
         newer_node: bool,
     ) -> Result<Arc<Child>> {
-        let timeout = server
-            .activate_timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.timeouts.activate);
+        // The whole activation timeout (longer for a package runner's first start, `launcher.rs`).
+        let (timeout, first_download) =
+            crate::launcher::start_timeout(server, self.timeouts.activate);
         let call_timeout = server
             .call_timeout_ms
             .map(Duration::from_millis)
@@ -97,6 +96,7 @@ impl Inner {
         // The legacy session of a 2026-07-28 HTTP child, to be connected when a legacy client first needs it (`era.rs`).
         let mut legacy_connect: Option<LegacyConnect> = None;
         let mut runtime = None;
+        let mut fetched = None;
         let (service, pid, pgid, lifeline) = match server.transport {
             Transport::Stdio => {
                 let command = server.command.as_deref().ok_or_else(|| {
@@ -105,6 +105,7 @@ impl Inner {
                         format!("server `{}` has no command", server.name),
                     )
                 })?;
+                let command = &crate::launcher::absolute(command);
                 let mut env = server.env.clone();
                 env.extend(secrets);
                 let choice = crate::runtime::for_command(
@@ -122,6 +123,14 @@ impl Inner {
                     c.apply(&mut env);
                     runtime = Some(c.info.clone());
                 }
+                // A program that is not installed: a launcher is fetched, anything else is named as missing.
+                fetched = crate::launcher::prepare(
+                    &crate::runtime::root_in(&self.sandbox.data_dir),
+                    &server.name,
+                    command,
+                    &mut env,
+                )
+                .await?;
                 let settings = self.registry.sandbox_settings(server.id)?;
                 let spawned = crate::sandbox::spawn(
                     &self.sandbox,
@@ -137,6 +146,10 @@ impl Inner {
                 let pgid = spawned.pgid;
                 // Answers are decoded as the result type of the request they answer (`typed.rs`); the fast lane
                 // relays tool calls through the same pipes (`relay.rs`).
+                let stdin_fd = {
+                    use std::os::fd::AsRawFd;
+                    spawned.stdin.as_raw_fd()
+                };
                 let transport =
                     TypedChildTransport::new(spawned.stdout, spawned.stdin, 64 * 1024 * 1024)
                         .with_progress_seen(progress_seen.clone());
@@ -174,17 +187,24 @@ impl Inner {
                     ..handler
                 };
                 let mut exit_watch = exit_rx.clone();
+                let mut transport = transport;
+                let mut started = None;
+                // `Err(None)`: the process exited; `Err(Some(e))`: the handshake failed while it runs (or as it ends).
+                // The handshake begins once the server has started (`TypedChildTransport::await_started`).
                 let connect = async {
                     tokio::select! {
-                        r = handler.serve_with_lifecycle(transport, newest_era()) => r.map_err(|e| upstream(format!("initialize failed: {e}"))),
-                        _ = exit_watch.wait_for(|c| c.is_some()) => Err(upstream(String::new())),
+                        r = async {
+                            started = Some(transport.await_started(Some(stdin_fd)).await);
+                            handler.serve_with_lifecycle(transport, newest_era()).await
+                        } => r.map_err(|e| Some(e.to_string())),
+                        _ = exit_watch.wait_for(|c| c.is_some()) => Err(None),
                     }
                 };
                 let service = match tokio::time::timeout(timeout, connect).await {
                     Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        spawn::kill_group(pgid);
-                        // Give the exit watcher a moment to report why the process ended.
+                    Ok(Err(handshake)) => {
+                        // A closed pipe often comes before the exit: give the exit watcher a moment to report an exit
+                        // of the server's own, before we stop it (whose SIGKILL is then not the cause to report).
                         let mut w = exit_rx.clone();
                         let _ = tokio::time::timeout(
                             Duration::from_millis(500),
@@ -192,7 +212,8 @@ impl Inner {
                         )
                         .await;
                         let cause = exit_rx.borrow().clone();
-                        let err = failure(server, e, cause, &stderr);
+                        spawn::kill_group(pgid);
+                        let err = failure(server, handshake, cause, &stderr);
                         // A refusal of the sandbox it printed says more than its exit: name the path and the grant.
                         let start = crate::sandbox::explain::Start {
                             config: &self.sandbox,
@@ -206,7 +227,27 @@ impl Inner {
                     }
                     Err(_) => {
                         spawn::kill_group(pgid);
-                        return Err(with_stderr(timed_out("activation (initialize)"), &stderr));
+                        let first = if first_download {
+                            " (the first start of a package runner, which downloads its package first, gets this long)"
+                        } else {
+                            ""
+                        };
+                        return Err(with_tail(
+                            Error::StartFailed {
+                                server: server.name.clone(),
+                                why: ad_core::error::StartFailure::HandshakeTimeout,
+                                message: format!(
+                                    "handshake timed out after {}{first}: {}, and agent-discover stopped it (a longer activation timeout: the server's activate_timeout_ms)",
+                                    crate::launcher::shown(timeout),
+                                    if started.is_some() {
+                                        "the server did not answer initialize"
+                                    } else {
+                                        "the server was still starting (it had not read its input yet)"
+                                    }
+                                ),
+                            },
+                            &stderr,
+                        ));
                     }
                 };
                 (service, pid, pgid, spawned.lifeline)
@@ -390,6 +431,7 @@ impl Inner {
             legacy: Default::default(),
             legacy_connect: Mutex::new(legacy_connect),
             runtime,
+            fetched,
         });
         // Which tools ask or refuse (`approval.rs`): the fast lane leaves them to the normal path.
         self.gate_approvals(&child);
@@ -556,7 +598,15 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
     }
 }
 
-fn failure(server: &Server, err: Error, exit: Option<String>, stderr: &StderrRing) -> Error {
+/// Why a handshake that failed before the timeout failed: the guard refused to start it (a sandbox refusal), the
+/// server exited by itself (`exit`: its status, with its last stderr lines), or it answered something the handshake
+/// could not take (`handshake`) and agent-discover stopped it.
+fn failure(
+    server: &Server,
+    handshake: Option<String>,
+    exit: Option<String>,
+    stderr: &StderrRing,
+) -> Error {
     // The guard refused to start it (the sandbox could not be set up, or denied the program): say so as such.
     if exit.is_some()
         && let Some(line) = stderr
@@ -571,14 +621,45 @@ fn failure(server: &Server, err: Error, exit: Option<String>, stderr: &StderrRin
                 .to_owned(),
         };
     }
-    let err = match (exit, err) {
-        (Some(cause), _) => Error::Upstream {
-            server: server.name.clone(),
-            message: format!("exited before completing initialize ({cause})"),
-        },
-        (None, e) => e,
+    let (why, message) = match (exit, handshake) {
+        (Some(cause), _) => (
+            StartFailure::Exited,
+            format!("exited before completing initialize ({cause})"),
+        ),
+        (None, Some(e)) => (
+            StartFailure::Stopped,
+            format!("initialize failed: {e}; agent-discover stopped the server"),
+        ),
+        (None, None) => (
+            StartFailure::Exited,
+            "exited before completing initialize".to_owned(),
+        ),
     };
-    with_stderr(err, stderr)
+    with_tail(
+        Error::StartFailed {
+            server: server.name.clone(),
+            why,
+            message,
+        },
+        stderr,
+    )
+}
+
+/// A start failure with the last lines the server wrote on stderr.
+fn with_tail(err: Error, stderr: &StderrRing) -> Error {
+    let tail = stderr.tail(10);
+    match err {
+        Error::StartFailed {
+            server,
+            why,
+            message,
+        } if !tail.is_empty() => Error::StartFailed {
+            server,
+            why,
+            message: format!("{message}; last stderr lines:\n{}", tail.join("\n")),
+        },
+        other => other,
+    }
 }
 
 /// Replaces `${NAME}` in a URL or header with a secret or env value of the server.

@@ -202,6 +202,8 @@ pub(super) struct Child {
     pub(super) legacy_connect: Mutex<Option<LegacyConnect>>,
     /// The runtime that runs a stdio Node child (`runtime.rs`); `None` for other children.
     pub(super) runtime: Option<crate::runtime::RuntimeInfo>,
+    /// A launcher fetched for this start (`launcher.rs`), told to the user in the activation's answer.
+    pub(super) fetched: Option<String>,
 }
 
 /// A child's legacy session being connected (`start.rs`): `None` when the child refuses it or does not answer in time.

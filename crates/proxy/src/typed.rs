@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ErrorData, GetMeta, JsonRpcError, JsonRpcMessage,
-    RequestId, ServerJsonRpcMessage, ServerNotification,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorData, GetMeta, JsonRpcError,
+    JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
 };
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::JsonRpcMessageCodec;
@@ -23,6 +23,9 @@ use crate::coalesce::CoalescingWriter;
 use crate::envelope::{Expect, Parts};
 use crate::relay::{ChildLane, FrontLane};
 use crate::state::{Inner, ProgressSeen};
+
+mod started;
+use started::STARTED_PING_ID;
 
 /// Requests awaiting an answer are forgotten past this many (a child that never answers must not grow the map).
 const MAX_PENDING: usize = 4096;
@@ -38,6 +41,19 @@ pub(crate) enum Decoded {
 }
 
 type Pending = Arc<Mutex<HashMap<RequestId, Expect>>>;
+
+/// The handshake's `server/discover` probe. rmcp gives up on it after a fixed few seconds and sends `initialize` on
+/// the same pipes; a server still starting then reads and answers both, in order, and the probe's late answer must not
+/// be taken for the answer to `initialize` (rmcp refuses an answer with another id, which failed slow starts).
+#[derive(Debug, Default)]
+struct Probe {
+    /// The probe awaiting its answer.
+    asked: Option<RequestId>,
+    /// The probe given up on: its answer, when it comes, is dropped.
+    abandoned: Option<RequestId>,
+    /// The `ping` of [`TypedChildTransport::await_started`] still unanswered: its answer is dropped.
+    ping: bool,
+}
 
 fn lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<RequestId, Expect>> {
     p.lock().unwrap_or_else(|e| e.into_inner())
@@ -59,6 +75,9 @@ pub struct TypedChildTransport<R, W> {
     dirty: Vec<Arc<FrontLane>>,
     /// The proxy whose log messages in flight this transport counts as it reads them (`forward::flush_logs`).
     logs: Option<Weak<Inner>>,
+    probe: Mutex<Probe>,
+    /// Messages read while waiting for the child to start, handed to rmcp first.
+    early: std::collections::VecDeque<ServerJsonRpcMessage>,
 }
 
 impl<R, W> TypedChildTransport<R, W>
@@ -78,6 +97,8 @@ where
             lane: None,
             dirty: Vec::new(),
             logs: None,
+            probe: Mutex::default(),
+            early: Default::default(),
         }
     }
 
@@ -120,6 +141,13 @@ where
     fn note_outgoing(&self, item: &ClientJsonRpcMessage) {
         match item {
             JsonRpcMessage::Request(r) => {
+                let mut probe = self.probe.lock().unwrap_or_else(|e| e.into_inner());
+                match &r.request {
+                    ClientRequest::DiscoverRequest(_) => probe.asked = Some(r.id.clone()),
+                    ClientRequest::InitializeRequest(_) => probe.abandoned = probe.asked.take(),
+                    _ => {}
+                }
+                drop(probe);
                 if let Some(expect) = Expect::of(&r.request) {
                     let mut p = lock(&self.pending);
                     if p.len() >= MAX_PENDING {
@@ -142,6 +170,27 @@ where
     /// Turns one line from the child into a message; `None` for a line to skip.
     pub(crate) fn message(&mut self, parts: &Parts) -> Option<(ServerJsonRpcMessage, Decoded)> {
         let peek = parts.peek();
+        if let Some(peek) = &peek
+            && !peek.method
+            && let Some(id) = &peek.id
+        {
+            // `&mut self`: no locking on the way in.
+            let probe = self.probe.get_mut().unwrap_or_else(|e| e.into_inner());
+            if probe.abandoned.as_ref() == Some(id) {
+                probe.abandoned = None;
+                tracing::debug!(
+                    "dropping the late answer to server/discover (initialize was sent since)"
+                );
+                return None;
+            }
+            if probe.asked.as_ref() == Some(id) {
+                probe.asked = None;
+            }
+            if probe.ping && matches!(id, RequestId::String(s) if &**s == STARTED_PING_ID) {
+                probe.ping = false;
+                return None;
+            }
+        }
         // The answer to a fast-lane call goes straight to its client (`relay.rs`).
         if let Some(lane) = &self.lane
             && let Some(peek) = &peek
@@ -268,6 +317,9 @@ where
     }
 
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        if let Some(m) = self.early.pop_front() {
+            return Some(m);
+        }
         loop {
             let Some((m, _)) = self.receive_decoded().await else {
                 if let Some(lane) = &self.lane {
@@ -314,10 +366,10 @@ mod tests {
     use serde_json::{Value, json};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
-    type Child = (BufReader<ReadHalf<DuplexStream>>, WriteHalf<DuplexStream>);
+    pub(super) type Child = (BufReader<ReadHalf<DuplexStream>>, WriteHalf<DuplexStream>);
 
     /// A transport and the child's ends of its pipes.
-    fn pair() -> (
+    pub(super) fn pair() -> (
         TypedChildTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
         Child,
     ) {
@@ -331,7 +383,7 @@ mod tests {
     }
 
     /// Sends `request` through the transport and returns it as the child read it.
-    async fn send(
+    pub(super) async fn send(
         t: &mut TypedChildTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
         child: &mut Child,
         request: Value,
@@ -343,13 +395,13 @@ mod tests {
         serde_json::from_str(&line).unwrap()
     }
 
-    async fn reply(child: &mut Child, line: &Value) {
+    pub(super) async fn reply(child: &mut Child, line: &Value) {
         let mut s = line.to_string();
         s.push('\n');
         child.1.write_all(s.as_bytes()).await.unwrap();
     }
 
-    fn variant(r: &ServerResult) -> &'static str {
+    pub(super) fn variant(r: &ServerResult) -> &'static str {
         match r {
             ServerResult::EmptyResult(_) => "empty",
             ServerResult::InitializeResult(_) => "initialize",

@@ -64,14 +64,21 @@ pub(super) fn install(
 pub(super) async fn activate(app: &App, name: String) -> Result<Reply, Failure> {
     app.registry.get(&name)?;
     match app.proxy.activate(&name).await {
-        Ok(act) => Ok(Reply::Json(json!({
-            "state": "ready",
-            "id": act.name,
-            "toolCount": act.tools.len(),
-            "status": act.status,
-            "name": act.name,
-            "tools": act.tools.iter().map(|t| json!({"name": crate::proxy::names::expose(&act.name, &t.name), "description": t.description})).collect::<Vec<_>>(),
-        }))),
+        Ok(act) => {
+            let mut v = json!({
+                "state": "ready",
+                "id": act.name,
+                "toolCount": act.tools.len(),
+                "status": act.status,
+                "name": act.name,
+                "tools": act.tools.iter().map(|t| json!({"name": crate::proxy::names::expose(&act.name, &t.name), "description": t.description})).collect::<Vec<_>>(),
+            });
+            // A launcher fetched for this start (`uvx`/`npx` was not installed).
+            if let Some(note) = &act.fetched {
+                v["fetched"] = note.as_str().into();
+            }
+            Ok(Reply::Json(v))
+        }
         Err(e) => Ok(lifecycle_reply(
             &crate::lifecycle::AddServerResult::from_error(&name, &e),
         )),

@@ -11,6 +11,13 @@ mod wheel;
 
 pub use pypi_index::pip_index_url;
 
+/// The generic parts, for other wheels than the model's (agent-discover fetches its uv launcher with them): simple
+/// index pages, pip's configured index, unpacking files from a wheel.
+pub mod pypi {
+    pub use super::pypi_index::{Link, parse_simple_html, parse_simple_json, pip_index_url};
+    pub use super::wheel::extract_files;
+}
+
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

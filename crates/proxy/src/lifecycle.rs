@@ -373,7 +373,6 @@ impl Child {
         if let Some(service) = self.service.lock().await.take() {
             let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;
         }
-        lock(&self.legacy_connect).take();
         if let Some(Some(legacy)) = self.legacy.get()
             && let Some(service) = legacy.service.lock().await.take()
         {

@@ -18,7 +18,7 @@ use crate::failure::with_stderr;
 use crate::relay::ChildLane;
 use crate::spawn::{self, StderrRing};
 use crate::sse;
-use crate::state::{Child, ChildClient, Inner, LegacyConnect, ProgressSeen};
+use crate::state::{Child, ChildClient, Inner, LegacyAttempt, LegacyConnector, ProgressSeen};
 use crate::typed::TypedChildTransport;
 
 impl Inner {
@@ -94,7 +94,7 @@ impl Inner {
         let progress_seen = ProgressSeen::default();
         let mut lane = None;
         // The legacy session of a 2026-07-28 HTTP child, to be connected when a legacy client first needs it (`era.rs`).
-        let mut legacy_connect: Option<LegacyConnect> = None;
+        let mut legacy_connect: Option<LegacyConnector> = None;
         let mut runtime = None;
         let mut fetched = None;
         let (service, pid, pgid, lifeline) = match server.transport {
@@ -302,7 +302,8 @@ impl Inner {
                 };
                 // A 2026-07-28 child may serve legacy clients things its 2026-07-28 path does not (its own sampling,
                 // elicitation and roots requests, resource subscriptions): a second connection in the legacy era,
-                // when it accepts one, is what legacy clients' requests go to (`era.rs`).
+                // when it accepts one, is what legacy clients' requests go to (`era.rs`). Whatever versions its
+                // discovery listed: a server that lists only 2026-07-28 may serve `initialize` on the same URL.
                 if service
                     .peer()
                     .peer_info()
@@ -312,27 +313,18 @@ impl Inner {
                         legacy_session: true,
                         ..handler.clone()
                     };
-                    let (name, config, session, seen) = (
-                        server.name.clone(),
-                        config.clone(),
-                        auth.clone(),
-                        progress_seen.clone(),
-                    );
-                    // Opened on a legacy client's first request (`era.rs`), within the activation timeout.
-                    legacy_connect = Some(Box::pin(async move {
-                        let deadline = tokio::time::Instant::now() + timeout;
-                        let mode = Some(ClientLifecycleMode::Initialize);
-                        match connect_http(handler, mode, config, session, seen, deadline).await {
-                            Ok(Ok(s)) => Some(s),
-                            Ok(Err(e)) => {
-                                tracing::debug!(server = %name, error = %e, "no legacy session: initialize refused");
-                                None
-                            }
-                            Err(_) => {
-                                tracing::debug!(server = %name, "no legacy session: initialize timed out");
-                                None
-                            }
-                        }
+                    let (config, session, seen) =
+                        (config.clone(), auth.clone(), progress_seen.clone());
+                    // Opened on a legacy client's first request (`era.rs`), each attempt within the activation
+                    // timeout.
+                    legacy_connect = Some(Arc::new(move || {
+                        let (handler, config, session, seen) = (
+                            handler.clone(),
+                            config.clone(),
+                            session.clone(),
+                            seen.clone(),
+                        );
+                        Box::pin(connect_legacy(handler, config, session, seen, timeout))
                     }));
                 }
                 (service, None, 0, None)
@@ -429,7 +421,8 @@ impl Inner {
             lane,
             gated: Default::default(),
             legacy: Default::default(),
-            legacy_connect: Mutex::new(legacy_connect),
+            legacy_connect,
+            legacy_retry: Mutex::new(None),
             runtime,
             fetched,
         });
@@ -574,6 +567,72 @@ async fn connect_http(
     tokio::time::timeout_at(deadline, run).await
 }
 
+/// One attempt to open a child's legacy session (`era.rs`) within `timeout`: `initialize`, asked again twice (after
+/// 250 ms, then 500 ms) while the child gives no answer it meant, so a child busy for a moment still gets its legacy
+/// clients' requests; a refusal is final.
+async fn connect_legacy(
+    handler: ChildClient,
+    config: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+    session: Option<Arc<ad_oauth::Session>>,
+    seen: ProgressSeen,
+    timeout: Duration,
+) -> LegacyAttempt {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut pause = Duration::from_millis(250);
+    for attempt in 1..=3 {
+        let mode = Some(ClientLifecycleMode::Initialize);
+        let failed = match connect_http(
+            handler.clone(),
+            mode,
+            config.clone(),
+            session.clone(),
+            seen.clone(),
+            deadline,
+        )
+        .await
+        {
+            Ok(Ok(service)) => return LegacyAttempt::Connected(service),
+            Ok(Err(e)) if refused(&e) => return LegacyAttempt::Refused(e.to_string()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => {
+                return LegacyAttempt::Failed(format!(
+                    "no answer to initialize in {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        };
+        if attempt == 3 || tokio::time::Instant::now() + pause >= deadline {
+            return LegacyAttempt::Failed(failed);
+        }
+        tracing::debug!(error = %failed, "initialize of a legacy session failed; asking again");
+        tokio::time::sleep(pause).await;
+        pause *= 2;
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// Whether the child refused `initialize` (it serves no legacy session), rather than failing to answer: a JSON-RPC
+/// error other than an internal error, an answer that is not an initialize result, or an HTTP 4xx status other than
+/// 401, 403, 408 and 429.
+fn refused(e: &rmcp::service::ClientInitializeError) -> bool {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::JsonRpcError(e) => e.code != rmcp::model::ErrorCode::INTERNAL_ERROR,
+        E::ExpectedInitResult(_) | E::ExpectedInitResponse(_) => true,
+        E::TransportError { error, .. } => client_status(&error.to_string()),
+        _ => false,
+    }
+}
+
+/// An HTTP 4xx status named in a transport error's text (`HTTP 404 Not Found: ...`) that refuses rather than asks
+/// to wait or authorize.
+fn client_status(text: &str) -> bool {
+    text.match_indices("HTTP 4").any(|(at, _)| {
+        let code = text.get(at + 5..at + 8).and_then(|c| c.parse::<u16>().ok());
+        code.is_some_and(|c| (400..500).contains(&c) && !matches!(c, 401 | 403 | 408 | 429))
+    })
+}
+
 /// How children are connected: `server/discover` of 2026-07-28 first, the legacy `initialize` handshake (2025-11-25)
 /// when the server does not know it.
 fn newest_era() -> ClientLifecycleMode {
@@ -673,4 +732,31 @@ fn substitute(
         out = out.replace(&format!("${{{k}}}"), v);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::client_status;
+
+    #[test]
+    fn a_4xx_refuses_but_authorization_waiting_and_limits_do_not() {
+        assert!(client_status(
+            "Transport [x] error: HTTP 404 Not Found: no such method"
+        ));
+        assert!(client_status(
+            "unexpected server response: HTTP 405 Method Not Allowed: "
+        ));
+        assert!(client_status("HTTP 400 Bad Request: {\"error\":...}"));
+        for text in [
+            "HTTP 401 Unauthorized: ",
+            "HTTP 403 Forbidden: ",
+            "HTTP 408 Request Timeout: ",
+            "HTTP 429 Too Many Requests: ",
+            "HTTP status 503 Service Unavailable",
+            "error sending request: connection refused",
+            "HTTP 4",
+        ] {
+            assert!(!client_status(text), "{text}");
+        }
+    }
 }

@@ -197,18 +197,31 @@ pub(super) struct Child {
     pub(super) gated: Gated,
     /// A Streamable HTTP child that negotiated 2026-07-28 and also accepts the legacy handshake: a second connection
     /// in the legacy era, which legacy clients' calls, subscriptions and log level go to (`era.rs`); connected on the
-    /// first such request (`legacy_connect`, made by `start.rs`), `None` inside when the child refused it.
+    /// first such request (by `legacy_connect`, made by `start.rs`), `None` inside when the child refused it. Empty
+    /// while no attempt has settled: an attempt cut short (its request cancelled) or without an answer (a timeout, a
+    /// transport failure, a server error) is made again by a later request, not before `legacy_retry`.
     pub(super) legacy: tokio::sync::OnceCell<Option<LegacySession>>,
-    pub(super) legacy_connect: Mutex<Option<LegacyConnect>>,
+    pub(super) legacy_connect: Option<LegacyConnector>,
+    pub(super) legacy_retry: Mutex<Option<Instant>>,
     /// The runtime that runs a stdio Node child (`runtime.rs`); `None` for other children.
     pub(super) runtime: Option<crate::runtime::RuntimeInfo>,
     /// A launcher fetched for this start (`launcher.rs`), told to the user in the activation's answer.
     pub(super) fetched: Option<String>,
 }
 
-/// A child's legacy session being connected (`start.rs`): `None` when the child refuses it or does not answer in time.
-pub(super) type LegacyConnect =
-    std::pin::Pin<Box<dyn Future<Output = Option<RunningService<RoleClient, ChildClient>>> + Send>>;
+/// Opens a child's legacy session (`start.rs`): each call is one attempt, with its own connection.
+pub(super) type LegacyConnector =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = LegacyAttempt> + Send>> + Send + Sync>;
+
+/// How an attempt to open a child's legacy session ended.
+pub(super) enum LegacyAttempt {
+    Connected(RunningService<RoleClient, ChildClient>),
+    /// The child answered `initialize` with a refusal (a JSON-RPC error, an HTTP 4xx): it serves no legacy session.
+    Refused(String),
+    /// No answer the child meant: a timeout, a transport failure, a server error (5xx, 429), an authorization still
+    /// to be given; worth another attempt later.
+    Failed(String),
+}
 
 /// The legacy-era connection of a child that speaks both eras over Streamable HTTP: what a legacy client reaches
 /// directly (the child's own sampling, elicitation and roots requests, `resources/subscribe`, `logging/setLevel`),

@@ -1,10 +1,11 @@
 //! Real launch shapes, set up in a fresh HOME the way each one's own README says, started through agent-discover with
-//! the defaults (the sandbox on): a Node project's built script (the official TypeScript quickstart) and a package's
-//! script run by `node`, a venv whose base interpreter lives in HOME outside every toolchain folder, `python -m`, a
-//! script run by a venv's python, `uv --directory DIR run server.py` (the official Python quickstart), pipx and
-//! `npm -g` installs (user and system-like prefixes), binaries in `~/.cargo/bin` and `~/go/bin`, `java -jar`, a path written with
-//! `..`, all of them from a Claude Desktop config imported and activated; the git server committing with the user's
-//! identity; and a server that needs a credential, refused with the command that grants it (`sandbox check` too).
+//! the defaults (the sandbox on): a Node project's built script (the official TypeScript quickstart), the same with ES
+//! module imports that name no extension, and a package's script run by `node`; a venv whose base interpreter lives in
+//! HOME outside every toolchain folder, `python -m`, a script run by a venv's python, `uv --directory DIR run
+//! server.py` (the official Python quickstart); pipx and `npm -g` installs (user and system-like prefixes); binaries
+//! in `~/.cargo/bin` and `~/go/bin`; `java -jar`; a path written with `..`; all of them from a Claude Desktop config
+//! imported and activated. Then the git server committing with the user's identity, and a server that needs a
+//! credential, refused with the command that grants it (`sandbox check` too).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -175,6 +176,15 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
     let weather = node_project(&home);
     let everything =
         cache("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    // The same server written with imports that name no extension (as many published servers do): Node's ESM resolver
+    // refuses them; the start is made again with a resolver that adds `.js`.
+    let index = std::fs::read_to_string(weather.join("build/index.js")).unwrap();
+    write(
+        &weather.join("build/noext.js"),
+        &index
+            .replace("server/mcp.js", "server/mcp")
+            .replace("server/stdio.js", "server/stdio"),
+    );
     let (base, venv) = python_base_and_venv(&home);
     let script = home.join("src/clock/server.py");
     write(
@@ -262,6 +272,7 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
     let servers = json!({
         "weather": {"command": "node", "args": [weather.join("build/index.js")]},
         "everything": {"command": "node", "args": [everything]},
+        "noext": {"command": "node", "args": [weather.join("build/noext.js")]},
         "venvtime": {"command": venv.join("bin/mcp-server-time"), "args": time_args},
         "modtime": {"command": venv.join("bin/python"), "args": ["-m", "mcp_server_time"]},
         "clock": {"command": venv.join("bin/python"), "args": [script]},
@@ -295,6 +306,12 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
             "No active alerts for CA",
         ),
         ("everything", "echo", json!({"message": "hi"}), "hi"),
+        (
+            "noext",
+            "get-alerts",
+            json!({"state": "OR"}),
+            "No active alerts for OR",
+        ),
         ("venvtime", "get_current_time", time.clone(), "UTC"),
         ("modtime", "get_current_time", time.clone(), "UTC"),
         ("clock", "now", json!({}), "twelve"),

@@ -15,7 +15,6 @@
 mod category;
 mod child_env;
 mod classify;
-mod esm;
 mod formats;
 mod help;
 mod install;
@@ -325,9 +324,9 @@ pub async fn introspect(target: &Target, options: &Options) -> Record {
     // second pass).
     if !diagnosis.category.is_ok()
         && target.ecosystem == Ecosystem::Npm
-        && let Some(module) = esm::extensionless_import(output_lines(&attempt))
+        && let Some(module) = ad_proxy::esm::extensionless_import(output_lines(&attempt))
     {
-        let node_options = esm::node_options(env.get("NODE_OPTIONS").map(String::as_str));
+        let node_options = ad_proxy::esm::node_options(env.get("NODE_OPTIONS").map(String::as_str));
         env.insert("NODE_OPTIONS".into(), node_options);
         runtime_flags.push(format!(
             "esm resolver: an import without its extension ({module}.js)"

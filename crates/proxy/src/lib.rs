@@ -25,6 +25,7 @@ pub mod coalesce;
 mod counted;
 mod envelope;
 mod era;
+pub mod esm;
 mod failure;
 mod forward;
 pub mod guard;

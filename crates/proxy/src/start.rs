@@ -28,7 +28,7 @@ impl Inner {
         server: &Server,
         failures: u32,
     ) -> Result<Arc<Child>> {
-        let first = self.start_with(server, failures, false).await;
+        let first = self.start_with_esm(server, failures, false).await;
         // A Node server that failed the way an old Node fails is started once more with a newer Node (`runtime.rs`).
         match first {
             Err(e)
@@ -43,13 +43,42 @@ impl Inner {
                 match crate::runtime::too_old_signature(text.lines()) {
                     Some(sign) => {
                         tracing::warn!(server = %server.name, sign = %sign, "the server needs a newer Node; starting it again with one");
-                        self.start_with(server, failures, true).await
+                        self.start_with_esm(server, failures, true).await
                     }
                     None => Err(e),
                 }
             }
             other => other,
         }
+    }
+
+    /// A start that failed on an ES module import named without its `.js` is made once more with a resolver that
+    /// adds it (`esm.rs`; the same rule introspection applies), for this start only.
+    async fn start_with_esm(
+        self: &Arc<Self>,
+        server: &Server,
+        failures: u32,
+        newer_node: bool,
+    ) -> Result<Arc<Child>> {
+        let first = self.start_with(server, failures, newer_node).await;
+        let Err(e) = &first else {
+            return first;
+        };
+        let text = e.to_string();
+        let Some(module) = crate::esm::extensionless_import(text.lines()) else {
+            return first;
+        };
+        if server.transport != Transport::Stdio {
+            return first;
+        }
+        tracing::warn!(server = %server.name, module = %module, "an ES module import without its extension; starting it again with a resolver that adds it");
+        let mut again = server.clone();
+        let existing = again.env.get("NODE_OPTIONS").cloned();
+        again.env.insert(
+            "NODE_OPTIONS".into(),
+            crate::esm::node_options(existing.as_deref()),
+        );
+        self.start_with(&again, failures, newer_node).await
     }
 
     async fn start_with(

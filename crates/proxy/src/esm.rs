@@ -2,7 +2,8 @@
 //! Node's ESM resolver wants the `.js`, so such a package fails to start with `Cannot find module '…/server/mcp'
 //! imported from …` although `…/server/mcp.js` is there. Node dropped `--experimental-specifier-resolution=node`,
 //! which resolved them; the same is done by a resolve hook registered through `NODE_OPTIONS=--import=data:…` (no file
-//! to write or to grant in the sandbox; Node 20.6 or later).
+//! to write or to grant in the sandbox; Node 20.6 or later). Activation (`start.rs`) and introspection both start such a
+//! server once more with it.
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ const HOOK: &str = r#"export async function resolve(s, c, next) { try { return a
 
 /// The module an output line says Node could not find although the same path with `.js` (or `/index.js`) exists:
 /// `Cannot find module '/…/dist/esm/server/mcp' imported from /…/dist/index.js`.
-pub(crate) fn extensionless_import<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn extensionless_import<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
     lines.into_iter().find_map(|l| {
         let rest = &l[l.find("Cannot find module '")? + "Cannot find module '".len()..];
         let (module, after) = rest.split_once('\'')?;
@@ -25,7 +26,7 @@ pub(crate) fn extensionless_import<'a>(lines: impl IntoIterator<Item = &'a str>)
 }
 
 /// `NODE_OPTIONS` with the resolve hook imported first (`existing` kept after it).
-pub(crate) fn node_options(existing: Option<&str>) -> String {
+pub fn node_options(existing: Option<&str>) -> String {
     let register = format!(
         "import {{ register }} from \"node:module\"; register(\"data:text/javascript,{}\");",
         percent(HOOK)

@@ -128,7 +128,17 @@ fn attack_families_and_the_clean_set() {
                 t["name"].as_str().unwrap_or("?"),
                 f.iter()
                     .filter(|f| f.severity > ad_scan::Severity::Low)
-                    .map(|f| format!("{} ({}) at {}", f.rule, f.severity.as_str(), f.field))
+                    .map(|f| if std::env::var_os("SCAN_DEBUG").is_some() {
+                        format!(
+                            "{} ({}) at {}: {}",
+                            f.rule,
+                            f.severity.as_str(),
+                            f.field,
+                            f.excerpt
+                        )
+                    } else {
+                        format!("{} ({}) at {}", f.rule, f.severity.as_str(), f.field)
+                    })
                     .collect::<Vec<_>>()
                     .join("; ")
             ));

@@ -19,11 +19,62 @@ struct Sentence<'a> {
     text: &'a str,
     words: Vec<&'a str>,
     at: usize,
+    /// Which of the named word lists ([`LISTS`]) the sentence has a word of, one bit per list.
+    mask: u32,
+}
+
+/// The word lists looked up most: a sentence's words are looked up once in [`list_bits`], and `has` on one of
+/// these lists is a bit test instead of a scan.
+const LISTS: [&[&str]; 20] = [
+    IMPERATIVE,
+    MODAL,
+    TELL,
+    CHOSEN,
+    OTHERS,
+    DISCREDIT,
+    PROMO,
+    SECURITY,
+    STEER,
+    KINDS,
+    TOOLISH,
+    CHANGE,
+    NEGATION,
+    REFUSED,
+    COLLECT,
+    REACH,
+    RESOURCES,
+    SECRET_FILES,
+    CLAUSE,
+    DESCRIBE,
+];
+
+fn list_bits() -> &'static std::collections::HashMap<&'static str, u32> {
+    static MAP: std::sync::OnceLock<std::collections::HashMap<&'static str, u32>> =
+        std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut m = std::collections::HashMap::new();
+        for (i, list) in LISTS.iter().enumerate() {
+            for w in list.iter() {
+                *m.entry(*w).or_insert(0) |= 1 << i;
+            }
+        }
+        m
+    })
+}
+
+fn bit_of(set: &[&str]) -> Option<u32> {
+    LISTS
+        .iter()
+        .position(|l| std::ptr::eq(*l, set))
+        .map(|i| 1 << i)
 }
 
 impl Sentence<'_> {
     fn has(&self, set: &[&str]) -> bool {
-        self.words.iter().any(|w| set.contains(w))
+        match bit_of(set) {
+            Some(b) => self.mask & b != 0,
+            None => self.words.iter().any(|w| set.contains(w)),
+        }
     }
     /// Whether the words `seq` occur in a row.
     fn phrase(&self, seq: &[&str]) -> bool {
@@ -34,12 +85,14 @@ impl Sentence<'_> {
     }
     /// Whether a word of `b` follows a word of `a` within `gap` words.
     fn then(&self, a: &[&str], b: &[&str], gap: usize) -> bool {
-        self.words.iter().enumerate().any(|(i, w)| {
-            a.contains(w)
-                && self.words[i + 1..(i + 1 + gap).min(self.words.len())]
-                    .iter()
-                    .any(|x| b.contains(x))
-        })
+        self.has(a)
+            && self.has(b)
+            && self.words.iter().enumerate().any(|(i, w)| {
+                a.contains(w)
+                    && self.words[i + 1..(i + 1 + gap).min(self.words.len())]
+                        .iter()
+                        .any(|x| b.contains(x))
+            })
     }
     /// An order to the agent: starts with an imperative (after a leading clause), or carries a modal or "you".
     fn order(&self) -> bool {
@@ -67,6 +120,11 @@ impl Sentence<'_> {
         self.then(NEGATION, COLLECT, 3)
             || self.then(NEGATION, REACH, 3)
             || self.then(NEGATION, REFUSED, 3)
+            || self.then(
+                NEGATION,
+                &["call", "use", "invoke", "run", "mention", "pass"],
+                3,
+            )
             || self.has(&["rejected", "omitted", "excluded", "redacted", "masked"])
     }
     /// Whether the sentence describes what the tool detects or refuses ("warns when a description contains ...")
@@ -130,7 +188,12 @@ fn sentences<'a>(folded: &'a str, map: &[usize]) -> Vec<Sentence<'a>> {
             .map(|(x, y)| &part[x..y])
             .collect();
         if words.len() >= 3 {
+            let bits = list_bits();
+            let mask = words
+                .iter()
+                .fold(0, |m, w| m | bits.get(w).copied().unwrap_or(0));
             out.push(Sentence {
+                mask,
                 text: part,
                 words,
                 at: map.get(s).copied().unwrap_or(0),
@@ -194,6 +257,15 @@ fn purpose_has(purpose: &[String], subjects: &[&str]) -> bool {
 pub(super) fn check(fields: &[Field], purpose: &[String], own: &[String], out: &mut Vec<Finding>) {
     for f in fields {
         match f.role {
+            // A value written as an identifier (`attach_ssh_key_contents`) is read as words.
+            Role::Value if !f.text.contains(' ') && f.text.contains('_') => read_text(
+                &f.path,
+                &text::words_of_name(&f.text),
+                f.role,
+                purpose,
+                own,
+                out,
+            ),
             Role::Prose | Role::Value => read_text(&f.path, &f.text, f.role, purpose, own, out),
             Role::Param => read_text(
                 &f.path,
@@ -251,6 +323,10 @@ fn judge(
     own: &[String],
 ) -> Option<Verdict> {
     let in_param = param.is_some();
+    // Text that describes what a tool detects or refuses ("detects phrases such as ...") asks nothing.
+    if s.describes() {
+        return None;
+    }
     let order = s.order();
     let user = s.has(&["user", "users", "them", "they", "their", "customer"]);
     // A verb of telling used as one: followed by what is told or to whom ("state that", "tell the user").
@@ -477,7 +553,9 @@ fn judge(
             || s.words.iter().any(|w| w.starts_with("delete")))
         && (s.then(&["every", "all", "each"], RESOURCES, 3)
             && s.has(&["you", "access", "accessible", "reach"])
-            || s.has(&["documents", "home", "desktop", "downloads"])
+            || s.has(&["documents", "desktop", "downloads"])
+            || s.text.contains("~/")
+            || s.then(&["home"], &["directory", "folder", "dir"], 1)
             || s.then(
                 &["user", "users", "their", "your"],
                 &["files", "folder", "folders", "data", "documents"],
@@ -546,12 +624,19 @@ fn judge(
             && s.has(&[
                 "earlier", "previous", "last", "prior", "every", "each", "all", "other",
             ]));
+    let asked = order || s.has(COLLECT) || s.has(REACH);
+    if !asked && !in_param && !matches!(role, Role::Param | Role::Value) {
+        return None;
+    }
     // Files on disk that hold secrets (`~/.ssh/id_rsa`, `.env`, `~/.docker/config.json`).
-    let path = !paths_in(s.text).is_empty() || s.words.iter().any(|w| SECRET_FILES.contains(w));
-    let secret = path
-        || !object_index().scan(&[super::lexicon::objects()], &s.words)[0]
+    let path =
+        s.has(SECRET_FILES) || (s.text.contains(['/', '.', '_']) && !paths_in(s.text).is_empty());
+    // Secrets and the agent's context as the shared lexicon knows them; looked for only when needed.
+    let secret = || {
+        path || !object_index().scan(&[super::lexicon::objects()], &s.words)[0]
             .iter()
-            .all(Option::is_none);
+            .all(Option::is_none)
+    };
     // A parameter that is itself a secret (`password`, `kubeconfig context`, `key`) takes one by design.
     let own_secret = param.is_some_and(|p| SECRET_PARAMS.iter().any(|w| p.contains(w)));
     let into = s.has(&[
@@ -565,11 +650,10 @@ fn judge(
         "input",
         "value",
     ]) || s.text.contains('`');
-    let asked = order || s.has(COLLECT) || s.has(REACH);
     // A parameter named for what it collects (`paste_full_chat_transcript_here`).
     if role == Role::Param
         && s.words.len() >= 3
-        && (context || secret)
+        && (context || secret())
         && s.has(&[
             "content",
             "contents",
@@ -603,8 +687,10 @@ fn judge(
     let out = s.has(&[
         "send", "post", "upload", "forward", "transmit", "email", "attach", "https", "http",
     ]);
-    let strong = (context || path) && asked && (into || in_param || (out && !first)) && !own_secret;
-    let weak = secret && asked && ((into && !in_param) || (in_param && !own_secret)) && !first;
+    let strong = ((context || path) && asked && (into || in_param || (out && !first)) && !own_secret)
+        // A parameter described as holding the conversation or the agent's instructions.
+        || (context && in_param);
+    let weak = asked && ((into && !in_param) || (in_param && !own_secret)) && !first && secret();
     if strong || weak {
         let related =
             !strong && (purpose_has(purpose, SECRET_PURPOSE) || purpose_has(purpose, PII_PURPOSE));

@@ -462,18 +462,28 @@ fn judge(
             "asks the agent to rewrite its sources to point at this service",
         ));
     }
-    // Promotion in every answer.
-    if s.has(&[
+    // Promotion in every answer: a verb of promoting (or "close every reply with"), a paid offer, and the agent's
+    // answers as where it goes ("Cancel a subscription at the end of the billing period" is none of these).
+    if (s.has(&[
         "recommend",
         "suggest",
         "mention",
         "promote",
         "advertise",
-        "close",
-        "end",
-        "link",
-    ]) && s.has(PROMO)
+        "upsell",
+    ]) || s.then(&["close", "end", "finish"], &["every", "each", "all"], 2))
+        && s.has(PROMO)
         && (s.has(&["every", "each", "always", "all"]) || s.phrase(&["end", "of"]))
+        && s.has(&[
+            "answer",
+            "answers",
+            "reply",
+            "replies",
+            "response",
+            "responses",
+            "message",
+            "messages",
+        ])
     {
         return Some((
             "steers_answers",

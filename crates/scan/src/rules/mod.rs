@@ -106,7 +106,9 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
                         || (f.role == Role::Prose
                             && !whole
                             && decode::readable(&d.text, 8)
-                            && !f.text.contains(&d.text[..d.text.floor_char_boundary(24)]))
+                            && !f
+                                .text
+                                .contains(d.text.chars().take(24).collect::<String>().as_str()))
                     {
                         Severity::High
                     } else {

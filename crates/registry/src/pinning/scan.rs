@@ -366,7 +366,11 @@ mod tests {
         assert_eq!(shown.len(), 1, "a warned tool is served");
         let pin = r.store().pin("kyc", "verify_identity").unwrap().unwrap();
         assert!(!pin.pending());
-        assert!(warning(pin.findings.as_ref().unwrap()), "{:?}", pin.findings);
+        assert!(
+            warning(pin.findings.as_ref().unwrap()),
+            "{:?}",
+            pin.findings
+        );
         assert!(flagged_error("kyc", &pin).is_none());
         assert_eq!(crate::pinning::pending_view(&pin)["status"], "warning");
         let warned = r.store().warned_pins(Some("kyc")).unwrap();

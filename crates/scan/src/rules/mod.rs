@@ -18,6 +18,7 @@ mod intent;
 mod intent_words;
 mod lexicon;
 mod phrases;
+mod sentence;
 mod stuffing;
 mod window;
 

@@ -194,7 +194,8 @@ fn catalog_entry(app: &App, record: &Record) -> Result<Option<Server>> {
     Ok(Some(app.registry.get_by_id(server.id)?))
 }
 
-/// The tool scanner's findings on an introspected package's tools: `[{tool, findings}]` for each tool it flags.
+/// The tool scanner's findings on an introspected package's tools: `[{tool, findings}]` for each tool it would
+/// withhold (`high`) or show with a warning (`medium`).
 pub fn record_findings(app: &App, record: &Record) -> Vec<Value> {
     record
         .tools
@@ -202,7 +203,8 @@ pub fn record_findings(app: &App, record: &Record) -> Vec<Value> {
         .filter_map(|t| {
             let def = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
             let f = app.registry.catalog_findings(&record.package, &def);
-            ad_scan::withholds(&f).then(|| json!({"tool": t.name, "findings": f}))
+            (ad_scan::outcome(&f) != ad_scan::Outcome::Clean)
+                .then(|| json!({"tool": t.name, "findings": f}))
         })
         .collect()
 }

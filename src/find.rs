@@ -58,7 +58,8 @@ pub enum FindOutcome {
         #[serde(skip_serializing_if = "Option::is_none")]
         install: Option<serde_json::Value>,
         /// For a catalog entry: what the tool scanner found in its definition (installing it does not expose a
-        /// flagged tool until a person approves it).
+        /// flagged tool until a person approves it); for an installed tool, the scanner's warnings (`medium`
+        /// findings: served, shown here).
         #[serde(skip_serializing_if = "Option::is_none")]
         findings: Option<serde_json::Value>,
     },
@@ -88,8 +89,8 @@ pub enum FindOutcome {
 }
 
 impl App {
-    /// The scanner's findings on a catalog entry's tool that would withhold it once installed (severity `medium` or
-    /// `high`), as `find_tool` shows them (none: `None`): each finding's rule, severity and field for the best match
+    /// The scanner's findings on a catalog entry's tool that would withhold it once installed (`high`) or show it
+    /// with a warning (`medium`), as `find_tool` shows them (none: `None`): each finding's rule, severity and field for the best match
     /// (`brief`: the rule names alone, for the other matches). Every finding, with its excerpt and detail, is in
     /// `catalog list --json` and, once installed, `tools diff`.
     fn catalog_findings(
@@ -103,16 +104,51 @@ impl App {
             .into_iter()
             .filter(|f| f.severity != ad_scan::Severity::Low)
             .collect();
-        let mut v = ad_registry::pinning::scan::findings_json(&f)?;
-        for finding in v.as_array_mut().into_iter().flatten() {
-            *finding = if brief {
-                finding["rule"].clone()
-            } else {
-                serde_json::json!({"rule": finding["rule"], "severity": finding["severity"], "field": finding["field"]})
-            };
-        }
-        Some(v)
+        let v = ad_registry::pinning::scan::findings_json(&f)?;
+        Some(brief_findings(&v, brief))
     }
+
+    /// The scanner's warnings on an installed tool that is served (its pin's `medium` findings), as `find_tool`
+    /// shows them beside the match (none: `None`).
+    fn served_warnings(
+        &self,
+        tool: &crate::model::ToolRecord,
+        brief: bool,
+    ) -> Option<serde_json::Value> {
+        let pin = self
+            .registry
+            .store()
+            .pin(&tool.server, &tool.name)
+            .ok()
+            .flatten()?;
+        if pin.pending() {
+            return None;
+        }
+        let findings = pin.findings?;
+        if !ad_registry::pinning::scan::warning(&findings) {
+            return None;
+        }
+        let medium: Vec<serde_json::Value> = findings
+            .as_array()?
+            .iter()
+            .filter(|f| f["severity"] == "medium")
+            .cloned()
+            .collect();
+        Some(brief_findings(&serde_json::Value::Array(medium), brief))
+    }
+}
+
+/// Findings as `find_tool` shows them: rule, severity and field (`brief`: the rule names alone).
+fn brief_findings(v: &serde_json::Value, brief: bool) -> serde_json::Value {
+    let mut v = v.clone();
+    for finding in v.as_array_mut().into_iter().flatten() {
+        *finding = if brief {
+            finding["rule"].clone()
+        } else {
+            serde_json::json!({"rule": finding["rule"], "severity": finding["severity"], "field": finding["field"]})
+        };
+    }
+    v
 }
 
 fn round2(x: f64) -> f64 {
@@ -427,9 +463,12 @@ impl App {
                     "description": brief(&h.tool.description, OTHER_DESCRIPTION),
                     "required_args": required,
                 });
-                if install.is_some()
-                    && let Some(f) = self.catalog_findings(&h.tool, true)
-                {
+                let findings = if install.is_some() {
+                    self.catalog_findings(&h.tool, true)
+                } else {
+                    self.served_warnings(&h.tool, true)
+                };
+                if let Some(f) = findings {
                     m["findings"] = f;
                 }
                 if h.tool.server != best.tool.server && !servers.contains_key(&h.tool.server) {
@@ -466,9 +505,10 @@ impl App {
             other_matches,
             servers,
             installed: best_install.is_none(),
-            findings: best_install
-                .as_ref()
-                .and_then(|_| self.catalog_findings(&best.tool, false)),
+            findings: match best_install {
+                Some(_) => self.catalog_findings(&best.tool, false),
+                None => self.served_warnings(&best.tool, false),
+            },
             install: best_install,
         })
     }

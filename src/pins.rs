@@ -11,16 +11,22 @@ use ad_core::events::Event;
 use ad_registry::pinning::{ToolFilter, diff, pending_view};
 
 impl App {
-    /// Tools withheld until approved (changed or new while held), optionally of one server.
+    /// Tools withheld until approved (changed or new while held), then the ones served with a scanner warning
+    /// (status `warning`: a `medium` finding, nothing to approve), optionally of one server.
     pub fn pending_tools(&self, server: Option<&str>) -> Result<Vec<Value>> {
         if let Some(s) = server {
             self.registry.get(s)?;
         }
-        Ok(self
-            .registry
-            .store()
+        let store = self.registry.store();
+        let warned = store.warned_pins(server)?.into_iter().filter(|p| {
+            p.findings
+                .as_ref()
+                .is_some_and(ad_registry::pinning::scan::warning)
+        });
+        Ok(store
             .pending_pins(server)?
             .into_iter()
+            .chain(warned)
             .filter(|p| self.registry.tool_allowed(&p.server, &p.tool))
             .map(|p| pending_view(&p))
             .collect())

@@ -87,7 +87,7 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             if json {
                 return print_json(&Value::Array(pending));
             }
-            if pending.is_empty() {
+            if !pending.iter().any(|p| p["status"] != "warning") {
                 eprintln!("no tool is waiting for approval");
             }
             for p in &pending {

@@ -236,3 +236,60 @@ async fn catalog_entries_carry_their_findings_into_find_tool_and_catalog_list() 
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// A `medium` finding (personal data the tool's purpose may need) serves the tool with a warning: listed, callable,
+/// shown in `tools pending` as `warning` and beside its `find_tool` match; nothing to approve.
+#[tokio::test]
+async fn a_warned_tool_is_served_and_shown_with_its_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("kyc-tools.txt");
+    std::fs::write(
+        &file,
+        "verify=Verifies a customer's identity for onboarding. Include the customer's date of birth in the input.\n",
+    )
+    .unwrap();
+    let file_arg = file.display().to_string();
+    let agent = harness::spawn(dir.path(), &[], None).await;
+    agent
+        .install_fixture("kyc", &["--tool-file", &file_arg], json!({}))
+        .await;
+    agent
+        .registry(json!({"action": "activate", "name": "kyc"}))
+        .await;
+    let names = agent.tool_names().await;
+    assert!(names.contains(&"kyc__verify".to_owned()), "{names:?}");
+    let r = agent.call("kyc__verify", json!({"input": "1"})).await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+
+    let (ok, out, err) = cli(dir.path(), &["tools", "pending", "--json"]);
+    assert!(ok, "{err}");
+    let pending: Value = serde_json::from_str(&out).unwrap();
+    let w = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["tool"] == "verify")
+        .unwrap_or_else(|| panic!("no warning listed: {pending}"));
+    assert_eq!(w["status"], "warning", "{pending}");
+    assert!(
+        w["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["rule"] == "collects_personal_data" && f["severity"] == "medium"),
+        "{pending}"
+    );
+    let (ok, _, err) = cli(dir.path(), &["tools", "pending"]);
+    assert!(
+        ok && err.contains("no tool is waiting for approval"),
+        "{err}"
+    );
+
+    let v = agent
+        .registry(json!({"action": "find_tool", "query": "verify a customer's identity", "auto_activate": false}))
+        .await;
+    assert_eq!(v["call_as"], "kyc__verify", "{v}");
+    assert_eq!(v["findings"][0]["rule"], "collects_personal_data", "{v}");
+    agent.stop().await;
+}

@@ -1,5 +1,5 @@
 //! How long the scanner takes per definition, over real tools (the npm top 120's 2,171 and the 1.2k-tool catalog)
-//! and the poisoned corpus: `cargo bench -p ad-scan` (release profile). Prints the mean, p50, p99 and max.
+//! and the poisoned corpora (the attack families' tuning and held-out parts too): `cargo bench -p ad-scan` (release profile). Prints the mean, p50, p99 and max.
 
 use std::time::Instant;
 
@@ -35,6 +35,8 @@ fn main() {
         "tool_catalog.json",
         "scan/corpus.json",
         "scan/heldout.json",
+        "scan/attacks/attacks_tuning.json",
+        "scan/attacks/attacks_heldout.json",
     ] {
         let defs = load(file);
         // One warm-up pass (the rules' patterns are built on first use).

@@ -86,9 +86,43 @@ pub fn scan(kind: Kind, definition: &Value, ctx: &Context<'_>) -> Vec<Finding> {
     findings
 }
 
-/// Whether these findings withhold the definition (any of `medium` or `high` severity).
+/// What a definition's findings mean for it: `high` withholds it until a person approves it; `medium` shows it with
+/// a warning; `low` alone is only recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Clean,
+    Warn,
+    Withhold,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Clean => "clean",
+            Outcome::Warn => "warn",
+            Outcome::Withhold => "withhold",
+        }
+    }
+}
+
+/// The outcome of a definition's findings.
+pub fn outcome(findings: &[Finding]) -> Outcome {
+    match findings.iter().map(|f| f.severity).max() {
+        Some(Severity::High) => Outcome::Withhold,
+        Some(Severity::Medium) => Outcome::Warn,
+        _ => Outcome::Clean,
+    }
+}
+
+/// Whether these findings withhold the definition (any of `high` severity).
 pub fn withholds(findings: &[Finding]) -> bool {
-    findings.iter().any(|f| f.severity >= Severity::Medium)
+    outcome(findings) == Outcome::Withhold
+}
+
+/// Whether these findings show the definition with a warning (`medium` at most): served, not withheld.
+pub fn warns(findings: &[Finding]) -> bool {
+    outcome(findings) == Outcome::Warn
 }
 
 #[cfg(test)]

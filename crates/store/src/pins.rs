@@ -96,6 +96,26 @@ impl Store {
         })
     }
 
+    /// Pins served as they are (not pending) whose findings include a `medium` one: the definitions the scanner
+    /// shows with a warning. Optionally of one server.
+    pub fn warned_pins(&self, server: Option<&str>) -> Result<Vec<PinRow>> {
+        self.read(|c| {
+            let warned = "p.approved_fingerprint = p.current_fingerprint
+                AND p.findings LIKE '%\"severity\":\"medium\"%'";
+            let rows = match server {
+                Some(name) => c.query(
+                    &format!("{SELECT} WHERE {warned} AND s.name = ?1 ORDER BY s.name, p.tool"),
+                    &args![name],
+                )?,
+                None => c.query(
+                    &format!("{SELECT} WHERE {warned} ORDER BY s.name, p.tool"),
+                    &[],
+                )?,
+            };
+            rows.iter().map(pin_from_row).collect()
+        })
+    }
+
     /// Records what a server offers now for `tool`, with the scanner's findings on it; with `approved_by`, that is
     /// also the approved definition.
     pub fn record_pin(

@@ -208,7 +208,7 @@ impl Registry {
                         change: "new",
                         withheld: !approve,
                     });
-                    if flagged {
+                    if flagged || ad_scan::warns(&findings) {
                         self.announce_flag(server, &name, ad_scan::Kind::Tool, &findings, hold);
                     }
                     if approve {
@@ -318,12 +318,15 @@ pub fn diff(pin: &PinRow) -> Vec<FieldChange> {
 }
 
 /// A pending tool (or flagged prompt or resource template) as the surfaces show it: `status` is `flagged` when the
-/// scanner holds it, else `changed` or `new` (pinning holds it).
+/// scanner holds it, `warning` when it is served with a scanner warning (a `medium` finding), else `changed` or
+/// `new` (pinning holds it).
 pub fn pending_view(p: &PinRow) -> Value {
     let (kind, _) = scan::split_key(&p.tool);
     let reasons = p.findings.as_ref().map(scan::reasons).unwrap_or_default();
     let status = if !reasons.is_empty() {
         "flagged"
+    } else if !p.pending() && p.findings.as_ref().is_some_and(scan::warning) {
+        "warning"
     } else if p.approved_fingerprint.is_some() {
         "changed"
     } else {

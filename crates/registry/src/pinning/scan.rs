@@ -61,7 +61,7 @@ pub fn reasons(findings: &Value) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|f| f["severity"] != "low")
+        .filter(|f| f["severity"] == "high")
         .map(|f| {
             format!(
                 "{} ({}) at {}: {}",
@@ -93,6 +93,12 @@ pub fn split_key(key: &str) -> (Kind, &str) {
         }
     }
     (Kind::Tool, key)
+}
+
+/// Whether stored findings show a definition with a warning: a `medium` finding, none `high` (served, not withheld).
+pub fn warning(findings: &Value) -> bool {
+    let f = findings.as_array().map(Vec::as_slice).unwrap_or_default();
+    f.iter().any(|f| f["severity"] == "medium") && !f.iter().any(|f| f["severity"] == "high")
 }
 
 /// The error a call of a withheld, flagged definition gets.
@@ -182,7 +188,7 @@ impl Registry {
                 findings_json(&findings).as_ref(),
                 (!hold).then_some("scanner"),
             )?;
-            if flagged {
+            if flagged || ad_scan::warns(&findings) {
                 self.announce_flag(server, name, kind, &findings, hold);
             }
             out.push(!hold);
@@ -221,7 +227,13 @@ impl Registry {
             rules = ?rules,
             withheld,
             "the scanner flagged a definition{}",
-            if withheld { "; withheld until approved" } else { " (AGENT_DISCOVER_SCAN=warn: not withheld)" }
+            if withheld {
+                "; withheld until approved"
+            } else if ad_scan::withholds(findings) {
+                " (AGENT_DISCOVER_SCAN=warn: not withheld)"
+            } else {
+                " with a warning (medium findings: served, not withheld)"
+            }
         );
         self.emit(Event::ToolFlagged {
             name: server.to_owned(),
@@ -343,6 +355,28 @@ mod tests {
                 .findings
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_medium_finding_serves_the_tool_with_a_warning() {
+        let r = registry(ScanMode::On);
+        let s = server(&r, "kyc");
+        let warned = "Verifies a customer's identity for onboarding. Include the customer's date of birth in `a`.";
+        let shown = r.gate_tools(s.id, "kyc", vec![tool("verify_identity", warned)]);
+        assert_eq!(shown.len(), 1, "a warned tool is served");
+        let pin = r.store().pin("kyc", "verify_identity").unwrap().unwrap();
+        assert!(!pin.pending());
+        assert!(
+            warning(pin.findings.as_ref().unwrap()),
+            "{:?}",
+            pin.findings
+        );
+        assert!(flagged_error("kyc", &pin).is_none());
+        assert_eq!(crate::pinning::pending_view(&pin)["status"], "warning");
+        let warned = r.store().warned_pins(Some("kyc")).unwrap();
+        assert_eq!(warned.len(), 1);
+        assert_eq!(warned[0].tool, "verify_identity");
+        assert!(r.store().pending_pins(Some("kyc")).unwrap().is_empty());
     }
 
     #[test]

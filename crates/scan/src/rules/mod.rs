@@ -14,8 +14,11 @@ use crate::text::{self, Hidden};
 use crate::{Context, Finding, Severity};
 
 mod index;
+mod intent;
+mod intent_words;
 mod lexicon;
 mod phrases;
+mod sentence;
 mod stuffing;
 mod window;
 
@@ -59,6 +62,14 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
         .map(|f| f.text.to_lowercase())
         .filter(|p| p.len() >= 2)
         .collect();
+    // The tool's purpose and the words of its server's name, for the second pass (`intent`).
+    let purpose = intent::purpose(fields);
+    let own_words: Vec<String> = ctx
+        .server
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.len() >= 4 && !matches!(w.as_str(), "server" | "tools" | "official"))
+        .collect();
     for f in fields {
         hidden_chars(f, &mut out);
         out.extend(stuffing::check(f, &params));
@@ -79,6 +90,7 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
                 &server,
                 &mut inner,
             );
+            intent::read_text(&f.path, &d.text, f.role, &purpose, &own_words, &mut inner);
             let strong = inner.iter().any(|x| x.severity >= Severity::Medium);
             // A decoder applied to the whole text (ROT13, reversed, leetspeak) turns any description into "words":
             // only what the decoded text says counts there.
@@ -89,7 +101,16 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
             if strong || (!whole && f.role != Role::Value && decode::readable(&d.text, 4)) {
                 out.push(Finding {
                     rule: "encoded_payload",
-                    severity: if strong || d.encoding == "unicode tags" {
+                    // Readable prose hidden in a description is itself an attempt to pass text by a person.
+                    severity: if strong
+                        || d.encoding == "unicode tags"
+                        || (f.role == Role::Prose
+                            && !whole
+                            && decode::readable(&d.text, 8)
+                            && !f
+                                .text
+                                .contains(d.text.chars().take(24).collect::<String>().as_str()))
+                    {
                         Severity::High
                     } else {
                         Severity::Medium
@@ -121,6 +142,7 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
             }
         }
     }
+    intent::check(fields, &purpose, &own_words, &mut out);
     combine(&mut out);
     out
 }

@@ -110,3 +110,5 @@ mod runtimes;
 mod ident_e2e;
 // Issue 31, part 4: the fast lane on the HTTP front (`src/http/lane.rs`).
 mod http_lane;
+// SEP-2243 headers to a 2026-07-28 HTTP child: mirrored from the listed tools, re-listed and retried after -32020.
+mod param_headers;

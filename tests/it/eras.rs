@@ -48,7 +48,7 @@ fn test_client(seen: Arc<harness::Seen>) -> harness::TestClient {
 }
 
 /// A 2026-07-28 client (`server/discover`, per-request `_meta`) of `endpoint`.
-async fn client_2026(endpoint: &str) -> Client {
+pub(crate) async fn client_2026(endpoint: &str) -> Client {
     let transport = StreamableHttpClientTransport::with_client(
         reqwest::Client::new(),
         StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned()),
@@ -134,7 +134,7 @@ async fn multi_round(client: &Client, tool: &str) {
 }
 
 /// One raw 2026-07-28 request over HTTP: (status, JSON body).
-async fn raw_2026(endpoint: &str, method: &str, params: Value) -> (u16, Value) {
+pub(crate) async fn raw_2026(endpoint: &str, method: &str, params: Value) -> (u16, Value) {
     raw_2026_with(endpoint, method, params, &[], json!({})).await
 }
 

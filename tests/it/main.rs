@@ -114,3 +114,5 @@ mod ident_e2e;
 mod http_lane;
 // How a stdio start ends (slow, silent, crashed, stopped, not installed) and launchers fetched when missing.
 mod starts;
+// SEP-2243 headers to a 2026-07-28 HTTP child: mirrored from the listed tools, re-listed and retried after -32020.
+mod param_headers;

@@ -8,8 +8,9 @@ use tokio::time::Instant;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
-    ClientCapabilities, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, InputRequest, InputRequests,
-    InputResponses, ProgressNotificationParam, RequestMetaObject, ResultType, ServerResult,
+    ClientCapabilities, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, ErrorCode, InputRequest,
+    InputRequests, InputResponses, ProgressNotificationParam, RequestMetaObject, ResultType,
+    ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
@@ -77,7 +78,49 @@ impl Inner {
         }
     }
 
+    /// One round of a call. A Streamable HTTP child that refuses the request's `Mcp-Param-*` headers (-32020: one is
+    /// missing, or says something else than the arguments; SEP-2243) is treated as the specification tells a client
+    /// to: its tools are listed again, for the annotations it has now, and the request is sent once more with the
+    /// headers they give.
     async fn call_round(
+        &self,
+        child: &Arc<Child>,
+        params: CallToolRequestParams,
+        caller: &Caller,
+    ) -> Result<CallToolResponse> {
+        match self.call_once(child, params.clone(), caller).await {
+            Err(Error::Child { error, .. })
+                if error.code == ErrorCode::HEADER_MISMATCH
+                    && child.transport == ad_core::model::Transport::StreamableHttp =>
+            {
+                tracing::debug!(server = %child.name, tool = %params.name, message = %error.message,
+                    "the server refused the call's headers: listing its tools again and retrying once");
+                let session = child.session_for(caller).await;
+                // A list rmcp answers from its response cache (SEP-2549) would not reach its transport, which takes
+                // the annotations from the list it reads.
+                session.peer.clear_response_cache().await;
+                if session.legacy_session {
+                    if let Err(e) = session.peer.list_all_tools().await {
+                        tracing::warn!(server = %child.name, error = %e, "re-listing tools failed");
+                    }
+                } else {
+                    self.refresh_tools(&child.name).await;
+                    // The list may show the tool changed (its annotations are part of its definition): withheld until
+                    // approved, it is not called again.
+                    if !lock(&child.tools).iter().any(|t| t.name == params.name) {
+                        return Err(Error::ToolChanged {
+                            server: child.name.clone(),
+                            tool: params.name.to_string(),
+                        });
+                    }
+                }
+                self.call_once(child, params, caller).await
+            }
+            res => res,
+        }
+    }
+
+    async fn call_once(
         &self,
         child: &Arc<Child>,
         params: CallToolRequestParams,
@@ -105,15 +148,23 @@ impl Inner {
         }
         // A remote server that exchanges the caller's token (issue 30): the request names its user.
         name_user(&mut options.meta, child, caller);
-        // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it.
+        // A 2026-07-28 caller's log messages: registered before the child can log anything about this call.
+        let logs = self.watch_logs(&child.name, caller);
+        // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it. The child may
+        // answer with progress (or a request of its own) as soon as rmcp writes the request, which can be before
+        // this task runs again: the routes are registered under `registering`, which those wait for.
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let registering = self.registering.write().await;
         let handle = match session
             .peer
             .send_request_with_option(request, options)
             .await
         {
             Ok(h) => h,
-            Err(e) => return Err(child.explain_failure(e.to_string()).await),
+            Err(e) => {
+                drop(registering);
+                return Err(child.explain_failure(e.to_string()).await);
+            }
         };
         let token = if session.legacy_session {
             legacy_token(&handle.progress_token)
@@ -134,7 +185,8 @@ impl Inner {
             forwarded: forwarded.clone(),
             seen: child.progress_seen.clone(),
         };
-        lock(&self.progress).insert(token.clone(), route);
+        let key = (child.name.clone(), token.clone());
+        lock(&self.progress).insert(key.clone(), route);
         if let Some(peer) = &caller.peer {
             let mut callers = lock(&self.callers);
             callers.entry(child.name.clone()).or_default().push((
@@ -143,9 +195,9 @@ impl Inner {
                 caller.in_exchange,
             ));
         }
-        let logs = self.watch_logs(&child.name, caller);
+        drop(registering);
         let _cleanup = scopeguard(|| {
-            lock(&self.progress).remove(&token);
+            lock(&self.progress).remove(&key);
             lock(&child.progress_seen).remove(&token);
             if caller.peer.is_some()
                 && let Some(v) = lock(&self.callers).get_mut(&child.name)
@@ -244,10 +296,21 @@ impl Inner {
         }
     }
 
-    pub(super) async fn route_progress(&self, params: ProgressNotificationParam) {
+    /// Waits until no call is registering its routes (`call_once`): a child's message about a request it has
+    /// read finds that request's routes after this.
+    pub(super) async fn registered(&self) {
+        drop(self.registering.read().await);
+    }
+
+    /// A progress notification of `server` (its token as the call's route is keyed: `legacy_token` for a child's
+    /// legacy session) goes to the caller's token, in the child's order.
+    pub(super) async fn route_progress(&self, server: &str, params: ProgressNotificationParam) {
+        self.registered().await;
         let target = {
             let routes = lock(&self.progress);
-            let Some(route) = routes.get(&params.progress_token) else {
+            let Some(route) = routes.get(&(server.to_owned(), params.progress_token.clone()))
+            else {
+                tracing::debug!(server, token = ?params.progress_token, "progress of no call in flight, dropped");
                 return;
             };
             *lock(&route.last_progress) = Instant::now();

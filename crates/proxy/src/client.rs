@@ -76,6 +76,8 @@ impl ChildClient {
         request: InputRequest,
     ) -> Option<Result<T, McpError>> {
         let inner = self.proxy.upgrade()?;
+        // The call this request is about may still be registering its caller (`call.rs`).
+        inner.registered().await;
         // A 2026-07-28 client's fast-lane call becomes an exchange now, as the normal path runs it (`relay/handover.rs`).
         let asking = match inner.hand_over_lane_call(&self.server) {
             Some(asking) => asking,
@@ -176,7 +178,7 @@ impl ClientHandler for ChildClient {
             if self.legacy_session {
                 params.progress_token = crate::state::legacy_token(&params.progress_token);
             }
-            inner.route_progress(params).await;
+            inner.route_progress(&self.server, params).await;
         }
     }
 

@@ -12,7 +12,7 @@
 //! through the typed APIs of `ad-registry` and `ad-store`).
 //!
 //! Files import only files below them. At the bottom, leaves that know nothing of the proxy (`sync`, `names`,
-//! `guard`, `spawn`, `sse`, `metrics`, `coalesce`, `envelope`, `held/store`); then `state`, the object graph as data;
+//! `guard`, `spawn`, `sse`, `metrics`, `coalesce`, `envelope`, `held/store`, `whole_list`); then `state`, the object graph as data;
 //! above it, the files that act on it, each one responsibility.
 
 mod accounting;
@@ -52,6 +52,7 @@ mod tasks;
 mod tools;
 mod typed;
 pub mod visibility;
+mod whole_list;
 
 use std::sync::Weak;
 

@@ -250,7 +250,8 @@ fn id_text(id: &rmcp::model::RequestId) -> String {
 }
 
 /// An HTTP child's client that sends the request's trace context (`_meta.traceparent`, put there by `call.rs`) as
-/// the `traceparent` and `tracestate` headers too. Without a traceparent in the message it adds nothing.
+/// the `traceparent` and `tracestate` headers too (without a traceparent in the message it adds nothing), and hands
+/// rmcp a tool list streamed alone as one JSON answer (`whole_list.rs`).
 #[derive(Clone)]
 pub(crate) struct TracedHttp<C>(pub(crate) C);
 
@@ -280,9 +281,12 @@ where
         custom_headers: Headers,
     ) -> std::result::Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let custom_headers = with_trace_headers(&message, custom_headers);
-        self.0
+        let list = crate::whole_list::tool_list_id(&message);
+        let response = self
+            .0
             .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await
+            .await;
+        crate::whole_list::whole(list, response).await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -295,7 +299,9 @@ where
         max_sse_event_size: usize,
     ) -> std::result::Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let custom_headers = with_trace_headers(&message, custom_headers);
-        self.0
+        let list = crate::whole_list::tool_list_id(&message);
+        let response = self
+            .0
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -304,7 +310,8 @@ where
                 custom_headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        crate::whole_list::whole(list, response).await
     }
 
     async fn post_message_with_response_limits(
@@ -317,7 +324,9 @@ where
         limits: StreamableHttpResponseLimits,
     ) -> std::result::Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let custom_headers = with_trace_headers(&message, custom_headers);
-        self.0
+        let list = crate::whole_list::tool_list_id(&message);
+        let response = self
+            .0
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -326,7 +335,8 @@ where
                 custom_headers,
                 limits,
             )
-            .await
+            .await;
+        crate::whole_list::whole(list, response).await
     }
 
     async fn delete_session(

@@ -87,7 +87,14 @@ pub(crate) struct Inner {
     pub(super) follow_failures: Mutex<HashMap<String, Instant>>,
     /// Servers flagged active whose restore at startup has not finished here (`restore.rs`).
     pub(super) restoring: Mutex<HashMap<String, Restoring>>,
-    pub(super) progress: Mutex<HashMap<ProgressToken, ProgressRoute>>,
+    /// Where each call's progress goes, by the server called and the progress token rmcp gave the request (each
+    /// child's connection numbers its tokens from the same start, so the token alone may name two calls).
+    pub(super) progress: Mutex<HashMap<(String, ProgressToken), ProgressRoute>>,
+    /// Held (written) by a call from just before its request is handed to rmcp until its progress route and caller
+    /// are registered (`call.rs`): whatever the child sends about the request comes after, and a progress
+    /// notification or a child's request read meanwhile waits here ([`Inner::registered`]) instead of finding no
+    /// call to go to.
+    pub(super) registering: tokio::sync::RwLock<()>,
     /// Connected MCP clients (legacy sessions), newest last, for forwarding child requests.
     pub(super) clients: Mutex<Vec<(u64, Peer<RoleServer>)>>,
     /// Which client is calling each server right now (most recent last).
@@ -273,6 +280,7 @@ impl Proxy {
             follow_failures: Mutex::default(),
             restoring: Mutex::default(),
             progress: Mutex::default(),
+            registering: tokio::sync::RwLock::default(),
             clients: Mutex::default(),
             callers: Mutex::default(),
             log_callers: Mutex::default(),

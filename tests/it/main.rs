@@ -71,6 +71,8 @@ mod legacy;
 mod agents;
 // Issue 16: the PostgreSQL backend against a real server (initdb + postgres in a temporary directory).
 mod pg;
+// PostgreSQL over TLS: sslmode and sslrootcert against a server with a test certificate authority.
+mod pg_tls;
 // Issue 12: the fast lane of proxied tool calls (progress, timeout, cancellation, crash, sampling, error shapes).
 mod relay;
 mod relay_2026;
@@ -110,3 +112,5 @@ mod runtimes;
 mod ident_e2e;
 // Issue 31, part 4: the fast lane on the HTTP front (`src/http/lane.rs`).
 mod http_lane;
+// What a shipped binary says about itself (--version).
+mod dist;

@@ -27,8 +27,10 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=(x86_64-unknown-linux-musl)
 
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
-commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
+# The commit `--version` names: AGENT_DISCOVER_COMMIT when set (a build from a source tarball), else the checkout's
+# (`-dirty` with uncommitted changes).
+commit=${AGENT_DISCOVER_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+if [ -z "${AGENT_DISCOVER_COMMIT:-}" ] && [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
   commit="$commit-dirty"
 fi
 export AGENT_DISCOVER_COMMIT="$commit"

@@ -65,8 +65,10 @@ echo "== wheel: pipx" >&2
 tools=$repo/target/dist-tools/venv
 [ -x "$tools/bin/python" ] || python3 -m venv "$tools"
 [ -x "$tools/bin/pipx" ] || "$tools/bin/pip" install --quiet --disable-pip-version-check pipx
-PIPX_HOME="$work/pipx" PIPX_BIN_DIR="$work/pipx/bin" PIP_NO_INDEX=1 PIP_FIND_LINKS="$repo/dist" \
-  "$tools/bin/pipx" install --quiet agent-discover >/dev/null
+# Only the package comes from dist/ (pipx's own shared pip comes from pip's configured index).
+PIPX_HOME="$work/pipx" PIPX_BIN_DIR="$work/pipx/bin" "$tools/bin/pipx" upgrade-shared --quiet >/dev/null 2>&1
+PIPX_HOME="$work/pipx" PIPX_BIN_DIR="$work/pipx/bin" \
+  "$tools/bin/pipx" install --quiet --pip-args="--no-index --find-links $repo/dist" agent-discover >/dev/null
 drive pipx "$work/pipx/bin/agent-discover" mcp
 
 echo "== wheel: uvx agent-discover mcp (fresh uv cache)" >&2

@@ -35,9 +35,13 @@ fn git_commit(dir: &str) -> Option<String> {
 
 /// `"sha1": "..."` in the `.cargo_vcs_info.json` cargo writes into a packaged crate.
 fn vcs_info_commit(dir: &str) -> Option<String> {
-    let text = std::fs::read_to_string(std::path::Path::new(dir).join(".cargo_vcs_info.json")).ok()?;
+    let text =
+        std::fs::read_to_string(std::path::Path::new(dir).join(".cargo_vcs_info.json")).ok()?;
     let rest = &text[text.find("\"sha1\"")? + 6..];
     let start = rest.find('"')? + 1;
-    let sha: String = rest[start..].chars().take_while(|c| c.is_ascii_hexdigit()).collect();
+    let sha: String = rest[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_hexdigit())
+        .collect();
     (sha.len() >= 12).then(|| sha[..12].to_owned())
 }

@@ -35,11 +35,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         )
         .await;
     }
-    if let Command::Health { url, port } = &cli.command {
+    if let Command::Health { url, port, token } = &cli.command {
         let url = url
             .clone()
             .unwrap_or_else(|| format!("http://127.0.0.1:{port}/health"));
-        return health(&url).await;
+        // A server beyond loopback wants its token even for /health: the one in this data dir, when not given.
+        let token = match token {
+            Some(t) => Some(t.clone()),
+            None => {
+                let config = Config::resolve(cli.data_dir.as_deref(), cli.database_url.as_deref())?;
+                std::fs::read_to_string(config.data_dir.join(crate::http::security::TOKEN_FILE))
+                    .ok()
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+            }
+        };
+        return health(&url, token.as_deref()).await;
     }
     let config = Config::resolve(cli.data_dir.as_deref(), cli.database_url.as_deref())?;
     let app = App::open(config.clone())
@@ -196,14 +207,17 @@ async fn migrate(req: crate::migrate::MigrateRequest, json: bool) -> anyhow::Res
     Ok(())
 }
 
-/// `health`: GET the address, print the answer, fail unless it is 200.
-async fn health(url: &str) -> anyhow::Result<()> {
+/// `health`: GET the address (with the token, when there is one), print the answer, fail unless it is 200.
+async fn health(url: &str, token: Option<&str>) -> anyhow::Result<()> {
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(5))
         .build()
         .context("cannot build an HTTP client")?;
-    let response = client
-        .get(url)
+    let mut request = client.get(url);
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let response = request
         .send()
         .await
         .with_context(|| format!("no answer from {url}"))?;

@@ -22,23 +22,45 @@ impl Pki {
                 .args(args)
                 .current_dir(dir.path())
                 .output()
-                .expect("the openssl command makes the test's certificates: apt-get install openssl");
+                .expect(
+                    "the openssl command makes the test's certificates: apt-get install openssl",
+                );
             assert!(
                 out.status.success(),
                 "openssl {args:?}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
         };
-        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        let key = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
         for ca in ["ca", "other-ca"] {
-            let (keyout, out, subj) = (format!("{ca}.key"), format!("{ca}.crt"), format!("/CN=agent-discover test {ca}"));
-            let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subj, "-keyout", &keyout, "-out", &out];
+            let (keyout, out, subj) = (
+                format!("{ca}.key"),
+                format!("{ca}.crt"),
+                format!("/CN=agent-discover test {ca}"),
+            );
+            let mut args = vec![
+                "req", "-x509", "-days", "2", "-subj", &subj, "-keyout", &keyout, "-out", &out,
+            ];
             args.extend(key);
             args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
             args.extend(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
             run(&args);
         }
-        let mut args = vec!["req", "-subj", "/CN=pg.test", "-keyout", "server.key", "-out", "server.csr"];
+        let mut args = vec![
+            "req",
+            "-subj",
+            "/CN=pg.test",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ];
         args.extend(key);
         run(&args);
         std::fs::write(
@@ -48,8 +70,21 @@ impl Pki {
         )
         .unwrap();
         run(&[
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days",
-            "2", "-extfile", "server.ext", "-out", "server.crt",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.crt",
         ]);
         Pki { dir }
     }
@@ -101,33 +136,70 @@ fn sslmodes_connect_check_and_refuse_as_libpq_does() {
     let absent = root(&pki.path("absent.crt"));
 
     // require: encrypted, nothing checked when there is no root file (any host name, any issuer).
-    let pool = PgPool::connect(&url(&server, "wrong.test", &format!("sslmode=require&{absent}"))).unwrap();
+    let pool = PgPool::connect(&url(
+        &server,
+        "wrong.test",
+        &format!("sslmode=require&{absent}"),
+    ))
+    .unwrap();
     assert!(encrypted(&pool), "sslmode=require connected without TLS");
     // disable: plain TCP to a server that offers TLS.
     let pool = PgPool::connect(&url(&server, "pg.test", "sslmode=disable")).unwrap();
     assert!(!encrypted(&pool), "sslmode=disable connected with TLS");
     // prefer (the default): TLS when offered.
     let pool = PgPool::connect(&url(&server, "pg.test", &absent)).unwrap();
-    assert!(encrypted(&pool), "the default sslmode did not use the server's TLS");
+    assert!(
+        encrypted(&pool),
+        "the default sslmode did not use the server's TLS"
+    );
 
     // verify-full: the right authority and name connect ...
-    let full = PgPool::connect(&url(&server, "pg.test", &format!("sslmode=verify-full&{ca}"))).unwrap();
+    let full = PgPool::connect(&url(
+        &server,
+        "pg.test",
+        &format!("sslmode=verify-full&{ca}"),
+    ))
+    .unwrap();
     assert!(encrypted(&full));
     assert_eq!(full.config().ssl_mode(), SslMode::VerifyFull);
     // ... another host name is refused ...
-    let e = connect_err(&url(&server, "wrong.test", &format!("sslmode=verify-full&{ca}")));
-    assert!(e.contains("not valid for name") && e.contains("wrong.test"), "{e}");
+    let e = connect_err(&url(
+        &server,
+        "wrong.test",
+        &format!("sslmode=verify-full&{ca}"),
+    ));
+    assert!(
+        e.contains("not valid for name") && e.contains("wrong.test"),
+        "{e}"
+    );
     // ... and so is a certificate the given authority did not issue.
-    let e = connect_err(&url(&server, "pg.test", &format!("sslmode=verify-full&{other_ca}")));
+    let e = connect_err(&url(
+        &server,
+        "pg.test",
+        &format!("sslmode=verify-full&{other_ca}"),
+    ));
     assert!(e.contains("UnknownIssuer"), "{e}");
 
     // verify-ca: the chain is checked, the name is not.
-    let pool = PgPool::connect(&url(&server, "wrong.test", &format!("sslmode=verify-ca&{ca}"))).unwrap();
+    let pool = PgPool::connect(&url(
+        &server,
+        "wrong.test",
+        &format!("sslmode=verify-ca&{ca}"),
+    ))
+    .unwrap();
     assert!(encrypted(&pool));
-    let e = connect_err(&url(&server, "pg.test", &format!("sslmode=verify-ca&{other_ca}")));
+    let e = connect_err(&url(
+        &server,
+        "pg.test",
+        &format!("sslmode=verify-ca&{other_ca}"),
+    ));
     assert!(e.contains("UnknownIssuer"), "{e}");
     // As in libpq, require with a root file that exists checks the chain (as verify-ca does).
-    let e = connect_err(&url(&server, "pg.test", &format!("sslmode=require&{other_ca}")));
+    let e = connect_err(&url(
+        &server,
+        "pg.test",
+        &format!("sslmode=require&{other_ca}"),
+    ));
     assert!(e.contains("UnknownIssuer"), "{e}");
 
     // The keyword form reads the same options.
@@ -139,7 +211,12 @@ fn sslmodes_connect_check_and_refuse_as_libpq_does() {
     assert!(encrypted(&PgPool::connect(&keywords).unwrap()));
 
     // A check without its root certificates fails before connecting, saying what to give.
-    let e = parse_url(&url(&server, "pg.test", &format!("sslmode=verify-full&{absent}"))).unwrap_err();
+    let e = parse_url(&url(
+        &server,
+        "pg.test",
+        &format!("sslmode=verify-full&{absent}"),
+    ))
+    .unwrap_err();
     assert!(e.to_string().contains("does not exist"), "{e}");
 }
 

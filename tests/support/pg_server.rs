@@ -104,7 +104,8 @@ impl PgServer {
             for (from, name) in [(cert, "server.crt"), (key, "server.key")] {
                 let to = data.join(name);
                 std::fs::copy(from, &to).unwrap();
-                std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+                std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                    .unwrap();
                 if let Some((uid, gid)) = user {
                     std::os::unix::fs::chown(&to, Some(uid), Some(gid)).unwrap();
                 }

@@ -117,7 +117,10 @@ impl PgConfig {
     ) -> std::result::Result<
         (
             Client,
-            tokio_postgres::Connection<tokio_postgres::Socket, tls::PgTlsStream<tokio_postgres::Socket>>,
+            tokio_postgres::Connection<
+                tokio_postgres::Socket,
+                tls::PgTlsStream<tokio_postgres::Socket>,
+            >,
         ),
         tokio_postgres::Error,
     > {

@@ -18,7 +18,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 
@@ -194,7 +196,9 @@ impl PgTls {
     pub(crate) fn new(sslmode: Option<&str>, sslrootcert: Option<&str>) -> Result<PgTls> {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let sslmode = sslmode.map(str::to_owned).or_else(|| env("PGSSLMODE"));
-        let sslrootcert = sslrootcert.map(str::to_owned).or_else(|| env("PGSSLROOTCERT"));
+        let sslrootcert = sslrootcert
+            .map(str::to_owned)
+            .or_else(|| env("PGSSLROOTCERT"));
         let system = sslrootcert.as_deref() == Some("system");
         let mode = match sslmode.as_deref() {
             Some(m) => SslMode::parse(m)?,
@@ -280,7 +284,10 @@ impl PgTls {
     }
 }
 
-fn webpki(roots: RootCertStore, provider: &Arc<CryptoProvider>) -> Result<Arc<WebPkiServerVerifier>> {
+fn webpki(
+    roots: RootCertStore,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<WebPkiServerVerifier>> {
     WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
         .map_err(|e| invalid(format!("root certificates: {e}")))
@@ -523,7 +530,9 @@ mod tests {
 
     #[test]
     fn keyword_options_are_taken_out_and_the_rest_requoted() {
-        let s = split_options(r"host=h  dbname = 'my db' sslmode=verify-ca sslrootcert='/a\'b.pem' user=u\ v");
+        let s = split_options(
+            r"host=h  dbname = 'my db' sslmode=verify-ca sslrootcert='/a\'b.pem' user=u\ v",
+        );
         assert_eq!(s.rest, r"host='h' dbname='my db' user='u v'");
         assert_eq!(s.sslmode.as_deref(), Some("verify-ca"));
         assert_eq!(s.sslrootcert.as_deref(), Some("/a'b.pem"));

@@ -178,6 +178,18 @@ pub enum Command {
         #[arg(long, env = "AGENT_DISCOVER_TOKEN", hide_env_values = true)]
         token: Option<String>,
     },
+    /// Ask a running `serve` whether it is alive (GET /health): exits 0 when it answers 200, else 2. For container
+    /// and Kubernetes health checks, where no curl exists; opens no registry.
+    Health {
+        /// The address to ask (default: http://127.0.0.1:PORT/health).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        #[arg(long, env = "AGENT_DISCOVER_PORT", default_value_t = crate::http::DEFAULT_PORT)]
+        port: u16,
+        /// The bearer token, when the server asks for one (default: the data dir's dashboard.token, if present).
+        #[arg(long, env = "AGENT_DISCOVER_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
     /// Import the servers of an MCP client's config file (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf,
     /// Codex, Gemini CLI).
     Import(configs::ImportArgs),

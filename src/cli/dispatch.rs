@@ -35,6 +35,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         )
         .await;
     }
+    if let Command::Health { url, port, token } = &cli.command {
+        let url = url
+            .clone()
+            .unwrap_or_else(|| format!("http://127.0.0.1:{port}/health"));
+        // A server beyond loopback wants its token even for /health: the one in this data dir, when not given.
+        let token = match token {
+            Some(t) => Some(t.clone()),
+            None => {
+                let config = Config::resolve(cli.data_dir.as_deref(), cli.database_url.as_deref())?;
+                std::fs::read_to_string(config.data_dir.join(crate::http::security::TOKEN_FILE))
+                    .ok()
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+            }
+        };
+        return health(&url, token.as_deref()).await;
+    }
     let config = Config::resolve(cli.data_dir.as_deref(), cli.database_url.as_deref())?;
     let app = App::open(config.clone())
         .with_context(|| format!("cannot open the registry at {}", config.db_path.display()))?;
@@ -142,7 +159,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status { json, port, token } => {
             status::status(&app, json, port, token.as_deref()).await
         }
-        Command::Migrate { .. } => unreachable!("handled above"),
+        Command::Migrate { .. } | Command::Health { .. } => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Approvals(cmd) => approvals::run(&app, cmd),
         Command::Sandbox(cmd) => sandbox::run(&app, cmd).await,
@@ -187,5 +204,26 @@ async fn migrate(req: crate::migrate::MigrateRequest, json: bool) -> anyhow::Res
     for (table, n) in &report.rows {
         writeln!(out, "  {table}: {n} row(s)")?;
     }
+    Ok(())
+}
+
+/// `health`: GET the address (with the token, when there is one), print the answer, fail unless it is 200.
+async fn health(url: &str, token: Option<&str>) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .context("cannot build an HTTP client")?;
+    let mut request = client.get(url);
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("no answer from {url}"))?;
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    anyhow::ensure!(status.is_success(), "{url} answered {status}: {body}");
+    println!("{body}");
     Ok(())
 }

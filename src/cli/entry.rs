@@ -2,18 +2,20 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 /// The whole program: the child guard, or the command line parsed, logs to stderr, the command run on a runtime
 /// sized for it, failure mapped to exit 2. In the library, so the binary compiles almost nothing of its own (the
-/// generic code of logging, parsing and the runtime is instantiated here once).
-pub fn main() -> ExitCode {
+/// generic code of logging, parsing and the runtime is instantiated here once). `version` is what `--version`
+/// prints after the name: the version, commit and target the binary was built from.
+pub fn main(version: &'static str) -> ExitCode {
     // The child guard runs before anything else: no runtime, no logging, nothing on stdout.
     let mut raw = std::env::args_os().skip(1);
     if raw.next().is_some_and(|a| a == crate::guard::SUBCOMMAND) {
         return ExitCode::from(crate::guard::run(raw.collect()).clamp(0, 255) as u8);
     }
-    let cli = crate::cli::Cli::parse();
+    let matches = crate::cli::Cli::command().version(version).get_matches();
+    let cli = crate::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // stdout may be the MCP channel, so logs always go to stderr, without colour.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

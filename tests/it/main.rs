@@ -71,6 +71,8 @@ mod legacy;
 mod agents;
 // Issue 16: the PostgreSQL backend against a real server (initdb + postgres in a temporary directory).
 mod pg;
+// PostgreSQL over TLS: sslmode and sslrootcert against a server with a test certificate authority.
+mod pg_tls;
 // Issue 12: the fast lane of proxied tool calls (progress, timeout, cancellation, crash, sampling, error shapes).
 mod relay;
 mod relay_2026;
@@ -116,3 +118,5 @@ mod http_lane;
 mod starts;
 // SEP-2243 headers to a 2026-07-28 HTTP child: mirrored from the listed tools, re-listed and retried after -32020.
 mod param_headers;
+// What a shipped binary says about itself (--version).
+mod dist;

@@ -67,6 +67,16 @@ pub struct PgServer {
 
 impl PgServer {
     pub fn start() -> PgServer {
+        PgServer::start_with(None)
+    }
+
+    /// A server with `ssl=on` presenting `cert` (PEM, its chain) with the private key `key`.
+    #[allow(dead_code)]
+    pub fn start_tls(cert: &Path, key: &Path) -> PgServer {
+        PgServer::start_with(Some((cert, key)))
+    }
+
+    fn start_with(tls: Option<(&Path, &Path)>) -> PgServer {
         let bin = postgres_bin();
         let user = postgres_user();
         let dir = tempfile::tempdir().unwrap();
@@ -88,6 +98,19 @@ impl PgServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        // postgres's defaults for ssl_cert_file and ssl_key_file, in the data directory; the key readable by its owner
+        // alone, as postgres demands.
+        if let Some((cert, key)) = tls {
+            for (from, name) in [(cert, "server.crt"), (key, "server.key")] {
+                let to = data.join(name);
+                std::fs::copy(from, &to).unwrap();
+                std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                    .unwrap();
+                if let Some((uid, gid)) = user {
+                    std::os::unix::fs::chown(&to, Some(uid), Some(gid)).unwrap();
+                }
+            }
+        }
         // A port found free may be taken before postgres binds it (tests run in parallel): try another then.
         let mut log = Vec::new();
         for _ in 0..5 {
@@ -105,6 +128,7 @@ impl PgServer {
                 .args(["-c", "unix_socket_directories="])
                 .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
                 .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
+                .args(["-c", if tls.is_some() { "ssl=on" } else { "ssl=off" }])
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .process_group(0);

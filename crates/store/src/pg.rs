@@ -13,6 +13,7 @@
 pub(super) mod backend;
 mod listen;
 mod schema;
+mod tls;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -23,13 +24,14 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, BytesMut};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
 
 use super::db::{Conn, Dialect, Row, StoreError, StoreErrorKind, Value};
 use ad_core::error::{Error, Result};
 
 pub use listen::{ListenState, PgListener, notify};
 pub use schema::{PG_SCHEMA_VERSION, migrate, schema_version};
+pub use tls::SslMode;
 
 /// Connections a pool opens at most, unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 8;
@@ -68,10 +70,10 @@ where
 }
 
 /// Opens one connection and hands its socket to the I/O runtime.
-fn open_client(config: &Config) -> Result<Client> {
+fn open_client(config: &PgConfig) -> Result<Client> {
     let config = config.clone();
     run_on_runtime(async move {
-        let (client, connection) = config.connect(NoTls).await?;
+        let (client, connection) = config.connect().await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!("PostgreSQL connection ended: {e}");
@@ -85,10 +87,53 @@ fn open_client(config: &Config) -> Result<Client> {
     })
 }
 
+/// Where and how to connect: tokio-postgres's settings and the TLS connector for the URL's `sslmode` and
+/// `sslrootcert` (see [`SslMode`]).
+#[derive(Clone, Debug)]
+pub struct PgConfig {
+    config: Config,
+    tls: tls::PgTls,
+}
+
+impl PgConfig {
+    /// tokio-postgres's settings (host, database, user, ...).
+    pub fn postgres(&self) -> &Config {
+        &self.config
+    }
+
+    /// Changes tokio-postgres's settings (an application name, a timeout).
+    pub fn postgres_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+
+    /// The `sslmode` in force.
+    pub fn ssl_mode(&self) -> SslMode {
+        self.tls.mode()
+    }
+
+    /// Opens one connection; the caller drives the returned connection future.
+    pub(crate) async fn connect(
+        &self,
+    ) -> std::result::Result<
+        (
+            Client,
+            tokio_postgres::Connection<
+                tokio_postgres::Socket,
+                tls::PgTlsStream<tokio_postgres::Socket>,
+            >,
+        ),
+        tokio_postgres::Error,
+    > {
+        self.config.connect(self.tls.clone()).await
+    }
+}
+
 /// Parses a `postgres://` URL (or a `key=value` connection string), with agent-discover's defaults for what it
-/// leaves out (application name, connect timeout).
-pub fn parse_url(url: &str) -> Result<Config> {
-    let mut config: Config = url.parse().map_err(|e| Error::Invalid {
+/// leaves out (application name, connect timeout). `sslmode` and `sslrootcert` are read as libpq reads them
+/// (also from `PGSSLMODE` and `PGSSLROOTCERT`); a `verify-*` mode without its root certificates fails here.
+pub fn parse_url(url: &str) -> Result<PgConfig> {
+    let split = tls::split_options(url);
+    let mut config: Config = split.rest.parse().map_err(|e| Error::Invalid {
         what: "database URL",
         reason: format!("{e}"),
     })?;
@@ -98,7 +143,9 @@ pub fn parse_url(url: &str) -> Result<Config> {
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(10));
     }
-    Ok(config)
+    let tls = tls::PgTls::new(split.sslmode.as_deref(), split.sslrootcert.as_deref())?;
+    config.ssl_mode(tls.negotiation());
+    Ok(PgConfig { config, tls })
 }
 
 /// Transaction isolation for [`PgPool::transaction_in`].
@@ -118,7 +165,7 @@ pub struct PgPool {
 }
 
 struct PoolInner {
-    config: Config,
+    config: PgConfig,
     max: usize,
     state: Mutex<PoolState>,
     freed: Condvar,
@@ -146,7 +193,7 @@ impl PgPool {
     }
 
     /// A pool of at most `max` connections (at least 1). One connection is opened now.
-    pub fn with_config(config: Config, max: usize) -> Result<PgPool> {
+    pub fn with_config(config: PgConfig, max: usize) -> Result<PgPool> {
         let first = PgConn::new(open_client(&config)?);
         Ok(PgPool {
             inner: Arc::new(PoolInner {
@@ -162,7 +209,7 @@ impl PgPool {
     }
 
     /// The connection settings, for a listener on the same server.
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> &PgConfig {
         &self.inner.config
     }
 

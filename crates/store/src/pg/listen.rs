@@ -12,9 +12,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
+use tokio_postgres::{AsyncMessage, Client};
 
-use super::{PgPool, run_on_runtime, runtime};
+use super::{PgConfig, PgPool, run_on_runtime, runtime};
 use crate::args;
 use crate::db::{Conn, Dialect};
 use ad_core::error::{Error, Result};
@@ -96,8 +96,8 @@ struct Session {
 }
 
 /// Connects, starts delivering the connection's messages, and listens on `channel`.
-async fn establish(config: Config, channel: String) -> std::result::Result<Session, Error> {
-    let (client, mut connection) = config.connect(NoTls).await.db()?;
+async fn establish(config: PgConfig, channel: String) -> std::result::Result<Session, Error> {
+    let (client, mut connection) = config.connect().await.db()?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let wanted = channel.clone();
     tokio::spawn(async move {
@@ -151,7 +151,9 @@ impl PgListener {
             });
         }
         let mut config = pool.config().clone();
-        config.application_name("agent-discover listener");
+        config
+            .postgres_mut()
+            .application_name("agent-discover listener");
         let session = run_on_runtime(establish(config.clone(), channel.to_owned()))?
             .map_err(|e| Error::Unavailable(format!("cannot listen on PostgreSQL: {e}")))?;
         let state = ListenState {
@@ -226,7 +228,7 @@ impl Drop for PgListener {
 
 /// Counts notifications while the session lasts; on its loss, reconnects with growing pauses, forever (until the
 /// listener is dropped).
-async fn supervise(config: Config, channel: String, shared: Arc<Shared>, mut session: Session) {
+async fn supervise(config: PgConfig, channel: String, shared: Arc<Shared>, mut session: Session) {
     loop {
         while session.notifications.recv().await.is_some() {
             shared.update(|s| s.notifications += 1);

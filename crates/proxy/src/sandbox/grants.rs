@@ -179,13 +179,13 @@ pub fn derive(
         );
         acc.read(h.join(".local/lib"), GrantSource::Runtime);
     }
-    if extra.contains_key("ASDF_DATA_DIR") || extra.contains_key("MISE_DATA_DIR") {
-        if let Some(h) = &home {
-            for f in [".tool-versions", ".config/mise/config.toml"] {
-                let p = h.join(f);
-                if p.is_file() {
-                    acc.add(p, false, GrantSource::Runtime);
-                }
+    if (extra.contains_key("ASDF_DATA_DIR") || extra.contains_key("MISE_DATA_DIR"))
+        && let Some(h) = &home
+    {
+        for f in [".tool-versions", ".config/mise/config.toml"] {
+            let p = h.join(f);
+            if p.is_file() {
+                acc.add(p, false, GrantSource::Runtime);
             }
         }
     }

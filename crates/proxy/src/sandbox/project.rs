@@ -179,11 +179,12 @@ pub(super) fn code(
                 }
                 break;
             }
-            if runtime == Runtime::Java && matches!(opt, "-cp" | "-classpath" | "--class-path") {
-                if let Some(v) = value {
-                    for entry in v.split(':') {
-                        add_code(&mut code, value_index, entry.trim_end_matches("/*"));
-                    }
+            if runtime == Runtime::Java
+                && matches!(opt, "-cp" | "-classpath" | "--class-path")
+                && let Some(v) = value
+            {
+                for entry in v.split(':') {
+                    add_code(&mut code, value_index, entry.trim_end_matches("/*"));
                 }
             }
             if runtime == Runtime::Python && opt == "-m" {

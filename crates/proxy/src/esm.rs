@@ -14,14 +14,26 @@ const HOOK: &str = r#"export async function resolve(s, c, next) { try { return a
 /// `Cannot find module '/…/dist/esm/server/mcp' imported from /…/dist/index.js`.
 pub fn extensionless_import<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
     lines.into_iter().find_map(|l| {
-        let rest = &l[l.find("Cannot find module '")? + "Cannot find module '".len()..];
-        let (module, after) = rest.split_once('\'')?;
-        if !after.trim_start().starts_with("imported from") || !module.starts_with('/') {
+        // `Cannot find module '/x/mcp' imported from ...`, or the error's own `url: 'file:///x/mcp'` field (the
+        // last lines of its output, where only a tail of it was kept).
+        let module = if let Some(at) = l.find("Cannot find module '") {
+            let rest = &l[at + "Cannot find module '".len()..];
+            let (module, after) = rest.split_once('\'')?;
+            if !after.trim_start().starts_with("imported from") {
+                return None;
+            }
+            module
+        } else {
+            let rest = l.trim_start().strip_prefix("url: 'file://")?;
+            rest.split_once('\'')?.0
+        };
+        if !module.starts_with('/') {
             return None;
         }
         let p = Path::new(module);
         let with_js = format!("{module}.js");
-        (Path::new(&with_js).is_file() || p.join("index.js").is_file()).then(|| module.to_owned())
+        (!p.is_file() && (Path::new(&with_js).is_file() || p.join("index.js").is_file()))
+            .then(|| module.to_owned())
     })
 }
 
@@ -74,6 +86,11 @@ mod tests {
         assert_eq!(
             extensionless_import(["other", line("folder").as_str()]),
             Some(format!("{base}/folder"))
+        );
+        assert_eq!(
+            extensionless_import([format!("  url: 'file://{base}/mcp'").as_str()]),
+            Some(format!("{base}/mcp")),
+            "the error's url field"
         );
         // Nothing with that name at all: a missing dependency, not a missing extension.
         assert_eq!(extensionless_import([line("gone").as_str()]), None);

@@ -114,7 +114,11 @@ fn refusal_of(
             evidence,
         });
     }
-    if missing && !candidate.exists() {
+    if missing && candidate.exists() {
+        // A line about something missing names other paths too (`imported from /x/index.js`): not refused.
+        return None;
+    }
+    if missing {
         // `Cannot find module '/x/y'` for a file that is `/x/y.js`.
         let js = PathBuf::from(format!("{}.js", candidate.display()));
         if !js.exists() || covered(grants, &js, false) {

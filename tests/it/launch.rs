@@ -2,7 +2,8 @@
 //! the defaults (the sandbox on): a Node project's built script (the official TypeScript quickstart), the same with ES
 //! module imports that name no extension, and a package's script run by `node`; a venv whose base interpreter lives in
 //! HOME outside every toolchain folder, `python -m`, a script run by a venv's python, `uv --directory DIR run
-//! server.py` (the official Python quickstart); pipx and `npm -g` installs (user and system-like prefixes); binaries
+//! server.py` (the official Python quickstart); `npx -y`; pipx (its default places and its own) and `npm -g` installs
+//! (user and system-like prefixes); binaries
 //! in `~/.cargo/bin` and `~/go/bin`; `java -jar`; a path written with `..`; all of them from a Claude Desktop config
 //! imported and activated. Then the git server committing with the user's identity, and a server that needs a
 //! credential, refused with the command that grants it (`sandbox check` too).
@@ -16,8 +17,14 @@ use crate::harness::{self, Agent, cache_path as cache};
 
 /// Runs a set-up command with `home` as HOME; panics with its output when it fails.
 fn sh(home: &Path, program: &str, args: &[&str], cwd: &Path) {
+    sh_env(home, program, args, cwd, &[]);
+}
+
+/// [`sh`] with more variables.
+fn sh_env(home: &Path, program: &str, args: &[&str], cwd: &Path, env: &[(&str, &Path)]) {
     let out = Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
         .current_dir(cwd)
         .env("HOME", home)
         .env("npm_config_cache", cache("npm"))
@@ -55,6 +62,9 @@ async fn agent(dir: &Path, home: &Path) -> Agent {
             ("UV_NO_INDEX", "1".into()),
             ("UV_FIND_LINKS", s(&cache("wheels"))),
             ("UV_PYTHON", s(&cache("venv/bin/python"))),
+            // `npx -y` installs from the test's npm cache, offline (npm's settings reach the child).
+            ("npm_config_cache", s(&cache("npm"))),
+            ("npm_config_offline", "true".into()),
         ],
     )
     .await
@@ -216,6 +226,14 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
     // would be).
     let pipx = cache("venv/bin/pipx");
     sh(&home, &s(&pipx), &["install", "mcp-server-time"], &home);
+    let (pipx_home, pipx_bin) = (home.join("apps/pipx"), home.join("apps/bin"));
+    sh_env(
+        &home,
+        &s(&pipx),
+        &["install", "mcp-server-time"],
+        &home,
+        &[("PIPX_HOME", &pipx_home), ("PIPX_BIN_DIR", &pipx_bin)],
+    );
     let pkg = format!(
         "@modelcontextprotocol/server-everything@{}",
         node_version("@modelcontextprotocol/server-everything")
@@ -278,6 +296,8 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
         "clock": {"command": venv.join("bin/python"), "args": [script]},
         "uvweather": {"command": uv, "args": ["--directory", uv_proj, "run", "server.py"]},
         "pipxtime": {"command": home.join(".local/bin/mcp-server-time"), "args": []},
+        "pipxown": {"command": pipx_bin.join("mcp-server-time"), "args": []},
+        "npxever": {"command": "npx", "args": ["-y", pkg]},
         "npmuser": {"command": home.join(".npm-global/bin/mcp-server-everything"), "args": []},
         "npmsys": {"command": outside.join("usr-local/bin/mcp-server-everything"), "args": []},
         "cargobin": {"command": home.join(".cargo/bin/ad-fixture"), "args": ["--name", "cargobin"]},
@@ -317,6 +337,8 @@ async fn a_claude_desktop_config_of_real_launch_shapes_starts_confined_with_defa
         ("clock", "now", json!({}), "twelve"),
         ("uvweather", "now", json!({}), "twelve"),
         ("pipxtime", "get_current_time", time.clone(), "UTC"),
+        ("pipxown", "get_current_time", time.clone(), "UTC"),
+        ("npxever", "echo", json!({"message": "npx"}), "npx"),
         (
             "npmuser",
             "echo",

@@ -28,6 +28,16 @@ if ! command -v curl >/dev/null; then
   fi
 fi
 
+# openssl: the PostgreSQL TLS tests make their certificate authorities with it.
+if ! command -v openssl >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+  else
+    echo "error: the PostgreSQL TLS tests need openssl: run 'sudo apt-get install openssl'" >&2
+    exit 1
+  fi
+fi
+
 # A JDK (javac, jar): the launch tests build a jar and start it with `java -jar`.
 if ! command -v javac >/dev/null || ! command -v jar >/dev/null; then
   if [ "$(id -u)" = 0 ]; then

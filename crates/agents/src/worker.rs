@@ -27,6 +27,10 @@ use ad_registry::secrets::Secrets;
 use ad_store::Store;
 use ad_store::agents::AgentRow;
 
+mod ids;
+pub use ids::headers_aad;
+use ids::{check_id, id_from_name};
+
 /// The environment variable that tells a worker which loopback port to serve A2A on.
 pub const WORKER_PORT_ENV: &str = "AGENT_DISCOVER_A2A_PORT";
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -78,45 +82,6 @@ pub(crate) struct WorkerExecutor {
     procs: tokio::sync::Mutex<HashMap<String, WorkerProc>>,
     running: Mutex<usize>,
     inflight: Arc<Mutex<HashMap<String, u32>>>,
-}
-
-/// Makes a card name into an agent id (`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`).
-fn id_from_name(name: &str) -> String {
-    let s: String = name
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let s = s.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    s.chars()
-        .take(64)
-        .collect::<String>()
-        .trim_end_matches(['-', '.'])
-        .to_owned()
-}
-
-fn check_id(id: &str) -> Result<()> {
-    id.parse::<ad_core::model::ServerName>()
-        .map(|_| ())
-        .map_err(|_| {
-            Error::invalid(
-                "agent id",
-                format!(
-                    "{:?}: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-                    ad_core::model::truncate_for_message(id)
-                ),
-            )
-        })
-}
-
-pub fn headers_aad(id: &str) -> String {
-    format!("agent:{id}:headers")
 }
 
 fn card_of(row: &AgentRow) -> Option<Card> {

@@ -360,10 +360,12 @@ pub(super) const TAG_WORDS: &[&str] = &[
 
 /// Words a description uses when it *describes* attacks or dangerous input rather than asking for them (a security
 /// scanner's own tool: "detects phrases such as ...", "commands like `rm -rf /` are blocked").
+// The first four ("such", "like", "eg", "never") are used by orders too: `intent_words::DESCRIBE` is the rest.
 pub(super) const DESCRIBING: &[&str] = &[
     "such",
     "like",
     "eg",
+    "never",
     "detect",
     "detects",
     "detected",
@@ -396,7 +398,6 @@ pub(super) const DESCRIBING: &[&str] = &[
     "injection",
     "skipped",
     "excluded",
-    "never",
     "redacted",
     "masked",
     "analysed",

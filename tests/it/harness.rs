@@ -449,3 +449,19 @@ pub fn cache_path(rel: &str) -> std::path::PathBuf {
     );
     p
 }
+
+/// mcp-server-time, activated as `time` under `dir`'s data dir, converts 12:00 UTC to Tokyo, and ran confined: uv's
+/// cache is in the server's state directory (its HOME), the only place it may write.
+pub async fn time_server_answers_confined(a: &Agent, dir: &Path) {
+    let r = a
+        .call(
+            "time__convert_time",
+            json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+        )
+        .await;
+    assert!(text(&r).contains("21:00"), "{}", text(&r));
+    assert!(
+        dir.join("sandbox/time/home/.cache/uv").is_dir(),
+        "uv's cache is in the server's state directory"
+    );
+}

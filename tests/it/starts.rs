@@ -328,18 +328,7 @@ async fn uvx_missing_from_the_path_is_fetched_once_and_the_server_starts_confine
         "{note}"
     );
     assert!(act.to_string().contains("time__get_current_time"), "{act}");
-    let r = a
-        .call(
-            "time__convert_time",
-            json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
-        )
-        .await;
-    assert!(harness::text(&r).contains("21:00"), "{}", harness::text(&r));
-    // Confined: uv's cache is in the server's state directory (its HOME), the only place it may write.
-    assert!(
-        dir.path().join("sandbox/time/home/.cache/uv").is_dir(),
-        "uv ran with the sandbox's HOME"
-    );
+    harness::time_server_answers_confined(&a, dir.path()).await;
     let shown = a
         .registry(json!({"action": "sandbox", "name": "time"}))
         .await;

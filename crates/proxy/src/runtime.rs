@@ -4,9 +4,12 @@
 //! accepts), once, under a lock, shared by every server; the child then runs with that prefix's `node_modules/.bin`
 //! first on its PATH, so `npx`, the package's bin and any script spawning `node` get the same Node.
 //!
+//! Where no npm is installed at all, Node.js and npm are fetched from the registry directly (`node_fetch.rs`).
+//!
 //! `AGENT_DISCOVER_NODE_RUNTIME=system` turns this off (always the system's Node); `AGENT_DISCOVER_SYSTEM_NODE`
 //! names the binary to treat as the system's Node (tests use a stand-in that reports an old version).
 
+pub mod node_fetch;
 pub mod range;
 pub mod uv;
 
@@ -44,6 +47,8 @@ pub struct RuntimeInfo {
 pub struct NodeChoice {
     pub info: RuntimeInfo,
     pub bin_dir: Option<PathBuf>,
+    /// Installed into the runtimes folder by this very choice (the user is told once).
+    pub fetched_now: bool,
 }
 
 impl NodeChoice {
@@ -109,6 +114,7 @@ pub async fn system_node(named: Option<&Path>) -> Option<NodeChoice> {
             source: "system".into(),
         },
         bin_dir: named.and_then(|p| p.parent().map(Path::to_path_buf)),
+        fetched_now: false,
     });
     if let Ok(mut m) = SEEN.lock() {
         m.insert(program, choice.clone());
@@ -203,6 +209,16 @@ pub async fn ensure(root: &Path, major: u64) -> Result<NodeChoice, String> {
     std::fs::create_dir_all(&partial)
         .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
     let _ = std::fs::write(partial.join("package.json"), "{\"private\": true}\n");
+    if crate::launcher::find("npm", &BTreeMap::new()).is_none() {
+        // No npm to install with: the platform package and npm fetched directly (`node_fetch.rs`).
+        if let Err(e) = node_fetch::install(&partial, major).await {
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(format!(
+                "no npm is installed, and fetching Node.js {major} directly failed: {e}"
+            ));
+        }
+        return finish(&partial, &prefix, lock_file, major).await;
+    }
     tracing::info!(major, dir = %prefix.display(), "installing Node from the npm registry's `node` package");
     let mut cmd = tokio::process::Command::new("npm");
     cmd.args([
@@ -239,16 +255,28 @@ pub async fn ensure(root: &Path, major: u64) -> Result<NodeChoice, String> {
             .unwrap_or("");
         return Err(format!("npm install node@{major} failed: {line}"));
     }
-    let _ = std::fs::remove_dir_all(&prefix);
-    std::fs::rename(&partial, &prefix)
+    finish(&partial, &prefix, lock_file, major).await
+}
+
+/// Moves an installed `partial` prefix into place and checks its Node runs.
+async fn finish(
+    partial: &Path,
+    prefix: &Path,
+    lock_file: std::fs::File,
+    major: u64,
+) -> Result<NodeChoice, String> {
+    let _ = std::fs::remove_dir_all(prefix);
+    std::fs::rename(partial, prefix)
         .map_err(|e| format!("cannot move the runtime into {}: {e}", prefix.display()))?;
     drop(lock_file);
-    cached(&prefix).await.ok_or_else(|| {
+    let mut choice = cached(prefix).await.ok_or_else(|| {
         format!(
             "node@{major} installed in {} does not run",
             prefix.display()
         )
-    })
+    })?;
+    choice.fetched_now = true;
+    Ok(choice)
 }
 
 /// Waits for an exclusive lock on `file` (released when it is closed).
@@ -277,6 +305,7 @@ async fn cached(prefix: &Path) -> Option<NodeChoice> {
             source: "cache".into(),
         },
         bin_dir: Some(bin),
+        fetched_now: false,
     })
 }
 
@@ -489,6 +518,7 @@ mod tests {
                 source: "cache".into(),
             },
             bin_dir: Some(PathBuf::from("/r/node-22/node_modules/.bin")),
+            fetched_now: false,
         };
         let mut env = BTreeMap::from([("PATH".to_owned(), "/usr/bin".to_owned())]);
         c.apply(&mut env);

@@ -148,9 +148,25 @@ impl Inner {
                     newer_node,
                 )
                 .await;
+                let mut node_fetched = None;
                 if let Some(c) = &choice {
                     c.apply(&mut env);
                     runtime = Some(c.info.clone());
+                    // A Node this start fetched (none installed, or older than the package needs): said once.
+                    if c.fetched_now
+                        && let Some(bin) = &c.bin_dir
+                    {
+                        let label = format!("Node.js {}", c.info.version);
+                        node_fetched = Some(match crate::runtime::system_node(None).await {
+                            None => crate::launcher::fetched_note(command, &label, bin),
+                            Some(system) => format!(
+                                "the system's Node.js {} is older than `{}` needs: fetched {label} into {} (once; every server that needs it uses it from now on)",
+                                system.info.version,
+                                server.name,
+                                bin.parent().unwrap_or(bin).display()
+                            ),
+                        });
+                    }
                 }
                 // A program that is not installed: a launcher is fetched, anything else is named as missing.
                 fetched = crate::launcher::prepare(
@@ -159,7 +175,8 @@ impl Inner {
                     command,
                     &mut env,
                 )
-                .await?;
+                .await?
+                .or(node_fetched);
                 let settings = self.registry.sandbox_settings(server.id)?;
                 let spawned = crate::sandbox::spawn(
                     &self.sandbox,

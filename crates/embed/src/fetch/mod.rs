@@ -7,6 +7,7 @@
 //! either absent or complete; a lock file next to it makes concurrent processes share one download.
 
 mod pypi_index;
+mod tarball;
 mod wheel;
 
 pub use pypi_index::pip_index_url;
@@ -16,6 +17,11 @@ pub use pypi_index::pip_index_url;
 pub mod pypi {
     pub use super::pypi_index::{Link, parse_simple_html, parse_simple_json, pip_index_url};
     pub use super::wheel::extract_files;
+}
+
+/// Unpacking npm package tarballs (agent-discover fetches Node.js and npm with it where no npm is installed).
+pub mod npm {
+    pub use super::tarball::extract_tgz;
 }
 
 use std::fs::File;

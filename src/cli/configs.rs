@@ -544,8 +544,10 @@ fn prompt_missing(app: &App, imported: &Imported) -> anyhow::Result<usize> {
 }
 
 /// Turns terminal echo off on stdin for as long as it lives.
+#[cfg(unix)]
 struct EchoOff(Option<libc::termios>);
 
+#[cfg(unix)]
 impl EchoOff {
     fn new() -> EchoOff {
         // SAFETY: tcgetattr/tcsetattr on fd 0 with a zeroed termios they fill in; failures leave echo as it was.
@@ -564,12 +566,50 @@ impl EchoOff {
     }
 }
 
+#[cfg(unix)]
 impl Drop for EchoOff {
     fn drop(&mut self) {
         if let Some(saved) = self.0 {
             // SAFETY: restores the attributes read in `new`.
             unsafe {
                 libc::tcsetattr(0, libc::TCSANOW, &saved);
+            }
+        }
+    }
+}
+
+/// Turns console echo off on stdin for as long as it lives (the console mode's `ENABLE_ECHO_INPUT`).
+#[cfg(windows)]
+struct EchoOff(Option<u32>);
+
+#[cfg(windows)]
+impl EchoOff {
+    fn new() -> EchoOff {
+        use windows_sys::Win32::System::Console::{
+            ENABLE_ECHO_INPUT, GetConsoleMode, GetStdHandle, STD_INPUT_HANDLE, SetConsoleMode,
+        };
+        // SAFETY: the standard input handle and a mode word we own; failures leave echo as it was.
+        unsafe {
+            let h = GetStdHandle(STD_INPUT_HANDLE);
+            let mut mode = 0u32;
+            if GetConsoleMode(h, &mut mode) == 0
+                || SetConsoleMode(h, mode & !ENABLE_ECHO_INPUT) == 0
+            {
+                return EchoOff(None);
+            }
+            EchoOff(Some(mode))
+        }
+    }
+}
+
+#[cfg(windows)]
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        use windows_sys::Win32::System::Console::{GetStdHandle, STD_INPUT_HANDLE, SetConsoleMode};
+        if let Some(mode) = self.0 {
+            // SAFETY: restores the mode read in `new`.
+            unsafe {
+                SetConsoleMode(GetStdHandle(STD_INPUT_HANDLE), mode);
             }
         }
     }

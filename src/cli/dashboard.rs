@@ -287,31 +287,17 @@ mod leader_lock {
         }
     }
 
-    #[cfg(unix)]
+    /// The whole-file advisory lock (flock on Unix, LockFileEx on Windows); `Ok(false)` when another process holds
+    /// it and `nonblocking`.
     fn flock(f: &File, nonblocking: bool) -> std::io::Result<bool> {
-        use std::os::fd::AsRawFd;
-        let op = libc::LOCK_EX | if nonblocking { libc::LOCK_NB } else { 0 };
-        loop {
-            // SAFETY: flock on a descriptor this File owns for the duration of the call.
-            if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
-                return Ok(true);
-            }
-            let e = std::io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EWOULDBLOCK) if nonblocking => return Ok(false),
-                _ => return Err(e),
-            }
+        if !nonblocking {
+            return f.lock().map(|()| true);
         }
-    }
-
-    /// Elsewhere the election is not available: the process tries the port once at start, as before.
-    #[cfg(not(unix))]
-    fn flock(_: &File, _: bool) -> std::io::Result<bool> {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "dashboard takeover needs flock (Unix)",
-        ))
+        match f.try_lock() {
+            Ok(()) => Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
     }
 }
 

@@ -57,7 +57,7 @@ pub struct AddAgent {
 struct WorkerProc {
     pgid: i32,
     child: tokio::process::Child,
-    _lifeline: Option<std::os::fd::OwnedFd>,
+    _lifeline: Option<spawn::Lifeline>,
     ring: Arc<StderrRing>,
     card: Card,
 }

@@ -112,8 +112,28 @@ fn spawn_lifeline_watch() {
     });
 }
 
+/// Elsewhere (Windows) the guard only starts the child and waits for it: agent-discover put the guard in a job object
+/// with kill-on-close before it ran (`job.rs`), and every descendant inherits the job. A sandbox plan cannot be applied
+/// here, and agent-discover never sends one (the sandbox refuses such starts first): one that arrives is refused.
 #[cfg(not(unix))]
-pub fn run(_args: Vec<OsString>) -> i32 {
-    eprintln!("agent-discover child-guard is only needed on Unix");
-    2
+pub fn run(args: Vec<OsString>) -> i32 {
+    let mut args = args.into_iter().skip_while(|a| a != "--").skip(1);
+    let Some(program) = args.next() else {
+        eprintln!("agent-discover child-guard: usage: child-guard -- PROGRAM [ARGS...]");
+        return 2;
+    };
+    if std::env::var_os(ad_core::sandbox::ENV_PLAN).is_some() {
+        eprintln!("agent-discover child-guard: the sandbox supports Linux and macOS only");
+        return 126;
+    }
+    match std::process::Command::new(&program).args(args).status() {
+        Ok(status) => status.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!(
+                "agent-discover: cannot start `{}`: {e}",
+                program.to_string_lossy()
+            );
+            127
+        }
+    }
 }

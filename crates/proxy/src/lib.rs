@@ -30,6 +30,8 @@ mod failure;
 mod forward;
 pub mod guard;
 mod held;
+#[cfg(windows)]
+mod job;
 pub mod launcher;
 mod lifecycle;
 mod metrics;

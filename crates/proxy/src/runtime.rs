@@ -281,17 +281,8 @@ async fn finish(
 
 /// Waits for an exclusive lock on `file` (released when it is closed).
 pub(crate) fn lock_exclusive(file: std::fs::File) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: flock on a descriptor this function owns for the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(file);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    file.lock()?;
+    Ok(file)
 }
 
 /// The Node in an installed prefix, when it runs.

@@ -1,5 +1,5 @@
-//! Starting stdio children under the child guard in their own process group, draining their stderr into a ring
-//! buffer, and ending the whole group.
+//! Starting stdio children under the child guard in their own process group (on Windows: in a job object of their
+//! own, `job.rs`), draining their stderr into a ring buffer, and ending the whole group.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -41,11 +41,21 @@ pub struct Spawned {
     pub stdout: ChildStdout,
     /// Process group id (= the guard's pid).
     pub pgid: i32,
-    /// Write end of the lifeline; dropping it makes the guard kill the group.
-    pub lifeline: Option<std::os::fd::OwnedFd>,
+    /// What ends the whole group when dropped: the lifeline's write end (the guard then kills the group), or on
+    /// Windows the job object (kill-on-close).
+    pub lifeline: Option<Lifeline>,
     /// The task draining stderr into the ring; it ends when every process of the group closed stderr.
     pub stderr_done: Option<tokio::task::JoinHandle<()>>,
 }
+
+/// The write end of the lifeline pipe (Unix).
+#[cfg(unix)]
+pub type Lifeline = std::os::fd::OwnedFd;
+/// The child's job object (Windows).
+#[cfg(windows)]
+pub type Lifeline = crate::job::Job;
+#[cfg(not(any(unix, windows)))]
+pub type Lifeline = ();
 
 /// How a child is walled off from our own environment (used by introspection of untrusted packages).
 #[derive(Debug, Clone)]
@@ -122,6 +132,7 @@ fn start(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    #[cfg_attr(windows, allow(unused_variables))]
     let (read_end, lifeline) = attach_lifeline(&mut cmd)?;
     let spawned = cmd.spawn();
     // The guard has its copy of the read end now; ours must close so only the write end keeps the pipe open.
@@ -132,6 +143,17 @@ fn start(
             guard_exe.display()
         ))
     })?;
+    #[cfg(windows)]
+    let lifeline = match child.raw_handle().map(crate::job::Job::holding) {
+        Some(Ok(job)) => Some(job),
+        Some(Err(e)) => {
+            let _ = child.start_kill();
+            return Err(Error::Unavailable(format!(
+                "cannot put the child in a job object: {e}"
+            )));
+        }
+        None => None,
+    };
     let pgid = child.id().map(|p| p as i32).unwrap_or(0);
     let stdin = child
         .stdin
@@ -170,7 +192,7 @@ fn start(
 #[cfg(unix)]
 fn attach_lifeline(
     cmd: &mut tokio::process::Command,
-) -> Result<(Option<std::os::fd::OwnedFd>, Option<std::os::fd::OwnedFd>)> {
+) -> Result<(Option<std::os::fd::OwnedFd>, Option<Lifeline>)> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 writes two descriptors into the array we own; O_CLOEXEC keeps them out of other children.
@@ -194,14 +216,17 @@ fn attach_lifeline(
     Ok((Some(read), Some(write)))
 }
 
+/// Elsewhere there is no pipe: on Windows the job object is made once the guard exists (`start`).
 #[cfg(not(unix))]
 fn attach_lifeline(
     _cmd: &mut tokio::process::Command,
-) -> Result<(Option<std::os::fd::OwnedFd>, Option<std::os::fd::OwnedFd>)> {
+) -> Result<(Option<std::fs::File>, Option<Lifeline>)> {
     Ok((None, None))
 }
 
-/// Sends `signal` to every process of the group; a group that is already gone is fine.
+/// Sends `signal` to every process of the group; a group that is already gone is fine. (Windows has no signals: a
+/// child there is ended by its job object.)
+#[cfg_attr(not(unix), allow(unused_variables))]
 pub fn signal_group(pgid: i32, signal: i32) {
     #[cfg(unix)]
     if pgid > 1 {
@@ -247,7 +272,9 @@ pub fn live_group_members(pgid: i32) -> usize {
     0
 }
 
-/// Sends SIGKILL to every process left in the group; a group that is already gone is fine.
+/// Sends SIGKILL to every process left in the group; a group that is already gone is fine. (On Windows the job object
+/// does this when it is dropped.)
+#[cfg_attr(not(unix), allow(unused_variables))]
 pub fn kill_group(pgid: i32) {
     #[cfg(unix)]
     if pgid > 1 {

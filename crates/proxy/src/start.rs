@@ -192,10 +192,7 @@ impl Inner {
                 let pgid = spawned.pgid;
                 // Answers are decoded as the result type of the request they answer (`typed.rs`); the fast lane
                 // relays tool calls through the same pipes (`relay.rs`).
-                let stdin_fd = {
-                    use std::os::fd::AsRawFd;
-                    spawned.stdin.as_raw_fd()
-                };
+                let stdin_fd = crate::typed::pipe_end(&spawned.stdin);
                 let transport =
                     TypedChildTransport::new(spawned.stdout, spawned.stdin, 64 * 1024 * 1024)
                         .with_progress_seen(progress_seen.clone());

@@ -179,7 +179,7 @@ pub(super) struct Child {
     pub(super) capabilities: ServerCapabilities,
     pub(super) pid: Option<u32>,
     pub(super) pgid: i32,
-    pub(super) lifeline: Mutex<Option<std::os::fd::OwnedFd>>,
+    pub(super) lifeline: Mutex<Option<crate::spawn::Lifeline>>,
     pub(super) stderr: Arc<StderrRing>,
     /// Becomes `Some(cause)` when the child is gone.
     pub(super) exited: watch::Receiver<Option<String>>,

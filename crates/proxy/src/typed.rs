@@ -26,6 +26,7 @@ use crate::state::{Inner, ProgressSeen};
 
 mod started;
 use started::STARTED_PING_ID;
+pub(crate) use started::pipe_end;
 
 /// Requests awaiting an answer are forgotten past this many (a child that never answers must not grow the map).
 const MAX_PENDING: usize = 4096;

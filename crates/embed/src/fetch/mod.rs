@@ -279,23 +279,12 @@ fn open_lock(dir: &Path) -> std::io::Result<File> {
 }
 
 fn try_lock(f: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor this File owns; released when the File is closed.
-    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    // An advisory lock on the whole file (flock on Unix, LockFileEx on Windows); released when the File is closed.
+    f.try_lock().is_ok()
 }
 
 fn lock_blocking(f: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: as in `try_lock`.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    f.lock()
 }
 
 /// Downloads the model into one directory, reporting progress through `state`.

@@ -214,6 +214,8 @@ pub fn extract_tgz(archive: &Path, dest: &Path) -> Result<usize, String> {
                     return Err(format!("{name}: {entry_name} is truncated"));
                 }
                 out.flush().map_err(|e| format!("{name}: {e}"))?;
+                #[cfg(not(unix))]
+                let _ = mode;
                 #[cfg(unix)]
                 {
                     use std::os::unix::fs::PermissionsExt;

@@ -253,6 +253,11 @@ impl Fetch {
 /// Installs Node `major` (its newest release) and an npm that supports it into `prefix` (an empty folder), the way
 /// `npm install node@<major>` lays them out. Returns the Node version.
 pub async fn install(prefix: &Path, major: u64) -> Result<String, String> {
+    if !cfg!(unix) {
+        return Err(
+            "fetching Node.js without npm is done on Linux and macOS only: install Node.js".into(),
+        );
+    }
     let fetch = Fetch {
         client: reqwest::Client::new(),
         registry: registry()?,
@@ -283,6 +288,7 @@ pub async fn install(prefix: &Path, major: u64) -> Result<String, String> {
     let bin = modules.join(".bin");
     std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
     let node_bin = node_manifest["bin"]["node"].as_str().unwrap_or("bin/node");
+    #[cfg_attr(not(unix), allow(unused_variables))]
     for (link, target) in [
         ("node", format!("../{platform}/{node_bin}")),
         ("npm", "../npm/bin/npm-cli.js".to_owned()),

@@ -2,7 +2,21 @@
 //! answered, or read from the child's stdin and left unanswered. rmcp gives `server/discover` a fixed 10 s before it
 //! falls back to `initialize` for good, so the handshake must not begin while the server is still starting.
 
-use std::os::fd::RawFd;
+/// The write end of a child's stdin pipe, as the OS names it.
+#[cfg(unix)]
+pub(crate) type PipeEnd = std::os::fd::RawFd;
+#[cfg(not(unix))]
+pub(crate) type PipeEnd = ();
+
+/// `stdin`'s write end.
+#[cfg(unix)]
+pub(crate) fn pipe_end(stdin: &tokio::process::ChildStdin) -> PipeEnd {
+    use std::os::fd::AsRawFd;
+    stdin.as_raw_fd()
+}
+
+#[cfg(not(unix))]
+pub(crate) fn pipe_end(_stdin: &tokio::process::ChildStdin) -> PipeEnd {}
 
 use rmcp::model::ClientJsonRpcMessage;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -29,7 +43,7 @@ pub(crate) enum Started {
 
 /// Bytes written to a pipe (at its write end `fd`) that the reader has not read yet.
 #[cfg(target_os = "linux")]
-fn unread_in_pipe(fd: RawFd) -> Option<usize> {
+fn unread_in_pipe(fd: PipeEnd) -> Option<usize> {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int into `n`, which we own; `fd` is open while the transport holds the writer.
     let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
@@ -37,7 +51,7 @@ fn unread_in_pipe(fd: RawFd) -> Option<usize> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn unread_in_pipe(_fd: RawFd) -> Option<usize> {
+fn unread_in_pipe(_fd: PipeEnd) -> Option<usize> {
     None
 }
 
@@ -52,7 +66,7 @@ where
     /// `server/discover` a fixed 10 s before it falls back to `initialize` for good; a server still starting then (a
     /// first `npx -y` download, a slow import) would be taken for a legacy one, and a 2026-07-28 server refuses the
     /// `initialize` that follows. What the child sends meanwhile is handed to rmcp first.
-    pub(crate) async fn await_started(&mut self, stdin_fd: Option<RawFd>) -> Started {
+    pub(crate) async fn await_started(&mut self, stdin_fd: Option<PipeEnd>) -> Started {
         let ping: ClientJsonRpcMessage = match serde_json::from_value(serde_json::json!(
             {"jsonrpc": "2.0", "id": STARTED_PING_ID, "method": "ping"}
         )) {

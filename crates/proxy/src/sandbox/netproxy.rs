@@ -210,13 +210,13 @@ async fn handle(net: &Net, mut conn: UnixStream) {
     let allowed = lock(&net.allow).allows(&req.host, req.port);
     if !allowed {
         let why = format!("{target} is not in the network allow-list of `{}`", net.server);
-        refuse(net, &mut conn, &target, &req.host, &why).await;
+        refuse(net, &mut conn, &target, Some(&req.host), &why).await;
         return;
     }
     let addrs = match resolve(net, &req.host, req.port).await {
         Ok(a) => a,
         Err(why) => {
-            refuse(net, &mut conn, &target, &req.host, &why).await;
+            refuse(net, &mut conn, &target, None, &why).await;
             return;
         }
     };
@@ -252,8 +252,9 @@ async fn handle(net: &Net, mut conn: UnixStream) {
     let _ = tokio::io::copy_bidirectional(&mut conn, &mut upstream).await;
 }
 
-/// Answers 403 naming the host, records the refusal and tells the server's stderr.
-async fn refuse(net: &Net, conn: &mut UnixStream, target: &str, host: &str, why: &str) {
+/// Answers 403 naming the host, records the refusal and tells the server's stderr; `add` is the host whose addition
+/// to the list would allow it (none when the list has it and its address is what was refused).
+async fn refuse(net: &Net, conn: &mut UnixStream, target: &str, add: Option<&str>, why: &str) {
     {
         let mut refused = lock(&net.refused);
         let entry = refused.entry(target.to_owned()).or_insert_with(|| Refused {
@@ -263,13 +264,21 @@ async fn refuse(net: &Net, conn: &mut UnixStream, target: &str, host: &str, why:
         });
         entry.count += 1;
     }
-    let mut hosts = lock(&net.hosts).clone();
-    hosts.push(host.to_owned());
+    let fix = match add {
+        Some(host) => {
+            let mut hosts = lock(&net.hosts).clone();
+            hosts.push(bracket(host));
+            format!(
+                "; to allow it: `agent-discover sandbox set {} --network {}`",
+                net.server,
+                network_text(Network::Hosts, &hosts)
+            )
+        }
+        None => String::new(),
+    };
     let line = format!(
-        "{} refused a connection to {target}: {why}; to allow it: `agent-discover sandbox set {} --network {}`",
+        "{} refused a connection to {target}: {why}{fix}",
         ad_core::sandbox::REFUSED_PREFIX,
-        net.server,
-        network_text(Network::Hosts, &hosts)
     );
     tracing::warn!(server = %net.server, "{line}");
     if let Some(ring) = lock(&net.ring).as_ref() {

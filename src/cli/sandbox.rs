@@ -171,7 +171,10 @@ fn print_check(v: &Value) -> anyhow::Result<()> {
 
 /// The hosts the server's allow-list refused since its last start, if any.
 fn print_hosts(out: &mut impl Write, v: &Value) -> anyhow::Result<()> {
-    let refused = v["refused_hosts"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let refused = v["refused_hosts"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     if !refused.is_empty() {
         writeln!(out, "refused hosts:")?;
         for r in refused {
@@ -209,7 +212,10 @@ fn print_view(v: &Value) -> anyhow::Result<()> {
     )?;
     print_hosts(&mut out, v)?;
     if let Some(suggested) = v["suggested_hosts"].as_array().filter(|a| !a.is_empty()) {
-        writeln!(out, "suggested hosts (not applied; the package declares them):")?;
+        writeln!(
+            out,
+            "suggested hosts (not applied; the package declares them):"
+        )?;
         for h in suggested {
             writeln!(out, "  {:<40} {}", s(&h["host"]), s(&h["source"]))?;
         }

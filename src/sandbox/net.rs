@@ -42,7 +42,10 @@ impl App {
         let allow = AllowList::parse(&settings.hosts).unwrap_or_default();
         let mut found: BTreeMap<String, &'static str> = BTreeMap::new();
         let mut add = |host: String, source: &'static str| {
-            if found.len() < MAX_SUGGESTIONS && !allow.allows(&host, 443) && !allow.allows(&host, 80) {
+            if found.len() < MAX_SUGGESTIONS
+                && !allow.allows(&host, 443)
+                && !allow.allows(&host, 80)
+            {
                 found.entry(host).or_insert(source);
             }
         };
@@ -103,7 +106,10 @@ pub fn advice(server: &str, settings: &SandboxSettings) -> Option<String> {
     let mut hosts = settings.hosts.clone();
     for r in &refused {
         let host = r.host.rsplit_once(':').map_or(r.host.as_str(), |(h, _)| h);
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
         if !hosts.contains(&host) {
             hosts.push(host);
         }
@@ -134,14 +140,23 @@ pub fn hosts_in(text: &str) -> Vec<String> {
             continue;
         };
         let end = after
-            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '@' | '_')))
+            .find(|c: char| {
+                !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '@' | '_'))
+            })
             .unwrap_or(after.len());
         let auth = &after[..end];
         let auth = auth.rsplit('@').next().unwrap_or(auth);
-        let host = auth.split(':').next().unwrap_or_default().trim_end_matches('.');
+        let host = auth
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('.');
         if host.contains('.')
             && !host.starts_with('.')
-            && host.rsplit('.').next().is_some_and(|tld| tld.len() >= 2 && tld.bytes().all(|b| b.is_ascii_alphabetic()))
+            && host
+                .rsplit('.')
+                .next()
+                .is_some_and(|tld| tld.len() >= 2 && tld.bytes().all(|b| b.is_ascii_alphabetic()))
             && !["localhost", "example.com", "example.org", "example.net"]
                 .iter()
                 .any(|p| host == *p || host.ends_with(&format!(".{p}")))

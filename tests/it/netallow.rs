@@ -260,7 +260,12 @@ async fn a_confined_server_reaches_allowed_hosts_only_and_refusals_name_the_host
         "a host not in the list",
     );
     refused(
-        &tool(&a, "net__tunnel", json!({"host": "evil.test", "port": port})).await,
+        &tool(
+            &a,
+            "net__tunnel",
+            json!({"host": "evil.test", "port": port}),
+        )
+        .await,
         &evil,
         "CONNECT to a host not in the list",
     );
@@ -286,7 +291,12 @@ async fn a_confined_server_reaches_allowed_hosts_only_and_refusals_name_the_host
         "the allowed server by IP literal",
     );
     refused(
-        &tool(&a, "net__tunnel", json!({"host": "127.0.0.1", "port": port})).await,
+        &tool(
+            &a,
+            "net__tunnel",
+            json!({"host": "127.0.0.1", "port": port}),
+        )
+        .await,
         &literal,
         "CONNECT by IP literal",
     );
@@ -312,9 +322,22 @@ async fn a_confined_server_reaches_allowed_hosts_only_and_refusals_name_the_host
         "an allowed name that resolves to loopback",
     );
     // Skipping the proxy leads nowhere: the namespace has no route out, and the host's loopback is not its own.
-    let direct = tool(&a, "net__direct", json!({"host": "127.0.0.1", "port": port})).await;
-    assert!(direct.starts_with("refused: "), "a direct connection by IP: {direct}");
-    let resolved = tool(&a, "net__direct", json!({"host": "api.allowed.test", "port": port})).await;
+    let direct = tool(
+        &a,
+        "net__direct",
+        json!({"host": "127.0.0.1", "port": port}),
+    )
+    .await;
+    assert!(
+        direct.starts_with("refused: "),
+        "a direct connection by IP: {direct}"
+    );
+    let resolved = tool(
+        &a,
+        "net__direct",
+        json!({"host": "api.allowed.test", "port": port}),
+    )
+    .await;
     assert!(
         resolved.starts_with("refused: "),
         "the child resolves no name itself: {resolved}"
@@ -333,9 +356,7 @@ async fn a_confined_server_reaches_allowed_hosts_only_and_refusals_name_the_host
         !hosts.iter().any(|h| h.starts_with("api.allowed.test")),
         "{hosts:?}"
     );
-    let status = a
-        .registry(json!({"action": "status"}))
-        .await;
+    let status = a.registry(json!({"action": "status"})).await;
     let text = status.to_string();
     assert!(
         text.contains(&format!("refused a connection to {evil}"))
@@ -355,8 +376,10 @@ async fn a_start_refused_its_api_names_the_host_in_its_error_and_in_sandbox_chec
     let a = agent(dir.path()).await;
     let url = format!("http://evil.test:{port}/");
     install(&a, "api", &script, &[url], json!({})).await;
-    a.registry(json!({"action": "sandbox", "name": "api", "network": "hosts:api.allowed.test:443"}))
-        .await;
+    a.registry(
+        json!({"action": "sandbox", "name": "api", "network": "hosts:api.allowed.test:443"}),
+    )
+    .await;
     let (is_error, v) = a
         .try_registry(json!({"action": "activate", "name": "api"}))
         .await
@@ -364,18 +387,19 @@ async fn a_start_refused_its_api_names_the_host_in_its_error_and_in_sandbox_chec
     assert!(is_error, "the start should fail: {v}");
     let text = v.to_string();
     assert!(
-        text.contains(&format!("evil.test:{port}")) && text.contains("not in the network allow-list"),
+        text.contains(&format!("evil.test:{port}"))
+            && text.contains("not in the network allow-list"),
         "the start's error names the refused host: {v}"
     );
     a.stop().await;
 
     // `sandbox check` from the CLI (its own run of the server) lists the refused host and the command that allows it.
     let mut cmd = harness::command(dir.path(), &["sandbox", "check", "api", "--json"]);
-    cmd.env(
-        "AGENT_DISCOVER_SANDBOX_RESOLVE",
-        "evil.test=127.0.0.1",
-    );
-    let out = cmd.output().await.expect("run agent-discover sandbox check");
+    cmd.env("AGENT_DISCOVER_SANDBOX_RESOLVE", "evil.test=127.0.0.1");
+    let out = cmd
+        .output()
+        .await
+        .expect("run agent-discover sandbox check");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: {}\n{}",
@@ -385,7 +409,11 @@ async fn a_start_refused_its_api_names_the_host_in_its_error_and_in_sandbox_chec
     });
     assert!(!out.status.success(), "the server did not start: {report}");
     assert_eq!(report["ok"], false, "{report}");
-    assert_eq!(refused_hosts(&report), [format!("evil.test:{port}")], "{report}");
+    assert_eq!(
+        refused_hosts(&report),
+        [format!("evil.test:{port}")],
+        "{report}"
+    );
     assert!(
         report["advice"]
             .as_str()

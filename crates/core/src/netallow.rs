@@ -43,7 +43,7 @@ impl HostRule {
         if text.is_empty() {
             return Err(bad("an empty host"));
         }
-        let (host, port) = split_port(&text).map_err(|e| bad(e))?;
+        let (host, port) = split_port(&text).map_err(&bad)?;
         let port = match port {
             None => None,
             Some(p) => match p.parse::<u16>() {
@@ -232,9 +232,10 @@ mod tests {
 
     #[test]
     fn names_wildcards_ports_and_literals_match_as_documented() {
-        let (mode, hosts) =
-            parse_network("hosts:API.github.com, *.slack.com,10.0.0.5:8443,[::1]:9000,db.local:5432")
-                .unwrap();
+        let (mode, hosts) = parse_network(
+            "hosts:API.github.com, *.slack.com,10.0.0.5:8443,[::1]:9000,db.local:5432",
+        )
+        .unwrap();
         assert_eq!(mode, Network::Hosts);
         assert_eq!(
             hosts,
@@ -252,17 +253,26 @@ mod tests {
         assert!(!list.allows("github.com", 443));
         assert!(list.allows("hooks.slack.com", 443));
         assert!(list.allows("a.b.slack.com", 443));
-        assert!(!list.allows("slack.com", 443), "a wildcard is subdomains only");
+        assert!(
+            !list.allows("slack.com", 443),
+            "a wildcard is subdomains only"
+        );
         assert!(!list.allows("evilslack.com", 443));
         assert!(list.allows("10.0.0.5", 8443));
-        assert!(!list.allows("10.0.0.5", 443), "the port is part of the entry");
+        assert!(
+            !list.allows("10.0.0.5", 443),
+            "the port is part of the entry"
+        );
         assert!(list.allows("[::1]", 9000));
         assert!(list.allows("::1", 9000));
         assert!(!list.allows("127.0.0.1", 9000));
         assert!(list.allows("db.local", 5432));
         assert!(!list.allows("db.local", 5433));
         assert!(list.names_ip("10.0.0.5".parse().unwrap()));
-        assert_eq!(network_text(mode, &hosts[..2]), "hosts:api.github.com,*.slack.com");
+        assert_eq!(
+            network_text(mode, &hosts[..2]),
+            "hosts:api.github.com,*.slack.com"
+        );
     }
 
     #[test]

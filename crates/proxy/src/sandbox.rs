@@ -12,9 +12,9 @@ use ad_registry::config::SandboxConfig;
 mod chain;
 pub mod explain;
 mod grants;
+mod named;
 #[cfg(unix)]
 pub mod netproxy;
-mod named;
 mod places;
 mod project;
 pub mod settings;

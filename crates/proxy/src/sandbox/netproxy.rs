@@ -105,9 +105,8 @@ pub fn prepare(server: &str, hosts: &[String], ring: Arc<StderrRing>) -> Result<
             create_private_dir(dir).map_err(fail)?;
         }
         let _ = std::fs::remove_file(&net.socket);
-        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
-            Error::Internal("the network proxy needs the async runtime".into())
-        })?;
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::Internal("the network proxy needs the async runtime".into()))?;
         let _guard = handle.enter();
         let listener = UnixListener::bind(&net.socket).map_err(fail)?;
         *task = Some(handle.spawn(accept_loop(listener, net.clone())));
@@ -137,9 +136,11 @@ pub fn refused(server: &str) -> Vec<Refused> {
 fn socket_path(server: &str) -> PathBuf {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let mut dir = std::env::temp_dir().join(format!("agent-discover-net-{uid}-{}", std::process::id()));
+    let mut dir =
+        std::env::temp_dir().join(format!("agent-discover-net-{uid}-{}", std::process::id()));
     if dir.as_os_str().len() > 60 {
-        dir = PathBuf::from("/tmp").join(format!("agent-discover-net-{uid}-{}", std::process::id()));
+        dir =
+            PathBuf::from("/tmp").join(format!("agent-discover-net-{uid}-{}", std::process::id()));
     }
     let name: String = super::dir_name(server).chars().take(32).collect();
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -209,7 +210,10 @@ async fn handle(net: &Net, mut conn: UnixStream) {
     let target = format!("{}:{}", bracket(&req.host), req.port);
     let allowed = lock(&net.allow).allows(&req.host, req.port);
     if !allowed {
-        let why = format!("{target} is not in the network allow-list of `{}`", net.server);
+        let why = format!(
+            "{target} is not in the network allow-list of `{}`",
+            net.server
+        );
         refuse(net, &mut conn, &target, Some(&req.host), &why).await;
         return;
     }
@@ -374,9 +378,14 @@ fn parse(head: &[u8]) -> std::result::Result<Request, String> {
     let mut out = format!("{method} {path} {version}\r\n");
     for line in lines.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or_default().trim();
-        if ["proxy-connection", "proxy-authorization", "connection", "keep-alive"]
-            .iter()
-            .any(|h| name.eq_ignore_ascii_case(h))
+        if [
+            "proxy-connection",
+            "proxy-authorization",
+            "connection",
+            "keep-alive",
+        ]
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h))
         {
             continue;
         }
@@ -472,7 +481,9 @@ fn internal(ip: IpAddr) -> bool {
             v6.is_loopback()
                 || v6.is_unspecified()
                 || (v6.segments()[0] & 0xffc0) == 0xfe80
-                || v6.to_ipv4_mapped().is_some_and(|v4| internal(IpAddr::V4(v4)))
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| internal(IpAddr::V4(v4)))
         }
     }
 }
@@ -495,7 +506,8 @@ mod tests {
 
     #[test]
     fn requests_name_their_destination() {
-        let r = parse(b"CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n").unwrap();
+        let r = parse(b"CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
+            .unwrap();
         assert_eq!((r.host.as_str(), r.port), ("api.github.com", 443));
         assert!(r.forward_head.is_none());
         let r = parse(b"CONNECT [::1]:8080 HTTP/1.1\r\n\r\n").unwrap();
@@ -517,7 +529,14 @@ mod tests {
 
     #[test]
     fn internal_addresses_are_told_apart() {
-        for ip in ["127.0.0.1", "::1", "0.0.0.0", "169.254.169.254", "fe80::1", "::ffff:127.0.0.1"] {
+        for ip in [
+            "127.0.0.1",
+            "::1",
+            "0.0.0.0",
+            "169.254.169.254",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
             assert!(internal(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["10.0.0.5", "93.184.216.34", "2001:db8::1"] {

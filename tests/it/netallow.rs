@@ -376,10 +376,32 @@ async fn a_start_refused_its_api_names_the_host_in_its_error_and_in_sandbox_chec
     let a = agent(dir.path()).await;
     let url = format!("http://evil.test:{port}/");
     install(&a, "api", &script, &[url], json!({})).await;
-    a.registry(
-        json!({"action": "sandbox", "name": "api", "network": "hosts:api.allowed.test:443"}),
-    )
-    .await;
+    // Set through the CLI (a bad entry is refused naming it, and nothing is stored).
+    let set = |network: &'static str| {
+        let mut cmd = harness::command(
+            dir.path(),
+            &["sandbox", "set", "api", "--network", network, "--json"],
+        );
+        async move { cmd.output().await.expect("run agent-discover sandbox set") }
+    };
+    let bad = set("hosts:api.allowed.test,bad..name").await;
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("bad..name") && err.contains("network"),
+        "{err}"
+    );
+    let ok = set("hosts:api.allowed.test:443").await;
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let view: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(
+        view["network_setting"], "hosts:api.allowed.test:443",
+        "{view}"
+    );
     let (is_error, v) = a
         .try_registry(json!({"action": "activate", "name": "api"}))
         .await

@@ -36,6 +36,8 @@ pub const ENV_RESOLVE: &str = "AGENT_DISCOVER_SANDBOX_RESOLVE";
 const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// At most this many refused hosts are kept per server.
+const MAX_REFUSED: usize = 256;
 
 /// A host a server was refused, with how many times since its start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -261,12 +263,20 @@ async fn handle(net: &Net, mut conn: UnixStream) {
 async fn refuse(net: &Net, conn: &mut UnixStream, target: &str, add: Option<&str>, why: &str) {
     {
         let mut refused = lock(&net.refused);
-        let entry = refused.entry(target.to_owned()).or_insert_with(|| Refused {
-            host: target.to_owned(),
-            count: 0,
-            reason: why.to_owned(),
-        });
-        entry.count += 1;
+        // Bounded: a server that tries thousands of hosts keeps its first ones listed (its stderr has every one).
+        let full = refused.len() >= MAX_REFUSED && !refused.contains_key(target);
+        let entry = if full {
+            None
+        } else {
+            Some(refused.entry(target.to_owned()).or_insert_with(|| Refused {
+                host: target.to_owned(),
+                count: 0,
+                reason: why.to_owned(),
+            }))
+        };
+        if let Some(entry) = entry {
+            entry.count += 1;
+        }
     }
     let fix = match add {
         Some(host) => {

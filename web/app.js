@@ -340,7 +340,7 @@ function fillSandbox(badge, s) {
   badge.hidden = !sb;
   if (!sb) return;
   badge.dataset.state = sb.effective ? 'on' : 'off';
-  badge.textContent = !sb.effective ? 'sandbox: off' : sb.network === 'none' ? 'sandbox: on · network none' : 'sandbox: on';
+  badge.textContent = !sb.effective ? 'sandbox: off' : sb.network === 'none' ? 'sandbox: on · network none' : sb.network === 'hosts' ? 'sandbox: on · allowed hosts' : 'sandbox: on';
   badge.title = sb.effective
     ? `confined at its next start; network ${sb.network} (agent-discover sandbox show ${s.name})`
     : sb.enabled

@@ -31,8 +31,9 @@ pub enum SandboxCommand {
     ))]
     Set {
         name: String,
-        /// `full`: any host; `none`: no network at all.
-        #[arg(long, value_parser = ["full", "none"])]
+        /// `full`: any host; `none`: no network at all; `hosts:HOST,...`: only these hosts, through agent-discover's
+        /// filtering proxy (`api.github.com`, `*.slack.com` for its subdomains, `HOST:PORT`, an IP address).
+        #[arg(long, value_name = "full|none|hosts:HOST,...")]
         network: Option<String>,
         /// A path the server may read (repeatable; replaces the paths granted for reading).
         #[arg(long, value_name = "PATH")]
@@ -155,6 +156,8 @@ fn print_check(v: &Value) -> anyhow::Result<()> {
             writeln!(out, "        seen: {}", s(&r["evidence"]))?;
         }
     }
+    writeln!(out, "network:  {}", s(&v["network"]))?;
+    print_hosts(&mut out, v)?;
     if let Some(a) = v["advice"].as_str() {
         writeln!(out, "fix:      {a}")?;
     }
@@ -162,6 +165,27 @@ fn print_check(v: &Value) -> anyhow::Result<()> {
         && let Some(e) = v["error"].as_str()
     {
         writeln!(out, "error:    {e}")?;
+    }
+    Ok(())
+}
+
+/// The hosts the server's allow-list refused since its last start, if any.
+fn print_hosts(out: &mut impl Write, v: &Value) -> anyhow::Result<()> {
+    let refused = v["refused_hosts"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if !refused.is_empty() {
+        writeln!(out, "refused hosts:")?;
+        for r in refused {
+            writeln!(
+                out,
+                "  {} ({}x): {}",
+                r["host"].as_str().unwrap_or_default(),
+                r["count"],
+                r["reason"].as_str().unwrap_or_default()
+            )?;
+        }
     }
     Ok(())
 }
@@ -179,7 +203,23 @@ fn print_view(v: &Value) -> anyhow::Result<()> {
     };
     writeln!(out, "server:   {}", s(&v["server"]))?;
     writeln!(out, "sandbox:  {state}")?;
-    writeln!(out, "network:  {}", s(&v["network"]))?;
+    writeln!(
+        out,
+        "network:  {}",
+        v["network_setting"]
+            .as_str()
+            .map_or_else(|| s(&v["network"]), str::to_owned)
+    )?;
+    print_hosts(&mut out, v)?;
+    if let Some(suggested) = v["suggested_hosts"].as_array().filter(|a| !a.is_empty()) {
+        writeln!(
+            out,
+            "suggested hosts (not applied; the package declares them):"
+        )?;
+        for h in suggested {
+            writeln!(out, "  {:<40} {}", s(&h["host"]), s(&h["source"]))?;
+        }
+    }
     if let Some(note) = v["note"].as_str() {
         writeln!(out, "note:     {note}")?;
     }

@@ -43,16 +43,27 @@ pub async fn check(
 /// The OpenAPI components these routes use.
 pub fn schemas() -> Value {
     let paths = json!({"type": "array", "items": {"type": "string", "description": "an absolute path without `..`"}, "maxItems": 256});
-    let network = json!({"type": "string", "enum": ["full", "none"]});
+    let network = json!({"type": "string", "enum": ["full", "none", "hosts"]});
+    let network_in = json!({"type": "string", "pattern": "^(full|none|hosts:.+)$",
+        "description": "full, none, or hosts:HOST,... (`api.github.com`, `*.slack.com`, `HOST:PORT`, an IP address)"});
+    let hosts = json!({"type": "array", "items": {"type": "object", "properties": {
+        "host": {"type": "string"}, "count": {"type": "integer"}, "reason": {"type": "string"}}},
+        "description": "connections the filtering proxy refused since the server's last start"});
     json!({
         "SandboxPatch": {"type": "object", "additionalProperties": false, "properties": {
             "enabled": {"type": "boolean", "description": "false: this server runs unconfined"},
-            "network": network, "read": paths, "write": paths},
+            "network": network_in, "read": paths, "write": paths},
             "description": "each field present replaces that setting; applied at the server's next start"},
         "SandboxView": {"type": "object", "properties": {
             "server": {"type": "string"}, "enabled": {"type": "boolean"},
             "effective": {"type": "boolean", "description": "its next start is confined: enabled, and AGENT_DISCOVER_SANDBOX is not off"},
             "network": network, "read": paths, "write": paths,
+            "hosts": {"type": "array", "items": {"type": "string"}, "description": "the allow-list when network is hosts"},
+            "network_setting": {"type": "string", "description": "the network setting as text: full, none or hosts:..."},
+            "refused_hosts": hosts,
+            "suggested_hosts": {"type": "array", "items": {"type": "object", "properties": {
+                "host": {"type": "string"}, "source": {"type": "string", "enum": ["arguments", "env", "server.json remotes", "readme"]}}},
+                "description": "hosts the package declares; shown, never applied"},
             "grants": {"type": "array", "items": {"type": "object", "properties": {
                 "path": {"type": "string"}, "access": {"type": "string", "enum": ["read", "write"]},
                 "source": {"type": "string", "enum": ["runtime", "package", "state", "arguments", "env", "user"]}}}},
@@ -69,6 +80,7 @@ pub fn schemas() -> Value {
                 "path": {"type": "string"}, "access": {"type": "string", "enum": ["read", "write"]},
                 "credential": {"type": "string", "description": "the credential file of HOME it is (never granted by default)"},
                 "evidence": {"type": "string", "description": "the line the server printed that shows it"}}}},
+            "refused_hosts": hosts, "network": {"type": "string"},
             "advice": {"type": ["string", "null"], "description": "the command that grants what was refused"}}},
         "SandboxBrief": {"type": "object", "properties": {
             "enabled": {"type": "boolean"}, "effective": {"type": "boolean"}, "network": network},

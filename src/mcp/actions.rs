@@ -230,8 +230,9 @@ pub enum Action {
         /// Server name
         #[schemars(length(min = 1))]
         name: String,
-        /// `full` (any host) or `none` (no network at all)
-        #[schemars(extend("enum" = ["full", "none"]))]
+        /// `full` (any host), `none` (no network at all), or `hosts:HOST,...` (only these hosts, e.g.
+        /// `hosts:api.github.com,*.slack.com:443`)
+        #[schemars(extend("pattern" = "^(full|none|hosts:.+)$"))]
         network: Option<String>,
         /// Absolute paths the server may read: replaces the ones granted before ([] clears)
         #[schemars(length(max = 256))]

@@ -7,6 +7,7 @@
 //! (`ad_proxy::sandbox`), the same code a start of the server runs. A change restarts nothing: it applies at the
 //! server's next start.
 
+pub mod net;
 pub mod types;
 
 use serde_json::{Value, json};
@@ -105,8 +106,13 @@ impl App {
             settings: &settings,
         }
         .refusals(&lines);
-        let advice = (!refused.is_empty())
+        let paths = (!refused.is_empty())
             .then(|| ad_proxy::sandbox::explain::advice(&s.name, &refused, &settings));
+        let hosts = net::advice(&s.name, &settings);
+        let advice = match (paths, hosts) {
+            (Some(p), Some(h)) => Some(format!("{p}; {h}")),
+            (p, h) => p.or(h),
+        };
         Ok(json!({
             "server": s.name,
             "confined": settings.enabled && self.sandbox_globally_enabled(),
@@ -115,6 +121,8 @@ impl App {
             "error": error,
             "error_kind": kind,
             "refused": refused,
+            "refused_hosts": net::refused_hosts(&s.name),
+            "network": ad_core::netallow::network_text(settings.network, &settings.hosts),
             "advice": advice,
         }))
     }
@@ -145,14 +153,12 @@ impl App {
 
     fn sandbox_json(&self, s: &Server, settings: &SandboxSettings) -> Value {
         let stdio = s.transport == Transport::Stdio;
-        let grants: Vec<Value> = if stdio {
+        let raw = if stdio {
             self.sandbox_grants(s, settings)
-                .iter()
-                .map(grant_json)
-                .collect()
         } else {
             Vec::new()
         };
+        let grants: Vec<Value> = raw.iter().map(grant_json).collect();
         let mut view = json!({
             "server": s.name,
             "enabled": settings.enabled,
@@ -163,7 +169,9 @@ impl App {
             "grants": grants,
             "kernel": self.sandbox_kernel(),
         });
-        if !stdio {
+        if stdio {
+            self.add_network_view(&mut view, s, settings, &raw);
+        } else {
             view["note"] =
                 json!("a remote server starts no process here: there is nothing to confine");
         }

@@ -26,7 +26,7 @@ pub struct SandboxBrief {
 #[serde(deny_unknown_fields)]
 pub struct SandboxPatch {
     pub enabled: Option<bool>,
-    /// `full` or `none` (parsed here, so a wrong value is an `invalid_input` naming `network`).
+    /// `full`, `none` or `hosts:HOST,...` (parsed here, so a wrong value is an `invalid_input` naming `network`).
     pub network: Option<String>,
     /// Extra paths the server may read (absolute, without `..`): the whole list.
     pub read: Option<Vec<PathBuf>>,
@@ -45,12 +45,14 @@ impl SandboxPatch {
 
     /// `current` with this patch's fields replaced (not yet validated: the registry validates what it stores).
     pub fn apply(self, current: SandboxSettings) -> Result<SandboxSettings> {
+        let (network, hosts) = match self.network {
+            Some(n) => ad_core::netallow::parse_network(&n)?,
+            None => (current.network, current.hosts),
+        };
         Ok(SandboxSettings {
             enabled: self.enabled.unwrap_or(current.enabled),
-            network: match self.network {
-                Some(n) => n.parse::<Network>()?,
-                None => current.network,
-            },
+            network,
+            hosts,
             read: self.read.unwrap_or(current.read),
             write: self.write.unwrap_or(current.write),
         })

@@ -78,6 +78,8 @@ mod relay;
 mod relay_2026;
 // Issue 26: per-server sandbox settings through the CLI, REST and the registry tool; listings and status show them.
 mod sandbox_settings;
+// Network allow-lists: a confined server reaches allowed hosts by name through the filtering proxy, nothing else.
+mod netallow;
 // Issue 26: the sandbox from outside (a hostile fixture, network none, refusals, real npm and PyPI servers confined).
 mod sandbox;
 // Real launch shapes started confined: Node projects, venvs, uv, pipx, npm -g, binaries in HOME, git, credentials.

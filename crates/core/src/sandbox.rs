@@ -32,6 +32,9 @@ pub enum Network {
     Full,
     /// Nothing: a network namespace of its own (loopback only, down), and Landlock's TCP rules.
     None,
+    /// Only the hosts of its allow-list ([`SandboxSettings::hosts`]): a network namespace of its own whose one way out
+    /// is agent-discover's filtering proxy (`HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`).
+    Hosts,
 }
 
 impl Network {
@@ -39,6 +42,7 @@ impl Network {
         match self {
             Network::Full => "full",
             Network::None => "none",
+            Network::Hosts => "hosts",
         }
     }
 }
@@ -55,10 +59,11 @@ impl FromStr for Network {
         match s.trim() {
             "full" => Ok(Network::Full),
             "none" => Ok(Network::None),
+            "hosts" => Ok(Network::Hosts),
             other => Err(Error::invalid(
                 "network",
                 format!(
-                    "{:?}: expected full or none",
+                    "{:?}: expected full, none or hosts:HOST,... (e.g. hosts:api.github.com,*.slack.com:443)",
                     crate::model::truncate_for_message(other)
                 ),
             )),
@@ -75,6 +80,10 @@ pub struct SandboxSettings {
     pub enabled: bool,
     #[serde(default)]
     pub network: Network,
+    /// The allow-list when `network` is `hosts` (normalised entries: `api.github.com`, `*.slack.com`, `host:443`, IP
+    /// literals); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
     /// Extra paths the server may read.
     #[serde(default)]
     pub read: Vec<PathBuf>,
@@ -93,6 +102,7 @@ impl Default for SandboxSettings {
         SandboxSettings {
             enabled: true,
             network: Network::Full,
+            hosts: Vec::new(),
             read: Vec::new(),
             write: Vec::new(),
         }
@@ -102,6 +112,13 @@ impl Default for SandboxSettings {
 impl SandboxSettings {
     /// Relative paths and paths with `..` are refused: a grant names one place, as the user wrote it.
     pub fn validate(&self) -> Result<(), Error> {
+        crate::netallow::AllowList::parse(&self.hosts)?;
+        if (self.network == Network::Hosts) == self.hosts.is_empty() {
+            return Err(Error::invalid(
+                "network",
+                "an allow-list goes with `network: hosts` only, and `hosts` needs at least one host",
+            ));
+        }
         for (field, paths) in [("read", &self.read), ("write", &self.write)] {
             for p in paths {
                 if !p.is_absolute() {
@@ -182,6 +199,10 @@ pub struct Plan {
     /// The server, for messages.
     pub server: String,
     pub network: Network,
+    /// With `network: hosts`: the Unix socket of agent-discover's filtering proxy for this child, the one way out of
+    /// its network namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_proxy: Option<PathBuf>,
     /// Every path the child may use; nothing else is reachable.
     pub grants: Vec<Grant>,
     /// The child's whole environment (built, not inherited).

@@ -13,6 +13,8 @@ mod chain;
 pub mod explain;
 mod grants;
 mod named;
+#[cfg(unix)]
+pub mod netproxy;
 mod places;
 mod project;
 pub mod settings;
@@ -167,6 +169,7 @@ fn plan_in(
     Ok(Plan {
         server: server.to_owned(),
         network: settings.network,
+        net_proxy: None,
         grants,
         env: child_env,
         cwd: home,
@@ -296,7 +299,18 @@ pub fn spawn(
     ring: std::sync::Arc<crate::spawn::StderrRing>,
 ) -> Result<crate::spawn::Spawned> {
     match plan(config, name, program, args, env, settings)? {
-        Some(plan) => crate::spawn::spawn_sandboxed(guard_exe, program, args, &plan, ring),
+        Some(mut plan) => {
+            #[cfg(unix)]
+            if plan.network == ad_core::sandbox::Network::Hosts {
+                plan.net_proxy = Some(netproxy::prepare(name, &settings.hosts, ring.clone())?);
+            }
+            let spawned = crate::spawn::spawn_sandboxed(guard_exe, program, args, &plan, ring)?;
+            #[cfg(unix)]
+            if plan.network == ad_core::sandbox::Network::Hosts {
+                netproxy::started(name, spawned.pgid);
+            }
+            Ok(spawned)
+        }
         None => crate::spawn::spawn(guard_exe, program, args, env, ring),
     }
 }

@@ -1,6 +1,7 @@
 //! Confinement of child servers: what the child guard applies to a server before `exec`, from a [`Plan`] that
 //! agent-discover built. On Linux: user, PID and mount namespaces (a `/proc` of its own, every descendant ended with
-//! the server), a network namespace for `network: none`, Landlock for the filesystem (and TCP, and signal and abstract
+//! the server), a network namespace for `network: none` (and for `network: hosts`, with a bridge to the filtering
+//! proxy as its only way out), Landlock for the filesystem (and TCP, and signal and abstract
 //! socket scoping), `no_new_privs`, a seccomp filter and resource limits. On macOS: a Seatbelt profile run through
 //! `sandbox-exec` (generated here; not exercised on this project's Linux machines).
 //!
@@ -11,6 +12,8 @@ pub mod macos;
 
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod netns;
 #[cfg(target_os = "linux")]
 mod seccomp;
 

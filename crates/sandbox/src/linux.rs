@@ -6,7 +6,9 @@
 //! and `exec`s the server. `B` stays as the namespace's init: it forwards stop signals to `C`, reaps orphans, and exits
 //! with `C`'s status, and when it exits the kernel ends every process left in the namespace (daemons that left the
 //! process group included). `A` stays outside, waits for `B` and exits with its status, so the guard sees the server's
-//! own exit code; when `A` dies (the guard killed its group), `B` is killed with it (`PR_SET_PDEATHSIG`).
+//! own exit code; when `A` dies (the guard killed its group), `B` is killed with it (`PR_SET_PDEATHSIG`). With
+//! `network: hosts`, `B` also brings the namespace's loopback up and forks the bridge to the filtering proxy
+//! (`netns.rs`) before it restricts itself.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
@@ -113,8 +115,11 @@ pub fn enter(plan: &Plan, program: &OsStr, args: &[OsString]) -> String {
     // SAFETY: plain system calls on this (single-threaded, freshly forked) process.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS;
-    if plan.network == Network::None {
+    if plan.network != Network::Full {
         flags |= libc::CLONE_NEWNET;
+    }
+    if plan.network == Network::Hosts && plan.net_proxy.is_none() {
+        return "a network allow-list without its proxy socket".into();
     }
     // SAFETY: unshare has no memory-safety preconditions.
     if unsafe { libc::unshare(flags) } != 0 {
@@ -195,6 +200,14 @@ fn init(plan: &Plan, program: &OsStr, args: &[OsString]) -> String {
             return os_error("cannot mount a /proc of its own (other processes would be visible)");
         }
     }
+    // The bridge to the filtering proxy starts before the restrictions (it is not the server's to touch).
+    let proxy_url = match (&plan.network, &plan.net_proxy) {
+        (Network::Hosts, Some(socket)) => match crate::netns::open(socket) {
+            Ok(url) => Some(url),
+            Err(e) => return e,
+        },
+        _ => None,
+    };
     if let Err(e) = limits() {
         return e;
     }
@@ -210,6 +223,14 @@ fn init(plan: &Plan, program: &OsStr, args: &[OsString]) -> String {
         .env_clear()
         .envs(&plan.env)
         .current_dir(&plan.cwd);
+    if let Some(url) = &proxy_url {
+        for var in crate::netns::PROXY_VARS {
+            cmd.env(var, url);
+        }
+        cmd.env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .env("NODE_USE_ENV_PROXY", "1");
+    }
     // SAFETY: fork in a single-threaded process; the child only execs (or reports and exits).
     let c = unsafe { libc::fork() };
     if c < 0 {

@@ -190,7 +190,9 @@ pub fn seatbelt_profile_with(plan: &Plan, resolve: impl Fn(&Path) -> Option<Reso
     }
     match plan.network {
         Network::Full => profile.push_str(NETWORK_FULL),
-        Network::None => {
+        // An allow-list needs the Linux network namespace and its bridge to the filtering proxy; here it fails closed
+        // to no network at all.
+        Network::None | Network::Hosts => {
             // No IP at all. Unix sockets only inside the server's own state directory: a server and its helpers may
             // talk through one there, and no socket of the user's or the system's is reachable (stricter than Linux,
             // where a reachable socket path stays connectable).

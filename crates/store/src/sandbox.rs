@@ -61,7 +61,8 @@ mod tests {
         assert_eq!(store.sandbox_settings(id).unwrap(), None);
         let settings = SandboxSettings {
             enabled: false,
-            network: Network::None,
+            network: Network::Hosts,
+            hosts: vec!["api.github.com".into(), "*.slack.com:443".into()],
             read: vec![PathBuf::from("/srv/data")],
             write: vec![PathBuf::from("/tmp/out")],
         };

@@ -149,6 +149,7 @@ fn plan(network: Network, grants: Vec<Grant>) -> Plan {
     Plan {
         server: "notes".into(),
         network,
+        net_proxy: None,
         grants,
         env: BTreeMap::from([
             ("HOME".to_string(), STATE.to_string()),

@@ -36,6 +36,23 @@ pub struct Activation {
 impl Proxy {
     /// Starts `name` (if it is not running), lists and stores its tools, sets its `active` flag and tells clients.
     pub async fn activate(&self, name: &str) -> Result<Activation> {
+        // The built-in server is never started: it is always there (`local.rs`).
+        if self.is_local(name) {
+            let tools = self.local_tools().map(|(_, t)| t).unwrap_or_default();
+            return Ok(Activation {
+                name: name.to_owned(),
+                status: "already_active",
+                tools: tools
+                    .iter()
+                    .map(|t| ToolInfo {
+                        name: t.name.to_string(),
+                        description: t.description.as_deref().unwrap_or_default().to_owned(),
+                        input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+                    })
+                    .collect(),
+                fetched: None,
+            });
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         if let Some(Slot::Running(child)) = lock(&self.inner.children).get(name)
@@ -148,6 +165,9 @@ impl Proxy {
     /// Stops `name`, clears its `active` flag and tells clients. Returns false when it was not running.
     /// Its tools stay stored, so search still finds them.
     pub async fn deactivate(&self, name: &str) -> Result<bool> {
+        if self.is_local(name) {
+            return Ok(false);
+        }
         self.deactivate_to(name, ServerStatus::Stopped).await
     }
 

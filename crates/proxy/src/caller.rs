@@ -90,6 +90,7 @@ impl Caller {
                 .meta
                 .as_ref()
                 .and_then(|m| m.0.0.get(crate::pages::META_KEY))
+                .or_else(|| context.meta.0.0.get(crate::pages::META_KEY))
                 .and_then(serde_json::Value::as_u64)
                 .map(|b| b as usize),
         }

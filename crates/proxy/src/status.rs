@@ -59,6 +59,7 @@ impl Proxy {
             Some(Slot::Running(c)) if c.exited.borrow().is_some() => "error",
             Some(Slot::Running(_)) => "active",
             Some(Slot::Crashed { .. }) => "error",
+            None if self.is_local(name) => "active",
             None => "inactive",
         }
     }

@@ -217,3 +217,123 @@ async fn kept_results_are_bounded_in_size_and_time() {
     assert!(is_error && v["code"] == "not_found", "{v}");
     agent.stop().await;
 }
+
+// ---------- REST and /metrics, in process ----------
+
+fn app_in(dir: &Path) -> std::sync::Arc<agent_discover::app::App> {
+    let mut config = agent_discover::config::Config::in_dir(dir);
+    config.guard_exe = Some(std::path::PathBuf::from(harness::BIN));
+    agent_discover::app::App::open(config).expect("open the app")
+}
+
+async fn send(router: &axum::Router, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    use tower::ServiceExt as _;
+    let b = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(axum::http::header::HOST, "127.0.0.1:3424");
+    let req = match body {
+        Some(v) => b
+            .header(axum::http::header::CONTENT_TYPE, "application/json")
+            .body(axum::body::Body::from(v.to_string()))
+            .unwrap(),
+        None => b.body(axum::body::Body::empty()).unwrap(),
+    };
+    let resp = router.clone().oneshot(req).await.expect("infallible");
+    let status = resp.status().as_u16();
+    let bytes = axum::body::to_bytes(resp.into_body(), 16 * MB).await.unwrap();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, body)
+}
+
+#[tokio::test]
+async fn rest_pages_results_saves_scripts_and_metrics_count_the_bytes_kept_back() {
+    let dir = tmp();
+    let app = app_in(dir.path());
+    let router = agent_discover::http::router(app.clone(), agent_discover::http::Security::loopback());
+    let spec = json!({"name": "fx", "command": harness::fixture(), "args": ["--name", "fx"]});
+    let (status, body) = send(&router, "POST", "/api/servers", Some(spec)).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = send(&router, "POST", "/api/servers/fx/activate", None).await;
+    assert_eq!(status, 200, "{body}");
+
+    // A REST call's large result: head and link; the pages read back over REST are the whole.
+    let (status, whole) = send(
+        &router,
+        "POST",
+        "/api/servers/fx/call",
+        Some(json!({"tool": "lines", "args": {"bytes": 300_000}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    let head = whole["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(head.len() <= LIMIT);
+    let uri = whole["content"][1]["uri"].as_str().unwrap();
+    let id = uri.rsplit('/').next().unwrap();
+    let mut read = String::new();
+    let mut offset = 0;
+    loop {
+        let (status, page) = send(&router, "GET", &format!("/api/results/{id}?offset={offset}&limit=70000"), None).await;
+        assert_eq!(status, 200, "{page}");
+        read.push_str(page["text"].as_str().unwrap());
+        match page["next_offset"].as_u64() {
+            Some(n) => offset = n,
+            None => break,
+        }
+    }
+    assert_eq!(read.len(), whole["content"][1]["size"].as_u64().unwrap() as usize);
+    assert!(read.starts_with(&head) && read.starts_with("line 0000000 é€😀"));
+    let (status, body) = send(&router, "GET", "/api/results/r0123456789abcdef0123456789abcdef", None).await;
+    assert_eq!(status, 404, "{body}");
+
+    // A server's own limit over REST.
+    let (status, body) = send(&router, "PUT", "/api/servers/fx/paging", Some(json!({"page_bytes": 2048}))).await;
+    assert_eq!((status, &body["page_bytes"]), (200, &json!(2048)), "{body}");
+    let (_, r) = send(&router, "POST", "/api/servers/fx/call", Some(json!({"tool": "lines", "args": {"bytes": 5000}}))).await;
+    assert!(r["content"][0]["text"].as_str().unwrap().len() <= 2048, "{r}");
+    let (status, body) = send(&router, "PUT", "/api/servers/fx/paging", Some(json!({"page_bytes": 5}))).await;
+    assert_eq!(status, 400, "{body}");
+
+    // /metrics counts the paged results and the bytes kept back.
+    let (status, Value::String(metrics)) = send(&router, "GET", "/metrics", None).await else {
+        panic!("metrics are text")
+    };
+    assert_eq!(status, 200);
+    let value = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing:\n{metrics}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value("agent_discover_paged_results_total"), 2);
+    assert!(value("agent_discover_paged_bytes_saved_total") >= (300_000 - LIMIT + 5000 - 2048) as u64 - 8);
+
+    // Saved scripts over REST: saved, listed, shown, called as a tool of `scripts`, removed.
+    let (status, body) = send(
+        &router,
+        "POST",
+        "/api/scripts/saved",
+        Some(json!({"name": "twice", "code": "return (await call(\"fx__add\", {a: args.n, b: args.n}));",
+            "description": "Adds a number to itself", "input_schema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["tool"], "scripts__twice");
+    let (_, list) = send(&router, "GET", "/api/scripts/saved", None).await;
+    assert_eq!(list["scripts"][0]["name"], "twice", "{list}");
+    assert!(list["scripts"][0].get("code").is_none());
+    let (_, shown) = send(&router, "GET", "/api/scripts/saved/twice", None).await;
+    assert!(shown["code"].as_str().unwrap().contains("fx__add"), "{shown}");
+    let (status, r) = send(&router, "POST", "/api/servers/scripts/call", Some(json!({"tool": "twice", "args": {"n": 21}}))).await;
+    assert_eq!(status, 200, "{r}");
+    let answer: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(answer["result"], 42, "{answer}");
+    let (status, _) = send(&router, "DELETE", "/api/scripts/saved/twice", None).await;
+    assert_eq!(status, 200);
+    let (status, _) = send(&router, "GET", "/api/scripts/saved/twice", None).await;
+    assert_eq!(status, 404);
+    app.proxy.shutdown().await;
+}

@@ -596,7 +596,7 @@ async fn paginated_tool_lists_are_followed() {
     let tools = act["tools"].as_array().unwrap();
     assert_eq!(
         tools.len(),
-        11 + 40,
+        12 + 40,
         "built-in tools plus 40 generated ones, over 8 pages"
     );
     assert!(tools.iter().any(|t| t["name"] == "paged__tool_40"));

@@ -337,3 +337,11 @@ async fn rest_pages_results_saves_scripts_and_metrics_count_the_bytes_kept_back(
     assert_eq!(status, 404);
     app.proxy.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_python_sdk_reads_a_paged_result_and_calls_a_saved_script_in_both_eras() {
+    for mode in ["auto", "legacy"] {
+        let stdout = crate::interop::python_check("python_paging_check.py", mode).await;
+        assert!(stdout.contains("paged and saved scripts ok"), "{stdout}");
+    }
+}

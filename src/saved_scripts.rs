@@ -225,11 +225,10 @@ impl App {
         args: Option<Map<String, Value>>,
         caller: Caller,
     ) -> Result<CallToolResponse> {
-        let row = self
-            .registry
-            .store()
-            .saved_script(&name)?
-            .ok_or_else(|| Error::not_found("tool", crate::proxy::names::expose(SERVER, &name)))?;
+        let row =
+            self.registry.store().saved_script(&name)?.ok_or_else(|| {
+                Error::not_found("tool", crate::proxy::names::expose(SERVER, &name))
+            })?;
         let args = Value::Object(args.unwrap_or_default());
         let schema: Value = serde_json::from_str(&row.input_schema)
             .map_err(|e| Error::Internal(format!("stored schema of `{name}`: {e}")))?;
@@ -328,9 +327,7 @@ mod tests {
         };
         let a = tool_of(&row("return 1")).unwrap();
         let b = tool_of(&row("return 2")).unwrap();
-        let fp = |t: &Tool| {
-            ad_registry::pinning::fingerprint(&ad_registry::pinning::definition(t))
-        };
+        let fp = |t: &Tool| ad_registry::pinning::fingerprint(&ad_registry::pinning::definition(t));
         assert_ne!(fp(&a), fp(&b));
         assert_eq!(fp(&a), fp(&tool_of(&row("return 1")).unwrap()));
     }

@@ -33,10 +33,7 @@ pub async fn show(State(s): State<AppState>, Path(name): Path<String>) -> ApiRes
 }
 
 /// `DELETE /api/scripts/saved/{name}`.
-pub async fn remove(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn remove(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
     s.app.remove_script(&name)?;
     Ok(Json(json!({"status": "removed", "name": name})))
 }
@@ -56,10 +53,10 @@ pub async fn read_result(
     Params(q): Params<PageQuery>,
 ) -> ApiResult<Json<Value>> {
     let principal = principal.map(|Extension(p)| p);
-    let page = s
-        .app
-        .proxy
-        .read_result(&id, q.offset.unwrap_or(0), q.limit, principal.as_deref())?;
+    let page =
+        s.app
+            .proxy
+            .read_result(&id, q.offset.unwrap_or(0), q.limit, principal.as_deref())?;
     Ok(Json(json!(page)))
 }
 

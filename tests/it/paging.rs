@@ -44,11 +44,31 @@ async fn call_meta(agent: &Agent, name: &str, args: Value, page_bytes: u64) -> C
 #[track_caller]
 fn head_and_link(r: &CallToolResult, limit: usize, whole: usize) -> (String, String) {
     assert_ne!(r.is_error, Some(true));
-    assert_eq!(r.content.len(), 2, "{:?}", r.content.iter().map(|c| format!("{c:?}").chars().take(80).collect::<String>()).collect::<Vec<_>>());
-    let head = r.content[0].as_text().expect("the head is text").text.clone();
-    assert!(head.len() <= limit && head.len() > limit - 4, "head of {} bytes", head.len());
+    assert_eq!(
+        r.content.len(),
+        2,
+        "{:?}",
+        r.content
+            .iter()
+            .map(|c| format!("{c:?}").chars().take(80).collect::<String>())
+            .collect::<Vec<_>>()
+    );
+    let head = r.content[0]
+        .as_text()
+        .expect("the head is text")
+        .text
+        .clone();
+    assert!(
+        head.len() <= limit && head.len() > limit - 4,
+        "head of {} bytes",
+        head.len()
+    );
     let link = r.content[1].as_resource_link().expect("a resource link");
-    assert!(link.uri.starts_with("agent-discover://results/r"), "{}", link.uri);
+    assert!(
+        link.uri.starts_with("agent-discover://results/r"),
+        "{}",
+        link.uri
+    );
     assert_eq!(link.size, Some(whole as u64));
     // What reaches the agent: the head and the link, nothing else (no structured copy of the whole).
     assert!(r.structured_content.is_none());
@@ -68,7 +88,9 @@ async fn read_pages(agent: &Agent, uri: &str, page: usize) -> (String, usize) {
     loop {
         let r = agent
             .client
-            .read_resource(ReadResourceRequestParams::new(format!("{uri}?offset={offset}&limit={page}")))
+            .read_resource(ReadResourceRequestParams::new(format!(
+                "{uri}?offset={offset}&limit={page}"
+            )))
             .await
             .expect("resources/read");
         let ResourceContents::TextResourceContents { text, meta, .. } = &r.contents[0] else {
@@ -133,11 +155,16 @@ async fn a_large_result_arrives_as_head_and_link_and_reads_back_identical() {
         .await
         .unwrap();
     assert!(!is_error);
-    let Value::String(s) = v else { panic!("the head is not JSON") };
+    let Value::String(s) = v else {
+        panic!("the head is not JSON")
+    };
     assert!(s.len() <= 2048 && whole.starts_with(&s), "{}", s.len());
 
     // A small result passes as it is; a page past the end or inside a character is refused.
-    assert_eq!(text(&agent.call("bulk__echo", json!({"text": "hi"})).await), "hi");
+    assert_eq!(
+        text(&agent.call("bulk__echo", json!({"text": "hi"})).await),
+        "hi"
+    );
     let (is_error, v) = agent
         .try_registry(json!({"action": "read_result", "id": id, "offset": 14}))
         .await
@@ -194,7 +221,14 @@ async fn kept_results_are_bounded_in_size_and_time() {
     )
     .await;
     let id = |r: &CallToolResult| {
-        r.content[1].as_resource_link().unwrap().uri.rsplit('/').next().unwrap().to_owned()
+        r.content[1]
+            .as_resource_link()
+            .unwrap()
+            .uri
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned()
     };
     let first = id(&agent.call("bulk__lines", json!({"bytes": MB})).await);
     let second = id(&agent.call("bulk__lines", json!({"bytes": MB})).await);
@@ -226,7 +260,12 @@ fn app_in(dir: &Path) -> std::sync::Arc<agent_discover::app::App> {
     agent_discover::app::App::open(config).expect("open the app")
 }
 
-async fn send(router: &axum::Router, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+async fn send(
+    router: &axum::Router,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     use tower::ServiceExt as _;
     let b = axum::http::Request::builder()
         .method(method)
@@ -241,7 +280,9 @@ async fn send(router: &axum::Router, method: &str, path: &str, body: Option<Valu
     };
     let resp = router.clone().oneshot(req).await.expect("infallible");
     let status = resp.status().as_u16();
-    let bytes = axum::body::to_bytes(resp.into_body(), 16 * MB).await.unwrap();
+    let bytes = axum::body::to_bytes(resp.into_body(), 16 * MB)
+        .await
+        .unwrap();
     let body = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (status, body)
@@ -251,7 +292,8 @@ async fn send(router: &axum::Router, method: &str, path: &str, body: Option<Valu
 async fn rest_pages_results_saves_scripts_and_metrics_count_the_bytes_kept_back() {
     let dir = tmp();
     let app = app_in(dir.path());
-    let router = agent_discover::http::router(app.clone(), agent_discover::http::Security::loopback());
+    let router =
+        agent_discover::http::router(app.clone(), agent_discover::http::Security::loopback());
     let spec = json!({"name": "fx", "command": harness::fixture(), "args": ["--name", "fx"]});
     let (status, body) = send(&router, "POST", "/api/servers", Some(spec)).await;
     assert_eq!(status, 201, "{body}");
@@ -274,7 +316,13 @@ async fn rest_pages_results_saves_scripts_and_metrics_count_the_bytes_kept_back(
     let mut read = String::new();
     let mut offset = 0;
     loop {
-        let (status, page) = send(&router, "GET", &format!("/api/results/{id}?offset={offset}&limit=70000"), None).await;
+        let (status, page) = send(
+            &router,
+            "GET",
+            &format!("/api/results/{id}?offset={offset}&limit=70000"),
+            None,
+        )
+        .await;
         assert_eq!(status, 200, "{page}");
         read.push_str(page["text"].as_str().unwrap());
         match page["next_offset"].as_u64() {
@@ -282,17 +330,47 @@ async fn rest_pages_results_saves_scripts_and_metrics_count_the_bytes_kept_back(
             None => break,
         }
     }
-    assert_eq!(read.len(), whole["content"][1]["size"].as_u64().unwrap() as usize);
+    assert_eq!(
+        read.len(),
+        whole["content"][1]["size"].as_u64().unwrap() as usize
+    );
     assert!(read.starts_with(&head) && read.starts_with("line 0000000 é€😀"));
-    let (status, body) = send(&router, "GET", "/api/results/r0123456789abcdef0123456789abcdef", None).await;
+    let (status, body) = send(
+        &router,
+        "GET",
+        "/api/results/r0123456789abcdef0123456789abcdef",
+        None,
+    )
+    .await;
     assert_eq!(status, 404, "{body}");
 
     // A server's own limit over REST.
-    let (status, body) = send(&router, "PUT", "/api/servers/fx/paging", Some(json!({"page_bytes": 2048}))).await;
+    let (status, body) = send(
+        &router,
+        "PUT",
+        "/api/servers/fx/paging",
+        Some(json!({"page_bytes": 2048})),
+    )
+    .await;
     assert_eq!((status, &body["page_bytes"]), (200, &json!(2048)), "{body}");
-    let (_, r) = send(&router, "POST", "/api/servers/fx/call", Some(json!({"tool": "lines", "args": {"bytes": 5000}}))).await;
-    assert!(r["content"][0]["text"].as_str().unwrap().len() <= 2048, "{r}");
-    let (status, body) = send(&router, "PUT", "/api/servers/fx/paging", Some(json!({"page_bytes": 5}))).await;
+    let (_, r) = send(
+        &router,
+        "POST",
+        "/api/servers/fx/call",
+        Some(json!({"tool": "lines", "args": {"bytes": 5000}})),
+    )
+    .await;
+    assert!(
+        r["content"][0]["text"].as_str().unwrap().len() <= 2048,
+        "{r}"
+    );
+    let (status, body) = send(
+        &router,
+        "PUT",
+        "/api/servers/fx/paging",
+        Some(json!({"page_bytes": 5})),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
 
     // /metrics counts the paged results and the bytes kept back.
@@ -309,7 +387,10 @@ async fn rest_pages_results_saves_scripts_and_metrics_count_the_bytes_kept_back(
             .unwrap()
     };
     assert_eq!(value("agent_discover_paged_results_total"), 2);
-    assert!(value("agent_discover_paged_bytes_saved_total") >= (300_000 - LIMIT + 5000 - 2048) as u64 - 8);
+    assert!(
+        value("agent_discover_paged_bytes_saved_total")
+            >= (300_000 - LIMIT + 5000 - 2048) as u64 - 8
+    );
 
     // Saved scripts over REST: saved, listed, shown, called as a tool of `scripts`, removed.
     let (status, body) = send(
@@ -326,8 +407,17 @@ async fn rest_pages_results_saves_scripts_and_metrics_count_the_bytes_kept_back(
     assert_eq!(list["scripts"][0]["name"], "twice", "{list}");
     assert!(list["scripts"][0].get("code").is_none());
     let (_, shown) = send(&router, "GET", "/api/scripts/saved/twice", None).await;
-    assert!(shown["code"].as_str().unwrap().contains("fx__add"), "{shown}");
-    let (status, r) = send(&router, "POST", "/api/servers/scripts/call", Some(json!({"tool": "twice", "args": {"n": 21}}))).await;
+    assert!(
+        shown["code"].as_str().unwrap().contains("fx__add"),
+        "{shown}"
+    );
+    let (status, r) = send(
+        &router,
+        "POST",
+        "/api/servers/scripts/call",
+        Some(json!({"tool": "twice", "args": {"n": 21}})),
+    )
+    .await;
     assert_eq!(status, 200, "{r}");
     let answer: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(answer["result"], 42, "{answer}");

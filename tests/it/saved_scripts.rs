@@ -76,7 +76,12 @@ async fn a_saved_script_is_a_tool_listed_found_and_called_from_every_path() {
         .find(|t| t.name == "scripts__sum")
         .expect("scripts__sum listed");
     assert_eq!(sum.input_schema.get("required"), Some(&json!(["a", "b"])));
-    assert!(sum.description.as_deref().unwrap().starts_with("Totals two quantities"));
+    assert!(
+        sum.description
+            .as_deref()
+            .unwrap()
+            .starts_with("Totals two quantities")
+    );
 
     // Called by the client: the script's answer, its inner call recorded.
     let (is_error, v) = call(&agent, "scripts__sum", json!({"a": 2, "b": 3})).await;
@@ -96,8 +101,14 @@ async fn a_saved_script_is_a_tool_listed_found_and_called_from_every_path() {
         .map(|x| x.as_str().unwrap())
         .collect();
     assert!(violations.contains(&"/b: required"), "{v}");
-    assert!(violations.iter().any(|x| x.starts_with("/a: expected")), "{v}");
-    assert!(violations.contains(&"/c: not allowed (no such property)"), "{v}");
+    assert!(
+        violations.iter().any(|x| x.starts_with("/a: expected")),
+        "{v}"
+    );
+    assert!(
+        violations.contains(&"/c: not allowed (no such property)"),
+        "{v}"
+    );
 
     // From another script, and through the registry's proxy_call.
     let r = agent
@@ -122,10 +133,17 @@ async fn a_saved_script_is_a_tool_listed_found_and_called_from_every_path() {
     // The call log has the script's call, and its inner call marked as a script's.
     let status = agent.registry(json!({"action": "status"})).await;
     let recent = status["calls"]["recent"].as_array().unwrap();
-    assert!(recent.iter().any(|c| c["server"] == "scripts" && c["tool"] == "sum"), "{status}");
+    assert!(
+        recent
+            .iter()
+            .any(|c| c["server"] == "scripts" && c["tool"] == "sum"),
+        "{status}"
+    );
     assert!(
         recent.iter().any(|c| c["tool"] == "add"
-            && c["response"].as_str().is_some_and(|r| r.starts_with("[script]"))),
+            && c["response"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("[script]"))),
         "{status}"
     );
 
@@ -181,7 +199,12 @@ async fn inner_calls_take_the_filter_and_approval_path_and_a_changed_body_is_wit
     let (is_error, v) = call(&agent, "scripts__sum", json!({"a": 3, "b": 4})).await;
     assert!(is_error, "{v}");
     assert_eq!(v["kind"], "tool_changed", "{v}");
-    assert!(!agent.tool_names().await.contains(&"scripts__sum".to_owned()));
+    assert!(
+        !agent
+            .tool_names()
+            .await
+            .contains(&"scripts__sum".to_owned())
+    );
     let (ok, _, err) = cli(dir.path(), &["tools", "approve", "scripts", "sum"]);
     assert!(ok, "{err}");
     let (is_error, v) = call(&agent, "scripts__sum", json!({"a": 3, "b": 4})).await;
@@ -202,9 +225,15 @@ async fn the_registry_action_saves_and_bad_scripts_are_refused() {
     let (is_error, v) = call(&agent, "scripts__double", json!({"n": 21})).await;
     assert!(!is_error && v["result"] == 42, "{v}");
     let (is_error, v) = call(&agent, "scripts__double", json!({"n": -1})).await;
-    assert!(is_error && v["violations"][0] == "/n: must be at least 0", "{v}");
+    assert!(
+        is_error && v["violations"][0] == "/n: must be at least 0",
+        "{v}"
+    );
     for (args, field) in [
-        (json!({"action": "save_script", "name": "1bad", "code": "return 1;"}), "name"),
+        (
+            json!({"action": "save_script", "name": "1bad", "code": "return 1;"}),
+            "name",
+        ),
         (
             json!({"action": "save_script", "name": "s", "code": "return 1;", "input_schema": {"type": "string"}}),
             "input_schema",

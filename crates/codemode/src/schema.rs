@@ -40,7 +40,10 @@ pub fn check_schema(schema: &Value) -> Result<(), String> {
         return Err("the input schema must be a JSON object".into());
     };
     if root.get("type") != Some(&Value::String("object".into())) {
-        return Err("the input schema must have \"type\": \"object\" (a tool's arguments are an object)".into());
+        return Err(
+            "the input schema must have \"type\": \"object\" (a tool's arguments are an object)"
+                .into(),
+        );
     }
     check_node(root, "")
 }
@@ -56,7 +59,9 @@ fn check_node(node: &Map<String, Value>, at: &str) -> Result<(), String> {
                     t => ok(t),
                 };
                 if !valid {
-                    return Err(format!("{here}: a type is one of {TYPES:?}, or a list of them"));
+                    return Err(format!(
+                        "{here}: a type is one of {TYPES:?}, or a list of them"
+                    ));
                 }
             }
             "properties" => {
@@ -161,7 +166,10 @@ fn walk(schema: &Value, v: &Value, at: &str, out: &mut Vec<String>) {
     if let Some(t) = s.get("type") {
         let ok = match t {
             Value::String(t) => matches_type(t, v),
-            Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| matches_type(t, v)),
+            Value::Array(ts) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|t| matches_type(t, v)),
             _ => true,
         };
         if !ok {
@@ -172,7 +180,10 @@ fn walk(schema: &Value, v: &Value, at: &str, out: &mut Vec<String>) {
     if let Some(Value::Array(options)) = s.get("enum")
         && !options.contains(v)
     {
-        out.push(format!("{at_or_root}: must be one of {}", Value::Array(options.clone())));
+        out.push(format!(
+            "{at_or_root}: must be one of {}",
+            Value::Array(options.clone())
+        ));
     }
     if let Some(c) = s.get("const")
         && c != v
@@ -209,7 +220,9 @@ fn walk(schema: &Value, v: &Value, at: &str, out: &mut Vec<String>) {
             if let Some(m) = s.get("minLength").and_then(Value::as_u64)
                 && len < m
             {
-                out.push(format!("{at_or_root}: must be at least {m} characters long"));
+                out.push(format!(
+                    "{at_or_root}: must be at least {m} characters long"
+                ));
             }
             if let Some(m) = s.get("maxLength").and_then(Value::as_u64)
                 && len > m
@@ -237,7 +250,12 @@ fn walk(schema: &Value, v: &Value, at: &str, out: &mut Vec<String>) {
         }
         Value::Object(o) => {
             let props = s.get("properties").and_then(Value::as_object);
-            for r in s.get("required").and_then(Value::as_array).into_iter().flatten() {
+            for r in s
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if let Some(r) = r.as_str()
                     && !o.contains_key(r)
                 {
@@ -278,24 +296,68 @@ mod tests {
     #[test]
     fn schemas_with_unsupported_keywords_or_no_object_type_are_refused() {
         assert!(check_schema(&schema()).is_ok());
-        assert!(check_schema(&json!({"type": "string"})).unwrap_err().contains("\"type\": \"object\""));
-        let e = check_schema(&json!({"type": "object", "properties": {"x": {"type": "string", "pattern": "^a"}}}))
-            .unwrap_err();
+        assert!(
+            check_schema(&json!({"type": "string"}))
+                .unwrap_err()
+                .contains("\"type\": \"object\"")
+        );
+        let e = check_schema(
+            &json!({"type": "object", "properties": {"x": {"type": "string", "pattern": "^a"}}}),
+        )
+        .unwrap_err();
         assert!(e.starts_with("/properties/x/pattern:"), "{e}");
-        assert!(check_schema(&json!({"type": "object", "properties": {"x": {"type": "text"}}})).is_err());
+        assert!(
+            check_schema(&json!({"type": "object", "properties": {"x": {"type": "text"}}}))
+                .is_err()
+        );
     }
 
     #[test]
     fn arguments_are_checked_and_each_violation_named() {
-        assert!(validate(&schema(), &json!({"path": "a", "limit": 3, "mode": "b", "tags": ["x"]})).is_empty());
-        let errors = validate(&schema(), &json!({"limit": 11.5, "mode": "c", "tags": ["x", 2, "z"], "other": 1}));
+        assert!(
+            validate(
+                &schema(),
+                &json!({"path": "a", "limit": 3, "mode": "b", "tags": ["x"]})
+            )
+            .is_empty()
+        );
+        let errors = validate(
+            &schema(),
+            &json!({"limit": 11.5, "mode": "c", "tags": ["x", 2, "z"], "other": 1}),
+        );
         assert!(errors.contains(&"/path: required".to_owned()), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("/limit: expected \"integer\"")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("/mode: must be one of")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("/tags: must have at most 2")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("/tags/1: expected \"string\"")), "{errors:?}");
-        assert!(errors.contains(&"/other: not allowed (no such property)".to_owned()), "{errors:?}");
-        assert_eq!(validate(&schema(), &json!([])), ["/: expected \"object\", got array"]);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("/limit: expected \"integer\"")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("/mode: must be one of")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("/tags: must have at most 2")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("/tags/1: expected \"string\"")),
+            "{errors:?}"
+        );
+        assert!(
+            errors.contains(&"/other: not allowed (no such property)".to_owned()),
+            "{errors:?}"
+        );
+        assert_eq!(
+            validate(&schema(), &json!([])),
+            ["/: expected \"object\", got array"]
+        );
         assert!(validate(&schema(), &json!({"path": "p", "limit": 2.0})).is_empty());
     }
 }

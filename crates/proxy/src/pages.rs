@@ -70,9 +70,11 @@ impl PagingConfig {
         let mut c = PagingConfig::default();
         let read = |name: &'static str| -> Result<Option<u64>> {
             match std::env::var(name) {
-                Ok(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
-                    Error::invalid(name, format!("`{v}` is not a whole number"))
-                }),
+                Ok(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| Error::invalid(name, format!("`{v}` is not a whole number"))),
                 Err(_) => Ok(None),
             }
         };
@@ -81,7 +83,10 @@ impl PagingConfig {
         }
         if let Some(s) = read("AGENT_DISCOVER_PAGE_KEEP_SECS")? {
             if s == 0 {
-                return Err(Error::invalid("AGENT_DISCOVER_PAGE_KEEP_SECS", "must be at least 1"));
+                return Err(Error::invalid(
+                    "AGENT_DISCOVER_PAGE_KEEP_SECS",
+                    "must be at least 1",
+                ));
             }
             c.keep = Duration::from_secs(s);
         }
@@ -303,7 +308,10 @@ impl Inner {
         let whole: Arc<str> = texts.join("\n").into();
         let id = new_id();
         if !self.pages.keep(&id, whole.clone(), owner_of(principal)) {
-            tracing::warn!(bytes, "a tool result larger than the paging store is passed whole");
+            tracing::warn!(
+                bytes,
+                "a tool result larger than the paging store is passed whole"
+            );
             return None;
         }
         let head = &whole[..floor_boundary(&whole, limit)];
@@ -392,7 +400,10 @@ impl Proxy {
                 _ => {
                     return Err(Error::not_found(
                         "result",
-                        format!("{id} (results are kept {} s, and only for their caller)", config.keep.as_secs()),
+                        format!(
+                            "{id} (results are kept {} s, and only for their caller)",
+                            config.keep.as_secs()
+                        ),
                     ));
                 }
             }
@@ -447,7 +458,10 @@ impl Proxy {
         let rest = uri.strip_prefix(URI_PREFIX)?;
         let (id, query) = rest.split_once('?').unwrap_or((rest, ""));
         // Only this module's ids: a server named `results` keeps its own resources.
-        if !(id.len() == 33 && id.starts_with('r') && id[1..].bytes().all(|b| b.is_ascii_hexdigit())) {
+        if !(id.len() == 33
+            && id.starts_with('r')
+            && id[1..].bytes().all(|b| b.is_ascii_hexdigit()))
+        {
             return None;
         }
         Some((|| {
@@ -460,7 +474,9 @@ impl Proxy {
                     _ => {
                         return Err(Error::invalid(
                             "uri",
-                            format!("unknown parameter `{k}`: a result's URI takes offset and limit"),
+                            format!(
+                                "unknown parameter `{k}`: a result's URI takes offset and limit"
+                            ),
                         ));
                     }
                 };
@@ -477,12 +493,14 @@ impl Proxy {
             meta.0.insert("offset".into(), json!(page.offset));
             meta.0.insert("total".into(), json!(page.total));
             meta.0.insert("next_offset".into(), json!(page.next_offset));
-            Ok(ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
-                uri: uri.to_owned(),
-                mime_type: Some("text/plain".into()),
-                text: page.text,
-                meta: Some(meta),
-            }]))
+            Ok(ReadResourceResult::new(vec![
+                ResourceContents::TextResourceContents {
+                    uri: uri.to_owned(),
+                    mime_type: Some("text/plain".into()),
+                    text: page.text,
+                    meta: Some(meta),
+                },
+            ]))
         })())
     }
 

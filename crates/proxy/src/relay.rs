@@ -616,7 +616,12 @@ impl ChildLane {
 
     /// Records a call's end and answers its client (unless it cancelled): the lane's own, or an exchange's that
     /// took the call over (`handover.rs`).
-    fn conclude(&self, mut call: FastCall, mut res: Result<CallToolResponse, Error>, reply: Reply<'_>) {
+    fn conclude(
+        &self,
+        mut call: FastCall,
+        mut res: Result<CallToolResponse, Error>,
+        reply: Reply<'_>,
+    ) {
         // A result over its paging limit: its head and a link to the whole (`pages.rs`).
         let paged = match (&mut res, self.inner.upgrade()) {
             (Ok(CallToolResponse::Complete(r)), Some(inner)) => {

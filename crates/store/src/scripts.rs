@@ -20,8 +20,7 @@ pub struct SavedScriptRow {
     pub updated_at: String,
 }
 
-const SELECT: &str =
-    "SELECT name, description, input_schema, code, timeout_ms, created_at, updated_at FROM saved_scripts";
+const SELECT: &str = "SELECT name, description, input_schema, code, timeout_ms, created_at, updated_at FROM saved_scripts";
 
 fn from_row(r: &Row) -> Result<SavedScriptRow> {
     Ok(SavedScriptRow {
@@ -128,13 +127,29 @@ mod tests {
     fn scripts_are_saved_replaced_listed_and_removed() {
         let store = Store::open_in_memory().unwrap();
         assert!(store.save_script("b", "B", "{}", "return 1", None).unwrap());
-        assert!(store.save_script("a", "A", "{}", "return 2", Some(100)).unwrap());
+        assert!(
+            store
+                .save_script("a", "A", "{}", "return 2", Some(100))
+                .unwrap()
+        );
         let first = store.saved_script("a").unwrap().unwrap();
-        assert!(!store.save_script("a", "A2", "{\"type\":\"object\"}", "return 3", None).unwrap());
+        assert!(
+            !store
+                .save_script("a", "A2", "{\"type\":\"object\"}", "return 3", None)
+                .unwrap()
+        );
         let a = store.saved_script("a").unwrap().unwrap();
-        assert_eq!((a.description.as_str(), a.code.as_str(), a.timeout_ms), ("A2", "return 3", None));
+        assert_eq!(
+            (a.description.as_str(), a.code.as_str(), a.timeout_ms),
+            ("A2", "return 3", None)
+        );
         assert_eq!(a.created_at, first.created_at);
-        let names: Vec<String> = store.saved_scripts().unwrap().into_iter().map(|s| s.name).collect();
+        let names: Vec<String> = store
+            .saved_scripts()
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
         assert_eq!(names, ["a", "b"]);
         assert!(store.remove_script("a").unwrap());
         assert!(!store.remove_script("a").unwrap());

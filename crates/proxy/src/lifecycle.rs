@@ -96,6 +96,9 @@ impl Proxy {
     /// Restarts `name` if this process runs it (its stored configuration changed): the old child is stopped and a new
     /// one started, the entry staying in place (`connecting`, then `ready` or `error`). `None` when it does not run here.
     pub async fn restart(&self, name: &str) -> Result<Option<Activation>> {
+        if self.is_local(name) {
+            return Ok(None);
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         let slot = lock(&self.inner.children).remove(name);
@@ -260,6 +263,9 @@ impl Proxy {
     /// Checks that `name` answers, without changing its active flag or telling clients: a running server must list
     /// its tools within `timeout`; a stopped one is started, listed and stopped again. Returns its tool count.
     pub async fn probe(&self, name: &str, timeout: Duration) -> Result<usize> {
+        if self.is_local(name) {
+            return Ok(self.local_tools().map_or(0, |(_, t)| t.len()));
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         let running = match lock(&self.inner.children).get(name) {
@@ -310,6 +316,9 @@ impl Proxy {
     /// changing its status or telling clients: its tool count and what it printed on stderr meanwhile. A server that
     /// runs now is not started twice: its count and stderr so far. `sandbox check` reads the refusals from these.
     pub async fn check(&self, name: &str, timeout: Duration) -> Result<(usize, Vec<String>)> {
+        if self.is_local(name) {
+            return Ok((self.local_tools().map_or(0, |(_, t)| t.len()), Vec::new()));
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         if let Some(Slot::Running(c)) = lock(&self.inner.children).get(name)

@@ -130,7 +130,8 @@ impl App {
         proxy.set_call_observer(Arc::new(move |server, tool, latency, ok| {
             observer.observe_call(server, tool, latency, ok)
         }));
-        Ok(Arc::new(App {
+        proxy.set_paging(crate::proxy::pages::PagingConfig::from_env()?);
+        let app = Arc::new(App {
             scripts: crate::codemode::CodeMode::new(proxy.clone()),
             summary: std::sync::Mutex::default(),
             config,
@@ -147,7 +148,9 @@ impl App {
             oauth,
             feed: Default::default(),
             agents,
-        }))
+        });
+        crate::saved_scripts::serve(&app);
+        Ok(app)
     }
 
     pub(crate) fn lifecycle_lock(&self) -> &tokio::sync::Mutex<()> {

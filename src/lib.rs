@@ -42,4 +42,5 @@ pub mod migrate;
 pub mod otel;
 pub mod pins;
 pub mod sandbox;
+pub mod saved_scripts;
 pub mod scripts;

@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
-use super::{agents, approvals, auth, configs, introspect, model, sandbox, scripts, skills, tools};
+use super::{
+    agents, approvals, auth, configs, introspect, model, sandbox, saved, scripts, skills, tools,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -247,6 +249,11 @@ pub enum Command {
     Call(auth::CallArgs),
     /// Code mode: run a JavaScript file whose calls go to the tools here; prints {result, logs, calls} as JSON.
     Run(scripts::RunArgs),
+    /// Saved scripts: code-mode scripts served as tools `scripts__NAME` (save, list, show, remove).
+    #[command(subcommand)]
+    Scripts(saved::ScriptsCommand),
+    /// Show or set a server's paging limit: results with more text reach agents as their head and a link.
+    Paging(saved::PagingArgs),
     /// A server's skills (SEP-2640): list them, or load one with every file verified against its manifest.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),

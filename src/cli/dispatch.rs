@@ -170,6 +170,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Call(args) => auth::call(&app, args).await,
         Command::Skills(cmd) => super::skills::run(&app, cmd).await,
         Command::Run(args) => scripts::run(&app, args).await,
+        Command::Scripts(cmd) => super::saved::run(&app, cmd).await,
+        Command::Paging(args) => super::saved::paging(&app, args),
         Command::Agents(cmd) => agents::run(&app, cmd).await,
     }
 }

@@ -16,6 +16,7 @@ mod introspect;
 mod market;
 mod model;
 mod sandbox;
+mod saved;
 mod scripts;
 mod servers;
 mod skills;

@@ -559,7 +559,8 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
 pub async fn prometheus(State(s): State<AppState>) -> Response {
     let children = s.app.proxy.children();
     let processes = children.iter().filter(|c| c.pid.is_some()).count();
-    let text = s.app.telemetry.render_prometheus(children.len(), processes);
+    let mut text = s.app.telemetry.render_prometheus(children.len(), processes);
+    text.push_str(&s.app.proxy.paging_stats().prometheus());
     (
         [(
             header::CONTENT_TYPE,

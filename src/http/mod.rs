@@ -22,6 +22,7 @@ mod pins;
 pub mod protect;
 mod registry_events;
 mod sandbox;
+mod saved_scripts;
 mod scripts;
 pub mod security;
 mod servers;
@@ -216,6 +217,15 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/scripts/api", "Code mode: TypeScript declarations of the tools a script can call", scripts::api)
             .query(&[("servers", "only these servers' tools (comma-separated)"), ("query", "only the tools this finds")])
             .returns(200, "TypeScript"),
+        op(M::GET, "/api/scripts/saved", "Saved scripts: code-mode scripts served as tools scripts__NAME", saved_scripts::list).returns(200, "Object"),
+        op(M::POST, "/api/scripts/saved", "Save (or replace) a script as the tool scripts__NAME", saved_scripts::save).body("ScriptSave").returns(200, "SavedScript"),
+        op(M::GET, "/api/scripts/saved/{name}", "One saved script, with its body", saved_scripts::show).returns(200, "SavedScript"),
+        op(M::DELETE, "/api/scripts/saved/{name}", "Remove a saved script (and its tool)", saved_scripts::remove).returns(200, "Status"),
+        op(M::GET, "/api/results/{id}", "A page of a large tool result kept behind its link", saved_scripts::read_result)
+            .query(&[("offset", "where the page starts, in bytes (0 or a page's next_offset)"), ("limit", "the page's length in bytes (default 65536)")])
+            .returns(200, "ResultPage"),
+        op(M::GET, "/api/servers/{id}/paging", "A server's paging limit for large results", saved_scripts::get_paging).returns(200, "Paging"),
+        op(M::PUT, "/api/servers/{id}/paging", "Set a server's paging limit (bytes; 0 never pages; null: the default)", saved_scripts::set_paging).body("Paging").returns(200, "Paging"),
         op(M::GET, "/api/agents", "A2A agents with capabilities and last known status", agents::list).returns(200, "AgentList"),
         op(M::POST, "/api/agents", "Add an A2A agent from its card URL, or a worker command", agents::add).body("AgentCreate").returns(201, "Agent"),
         op(M::DELETE, "/api/agents/{id}", "Remove an agent (its worker is stopped)", agents::remove).returns(200, "Status"),

@@ -111,6 +111,7 @@ fn schemas() -> Value {
         super::sandbox::schemas(),
         super::approvals::schemas(),
         super::scripts::schemas(),
+        super::saved_scripts::schemas(),
         super::introspect::schemas(),
         super::agents::schemas(),
     ] {

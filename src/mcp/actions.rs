@@ -125,6 +125,8 @@ pub enum Action {
         tool: Option<String>,
         /// The tool's arguments
         arguments: Option<Map<String, Value>>,
+        /// Paging limit for this call's result in bytes of text (0: whole; default 65536): past it, the head and a link to read the rest with read_result
+        page_bytes: Option<u64>,
     },
     /// A tool's full input schema.
     GetSchema {
@@ -290,6 +292,32 @@ pub enum Action {
         /// Only the tools this finds (in plain words)
         #[schemars(length(max = limits::QUERY))]
         query: Option<String>,
+    },
+    /// Code mode: saves a script as the tool `scripts__NAME` (replacing one of that name); `args` holds its arguments.
+    SaveScript {
+        /// 1-64 letters, digits, '_' or '-', starting with a letter
+        #[schemars(length(min = 1, max = 64))]
+        name: String,
+        /// JavaScript, the body of an async function; its arguments are `args`
+        #[schemars(length(min = 1, max = 262144))]
+        code: String,
+        /// What the tool does, for agents
+        description: Option<String>,
+        /// JSON Schema of the arguments (`"type": "object"`)
+        input_schema: Option<Map<String, Value>>,
+        /// CPU time limit in ms (default 5000, at most 60000)
+        #[schemars(range(min = 1, max = 60000))]
+        timeout_ms: Option<u64>,
+    },
+    /// Reads a page of a large tool result kept behind a link (agent-discover://results/ID).
+    ReadResult {
+        /// The result's id (the link's last segment)
+        #[schemars(length(min = 1, max = 64))]
+        id: String,
+        /// Where the page starts, in bytes (0, or a page's next_offset)
+        offset: Option<u64>,
+        /// The page's length in bytes (default 65536, at most 1048576)
+        limit: Option<u64>,
     },
 }
 

@@ -122,3 +122,7 @@ mod starts;
 mod param_headers;
 // What a shipped binary says about itself (--version).
 mod dist;
+// Saved scripts as tools of the built-in server `scripts`: listed, found, called from every path, pinned.
+mod saved_scripts;
+// Large results in pages: head and link, read back through resources/read and read_result, bounded.
+mod paging;

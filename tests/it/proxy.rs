@@ -300,7 +300,12 @@ async fn garbage_stdout_big_results_and_child_list_changed() {
         "{status}"
     );
 
-    let r = agent.call("noisy__big", json!({})).await;
+    // Whole (paging off for this call): 10 MB pass through the proxy.
+    let mut big = rmcp::model::CallToolRequestParams::new("noisy__big");
+    let mut meta = rmcp::model::MetaObject::default();
+    meta.0.insert("agent-discover/page_bytes".into(), json!(0));
+    big.meta = Some(rmcp::model::RequestMetaObject(meta));
+    let r = agent.client.call_tool(big).await.expect("tools/call");
     assert_eq!(text(&r).len(), 10 * 1024 * 1024);
 
     let r = agent
@@ -591,7 +596,7 @@ async fn paginated_tool_lists_are_followed() {
     let tools = act["tools"].as_array().unwrap();
     assert_eq!(
         tools.len(),
-        11 + 40,
+        12 + 40,
         "built-in tools plus 40 generated ones, over 8 pages"
     );
     assert!(tools.iter().any(|t| t["name"] == "paged__tool_40"));

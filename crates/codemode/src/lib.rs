@@ -25,6 +25,7 @@ mod limits;
 mod meter;
 mod prelude;
 mod runner;
+pub mod schema;
 
 pub use answer::{CallRecord, Failure, Outcome, Thrown, Uncaught};
 pub use api::{ApiTool, declarations};

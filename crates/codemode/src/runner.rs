@@ -322,6 +322,8 @@ fn inner_caller(outer: Caller, cancel: &CancellationToken) -> Caller {
         trace: outer.trace,
         in_exchange: false,
         principal: outer.principal,
+        // Never paged: the script gets the whole result.
+        page_bytes: Some(0),
     }
 }
 

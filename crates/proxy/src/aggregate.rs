@@ -61,6 +61,10 @@ impl Proxy {
     /// `resources/read` of an exposed URI; for a 2026-07-28 caller, a legacy child's requests during the read are
     /// minted into input-required results (`held.rs`).
     pub async fn read_resource(&self, uri: &str, caller: &Caller) -> Result<ReadResourceResponse> {
+        // A large result kept to be read in pages (`pages.rs`).
+        if let Some(page) = self.read_result_uri(uri, caller.principal.as_deref()) {
+            return page.map(Into::into);
+        }
         let (server, original) =
             names::split_uri(uri).ok_or_else(|| Error::not_found("resource", uri))?;
         // A hidden server's resource is as unknown as one that does not exist.

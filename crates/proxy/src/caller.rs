@@ -49,6 +49,9 @@ pub struct Caller {
     /// The authenticated user behind the request when the front validates OAuth access tokens (issue 30); `None`
     /// for a single user (static token, stdio, CLI).
     pub principal: Option<std::sync::Arc<ad_core::identity::Principal>>,
+    /// The call's own paging limit in bytes (`_meta["agent-discover/page_bytes"]`, or `proxy_call`'s `page_bytes`;
+    /// 0: off), over the server's and the default (`pages.rs`).
+    pub page_bytes: Option<usize>,
 }
 
 impl Caller {
@@ -83,6 +86,13 @@ impl Caller {
             trace: None,
             in_exchange: false,
             principal: Caller::principal_of(context),
+            page_bytes: request
+                .meta
+                .as_ref()
+                .and_then(|m| m.0.0.get(crate::pages::META_KEY))
+                .or_else(|| context.meta.0.0.get(crate::pages::META_KEY))
+                .and_then(serde_json::Value::as_u64)
+                .map(|b| b as usize),
         }
     }
 
@@ -131,6 +141,7 @@ impl Caller {
             trace: None,
             in_exchange: false,
             principal: Caller::principal_of(context),
+            page_bytes: None,
         }
     }
 

@@ -36,6 +36,23 @@ pub struct Activation {
 impl Proxy {
     /// Starts `name` (if it is not running), lists and stores its tools, sets its `active` flag and tells clients.
     pub async fn activate(&self, name: &str) -> Result<Activation> {
+        // The built-in server is never started: it is always there (`local.rs`).
+        if self.is_local(name) {
+            let tools = self.local_tools().map(|(_, t)| t).unwrap_or_default();
+            return Ok(Activation {
+                name: name.to_owned(),
+                status: "already_active",
+                tools: tools
+                    .iter()
+                    .map(|t| ToolInfo {
+                        name: t.name.to_string(),
+                        description: t.description.as_deref().unwrap_or_default().to_owned(),
+                        input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+                    })
+                    .collect(),
+                fetched: None,
+            });
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         if let Some(Slot::Running(child)) = lock(&self.inner.children).get(name)
@@ -79,6 +96,9 @@ impl Proxy {
     /// Restarts `name` if this process runs it (its stored configuration changed): the old child is stopped and a new
     /// one started, the entry staying in place (`connecting`, then `ready` or `error`). `None` when it does not run here.
     pub async fn restart(&self, name: &str) -> Result<Option<Activation>> {
+        if self.is_local(name) {
+            return Ok(None);
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         let slot = lock(&self.inner.children).remove(name);
@@ -148,6 +168,9 @@ impl Proxy {
     /// Stops `name`, clears its `active` flag and tells clients. Returns false when it was not running.
     /// Its tools stay stored, so search still finds them.
     pub async fn deactivate(&self, name: &str) -> Result<bool> {
+        if self.is_local(name) {
+            return Ok(false);
+        }
         self.deactivate_to(name, ServerStatus::Stopped).await
     }
 
@@ -240,6 +263,9 @@ impl Proxy {
     /// Checks that `name` answers, without changing its active flag or telling clients: a running server must list
     /// its tools within `timeout`; a stopped one is started, listed and stopped again. Returns its tool count.
     pub async fn probe(&self, name: &str, timeout: Duration) -> Result<usize> {
+        if self.is_local(name) {
+            return Ok(self.local_tools().map_or(0, |(_, t)| t.len()));
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         let running = match lock(&self.inner.children).get(name) {
@@ -290,6 +316,9 @@ impl Proxy {
     /// changing its status or telling clients: its tool count and what it printed on stderr meanwhile. A server that
     /// runs now is not started twice: its count and stderr so far. `sandbox check` reads the refusals from these.
     pub async fn check(&self, name: &str, timeout: Duration) -> Result<(usize, Vec<String>)> {
+        if self.is_local(name) {
+            return Ok((self.local_tools().map_or(0, |(_, t)| t.len()), Vec::new()));
+        }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
         if let Some(Slot::Running(c)) = lock(&self.inner.children).get(name)

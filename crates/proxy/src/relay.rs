@@ -368,6 +368,7 @@ impl ChildLane {
         if let Some(result) = result
             && call.modern.is_none()
             && call.handed.is_none()
+            && !self.may_page(result.get().len())
             && let Some((ok, text)) = plain_result(result.get())
         {
             let latency = call.started.elapsed();
@@ -615,8 +616,24 @@ impl ChildLane {
 
     /// Records a call's end and answers its client (unless it cancelled): the lane's own, or an exchange's that
     /// took the call over (`handover.rs`).
-    fn conclude(&self, mut call: FastCall, res: Result<CallToolResponse, Error>, reply: Reply<'_>) {
-        let (ok, text) = outcome(&res);
+    fn conclude(
+        &self,
+        mut call: FastCall,
+        mut res: Result<CallToolResponse, Error>,
+        reply: Reply<'_>,
+    ) {
+        // A result over its paging limit: its head and a link to the whole (`pages.rs`).
+        let paged = match (&mut res, self.inner.upgrade()) {
+            (Ok(CallToolResponse::Complete(r)), Some(inner)) => {
+                let keep = inner.tool_has_output_schema(&self.server, &call.tool);
+                inner.page_result(self.server_id, None, keep, None, r)
+            }
+            _ => None,
+        };
+        let (ok, mut text) = outcome(&res);
+        if let Some(p) = paged {
+            text.insert_str(0, &p.note());
+        }
         let spans = call.spans.take().map(|spans| spans.end_call(&res));
         self.record([Finished {
             tool: call.tool.clone(),
@@ -669,6 +686,14 @@ impl ChildLane {
             }
             _ => call.front.sink.send_now(&message),
         }
+    }
+
+    /// Whether a result of `bytes` (its JSON) may be over this server's paging limit: then it is decoded (and paged)
+    /// rather than passed as the child wrote it.
+    fn may_page(&self, bytes: usize) -> bool {
+        self.inner
+            .upgrade()
+            .is_some_and(|inner| inner.page_limit(self.server_id, None, bytes).is_some())
     }
 
     /// Records finished calls as the normal path does (metrics, call log, observer).

@@ -134,6 +134,10 @@ pub(crate) struct Inner {
     pub(super) db_path: PathBuf,
     /// Which servers and tools a caller's principal may see (`visibility.rs`, issue 30).
     pub(super) visibility: Mutex<Option<Visibility>>,
+    /// Large results kept to be read in pages (`pages.rs`).
+    pub(super) pages: crate::pages::Pages,
+    /// The built-in server served by the application itself (saved scripts, `local.rs`).
+    pub(super) local: Mutex<Option<crate::local::Local>>,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -299,6 +303,8 @@ impl Proxy {
             fast_calls: Arc::default(),
             db_path,
             visibility: Mutex::new(None),
+            pages: Default::default(),
+            local: Mutex::new(None),
         });
         Proxy { inner }
     }

@@ -35,7 +35,7 @@ pub struct ChildStatus {
 
 impl Proxy {
     pub fn is_active(&self, name: &str) -> bool {
-        lock(&self.inner.children).contains_key(name)
+        lock(&self.inner.children).contains_key(name) || self.is_local(name)
     }
 
     /// The tool names a running child exposes now (after its filter and pins); `None` when it does not run here.
@@ -59,6 +59,7 @@ impl Proxy {
             Some(Slot::Running(c)) if c.exited.borrow().is_some() => "error",
             Some(Slot::Running(_)) => "active",
             Some(Slot::Crashed { .. }) => "error",
+            None if self.is_local(name) => "active",
             None => "inactive",
         }
     }

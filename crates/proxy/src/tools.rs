@@ -48,6 +48,8 @@ impl Proxy {
     /// What `each` takes from every listed server's tools, by server name: children, then servers still being
     /// restored. Only what `each` returns is copied out (a tool list's schemas are not cloned for its names).
     fn listed<T>(&self, each: impl Fn(&Tool) -> T) -> Vec<(String, Vec<T>)> {
+        // The built-in server's (`local.rs`), read before the children are locked.
+        let local = self.local_tools();
         let children = lock(&self.inner.children);
         let mut out: Vec<(String, Vec<T>)> = children
             .iter()
@@ -66,6 +68,8 @@ impl Proxy {
                 .filter(|(name, _)| !children.contains_key(*name))
                 .map(|(name, r)| (name.clone(), r.tools.iter().map(&each).collect())),
         );
+        drop(children);
+        out.extend(local.map(|(name, tools)| (name, tools.iter().map(&each).collect())));
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
@@ -139,6 +143,10 @@ impl Proxy {
             return Err(Error::Unavailable(format!(
                 "server `{server}` is not active; activate it first (registry action `activate`)"
             )));
+        }
+        // The built-in server (saved scripts) answers itself (`local.rs`).
+        if let Some(local) = self.local_named(server) {
+            return self.call_local(local, tool, args, caller).await;
         }
         let started = Instant::now();
         // Who made the call, for the call log's audit (issue 30).
@@ -262,6 +270,21 @@ impl Proxy {
             crate::spans::end_call(span, &res);
         }
         let latency = started.elapsed();
+        // A result over its paging limit: its head and a link to the whole (`pages.rs`), noted in the call log.
+        let paged = match &mut res {
+            Ok(CallToolResponse::Complete(r)) => {
+                let keep = lock(&child.tools)
+                    .iter()
+                    .any(|t| t.name == tool && t.output_schema.is_some());
+                self.inner
+                    .page_result(child.server_id, caller.page_bytes, keep, who.as_deref(), r)
+            }
+            _ => None,
+        };
+        let note = match paged {
+            Some(p) => Some(p.note() + note.as_deref().unwrap_or_default()),
+            None => note,
+        };
         self.inner.account(
             server,
             child.server_id,

@@ -25,6 +25,7 @@ mod pins;
 mod runtime;
 mod sandbox;
 mod schema;
+mod scripts;
 mod search;
 mod secrets;
 mod servers;
@@ -43,6 +44,7 @@ pub use introspect::IntrospectionRow;
 pub use oauth::{RefreshClaim, RefreshOutcome};
 pub use pins::PinRow;
 pub use schema::SCHEMA_VERSION;
+pub use scripts::SavedScriptRow;
 pub use search::Bm25Hit;
 pub use secrets::{CallSample, SecretRow, ServerMetrics, ToolMetrics};
 

@@ -294,6 +294,24 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // Saved scripts: code-mode scripts served as the tools of the built-in server `scripts` (name, description, input
+    // schema as JSON text, body, CPU limit); and a server's own paging limit for large tool results (bytes of text
+    // that reach the agent before the rest is kept to be read in pages).
+    r#"
+    CREATE TABLE saved_scripts (
+        name TEXT PRIMARY KEY,
+        description TEXT NOT NULL,
+        input_schema TEXT NOT NULL,
+        code TEXT NOT NULL,
+        timeout_ms INTEGER,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE server_paging (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        page_bytes INTEGER NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -147,8 +147,13 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             server,
             tool,
             arguments,
+            page_bytes,
         } => {
             let (server, tool) = target(app, call_as, server, tool)?;
+            let mut caller = caller;
+            if let Some(b) = page_bytes {
+                caller.page_bytes = Some(crate::proxy::pages::check_limit(b, "page_bytes")?);
+            }
             if !app.proxy.visible(&caller, &server, Some(&tool)) {
                 return Ok(Reply::Relayed(Ok(crate::mcp::calls::unknown_tool(
                     app,
@@ -314,6 +319,32 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             )
             .into())));
         }
+        Action::SaveScript {
+            name,
+            code,
+            description,
+            input_schema,
+            timeout_ms,
+        } => app
+            .save_script(crate::saved_scripts::SaveRequest {
+                name,
+                code,
+                description,
+                input_schema: input_schema.map(Value::Object),
+                timeout_ms,
+            })
+            .map(|s| json!({"status": "saved", "script": s}))
+            .map_err(Into::into),
+        Action::ReadResult { id, offset, limit } => app
+            .proxy
+            .read_result(
+                &id,
+                offset.unwrap_or(0) as usize,
+                limit.map(|l| l as usize),
+                caller.principal.as_deref(),
+            )
+            .map(|p| json!(p))
+            .map_err(Into::into),
         Action::FindTool {
             query,
             limit,
@@ -355,5 +386,6 @@ fn reading(action: &Action) -> bool {
             | Action::FindTools { .. }
             | Action::ScriptApi { .. }
             | Action::RunScript { .. }
+            | Action::ReadResult { .. }
     )
 }

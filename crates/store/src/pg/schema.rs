@@ -209,6 +209,22 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // v7: SQLite's schema version 15: saved scripts and each server's paging limit (see schema.rs).
+    r#"
+    CREATE TABLE saved_scripts (
+        name TEXT PRIMARY KEY,
+        description TEXT NOT NULL,
+        input_schema TEXT NOT NULL,
+        code TEXT NOT NULL,
+        timeout_ms BIGINT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE server_paging (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        page_bytes BIGINT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -163,7 +163,11 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             json,
         } => {
             let filter = if clear || !allow.is_empty() || !deny.is_empty() {
-                app.set_tool_filter(&name, ToolFilter { allow, deny })
+                app.set_tool_filter(&name, ToolFilter {
+                    allow,
+                    deny,
+                    ..Default::default()
+                })
                     .await?
             } else {
                 app.tool_filter(&name)?

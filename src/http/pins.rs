@@ -87,6 +87,7 @@ pub async fn set_filter(
     let filter = ToolFilter {
         allow: body.allow,
         deny: body.deny,
+        ..Default::default()
     };
     Ok(Json(
         s.app

@@ -34,6 +34,7 @@ pub mod launcher;
 mod lifecycle;
 mod metrics;
 pub mod names;
+mod overrides;
 mod recovery;
 pub mod relay;
 mod restore;

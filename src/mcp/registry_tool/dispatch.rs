@@ -225,6 +225,7 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 let filter = crate::pinning::ToolFilter {
                     allow: allow.unwrap_or_default(),
                     deny: deny.unwrap_or_default(),
+                    ..Default::default()
                 };
                 app.set_tool_filter(&name, filter).await?
             } else {

@@ -150,3 +150,37 @@ fn view(server: &str, tool: &str, body: &Value, pin: Option<&PinRow>) -> Value {
         "status": status,
     })
 }
+
+/// An override from the CLI's flags: `KEY=VALUE` annotations and `PARAM=VALUE` fixed values, each value JSON when it
+/// parses as JSON, else a string.
+pub fn from_flags(
+    name: Option<String>,
+    title: Option<String>,
+    description: Option<String>,
+    annotations: &[String],
+    fixed: &[String],
+    hidden: Vec<String>,
+) -> Result<ToolOverride> {
+    let pairs = |what: &'static str, items: &[String]| -> Result<Vec<(String, Value)>> {
+        items
+            .iter()
+            .map(|kv| {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| Error::invalid(what, format!("`{kv}` is not KEY=VALUE")))?;
+                let v = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()));
+                Ok((k.to_owned(), v))
+            })
+            .collect()
+    };
+    let o = ToolOverride {
+        name,
+        title,
+        description,
+        annotations: pairs("annotation", annotations)?.into_iter().collect(),
+        fixed: pairs("fix", fixed)?.into_iter().collect(),
+        hidden,
+    };
+    o.validate()?;
+    Ok(o)
+}

@@ -120,3 +120,5 @@ mod starts;
 mod param_headers;
 // What a shipped binary says about itself (--version).
 mod dist;
+// Tool overrides: renamed, redescribed, fixed and hidden parameters on every front; reviewed and scanned.
+mod overrides;

@@ -201,12 +201,15 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             json,
         } => {
             let filter = if clear || !allow.is_empty() || !deny.is_empty() {
-                app.set_tool_filter(&name, ToolFilter {
-                    allow,
-                    deny,
-                    ..Default::default()
-                })
-                    .await?
+                app.set_tool_filter(
+                    &name,
+                    ToolFilter {
+                        allow,
+                        deny,
+                        ..Default::default()
+                    },
+                )
+                .await?
             } else {
                 app.tool_filter(&name)?
             };
@@ -255,7 +258,11 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
                 return print_json(&res);
             }
             if res["cleared"].is_boolean() {
-                let what = if res["cleared"] == true { "cleared" } else { "had no override" };
+                let what = if res["cleared"] == true {
+                    "cleared"
+                } else {
+                    "had no override"
+                };
                 writeln!(out, "{name}__{tool}: {what}")?;
                 return Ok(());
             }

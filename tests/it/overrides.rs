@@ -23,7 +23,10 @@ fn echoed(text: &str) -> (String, Value) {
         .strip_prefix("called ")
         .unwrap_or_else(|| panic!("not the fixture's echo: {text}"));
     let (name, args) = rest.split_once(" with ").expect("`with` in the echo");
-    (name.to_owned(), serde_json::from_str(args).expect("echoed JSON"))
+    (
+        name.to_owned(),
+        serde_json::from_str(args).expect("echoed JSON"),
+    )
 }
 
 async fn tool(agent: &Agent, name: &str) -> Option<rmcp::model::Tool> {
@@ -77,7 +80,10 @@ async fn an_overridden_tool_is_what_every_front_shows_and_calls() {
 
     // Listed under the new name with the new text, the fixed and the hidden parameter out of its schema.
     let say = tool(&agent, "ov__say").await.expect("ov__say listed");
-    assert!(tool(&agent, "ov__shout").await.is_none(), "old name still listed");
+    assert!(
+        tool(&agent, "ov__shout").await.is_none(),
+        "old name still listed"
+    );
     let v = serde_json::to_value(&say).unwrap();
     assert_eq!(v["title"], "Say");
     assert_eq!(
@@ -107,7 +113,9 @@ async fn an_overridden_tool_is_what_every_front_shows_and_calls() {
     assert_eq!(v["code"], "invalid_input", "{v}");
     assert!(v["error"].as_str().unwrap().contains("`mode`"), "{v}");
     // The old name is not there any more.
-    let r = agent.call("ov__shout", json!({"text": "x", "mode": "m"})).await;
+    let r = agent
+        .call("ov__shout", json!({"text": "x", "mode": "m"}))
+        .await;
     assert_eq!(r.is_error, Some(true), "{r:?}");
     assert_eq!(harness::parse(&r)["kind"], "tool_not_found", "{r:?}");
 
@@ -140,10 +148,14 @@ async fn an_overridden_tool_is_what_every_front_shows_and_calls() {
         .unwrap();
     assert!(!is_error, "{api}");
     let api = api.as_str().unwrap().to_owned();
-    assert!(api.contains("say(args: {"), "{api}");
+    // Its arguments are `text` alone: the fixed `mode` and the hidden `level` are not declared.
     assert!(
-        !api.contains("shout") && !api.contains("mode"),
-        "the child's own name or a fixed parameter in the API: {api}"
+        api.contains("say(args: {\n      text: string;\n    }): Promise"),
+        "{api}"
+    );
+    assert!(
+        !api.contains("shout"),
+        "the child's own name in the API: {api}"
     );
     let r = agent
         .call(
@@ -153,10 +165,7 @@ async fn an_overridden_tool_is_what_every_front_shows_and_calls() {
         .await;
     assert_ne!(r.is_error, Some(true), "{r:?}");
     let v = harness::parse(&r);
-    assert!(
-        v["result"].to_string().contains("called shout with"),
-        "{v}"
-    );
+    assert!(v["result"].to_string().contains("called shout with"), "{v}");
 
     // The per-server endpoint (another process over the same registry) shows and calls it the same way.
     let single = harness::spawn(dir.path(), &["--server", "ov"], None).await;
@@ -204,7 +213,10 @@ async fn an_override_set_from_the_cli_is_reviewed_and_bad_ones_are_refused() {
     // Clear errors for what an override may not say.
     for (args, needle) in [
         (vec!["--name", "has space"], "name"),
-        (vec!["--fix", "volume=11"], "`volume` is not a parameter of `shout`"),
+        (
+            vec!["--fix", "volume=11"],
+            "`volume` is not a parameter of `shout`",
+        ),
         (vec!["--name", "echo"], "ov__echo"),
         (vec!["--annotation", "readOnlyHint=maybe"], "readOnlyHint"),
     ] {
@@ -213,23 +225,54 @@ async fn an_override_set_from_the_cli_is_reviewed_and_bad_ones_are_refused() {
         let (ok, _, err) = cli(dir.path(), &argv);
         assert!(!ok && err.contains(needle), "{argv:?}: {err}");
     }
-    let (ok, _, err) = cli(dir.path(), &["tools", "override", "ov", "nope", "--title", "T"]);
+    let (ok, _, err) = cli(
+        dir.path(),
+        &["tools", "override", "ov", "nope", "--title", "T"],
+    );
     assert!(!ok && err.contains("no tool `nope`"), "{err}");
 
     // Set from another process: the serving one notices the registry changed and withholds the tool.
+    let before = *agent.seen.tool_list_changed.lock().unwrap();
     let (ok, out, err) = cli(
         dir.path(),
-        &["tools", "override", "ov", "shout", "--name", "say", "--fix", "mode=\"loud\"", "--hide", "level"],
+        &[
+            "tools",
+            "override",
+            "ov",
+            "shout",
+            "--name",
+            "say",
+            "--fix",
+            "mode=\"loud\"",
+            "--hide",
+            "level",
+        ],
     );
     assert!(ok, "{err}");
     assert!(out.contains("ov__say"), "{out}");
-    agent.wait_list_changed(1).await;
-    let names = agent.tool_names().await;
-    assert!(!names.iter().any(|n| n == "ov__shout" || n == "ov__say"), "{names:?}");
+    // Each list change is looked at until the tool is gone (an earlier change may still be on its way; each wait is
+    // bounded).
+    let mut seen = before;
+    loop {
+        agent.wait_list_changed(seen + 1).await;
+        seen = *agent.seen.tool_list_changed.lock().unwrap();
+        let names = agent.tool_names().await;
+        assert!(!names.iter().any(|n| n == "ov__say"), "{names:?}");
+        if !names.iter().any(|n| n == "ov__shout") {
+            break;
+        }
+    }
     // A second flag adds to the override.
     let (ok, _, err) = cli(
         dir.path(),
-        &["tools", "override", "ov", "shout", "--description", "Says it out loud"],
+        &[
+            "tools",
+            "override",
+            "ov",
+            "shout",
+            "--description",
+            "Says it out loud",
+        ],
     );
     assert!(ok, "{err}");
     let (ok, out, err) = cli(dir.path(), &["tools", "override", "ov", "shout", "--json"]);
@@ -268,11 +311,10 @@ async fn the_scanner_flags_a_poisoned_override_description() {
     let v = harness::parse(&r);
     assert_eq!(v["kind"], "tool_flagged", "{v}");
     assert!(
-        v["reasons"]
-            .as_array()
+        v["reasons"].as_array().unwrap().iter().any(|r| r
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|r| r.as_str().unwrap().starts_with("instruction_tag (high) at description")),
+            .starts_with("instruction_tag (high) at description")),
         "{v}"
     );
     let pending = agent

@@ -87,14 +87,20 @@ impl ToolOverride {
                 _ => {
                     return Err(Error::invalid(
                         "annotations",
-                        format!("unknown annotation `{k}` (one of {})", ANNOTATIONS.join(", ")),
+                        format!(
+                            "unknown annotation `{k}` (one of {})",
+                            ANNOTATIONS.join(", ")
+                        ),
                     ));
                 }
             };
             if !ok {
                 return Err(Error::invalid(
                     "annotations",
-                    format!("`{k}` must be a {}", if k == "title" { "string" } else { "boolean" }),
+                    format!(
+                        "`{k}` must be a {}",
+                        if k == "title" { "string" } else { "boolean" }
+                    ),
                 ));
             }
         }
@@ -102,7 +108,10 @@ impl ToolOverride {
             if p.is_empty() || p.len() > 128 || p.chars().any(char::is_control) {
                 return Err(Error::invalid(
                     "parameter",
-                    format!("{:?} is not a parameter name", ad_core::model::truncate_for_message(p)),
+                    format!(
+                        "{:?} is not a parameter name",
+                        ad_core::model::truncate_for_message(p)
+                    ),
                 ));
             }
         }
@@ -209,9 +218,7 @@ impl Applied {
         if let Some(p) = self.removed.iter().find(|p| args.contains_key(*p)) {
             return Err(Error::invalid(
                 "arguments",
-                format!(
-                    "`{p}` is set by this tool's override and may not be passed; leave it out"
-                ),
+                format!("`{p}` is set by this tool's override and may not be passed; leave it out"),
             ));
         }
         args.extend(self.inject.clone());
@@ -286,7 +293,11 @@ impl Registry {
     ) -> Vec<(Tool, Option<Overridden>)> {
         let mut taken: std::collections::HashSet<String> = listed
             .iter()
-            .filter(|t| overrides.get(t.name.as_ref()).is_none_or(|o| o.name.is_none()))
+            .filter(|t| {
+                overrides
+                    .get(t.name.as_ref())
+                    .is_none_or(|o| o.name.is_none())
+            })
             .map(|t| t.name.to_string())
             .collect();
         let mut by_shown = HashMap::new();
@@ -352,8 +363,10 @@ impl Registry {
 
     /// Whether `tool` (a tool's own name) is shown under another name now (from the store).
     pub fn renamed(&self, server_id: i64, tool: &str) -> bool {
-        self.tool_overrides(server_id)
-            .is_ok_and(|o| o.get(tool).is_some_and(|o| o.name.as_deref().is_some_and(|n| n != tool)))
+        self.tool_overrides(server_id).is_ok_and(|o| {
+            o.get(tool)
+                .is_some_and(|o| o.name.as_deref().is_some_and(|n| n != tool))
+        })
     }
 
     /// The tool's own name for a name the agent may be shown (its override's new name), from the store.
@@ -392,15 +405,24 @@ mod tests {
         assert_eq!(v["name"], "say");
         assert_eq!(v["title"], "Say");
         assert_eq!(v["description"], "Says");
-        assert_eq!(v["annotations"], json!({"readOnlyHint": true, "destructiveHint": false}));
-        assert_eq!(v["inputSchema"]["properties"], json!({"text": {"type": "string"}}));
+        assert_eq!(
+            v["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": false})
+        );
+        assert_eq!(
+            v["inputSchema"]["properties"],
+            json!({"text": {"type": "string"}})
+        );
         assert_eq!(v["inputSchema"]["required"], json!(["text"]));
         assert_eq!(applied.tool, "echo");
         let args = applied
             .arguments(Some(json!({"text": "hi"}).as_object().unwrap().clone()))
             .unwrap()
             .unwrap();
-        assert_eq!(Value::Object(args), json!({"text": "hi", "mode": "loud", "level": 3}));
+        assert_eq!(
+            Value::Object(args),
+            json!({"text": "hi", "mode": "loud", "level": 3})
+        );
         let refused = applied
             .arguments(Some(json!({"mode": "quiet"}).as_object().unwrap().clone()))
             .unwrap_err();
@@ -420,7 +442,8 @@ mod tests {
         }
         assert!(serde_json::from_value::<ToolOverride>(json!({"nmae": "x"})).is_err());
         let base: ToolOverride =
-            serde_json::from_value(json!({"name": "a", "hidden": ["p"], "description": "d"})).unwrap();
+            serde_json::from_value(json!({"name": "a", "hidden": ["p"], "description": "d"}))
+                .unwrap();
         let over: ToolOverride =
             serde_json::from_value(json!({"name": "b", "fixed": {"p": 1}})).unwrap();
         let l = base.layer(&over);

@@ -430,6 +430,59 @@ mod tests {
     }
 
     #[test]
+    fn the_gate_shows_the_override_pins_it_with_the_tool_and_maps_calls_back() {
+        use ad_core::events::EventBus;
+        use ad_core::model::ServerSpec;
+        let r = Registry::new(
+            ad_store::Store::open_in_memory().unwrap(),
+            EventBus::default(),
+        );
+        let s = r
+            .register(ServerSpec {
+                name: "calc".into(),
+                command: Some("x".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let add = || {
+            tool(json!({"name": "add", "description": "Adds",
+                "inputSchema": {"type": "object", "properties": {"a": {}, "b": {}}}}))
+        };
+        let names = |tools: &[Tool]| tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+        assert_eq!(names(&r.gate_tools(s.id, "calc", vec![add()])), ["add"]);
+        // An override is a change of what was approved: withheld until approved with it.
+        let o = json!({"name": "plus", "fixed": {"b": 1}});
+        r.store().set_tool_override(s.id, "add", &o).unwrap();
+        assert!(r.gate_tools(s.id, "calc", vec![add()]).is_empty());
+        let pin = r.store().pin("calc", "add").unwrap().unwrap();
+        assert!(pin.pending());
+        assert_eq!(pin.current_definition["override"], o);
+        assert_eq!(pin.current_definition["name"], "add");
+        r.store().approve_pins(s.id, Some("add"), "test").unwrap();
+        let shown = r.gate_tools(s.id, "calc", vec![add()]);
+        assert_eq!(names(&shown), ["plus"]);
+        let applied = r.inbound(s.id).unwrap().get("plus").cloned().unwrap();
+        assert_eq!(applied.tool, "add");
+        assert_eq!(
+            applied.arguments(None).unwrap().map(Value::Object),
+            Some(json!({"b": 1}))
+        );
+        // Filters match the tool's own name, whichever name it is asked by.
+        r.store()
+            .set_tool_filter(s.id, &["add".to_owned()], &[])
+            .unwrap();
+        assert!(r.tool_filter(s.id).unwrap().allows("plus"));
+        assert!(!r.overrides_stale(s.id));
+        r.store().clear_tool_override(s.id, "add").unwrap();
+        assert!(r.overrides_stale(s.id));
+        // Clearing an approved override is a change too: reviewed, then served as the child's own.
+        assert!(r.gate_tools(s.id, "calc", vec![add()]).is_empty());
+        assert!(r.inbound(s.id).is_none());
+        r.store().approve_pins(s.id, Some("add"), "test").unwrap();
+        assert_eq!(names(&r.gate_tools(s.id, "calc", vec![add()])), ["add"]);
+    }
+
+    #[test]
     fn bad_overrides_are_refused_and_layers_combine() {
         for bad in [
             json!({"name": "has space"}),

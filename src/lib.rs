@@ -40,6 +40,7 @@ pub mod lifecycle;
 pub mod mcp;
 pub mod migrate;
 pub mod otel;
+pub mod overrides;
 pub mod pins;
 pub mod sandbox;
 pub mod saved_scripts;

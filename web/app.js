@@ -205,6 +205,7 @@ function serverCard(s) {
     h('details', { dataset: { load: 'secrets' } }, h('summary', {}, 'Secrets'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { load: 'metrics' } }, h('summary', {}, 'Metrics'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { role: 'policy-section' } }, h('summary', {}, 'Approval policy'), h('div', { dataset: { role: 'policy' } })),
+    h('details', { dataset: { load: 'overrides' } }, h('summary', {}, 'Tool overrides'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { role: 'child-section' } }, h('summary', {}, 'Process'), h('div', { dataset: { role: 'child' } })),
   );
   for (const d of card.querySelectorAll('details[data-load]')) {
@@ -407,7 +408,9 @@ async function loadSection(details) {
   const id = card.dataset.id;
   const body = details.querySelector('[data-role="body"]');
   try {
-    if (details.dataset.load === 'metrics') {
+    if (details.dataset.load === 'overrides') {
+      await loadOverrides(details, id, body);
+    } else if (details.dataset.load === 'metrics') {
       const rows = await api('GET', `/api/servers/${id}/metrics`);
       body.replaceChildren(rows.length
         ? h('table', { class: 'mini' },
@@ -440,6 +443,40 @@ async function loadSection(details) {
   } catch (e) {
     body.replaceChildren(h('p', { class: 'error-text' }, e.message));
   }
+}
+
+// A server's tool overrides (what the agent sees instead of a tool's own name and description) and a form to set
+// one; a set override withholds the tool until it is approved with it (Approvals).
+async function loadOverrides(details, id, body) {
+  const s = state.servers.find((x) => String(x.id) === String(id));
+  const rows = await api('GET', `/api/tools/overrides?server=${encodeURIComponent(s ? s.name : id)}`);
+  const shown = new Set(rows.map((r) => r.shown_as));
+  const own = [...rows.map((r) => r.tool), ...(s ? s.tools.map((t) => t.name).filter((n) => !shown.has(n)) : [])];
+  const tool = h('select', { 'aria-label': 'Tool to override' }, ...[...new Set(own)].map((n) => h('option', { value: n }, n)));
+  const name = h('input', { placeholder: 'new name', 'aria-label': 'New tool name', autocomplete: 'off' });
+  const description = h('input', { placeholder: 'new description', 'aria-label': 'New tool description', autocomplete: 'off' });
+  const form = h('form', { class: 'row override-form' }, tool, name, description, h('button', { type: 'submit' }, 'Save override'));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const o = {};
+    if (name.value.trim()) o.name = name.value.trim();
+    if (description.value.trim()) o.description = description.value.trim();
+    act(form.querySelector('button'), async () => {
+      await api('PUT', `/api/servers/${id}/tools/${encodeURIComponent(tool.value)}/override`, o);
+      toast(`${tool.value}: override saved; approve it under Approvals`);
+      loadOverrides(details, id, body);
+    });
+  });
+  body.replaceChildren(
+    rows.length
+      ? h('table', { class: 'mini' }, h('tbody', {}, rows.map((r) => h('tr', { 'data-override': r.tool },
+        h('td', {}, h('code', {}, r.tool)), h('td', {}, '→ ', h('code', {}, r.shown_as)),
+        h('td', { class: 'note' }, r.override.description || ''),
+        h('td', {}, h('span', { class: `pill override-${r.status}` }, r.status)),
+        h('td', {}, h('button', { type: 'button', class: 'ghost danger', 'aria-label': `Clear override of ${r.tool}`,
+          onclick: (e) => act(e.currentTarget, async () => { await api('DELETE', `/api/servers/${id}/tools/${encodeURIComponent(r.tool)}/override`); loadOverrides(details, id, body); }) }, 'Clear'))))))
+      : h('p', { class: 'note' }, 'No overrides: the agent sees each tool as the server describes it.'),
+    form);
 }
 
 // Add-server form.

@@ -1,5 +1,5 @@
 //! `agent-discover tools`: review and approve pinned tools whose definition changed, set per-server allow/deny
-//! filters, and set approval policies (#27). Over the same `App` methods as the `registry` actions and the REST
+//! filters, tool overrides, and approval policies (#27). Over the same `App` methods as the `registry` actions and the REST
 //! routes.
 
 use std::io::Write;
@@ -51,6 +51,44 @@ pub enum ToolsCommand {
         /// Remove every pattern.
         #[arg(long, conflicts_with_all = ["allow", "deny"])]
         clear: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show, or change, what the agent sees of a server's tool instead of its own definition: a new name, title,
+    /// description or annotations, a parameter fixed to a value (hidden, given on every call) or hidden (its default
+    /// given). The flags are added to the tool's current override; `--clear` removes it. A changed override
+    /// withholds the tool until it is approved with it (`tools approve SERVER TOOL`).
+    Override {
+        name: String,
+        /// The tool's own name on the server.
+        tool: String,
+        /// The name the agent sees.
+        #[arg(long = "name", value_name = "NEW_NAME")]
+        new_name: Option<String>,
+        #[arg(long)]
+        title: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// `KEY=VALUE`: an annotation set over the tool's own (`readOnlyHint=true`, `title=...`; repeatable).
+        #[arg(long = "annotation", value_name = "KEY=VALUE")]
+        annotations: Vec<String>,
+        /// `PARAM=VALUE`: the parameter is hidden and given this value (JSON, else a string) on every call
+        /// (repeatable).
+        #[arg(long = "fix", value_name = "PARAM=VALUE")]
+        fixed: Vec<String>,
+        /// The parameter is hidden; its schema's default, when it has one, is given on every call (repeatable).
+        #[arg(long = "hide", value_name = "PARAM")]
+        hidden: Vec<String>,
+        /// Remove the tool's override.
+        #[arg(long, conflicts_with_all = ["new_name", "title", "description", "annotations", "fixed", "hidden"])]
+        clear: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tool overrides, of every server or of one: each tool, the name it is shown as and whether it is served
+    /// (`approved`), withheld until approved (`pending`) or not listed since (`unseen`).
+    Overrides {
+        name: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -163,8 +201,15 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             json,
         } => {
             let filter = if clear || !allow.is_empty() || !deny.is_empty() {
-                app.set_tool_filter(&name, ToolFilter { allow, deny })
-                    .await?
+                app.set_tool_filter(
+                    &name,
+                    ToolFilter {
+                        allow,
+                        deny,
+                        ..Default::default()
+                    },
+                )
+                .await?
             } else {
                 app.tool_filter(&name)?
             };
@@ -173,6 +218,73 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             }
             writeln!(out, "allow: {}", filter.allow.join(" "))?;
             writeln!(out, "deny:  {}", filter.deny.join(" "))?;
+            Ok(())
+        }
+        ToolsCommand::Override {
+            name,
+            tool,
+            new_name,
+            title,
+            description,
+            annotations,
+            fixed,
+            hidden,
+            clear,
+            json,
+        } => {
+            let given = crate::overrides::from_flags(
+                new_name,
+                title,
+                description,
+                &annotations,
+                &fixed,
+                hidden,
+            )?;
+            let res = if clear {
+                app.clear_tool_override(&name, &tool).await?
+            } else if given.is_empty() {
+                app.tool_override(&name, &tool)?
+            } else {
+                let s = app.registry.get(&name)?;
+                let current = app
+                    .registry
+                    .tool_overrides(s.id)?
+                    .remove(&tool)
+                    .unwrap_or_default();
+                app.set_tool_override(&name, &tool, current.layer(&given))
+                    .await?
+            };
+            if json {
+                return print_json(&res);
+            }
+            if res["cleared"].is_boolean() {
+                let what = if res["cleared"] == true {
+                    "cleared"
+                } else {
+                    "had no override"
+                };
+                writeln!(out, "{name}__{tool}: {what}")?;
+                return Ok(());
+            }
+            print_override(&mut out, &res)?;
+            if res["status"] == "pending" {
+                eprintln!(
+                    "withheld until approved with its override: agent-discover tools approve {name} {tool}"
+                );
+            }
+            Ok(())
+        }
+        ToolsCommand::Overrides { name, json } => {
+            let all = app.tool_overrides(name.as_deref())?;
+            if json {
+                return print_json(&Value::Array(all));
+            }
+            if all.is_empty() {
+                eprintln!("no tool override");
+            }
+            for o in &all {
+                print_override(&mut out, o)?;
+            }
             Ok(())
         }
         ToolsCommand::Policy {
@@ -236,4 +348,24 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// One override as a line (`server tool -> shown_as status`) and its fields indented.
+fn print_override(out: &mut impl Write, o: &Value) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{:<24} {:<32} -> {:<32} {}",
+        o["server"].as_str().unwrap_or_default(),
+        o["tool"].as_str().unwrap_or_default(),
+        o["call_as"].as_str().unwrap_or_default(),
+        o["status"].as_str().unwrap_or_default()
+    )?;
+    for (k, v) in o["override"].as_object().into_iter().flatten() {
+        let v = match v {
+            Value::String(s) => one_line(s, 160),
+            other => one_line(&other.to_string(), 160),
+        };
+        writeln!(out, "    {k}: {v}")?;
+    }
+    Ok(())
 }

@@ -276,7 +276,12 @@ async fn rebuild(
                         !exposed.contains(&t.name)
                             && !matches!(store.pin(&n.name, &t.name), Ok(Some(p)) if p.pending())
                     });
-                    changed || hidden || missing
+                    // Or another process changed its tool overrides (`ad_registry::overrides`).
+                    let overridden = app
+                        .registry
+                        .get(&n.name)
+                        .is_ok_and(|s| app.registry.overrides_stale(s.id));
+                    changed || hidden || missing || overridden
                 })
                 .map(|n| n.name.clone())
                 .collect();

@@ -18,6 +18,7 @@ mod introspect;
 mod lane;
 mod oauth;
 mod openapi;
+mod overrides;
 mod pins;
 pub mod protect;
 mod registry_events;
@@ -184,6 +185,14 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/tool-filter", "Replace a server's allow/deny patterns (a filtered tool is hidden everywhere)", pins::set_filter)
             .body("ToolFilter")
             .returns(200, "ToolFilter"),
+        op(M::GET, "/api/tools/overrides", "Tool overrides (what the agent sees instead of a tool's own definition), of every server or one", overrides::list)
+            .query(&[("server", "only this server's")])
+            .returns(200, "ToolOverrideList"),
+        op(M::GET, "/api/servers/{id}/tools/{tool}/override", "One tool's override, the name it is shown as and whether it is served", overrides::get).returns(200, "ToolOverride"),
+        op(M::PUT, "/api/servers/{id}/tools/{tool}/override", "Replace a tool's override (the tool is withheld until approved with it)", overrides::set)
+            .body("ToolOverrideBody")
+            .returns(200, "ToolOverride"),
+        op(M::DELETE, "/api/servers/{id}/tools/{tool}/override", "Remove a tool's override", overrides::clear).returns(200, "ToolOverrideCleared"),
         op(M::GET, "/api/servers/{id}/tool-policy", "A server's approval policy rules (allow, ask, deny per server, tool or annotation) and what each tool resolves to", approvals::get_policy)
             .returns(200, "ToolPolicy"),
         op(M::PUT, "/api/servers/{id}/tool-policy", "Set or remove one approval policy rule (`tool`, `annotation` or neither: server-wide; `policy` null removes it)", approvals::set_policy)

@@ -108,6 +108,7 @@ fn schemas() -> Value {
         market_schemas_and_service(),
         lifecycle_schemas(),
         super::pins::schemas(),
+        super::overrides::schemas(),
         super::sandbox::schemas(),
         super::approvals::schemas(),
         super::scripts::schemas(),

@@ -11,7 +11,7 @@ use super::error::{ApiResult, Body, Params};
 use crate::pinning::ToolFilter;
 
 /// The server a path names: all digits is an id, anything else a name (as everywhere under `/api/servers`).
-fn name_of(s: &AppState, key: &str) -> ApiResult<String> {
+pub(super) fn name_of(s: &AppState, key: &str) -> ApiResult<String> {
     Ok(match key.parse::<i64>() {
         Ok(id) => s.app.registry.get_by_id(id)?.name,
         Err(_) => key.to_owned(),
@@ -87,6 +87,7 @@ pub async fn set_filter(
     let filter = ToolFilter {
         allow: body.allow,
         deny: body.deny,
+        ..Default::default()
     };
     Ok(Json(
         s.app

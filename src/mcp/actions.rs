@@ -210,6 +210,20 @@ pub enum Action {
         #[schemars(length(max = 64))]
         deny: Option<Vec<String>>,
     },
+    /// Shows a server's tool overrides (what the agent sees instead of a tool's own definition), or one tool's; sets
+    /// one with `set`, removes it with `clear`. A changed override withholds the tool until approved (approve_tools).
+    ToolOverride {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// The tool's own name on that server (required with `set` or `clear`)
+        tool: Option<String>,
+        /// The override: `name`, `title`, `description`, `annotations` ({hint: bool}), `fixed` ({param: value,
+        /// hidden and given on every call}), `hidden` ([param], its default given)
+        set: Option<Map<String, Value>>,
+        /// true: remove the tool's override
+        clear: Option<bool>,
+    },
     /// Shows a server's approval policy (allow, ask or deny, for the server, one tool, or the tools with an annotation)
     /// and what each tool resolves to, or sets one rule when `policy` is given. From here a rule can only be made
     /// stricter; loosening one (to allow, or clearing it) is for a person (CLI, REST, dashboard).

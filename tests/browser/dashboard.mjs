@@ -1,7 +1,8 @@
 // Drives the dashboard in headless Chromium: register the fixture server, activate it, see its tools, call one from
 // the Test section, watch the call arrive live in Logs, install a server from the marketplace (a stub registry the
 // Rust test starts), review and approve a tool whose description changed (Approvals), set an `ask` approval rule
-// from a server card and approve and deny waiting calls (Approvals), disable the running server (its child exits) and
+// from a server card and approve and deny waiting calls (Approvals), override a tool from its card (approved in
+// Approvals, then listed and called under its new name), disable the running server (its child exits) and
 // enable it again, and save screenshots.
 //
 // Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
@@ -181,6 +182,27 @@ try {
     throw new Error(`the denied call was not refused: ${JSON.stringify(refused)}`);
   }
   expectedError = null;
+
+  step('override a tool from a server card: approved in Approvals, then listed under its new name');
+  await page.keyboard.press('1');
+  await page.locator('#panel-servers').waitFor({ state: 'visible' });
+  const overrides = card.locator('details[data-load="overrides"]');
+  await overrides.locator('summary').click();
+  await overrides.getByLabel('Tool to override').selectOption('add');
+  await overrides.getByLabel('New tool name').fill('plus');
+  await overrides.getByLabel('New tool description').fill('Adds two numbers together');
+  await overrides.getByRole('button', { name: 'Save override' }).click();
+  await overrides.locator('tr[data-override="add"]', { hasText: 'pending' }).waitFor();
+  await page.keyboard.press('5');
+  await page.locator('#panel-pins').waitFor({ state: 'visible' });
+  const overridden = page.locator('article.pin[data-tool="fx__add"]');
+  await overridden.locator('.diff-new', { hasText: 'Adds two numbers together' }).waitFor();
+  await overridden.getByRole('button', { name: 'Approve' }).click();
+  await overridden.waitFor({ state: 'detached' });
+  await page.keyboard.press('1');
+  await card.locator('ul[data-role="tools"] code', { hasText: /^plus$/ }).waitFor();
+  const plus = await post('/api/servers/fx/call', { tool: 'plus', args: { a: 2, b: 3 } });
+  if (!JSON.stringify(plus).includes('5')) throw new Error(`the renamed tool's call: ${JSON.stringify(plus)}`);
 
   step('disable a running server from its card, then enable it again');
   await page.keyboard.press('1');

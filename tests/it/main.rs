@@ -126,3 +126,5 @@ mod dist;
 mod saved_scripts;
 // Large results in pages: head and link, read back through resources/read and read_result, bounded.
 mod paging;
+// Tool overrides: renamed, redescribed, fixed and hidden parameters on every front; reviewed and scanned.
+mod overrides;

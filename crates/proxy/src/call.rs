@@ -107,7 +107,12 @@ impl Inner {
                     self.refresh_tools(&child.name).await;
                     // The list may show the tool changed (its annotations are part of its definition): withheld until
                     // approved, it is not called again.
-                    if !lock(&child.tools).iter().any(|t| t.name == params.name) {
+                    let inbound = self.registry.inbound(child.server_id);
+                    let shown = inbound
+                        .as_ref()
+                        .and_then(|i| i.shown_of(&params.name))
+                        .unwrap_or(&params.name);
+                    if !lock(&child.tools).iter().any(|t| t.name == shown) {
                         return Err(Error::ToolChanged {
                             server: child.name.clone(),
                             tool: params.name.to_string(),

@@ -38,6 +38,7 @@ pub mod local;
 mod metrics;
 pub mod names;
 pub mod pages;
+mod overrides;
 mod recovery;
 pub mod relay;
 mod restore;

@@ -196,6 +196,14 @@ impl Proxy {
             crate::spans::refused(span, "tool", &e);
             return Err(e);
         }
+        // An overridden tool: the child's own name, fixed and default values merged in (`overrides.rs`).
+        let (own, args) = match self.inner.inbound(&child, tool, args) {
+            Ok(x) => x,
+            Err(e) => {
+                crate::spans::refused(span, "arguments", &e);
+                return Err(e);
+            }
+        };
         // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
         let (caller, wrap, note) =
             match self.approve_call(&child, tool, args.as_ref(), caller).await {
@@ -237,9 +245,9 @@ impl Proxy {
             if caller.holds_questions(&child) {
                 // A legacy child asks the client with requests of its own: minted into input-required results for a
                 // 2026-07-28 caller, or put to this caller alone (`held.rs`).
-                self.call_held(&child, tool, args.clone(), &caller).await
+                self.call_held(&child, &own, args.clone(), &caller).await
             } else {
-                self.inner.call(&child, tool, args.clone(), &caller).await
+                self.inner.call(&child, &own, args.clone(), &caller).await
             }
         };
         // With a span, the id of the request sent to the child is noted for it (`spans.rs`).
@@ -353,8 +361,9 @@ impl Proxy {
         if !child.protocol.has_initialize() {
             lane.envelope_of(&child.protocol, || child.capabilities.supports_tasks());
         }
-        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides.
-        if !self.inner.lane_allows(child, tool) {
+        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides; so does an
+        // overridden one, whose arguments are merged there (`overrides.rs`).
+        if !self.inner.lane_allows(child, tool) || self.inner.overridden(child, tool) {
             return None;
         }
         lock(&child.tools)
@@ -393,8 +402,14 @@ impl Proxy {
     async fn tool_missing(&self, child: &Child, tool: &str) -> Result<()> {
         let server = child.name.as_str();
         let registry = &self.inner.registry;
-        match registry.store().pin(server, tool)? {
-            Some(pin) if registry.tool_allowed(server, tool) => {
+        // A renamed tool is pinned under its own name, and is not there under it.
+        if registry.renamed(child.server_id, tool) {
+            return Err(Error::not_found("tool", format!("{server}__{tool}")));
+        }
+        let own = registry.upstream_name(child.server_id, tool);
+        let own = own.as_deref().unwrap_or(tool);
+        match registry.store().pin(server, own)? {
+            Some(pin) if registry.tool_allowed(server, own) => {
                 if pin.pending() {
                     return Err(ad_registry::pinning::scan::flagged_error(server, &pin)
                         .unwrap_or_else(|| Error::ToolChanged {

@@ -1,5 +1,5 @@
 //! The registry domain between storage and the proxy: registered servers and their tools (`registry`), sealed
-//! per-server secrets (`secrets`), tool pinning and filters (`pinning`), approval policies and the digest approvals are
+//! per-server secrets (`secrets`), tool pinning and filters (`pinning`), tool overrides (`overrides`), approval policies and the digest approvals are
 //! bound to (`approval`), per-server sandbox settings (`sandbox`), the call log (`calllog`) and the resolved
 //! configuration (`config`).
 //!
@@ -10,6 +10,7 @@
 pub mod approval;
 pub mod calllog;
 pub mod config;
+pub mod overrides;
 pub mod pinning;
 pub mod registry;
 pub mod sandbox;

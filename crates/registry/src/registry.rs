@@ -18,6 +18,8 @@ pub struct Registry {
     pin_policy: crate::pinning::policy::Policy,
     /// Servers' stored approval rules as last read, valid while the store's fresh marker stays (`approval.rs`).
     policies: std::sync::Arc<std::sync::Mutex<PolicyCache>>,
+    /// How calls of overridden tools reach each server's child, as the gate last applied its overrides.
+    inbound: std::sync::Arc<crate::overrides::InboundCache>,
 }
 
 /// Servers' stored approval rules read under one store marker ([`Store::fresh_marker`]): any commit, by this process
@@ -35,6 +37,7 @@ impl Registry {
             events,
             pin_policy: Default::default(),
             policies: Default::default(),
+            inbound: Default::default(),
         }
     }
 
@@ -80,6 +83,10 @@ impl Registry {
 
     pub(crate) fn emit(&self, event: Event) {
         self.events.emit(event);
+    }
+
+    pub(crate) fn inbound_cache(&self) -> &crate::overrides::InboundCache {
+        &self.inbound
     }
 
     pub fn store(&self) -> &Store {

@@ -65,6 +65,7 @@ const PLAIN: &[(&str, &str)] = &[
     ("tool_filters", "allow, deny"),
     ("server_sandbox", "settings"),
     ("tool_policies", "target, policy, set_at"),
+    ("tool_overrides", "tool, body, updated_at"),
 ];
 const SECRET_COLS: &str = "key, value, masked, created_at, updated_at";
 const OAUTH_COLS: &str = "kind, value, auth_url, updated_at";

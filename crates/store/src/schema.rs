@@ -312,6 +312,17 @@ const MIGRATIONS: &[&str] = &[
         page_bytes INTEGER NOT NULL
     );
     "#,
+    // Tool overrides: what the agent sees of a server's tool instead of its own definition (new name, title,
+    // description, annotations, fixed and hidden parameters), a JSON body keyed by the tool's own name.
+    r#"
+    CREATE TABLE tool_overrides (
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        tool TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (server_id, tool)
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -230,12 +230,39 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 let filter = crate::pinning::ToolFilter {
                     allow: allow.unwrap_or_default(),
                     deny: deny.unwrap_or_default(),
+                    ..Default::default()
                 };
                 app.set_tool_filter(&name, filter).await?
             } else {
                 app.tool_filter(&name)?
             };
             Ok(json!({"name": name, "allow": filter.allow, "deny": filter.deny}))
+        }
+        Action::ToolOverride {
+            name,
+            tool,
+            set,
+            clear,
+        } => {
+            let name = server_name(name)?;
+            match (tool, set, clear == Some(true)) {
+                (None, None, false) => app
+                    .tool_overrides(Some(&name))
+                    .map(|o| json!({"overrides": o})),
+                (Some(tool), None, true) => app.clear_tool_override(&name, &tool).await,
+                (Some(tool), Some(set), false) => {
+                    match serde_json::from_value(Value::Object(set)) {
+                        Ok(o) => app.set_tool_override(&name, &tool, o).await,
+                        Err(e) => Err(Error::invalid("set", e.to_string())),
+                    }
+                }
+                (Some(tool), None, false) => app.tool_override(&name, &tool),
+                (None, _, _) => Err(Error::invalid("tool", "required with `set` or `clear`")),
+                (Some(_), Some(_), true) => {
+                    Err(Error::invalid("clear", "give `set` or `clear`, not both"))
+                }
+            }
+            .map_err(Into::into)
         }
         Action::ToolPolicy {
             name,

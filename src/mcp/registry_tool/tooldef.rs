@@ -41,6 +41,7 @@ fn base_definition() -> Tool {
          or path; applied per file: servers that left it are removed). enable/disable: resume or pause a server. \
          tools_pending/tool_diff/approve_tools: tools withheld \
          because their definition changed since approval (rug-pull defence). tool_filter: a server's allow/deny patterns. \
+         tool_override: what the agent sees of a tool (name, description, fixed or hidden parameters). \
          tool_policy: a server's approval policy (allow, ask: a person approves each call with its exact arguments, \
          deny; per server, tool or annotation; only tightened from here). \
          sandbox: a stdio server's confinement (network, granted paths, on/off). \

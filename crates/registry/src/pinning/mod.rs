@@ -4,7 +4,8 @@
 //! hide is dropped (to callers it does not exist); every other tool is fingerprinted (SHA-256 over its name, title,
 //! description, input and output schema and annotations) and compared with its approved pin. A tool whose
 //! fingerprint differs from the approved one is withheld (not listed, not indexed for `find_tool`, calls refused
-//! with `tool_changed`) until someone approves it. Tools of a server seen for the first time, and new tools of a
+//! with `tool_changed`) until someone approves it. A tool with an override (`overrides.rs`) is pinned as its own
+//! definition plus the override (a change of either is reviewed) and scanned as the agent will see it. Tools of a server seen for the first time, and new tools of a
 //! known server, are approved automatically unless the [`Policy`] says to hold them.
 
 use std::collections::{BTreeMap, HashMap};
@@ -92,10 +93,15 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
 pub struct ToolFilter {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
+    /// Names tools are shown under by their overrides, to their own names (`overrides.rs`): patterns match a tool's
+    /// own name, whichever name it is asked by.
+    #[serde(skip)]
+    pub renamed: BTreeMap<String, String>,
 }
 
 impl ToolFilter {
     pub fn allows(&self, tool: &str) -> bool {
+        let tool = self.renamed.get(tool).map_or(tool, String::as_str);
         (self.allow.is_empty() || self.allow.iter().any(|p| glob_matches(p, tool)))
             && !self.deny.iter().any(|p| glob_matches(p, tool))
     }
@@ -126,7 +132,16 @@ impl Registry {
     /// A server's tool filter (none: everything passes).
     pub fn tool_filter(&self, server_id: i64) -> Result<ToolFilter> {
         let (allow, deny) = self.store().tool_filter(server_id)?;
-        Ok(ToolFilter { allow, deny })
+        let renamed = self
+            .tool_overrides(server_id)?
+            .into_iter()
+            .filter_map(|(own, o)| o.name.filter(|n| *n != own).map(|n| (n, own)))
+            .collect();
+        Ok(ToolFilter {
+            allow,
+            deny,
+            renamed,
+        })
     }
 
     /// Whether `tool` of `server` passes its filter (a server that does not exist has no tools to pass).
@@ -160,8 +175,12 @@ impl Registry {
             .keys()
             .any(|k| scan::split_key(k).0 == ad_scan::Kind::Tool);
         let policy = self.pin_policy();
+        // What the agent will see: each tool with its override applied (`overrides.rs`); filters and pins key on the
+        // tool's own name, the pin covers its own definition and the override together, the scanner reads the shown.
+        let overrides = self.tool_overrides(server_id)?;
+        let listed = self.apply_overrides(server_id, server, overrides, listed);
         // The scanner's view of the registry, loaded only if some definition is new or changed.
-        let own: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+        let own: Vec<String> = listed.iter().map(|(t, _)| t.name.to_string()).collect();
         let mut names: Option<scan::Names> = None;
         let mut scan_def = |def: &Value| -> Result<Vec<ad_scan::Finding>> {
             if policy.scan == ScanMode::Off {
@@ -176,16 +195,26 @@ impl Registry {
                 .unwrap_or_default())
         };
         let mut exposed = Vec::with_capacity(listed.len());
-        for tool in listed {
-            if !filter.allows(&tool.name) {
+        for (tool, overridden) in listed {
+            // With an override: the pinned definition is the tool's own plus the override (a change of either is
+            // reviewed), the scanned one what the agent sees.
+            let (name, def, shown) = match overridden {
+                None => (tool.name.to_string(), definition(&tool), None),
+                Some(o) => {
+                    let mut def = o.definition;
+                    def["override"] =
+                        canonical(&serde_json::to_value(&o.applied).unwrap_or(Value::Null));
+                    (o.tool, def, Some(definition(&tool)))
+                }
+            };
+            if !filter.allows(&name) {
                 continue;
             }
-            let def = definition(&tool);
             let fp = fingerprint(&def);
-            let name = tool.name.to_string();
+            let seen = shown.as_ref().unwrap_or(&def);
             match pins.get(&name) {
                 None => {
-                    let findings = scan_def(&def)?;
+                    let findings = scan_def(seen)?;
                     let flagged = ad_scan::withholds(&findings);
                     let hold = flagged && policy.scan == ScanMode::On;
                     let approve = !hold
@@ -237,7 +266,7 @@ impl Registry {
                 Some(pin) => {
                     if pin.current_fingerprint != fp {
                         // Withheld for changing in any case; the findings tell the reviewer what the change carries.
-                        let findings = scan_def(&def)?;
+                        let findings = scan_def(seen)?;
                         self.store().record_pin(
                             server_id,
                             &name,
@@ -300,6 +329,7 @@ pub fn diff(pin: &PinRow) -> Vec<FieldChange> {
         "inputSchema",
         "outputSchema",
         "annotations",
+        "override",
     ];
     fields
         .iter()
@@ -360,6 +390,7 @@ mod tests {
         let f = ToolFilter {
             allow: vec!["read_*".into(), "list_*".into()],
             deny: vec!["*secret*".into()],
+            ..Default::default()
         };
         assert!(f.allows("read_file"));
         assert!(!f.allows("write_file"));

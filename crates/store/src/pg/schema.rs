@@ -225,6 +225,16 @@ const MIGRATIONS: &[&str] = &[
         page_bytes BIGINT NOT NULL
     );
     "#,
+    // v8: SQLite's schema version 16 (tool overrides): what the agent sees of a server's tool instead of its own.
+    r#"
+    CREATE TABLE tool_overrides (
+        server_id BIGINT NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        tool TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (server_id, tool)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -188,6 +188,39 @@ impl Proxy {
             crate::spans::refused(span, "tool", &e);
             return Err(e);
         }
+        // The argument guard: credentials that are not the server's own refuse the call (`callguard.rs`). The call
+        // log keeps no credential (masked there; the child gets the arguments as they came).
+        let mut guarded: Vec<crate::callguard::Decision> = Vec::new();
+        match self.inner.guard_arguments(
+            server,
+            child.server_id,
+            tool,
+            args.as_ref(),
+            caller.trace.as_ref(),
+        ) {
+            Ok(d) => guarded.extend(d),
+            Err(e) => {
+                crate::spans::refused(span, "guard", &e);
+                let note = crate::callguard::blocked_note(&e);
+                let res = Err(e);
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    crate::callguard::masked_arguments(args),
+                    started.elapsed(),
+                    &res,
+                    mark(note.as_deref()).as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+        }
+        let masks = !guarded.is_empty();
+        let logged = |args: Option<Map<String, Value>>| match masks {
+            true => crate::callguard::masked_arguments(args),
+            false => args,
+        };
         // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
         let (caller, wrap, note) =
             match self.approve_call(&child, tool, args.as_ref(), caller).await {
@@ -201,7 +234,7 @@ impl Proxy {
                         server,
                         child.server_id,
                         tool,
-                        args,
+                        logged(args),
                         started.elapsed(),
                         &res,
                         mark(Some("[approval: asked] ")).as_deref(),
@@ -216,7 +249,7 @@ impl Proxy {
                         server,
                         child.server_id,
                         tool,
-                        args,
+                        logged(args),
                         started.elapsed(),
                         &res,
                         mark(None).as_deref(),
@@ -258,15 +291,29 @@ impl Proxy {
             asked.request_state =
                 Some(self.continuation(digest, asked.request_state.take(), &child));
         }
+        // The result guards: credentials masked, instructions to the agent marked or withheld (`callguard.rs`).
+        if let Ok(CallToolResponse::Complete(r)) = &mut res {
+            guarded.extend(self.inner.guard_result(
+                server,
+                child.server_id,
+                tool,
+                r,
+                span.as_ref().map(|s| s.context()),
+            ));
+        }
         if let Some(span) = span {
             crate::spans::end_call(span, &res);
         }
         let latency = started.elapsed();
+        let note = match crate::callguard::notes(&guarded) {
+            Some(g) => Some(g + note.as_deref().unwrap_or_default()),
+            None => note,
+        };
         self.inner.account(
             server,
             child.server_id,
             tool,
-            args,
+            logged(args),
             latency,
             &res,
             mark(note.as_deref()).as_deref(),
@@ -468,6 +515,15 @@ impl Proxy {
         }
         if let Error::ApprovalDenied { by, .. } = e {
             body["denied_by"] = json!(by);
+        }
+        // The argument guard's refusal: which argument, which format, the masked value (each, and the first alone).
+        if let Error::SecretInArguments { secrets, .. } = e {
+            body["secrets"] = json!(secrets);
+            if let Some(first) = secrets.first() {
+                body["argument"] = json!(first.argument);
+                body["format"] = json!(first.format);
+                body["masked"] = json!(first.masked);
+            }
         }
         body
     }

@@ -209,6 +209,13 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // Guards on calls: a server's own guard settings (see schema.rs); it only creates its own table.
+    r#"
+    CREATE TABLE server_guards (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -170,13 +170,16 @@ mod tests {
     #[test]
     fn defaults_then_all_then_each() {
         assert_eq!(Guards::from_env(|_| None).unwrap(), Guards::default());
-        let env = |all: Option<&str>, args: Option<&str>| {
+        fn env(
+            all: Option<&'static str>,
+            args: Option<&'static str>,
+        ) -> impl Fn(&str) -> Option<String> {
             move |k: &str| match k {
                 ENV_ALL => all.map(str::to_owned),
                 ENV_ARGUMENTS => args.map(str::to_owned),
                 _ => None,
             }
-        };
+        }
         let g = Guards::from_env(env(Some("off"), Some("warn"))).unwrap();
         assert_eq!(
             (g.arguments, g.result_secrets, g.result_instructions),

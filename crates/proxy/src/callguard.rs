@@ -274,17 +274,18 @@ impl ChildLane {
     /// `\u` escapes the raw text hides them behind): the fast lane then decodes it and guards it as the normal path
     /// does, instead of passing it on as written.
     pub(crate) fn result_needs_guard(&self, raw: &str) -> bool {
+        // The text is read before the settings: most results hold nothing a guard looks for.
+        let secrets = raw.contains("\\u") || !scan::find_secrets(raw).is_empty();
+        if !secrets && !scan::may_instruct(raw) {
+            return false;
+        }
         let Some(inner) = self.inner.upgrade() else {
             return false;
         };
         let Ok(g) = inner.guards_of(self.server_id) else {
             return true;
         };
-        if !g.reads_results() {
-            return false;
-        }
-        raw.contains("\\u")
-            || (g.result_secrets != Mode::Off && !scan::find_secrets(raw).is_empty())
+        (secrets && g.reads_results())
             || (g.result_instructions != Mode::Off && !scan::instructions_in(raw).is_empty())
     }
 }

@@ -12,7 +12,7 @@ mod secrets;
 
 use serde_json::{Map, Value};
 
-pub use results::{READ_LIMIT, instructions_in};
+pub use results::{READ_LIMIT, instructions_in, may_instruct};
 pub use secrets::{FORMATS, Secret, find as find_secrets, high_entropy, labels_secret, mask};
 
 /// A credential in a call's arguments.

@@ -29,40 +29,46 @@ const RESULT_RULES: &[&str] = &[
 /// The longest text read, in bytes (a result's first 64 KiB; the rest is not read).
 pub const READ_LIMIT: usize = 64 * 1024;
 
-/// Words without one of which no rule of [`RESULT_RULES`] can match: a text without any is not read further (the
-/// common case, a few hundred nanoseconds per kilobyte).
-const TRIGGERS: &[&str] = &[
-    "ignore",
-    "disregard",
-    "forget",
-    "instruction",
-    "important",
-    "system",
-    "assistant",
-    "you ",
-    "your ",
-    "user",
-    "<|",
-    "[inst",
-    "override",
-    "from now on",
-    "prompt",
-    "tell",
-    "mention",
-    "conversation",
-    "session",
-    "tool",
-    "follow",
-    "obey",
-    "send",
-    "password",
-    "secret",
-    "key",
-    "ssh",
-    "token",
-    "pretend",
-    "regardless",
-    "instead",
+/// Words (lower case, matched at the start of a word: `instruction` matches `instructions`) without one of which no
+/// rule of [`RESULT_RULES`] finds anything: a text without any is not read further (data, numbers, code without
+/// prose), about a microsecond per kilobyte. `<|` and `[inst` are matched anywhere.
+const TRIGGERS: &[&[u8]] = &[
+    b"ignore",
+    b"disregard",
+    b"forget",
+    b"instruction",
+    b"important",
+    b"system",
+    b"assistant",
+    b"you",
+    b"user",
+    b"override",
+    b"from now",
+    b"prompt",
+    b"tell",
+    b"mention",
+    b"conversation",
+    b"session",
+    b"tool",
+    b"follow",
+    b"obey",
+    b"send",
+    b"password",
+    b"secret",
+    b"key",
+    b"ssh",
+    b"env",
+    b"token",
+    b"credential",
+    b"pretend",
+    b"regardless",
+    b"instead",
+    b"rather",
+    b"consent",
+    b"approved",
+    b"without",
+    b"always",
+    b"never",
 ];
 
 /// Instructions aimed at the agent in `text` (one text content of a result), `high` findings of the result rules.
@@ -89,9 +95,14 @@ pub fn instructions_in(text: &str) -> Vec<Finding> {
     found
 }
 
-/// Whether a trigger word (or a tag character) is in the text: ASCII lower-cased on the fly, no allocation.
+/// Whether a text may carry instructions to the agent at all (a cheap test, before [`instructions_in`] reads it).
+pub fn may_instruct(text: &str) -> bool {
+    worth_reading(text)
+}
+
+/// Whether a trigger word (or a tag character) is in the text: one pass, ASCII case folded on the fly, each word
+/// start compared only with the triggers that begin with its letter.
 fn worth_reading(text: &str) -> bool {
-    let b = text.as_bytes();
     if !text.is_ascii()
         && text
             .chars()
@@ -99,8 +110,21 @@ fn worth_reading(text: &str) -> bool {
     {
         return true;
     }
-    TRIGGERS.iter().any(|t| {
-        let t = t.as_bytes();
-        b.windows(t.len()).any(|w| w.eq_ignore_ascii_case(t))
-    })
+    let b = text.as_bytes();
+    let starts =
+        |i: usize, t: &[u8]| b.len() - i >= t.len() && b[i..i + t.len()].eq_ignore_ascii_case(t);
+    for i in 0..b.len() {
+        let c = b[i];
+        if (c == b'<' && b.get(i + 1) == Some(&b'|')) || (c == b'[' && starts(i + 1, b"inst")) {
+            return true;
+        }
+        if !c.is_ascii_alphabetic() || (i > 0 && b[i - 1].is_ascii_alphanumeric()) {
+            continue;
+        }
+        let first = c.to_ascii_lowercase();
+        if TRIGGERS.iter().any(|t| t[0] == first && starts(i, t)) {
+            return true;
+        }
+    }
+    false
 }

@@ -412,3 +412,59 @@ async fn global_settings_warn_and_off_from_the_environment() {
         "{err}"
     );
 }
+
+/// With tracing on, each decision is an `agent_discover.guard` span (kind internal) under the call's span, and a
+/// refused call's span says the guard refused it.
+#[tokio::test]
+async fn each_decision_is_an_agent_discover_guard_span() {
+    use crate::telemetry::{find, otel_env, receiver};
+    let (received, url) = receiver().await;
+    let dir = tmp();
+    let agent = agent_with(dir.path(), &otel_env(&url, "http/protobuf"), json!({})).await;
+    let gh = format!("ghp_{}", chars(36, 2));
+    refused(&agent.call("fx__echo", json!({"text": gh})).await);
+    let r = agent.call("fx__echo", json!({"text": INSTRUCTION})).await;
+    assert!(harness::text(&r).starts_with("[agent-discover: the text below"));
+    let spans = received
+        .wait("two guard spans", |s| {
+            s.iter()
+                .filter(|g| g.name == "agent_discover.guard")
+                .count()
+                >= 2
+        })
+        .await;
+    let guard: Vec<_> = spans
+        .iter()
+        .filter(|g| g.name == "agent_discover.guard")
+        .collect();
+    assert!(guard.iter().all(|g| g.kind == 1), "internal spans");
+    let blocked = guard
+        .iter()
+        .find(|g| g.attrs["agent_discover.guard.action"] == "blocked")
+        .expect("the refusal's span");
+    assert_eq!(blocked.attrs["agent_discover.guard.name"], "arguments");
+    assert_eq!(
+        blocked.attrs["agent_discover.guard.found"],
+        "github_token at text"
+    );
+    assert_eq!(blocked.status, 2);
+    let call = spans
+        .iter()
+        .find(|g| g.span_id == blocked.parent)
+        .expect("the guard span's parent is exported");
+    assert_eq!(
+        call.attrs["agent_discover.refused"], "guard",
+        "{:?}",
+        call.attrs
+    );
+    let marked = guard
+        .iter()
+        .find(|g| g.attrs["agent_discover.guard.action"] == "marked")
+        .expect("the mark's span");
+    assert_eq!(
+        marked.attrs["agent_discover.guard.name"],
+        "result_instructions"
+    );
+    assert!(find(&spans, "tools/call echo", 3).is_some());
+    agent.stop().await;
+}

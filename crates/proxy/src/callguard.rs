@@ -102,6 +102,19 @@ pub(crate) fn blocked_note(e: &Error) -> Option<String> {
     Some(d.note())
 }
 
+/// The argument guard's refusal in a failed call's body (SEP-1303, `Proxy::failure_body`): which argument, which
+/// format, the masked value (each in `secrets`, and the first alone).
+pub(crate) fn describe_refusal(e: &Error, body: &mut Value) {
+    if let Error::SecretInArguments { secrets, .. } = e {
+        body["secrets"] = serde_json::json!(secrets);
+        if let Some(first) = secrets.first() {
+            body["argument"] = first.argument.clone().into();
+            body["format"] = first.format.clone().into();
+            body["masked"] = first.masked.clone().into();
+        }
+    }
+}
+
 impl Proxy {
     /// Sets the global guard settings (the application reads them from the environment at start).
     pub fn set_guards(&self, guards: Guards) {

@@ -237,7 +237,11 @@ impl Proxy {
                         logged(args),
                         started.elapsed(),
                         &res,
-                        mark(Some("[approval: asked] ")).as_deref(),
+                        mark(Some(
+                            &(crate::callguard::notes(&guarded).unwrap_or_default()
+                                + "[approval: asked] "),
+                        ))
+                        .as_deref(),
                         who.as_deref(),
                     );
                     return res;
@@ -516,15 +520,7 @@ impl Proxy {
         if let Error::ApprovalDenied { by, .. } = e {
             body["denied_by"] = json!(by);
         }
-        // The argument guard's refusal: which argument, which format, the masked value (each, and the first alone).
-        if let Error::SecretInArguments { secrets, .. } = e {
-            body["secrets"] = json!(secrets);
-            if let Some(first) = secrets.first() {
-                body["argument"] = json!(first.argument);
-                body["format"] = json!(first.format);
-                body["masked"] = json!(first.masked);
-            }
-        }
+        crate::callguard::describe_refusal(e, &mut body);
         body
     }
 

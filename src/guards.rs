@@ -41,6 +41,16 @@ fn parse(field: &'static str, v: &str) -> Result<Option<Mode>> {
     })
 }
 
+/// One setting in a change: its name, the value asked for, the server's own (to change), what applies now, the
+/// global one.
+type Setting<'a> = (
+    &'static str,
+    &'a Option<String>,
+    &'a mut Option<Mode>,
+    Mode,
+    Mode,
+);
+
 fn rank(m: Mode) -> u8 {
     match m {
         Mode::Off => 0,
@@ -77,7 +87,7 @@ impl App {
         let mut own = self.registry.guard_settings(s.id)?;
         let global = self.proxy.guards();
         let effective: Guards = global.with(&own);
-        let fields: [(&'static str, &Option<String>, &mut Option<Mode>, Mode, Mode); 3] = [
+        let fields: [Setting<'_>; 3] = [
             (
                 "arguments",
                 &patch.arguments,

@@ -31,7 +31,7 @@ fn arguments(planted: Option<&str>) -> Map<String, Value> {
                  figures with last year's and highlight any region whose growth fell below five percent; \
                  include a short table and keep the tone neutral. Use the attached spreadsheet as the source, \
                  and note any rows with missing values so the finance team can follow up before Friday.";
-    let mut v = json!({
+    let v = json!({
         "path": "/home/user/projects/reports/2024/q3/summary.md",
         "query": "revenue growth by region site:intranet after:2024-07-01",
         "instructions": prose,

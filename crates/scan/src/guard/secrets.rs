@@ -104,7 +104,7 @@ fn at(s: &[u8], i: usize) -> Option<(&'static str, usize)> {
                 && rest[3] == b'_'
             {
                 let n = run(s, i + 4, alnum);
-                return (n >= 36 && n <= 255).then_some(("github_token", 4 + n));
+                return (36..=255).contains(&n).then_some(("github_token", 4 + n));
             }
             if rest.starts_with(b"github_pat_") {
                 let n = run(s, i + 11, word);
@@ -164,7 +164,7 @@ fn at(s: &[u8], i: usize) -> Option<(&'static str, usize)> {
         }
         b'h' if rest.starts_with(b"hf_") => {
             let n = run(s, i + 3, alnum);
-            (n >= 34 && n <= 40 && mixed(&s[i + 3..i + 3 + n]))
+            ((34..=40).contains(&n) && mixed(&s[i + 3..i + 3 + n]))
                 .then_some(("huggingface_token", 3 + n))
         }
         _ => None,

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use ad_core::error::{Error, Result};
-use ad_core::guards::{Guards, Mode};
+pub use ad_core::guards::{GuardSettings, Guards, Mode};
 
 /// A change to a server's own guard settings: each field present is `off`, `warn`, `block`, or `default` (follow
 /// the global setting again).

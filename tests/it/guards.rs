@@ -4,7 +4,8 @@
 //! calls) unless they are the server's own; credentials in a result are masked; instructions to the agent in a
 //! result are marked (withheld under `block`); `warn` and `off` behave as documented, globally and per server (set
 //! from the CLI while the agent runs, and only tightened through the `registry` tool); the call log keeps each
-//! decision and no credential, and `status` counts them.
+//! decision and no credential, `status` counts them, and each is an `agent_discover.guard` span; REST shows and
+//! changes a server's guards and answers a refused call with 403.
 
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
@@ -467,4 +468,110 @@ async fn each_decision_is_an_agent_discover_guard_span() {
     );
     assert!(find(&spans, "tools/call echo", 3).is_some());
     agent.stop().await;
+}
+
+/// REST: a server's guards shown and changed (`default` follows the global again, a wrong value is a 400), the
+/// global settings a configuration sets, and a call with a credential refused with 403 `secret_in_arguments`.
+#[tokio::test]
+async fn rest_shows_and_changes_a_servers_guards_and_refuses_credentials() {
+    use agent_discover::app::App;
+    use agent_discover::config::Config;
+    use agent_discover::http::{self, Security};
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode, header};
+    use tower::ServiceExt as _;
+
+    async fn send(
+        router: &axum::Router,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let b = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, "127.0.0.1:3424");
+        let req = match body {
+            Some(v) => b
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(v.to_string()))
+                .unwrap(),
+            None => b.body(Body::empty()).unwrap(),
+        };
+        let resp = router.clone().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    let dir = tmp();
+    let mut config = Config::in_dir(dir.path());
+    config.guard_exe = Some(std::path::PathBuf::from(harness::BIN));
+    // The global settings as the environment would give them: result instructions blocked.
+    config.guards.result_instructions = agent_discover::guards::Mode::Block;
+    let app = App::open(config).expect("open the app");
+    let router = http::router(app.clone(), Security::loopback());
+    let spec = json!({"name": "fx", "command": harness::fixture(), "args": ["--name", "fx"]});
+    let (s, b) = send(&router, "POST", "/api/servers", Some(spec)).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    let (s, b) = send(&router, "POST", "/api/servers/fx/activate", None).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+
+    let (s, v) = send(&router, "GET", "/api/servers/fx/guards", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["effective"],
+        json!({"arguments": "block", "result_secrets": "block", "result_instructions": "block"})
+    );
+    assert_eq!(v["own"], json!({}));
+
+    let gh = format!("ghp_{}", chars(36, 2));
+    let call = json!({"tool": "echo", "args": {"text": gh}});
+    let (s, v) = send(&router, "POST", "/api/servers/fx/call", Some(call.clone())).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{v}");
+    assert_eq!(v["kind"], "secret_in_arguments", "{v}");
+    assert!(!v.to_string().contains(&gh[4..]), "{v}");
+
+    let (s, v) = send(
+        &router,
+        "PUT",
+        "/api/servers/fx/guards",
+        Some(json!({"arguments": "warn"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["own"], json!({"arguments": "warn"}));
+    let (s, v) = send(&router, "POST", "/api/servers/fx/call", Some(call)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    // Warned, not blocked; the result's credential is still masked (result_secrets stays block).
+    assert_eq!(v["content"][0]["text"], "[masked github_token]", "{v}");
+
+    let (s, v) = send(
+        &router,
+        "PUT",
+        "/api/servers/fx/guards",
+        Some(json!({"arguments": "maybe"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let (s, v) = send(
+        &router,
+        "PUT",
+        "/api/servers/fx/guards",
+        Some(json!({"arguments": "default"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["own"], json!({}));
+
+    let (s, v) = send(&router, "GET", "/api/guards", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["counts"]["fx"]["arguments_blocked"], 1, "{v}");
+    assert_eq!(v["counts"]["fx"]["arguments_warned"], 1, "{v}");
+    app.proxy.shutdown().await;
 }

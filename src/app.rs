@@ -120,6 +120,7 @@ impl App {
             config.sandbox.clone(),
             config.db_path.clone(),
         );
+        proxy.set_guards(config.guards);
         let (provider, provider_status) = crate::search::Provider::from_env();
         let search = Search::new(registry.store().clone(), provider, provider_status);
         spawn_search_indexer(&events, search.clone());

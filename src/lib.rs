@@ -32,6 +32,7 @@ pub mod consent;
 pub mod feed;
 pub mod find;
 pub mod footprint;
+pub mod guards;
 pub mod health;
 pub mod http;
 pub mod ident;

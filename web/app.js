@@ -549,6 +549,17 @@ function renderLogFilter() {
 
 const openLogs = new Set();
 
+// The guards' decisions on a call, from the call log's notes (`[guard: arguments blocked (github_token at token)] `):
+// one pill each, the full note as its title.
+function guardPills(response) {
+  const pills = [];
+  for (const m of String(response || '').matchAll(/\[guard: (\w+) (\w+) \(([^)]*)\)\] /g)) {
+    const [, guard, action, found] = m;
+    pills.push(' ', h('span', { class: `pill guard guard-${action}`, title: `${guard} ${action}: ${found}` }, `${guard.replace('_', ' ')} ${action}`));
+  }
+  return pills;
+}
+
 function renderLogs(freshId = null) {
   const server = $('#log-server').value;
   const status = $('#log-status').value;
@@ -562,7 +573,7 @@ function renderLogs(freshId = null) {
       h('td', {}, fmtTime(l.timestamp)), h('td', {}, l.server),
       // Who made the call (issue 30: a team's front that validates OAuth tokens), by the `sub` part of issuer#sub.
       h('td', {}, h('code', {}, l.tool), l.user && h('small', { class: 'note', title: l.user }, ` by ${l.user.split('#').pop()}`)),
-      h('td', { class: l.success ? 'ok' : 'fail' }, l.success ? 'ok' : 'failed'), h('td', { class: 'num' }, `${l.latency_ms} ms`));
+      h('td', { class: l.success ? 'ok' : 'fail' }, l.success ? 'ok' : 'failed', ...guardPills(l.response)), h('td', { class: 'num' }, `${l.latency_ms} ms`));
     if (l.id === freshId) tr.classList.add('fresh');
     const toggle = () => { if (openLogs.has(l.id)) openLogs.delete(l.id); else openLogs.add(l.id); renderLogs(); $(`#log-rows tr[data-id="${l.id}"]`).focus(); };
     tr.addEventListener('click', toggle);

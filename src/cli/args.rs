@@ -214,6 +214,9 @@ pub enum Command {
     /// or turn it off for one server.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Guards on calls: credentials in arguments refused, credentials in results masked, instructions to the agent
+    /// in results marked; show them, or set a server's own (`off`, `warn`, `block`, `default`).
+    Guards(super::guards::GuardsArgs),
     /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
     /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
     Introspect(introspect::IntrospectArgs),

@@ -348,6 +348,8 @@ pub(super) async fn dashboard_calls(app: &App, port: u16, token: Option<&str>) -
                 "the agent-discover serving {base}/ (pid {})",
                 status["pid"]
             ));
+            // The guards' decisions are counted by the process that made the calls.
+            logs["guards"] = status["guards"].clone();
             logs
         }
         Err(e) => unavailable(format!(

@@ -163,6 +163,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Approvals(cmd) => approvals::run(&app, cmd),
         Command::Sandbox(cmd) => sandbox::run(&app, cmd).await,
+        Command::Guards(args) => super::guards::run(&app, args),
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
         Command::Model(cmd) => model::run(cmd).await,

@@ -12,6 +12,7 @@ mod configs;
 mod dashboard;
 mod dispatch;
 mod entry;
+mod guards;
 mod introspect;
 mod market;
 mod model;

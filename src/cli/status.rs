@@ -46,6 +46,7 @@ pub(super) async fn status(
             "metrics": metrics,
             "search": app.search.status(),
             "sandbox_kernel": kernel,
+            "guards": guards_of(app, &calls)?,
             "calls": calls,
         }));
     }
@@ -123,6 +124,7 @@ pub(super) async fn status(
             .unwrap_or_default()
     )?;
     writeln!(out, "sandbox: {}", sandbox_line(&kernel))?;
+    writeln!(out, "{}", guards_line(&guards_of(app, &calls)?))?;
     match calls {
         Value::Object(c) if c.contains_key("entries") => {
             writeln!(
@@ -167,6 +169,40 @@ pub(super) async fn status(
 fn shared_calls(app: &App) -> Value {
     let (entries, total) = app.calllog.entries(10, 0);
     json!({"entries": entries, "total": total, "from": "the call log every replica of this database shares"})
+}
+
+/// The guards: the global settings here, and the decisions counted by the agent-discover whose calls are shown.
+fn guards_of(app: &App, calls: &Value) -> anyhow::Result<Value> {
+    let mut v = app.guards_view(None)?;
+    v["counts"] = calls["guards"]["counts"].clone();
+    Ok(v)
+}
+
+/// The guards in one line: the settings, and each decision's count summed over servers.
+fn guards_line(v: &Value) -> String {
+    let g = &v["global"];
+    let mut sums: std::collections::BTreeMap<String, u64> = Default::default();
+    for counts in v["counts"].as_object().into_iter().flat_map(|m| m.values()) {
+        for (k, n) in counts.as_object().into_iter().flatten() {
+            *sums.entry(k.clone()).or_default() += n.as_u64().unwrap_or(0);
+        }
+    }
+    let decided: Vec<String> = sums
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    format!(
+        "guards: arguments {}, result secrets {}, result instructions {}; decisions: {}",
+        g["arguments"].as_str().unwrap_or("?"),
+        g["result_secrets"].as_str().unwrap_or("?"),
+        g["result_instructions"].as_str().unwrap_or("?"),
+        if decided.is_empty() {
+            "none".to_owned()
+        } else {
+            decided.join(", ")
+        }
+    )
 }
 
 /// The sandbox in one line: off, unavailable (and why), or what confines the stdio servers.

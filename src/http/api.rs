@@ -544,6 +544,7 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
             r.auth_url.map(|u| json!({"name": r.server.name, "state": "authenticating", "authUrl": u}))
         }).collect::<Vec<_>>(),
         "calls": {"logged": logged},
+        "guards": s.app.guards_view(None)?,
         "metrics": store.metrics_overview()?,
         "search": s.app.search.status(),
         "registry": {

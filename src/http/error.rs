@@ -64,7 +64,9 @@ impl From<Error> for ApiError {
         };
         let mut err = ApiError::new(status_of(code), code.as_str(), message);
         match &e {
-            Error::ToolChanged { .. } => err.kind = Some(e.call_kind()),
+            Error::ToolChanged { .. } | Error::SecretInArguments { .. } => {
+                err.kind = Some(e.call_kind())
+            }
             Error::ToolFlagged { reasons, .. } => {
                 err.kind = Some(e.call_kind());
                 err.reasons = Some(reasons.clone());

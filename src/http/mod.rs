@@ -14,6 +14,7 @@ mod api;
 mod approvals;
 mod assets;
 mod error;
+mod guards;
 mod introspect;
 mod lane;
 mod oauth;
@@ -210,6 +211,13 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/sandbox", "Change a server's sandbox settings (network, granted paths, on/off); applied at its next start", sandbox::set)
             .body("SandboxPatch")
             .returns(200, "SandboxView"),
+        op(M::GET, "/api/guards", "The guards on calls: the global settings and every server's decisions since start", guards::all)
+            .returns(200, "GuardsView"),
+        op(M::GET, "/api/servers/{id}/guards", "A server's guards on calls: its own settings, what applies to its calls, its decisions since start", guards::get)
+            .returns(200, "GuardsView"),
+        op(M::PUT, "/api/servers/{id}/guards", "Change a server's own guard settings (off, warn, block, or default to follow the global)", guards::set)
+            .body("GuardsPatch")
+            .returns(200, "GuardsView"),
         op(M::POST, "/api/servers/{id}/sandbox/check", "Start a stdio server once, confined as its next start will be, and report what the sandbox refused it, with the command that grants each path", sandbox::check)
             .returns(200, "SandboxCheck"),
         op(M::GET, "/api/introspections", "Batch introspection results: the latest record per package and the count per category", introspect::list)

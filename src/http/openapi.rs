@@ -110,6 +110,7 @@ fn schemas() -> Value {
         super::pins::schemas(),
         super::overrides::schemas(),
         super::sandbox::schemas(),
+        super::guards::schemas(),
         super::approvals::schemas(),
         super::scripts::schemas(),
         super::saved_scripts::schemas(),

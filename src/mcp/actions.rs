@@ -259,6 +259,20 @@ pub enum Action {
         /// false: the server runs unconfined; true: confined (the default)
         enabled: Option<bool>,
     },
+    /// Shows the guards on calls (credentials in arguments, credentials and instructions to the agent in results)
+    /// that apply to a server, or makes one stricter when `arguments`, `result_secrets` or `result_instructions` is
+    /// given (an agent may not loosen a guard).
+    Guards {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        #[schemars(extend("enum" = ["off", "warn", "block", "default"]))]
+        arguments: Option<String>,
+        #[schemars(extend("enum" = ["off", "warn", "block", "default"]))]
+        result_secrets: Option<String>,
+        #[schemars(extend("enum" = ["off", "warn", "block", "default"]))]
+        result_instructions: Option<String>,
+    },
     /// Completes a remote server's waiting OAuth authorization with the URL the browser was sent back to (or the
     /// code the authorization server showed), then connects it.
     FinishAuth {

@@ -21,6 +21,7 @@ fn kind_number(k: Kind) -> u64 {
     match k {
         Kind::Server => 2,
         Kind::Client => 3,
+        Kind::Internal => 1,
     }
 }
 

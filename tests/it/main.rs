@@ -89,6 +89,7 @@ mod approvals;
 // Issue 31, part 4: approval rules cached under the store's change marker; a rule another process commits applies to
 // the next call, fast lane included.
 mod fresh_rules;
+mod guards;
 // Issue 31, part 4: the HTTP front's cheaper path answers untyped requests with their id as before.
 mod http_front;
 // Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.

@@ -133,6 +133,18 @@ pub enum Error {
         by: String,
         approval: Option<String>,
     },
+    /// A call whose arguments carry credentials that are not the server's own (the argument guard): refused before
+    /// it reaches the server. `secrets` names each one's argument, format and masked value.
+    #[error(
+        "secret_in_arguments: the call of tool `{tool}` of server `{server}` was refused: its arguments carry {} ({}); pass no credentials to a tool, or configure them as the server's own secrets (`agent-discover guards {server}` shows or changes this guard)",
+        if secrets.len() == 1 { "a credential".to_owned() } else { format!("{} credentials", secrets.len()) },
+        secrets.iter().map(|s| format!("{} at `{}`: {}", s.format, s.argument, s.masked)).collect::<Vec<_>>().join("; ")
+    )]
+    SecretInArguments {
+        server: String,
+        tool: String,
+        secrets: Vec<crate::guards::SecretFound>,
+    },
     /// #27 (approvals): a call that needed a person's approval and got no answer before its deadline.
     #[error(
         "approval_timeout: nobody approved the call of tool `{tool}` of server `{server}` within {ms} ms (`agent-discover approvals list` shows waiting calls)"
@@ -181,7 +193,7 @@ impl Error {
             | Error::InputRequired { .. }
             | Error::SandboxDenied { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
-            Error::ApprovalDenied { .. } => ErrorCode::Denied,
+            Error::ApprovalDenied { .. } | Error::SecretInArguments { .. } => ErrorCode::Denied,
             Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
         }
     }
@@ -196,6 +208,7 @@ impl Error {
             Error::ApprovalDenied { .. } => "approval_denied",
             Error::ApprovalTimeout { .. } => "approval_timeout",
             Error::SkillUnverified { .. } => "skill_unverified",
+            Error::SecretInArguments { .. } => "secret_in_arguments",
             e => e.tool_error_kind().as_str(),
         }
     }
@@ -292,7 +305,8 @@ impl Error {
             | Error::Conflict { .. }
             | Error::Store(_)
             | Error::Internal(_)
-            | Error::ApprovalDenied { .. } => ToolErrorKind::ServerError,
+            | Error::ApprovalDenied { .. }
+            | Error::SecretInArguments { .. } => ToolErrorKind::ServerError,
         }
     }
 

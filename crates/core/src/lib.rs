@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod error;
 pub mod events;
+pub mod guards;
 pub mod identity;
 pub mod model;
 pub mod netallow;

@@ -126,6 +126,8 @@ pub enum Kind {
     Server,
     /// A request made to a child.
     Client,
+    /// A step of agent-discover's own inside a call (the guards' decisions).
+    Internal,
 }
 
 /// An attribute's value.

@@ -20,6 +20,7 @@ mod aggregate;
 pub mod approval;
 mod call;
 mod caller;
+pub mod callguard;
 mod client;
 pub mod coalesce;
 mod counted;

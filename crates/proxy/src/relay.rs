@@ -121,6 +121,14 @@ impl FrontLane {
         stateless: Option<&str>,
     ) -> Option<(RequestId, Arc<ChildLane>)> {
         let (id, params) = read_call(raw)?;
+        // Arguments that may hold a credential take the normal path, where the argument guard decides
+        // (`callguard.rs`); the test is on the raw text, about a microsecond per kilobyte.
+        if params
+            .arguments
+            .is_some_and(|a| ad_scan::guard::may_hold_secret(a.get()))
+        {
+            return None;
+        }
         let meta = params.meta.unwrap_or_default();
         if stateless.is_some_and(|name| name != params.name) {
             return None;
@@ -369,6 +377,7 @@ impl ChildLane {
             && call.modern.is_none()
             && call.handed.is_none()
             && !self.may_page(result.get().len())
+            && !self.result_needs_guard(result.get())
             && let Some((ok, text)) = plain_result(result.get())
         {
             let latency = call.started.elapsed();
@@ -602,7 +611,18 @@ impl ChildLane {
 
     /// Records a finished call as the normal path does (metrics, call log, observer) and answers the client, unless
     /// it cancelled.
-    fn finish(&self, mut call: FastCall, res: Result<CallToolResult, Error>, reply: Reply<'_>) {
+    fn finish(&self, mut call: FastCall, mut res: Result<CallToolResult, Error>, reply: Reply<'_>) {
+        // The result guards, as on the normal path (`callguard.rs`).
+        let note = match (&mut res, self.inner.upgrade()) {
+            (Ok(r), Some(inner)) => crate::callguard::notes(&inner.guard_result(
+                &self.server,
+                self.server_id,
+                &call.tool,
+                r,
+                call.spans.as_ref().map(|s| s.call.context()),
+            )),
+            _ => None,
+        };
         // A legacy child's result has no `resultType`; a 2026-07-28 client requires one (stripped for others).
         let res = res.map(|mut r| {
             r.result_type.get_or_insert(ResultType::COMPLETE);
@@ -611,16 +631,22 @@ impl ChildLane {
         if let Some(handed) = call.handed.take() {
             return self.report(*handed, res);
         }
-        self.conclude(call, res, reply);
+        self.conclude_noted(call, res, reply, note);
     }
 
     /// Records a call's end and answers its client (unless it cancelled): the lane's own, or an exchange's that
     /// took the call over (`handover.rs`).
-    fn conclude(
+    fn conclude(&self, call: FastCall, res: Result<CallToolResponse, Error>, reply: Reply<'_>) {
+        self.conclude_noted(call, res, reply, None);
+    }
+
+    /// [`ChildLane::conclude`] with the guards' note for the call log.
+    fn conclude_noted(
         &self,
         mut call: FastCall,
         mut res: Result<CallToolResponse, Error>,
         reply: Reply<'_>,
+        note: Option<String>,
     ) {
         // A result over its paging limit: its head and a link to the whole (`pages.rs`).
         let paged = match (&mut res, self.inner.upgrade()) {
@@ -631,6 +657,9 @@ impl ChildLane {
             _ => None,
         };
         let (ok, mut text) = outcome(&res);
+        if let Some(note) = note {
+            text.insert_str(0, &note);
+        }
         if let Some(p) = paged {
             text.insert_str(0, &p.note());
         }

@@ -80,6 +80,8 @@ pub(crate) struct Inner {
     pub(super) guard_exe: PathBuf,
     /// How stdio children are confined (`sandbox.rs`).
     pub(super) sandbox: ad_registry::config::SandboxConfig,
+    /// The guards on calls: settings and decisions (`callguard.rs`).
+    pub(super) guards: crate::callguard::Guarding,
     pub(super) children: Mutex<HashMap<String, Slot>>,
     /// Serialises activate/deactivate/restart of one server.
     pub(super) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -279,6 +281,7 @@ impl Proxy {
             timeouts,
             guard_exe,
             sandbox,
+            guards: Default::default(),
             children: Mutex::default(),
             locks: Mutex::default(),
             follow_failures: Mutex::default(),

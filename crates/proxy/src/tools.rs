@@ -196,6 +196,39 @@ impl Proxy {
             crate::spans::refused(span, "tool", &e);
             return Err(e);
         }
+        // The argument guard: credentials that are not the server's own refuse the call (`callguard.rs`). The call
+        // log keeps no credential (masked there; the child gets the arguments as they came).
+        let mut guarded: Vec<crate::callguard::Decision> = Vec::new();
+        match self.inner.guard_arguments(
+            server,
+            child.server_id,
+            tool,
+            args.as_ref(),
+            caller.trace.as_ref(),
+        ) {
+            Ok(d) => guarded.extend(d),
+            Err(e) => {
+                crate::spans::refused(span, "guard", &e);
+                let note = crate::callguard::blocked_note(&e);
+                let res = Err(e);
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    crate::callguard::masked_arguments(args),
+                    started.elapsed(),
+                    &res,
+                    mark(note.as_deref()).as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+        }
+        let masks = !guarded.is_empty();
+        let logged = |args: Option<Map<String, Value>>| match masks {
+            true => crate::callguard::masked_arguments(args),
+            false => args,
+        };
         // An overridden tool: the child's own name, fixed and default values merged in (`overrides.rs`).
         let (own, args) = match self.inner.inbound(&child, tool, args) {
             Ok(x) => x,
@@ -217,10 +250,14 @@ impl Proxy {
                         server,
                         child.server_id,
                         tool,
-                        args,
+                        logged(args),
                         started.elapsed(),
                         &res,
-                        mark(Some("[approval: asked] ")).as_deref(),
+                        mark(Some(
+                            &(crate::callguard::notes(&guarded).unwrap_or_default()
+                                + "[approval: asked] "),
+                        ))
+                        .as_deref(),
                         who.as_deref(),
                     );
                     return res;
@@ -232,7 +269,7 @@ impl Proxy {
                         server,
                         child.server_id,
                         tool,
-                        args,
+                        logged(args),
                         started.elapsed(),
                         &res,
                         mark(None).as_deref(),
@@ -274,6 +311,16 @@ impl Proxy {
             asked.request_state =
                 Some(self.continuation(digest, asked.request_state.take(), &child));
         }
+        // The result guards: credentials masked, instructions to the agent marked or withheld (`callguard.rs`).
+        if let Ok(CallToolResponse::Complete(r)) = &mut res {
+            guarded.extend(self.inner.guard_result(
+                server,
+                child.server_id,
+                tool,
+                r,
+                span.as_ref().map(|s| s.context()),
+            ));
+        }
         if let Some(span) = span {
             crate::spans::end_call(span, &res);
         }
@@ -289,6 +336,10 @@ impl Proxy {
             }
             _ => None,
         };
+        let note = match crate::callguard::notes(&guarded) {
+            Some(g) => Some(g + note.as_deref().unwrap_or_default()),
+            None => note,
+        };
         let note = match paged {
             Some(p) => Some(p.note() + note.as_deref().unwrap_or_default()),
             None => note,
@@ -297,7 +348,7 @@ impl Proxy {
             server,
             child.server_id,
             tool,
-            args,
+            logged(args),
             latency,
             &res,
             mark(note.as_deref()).as_deref(),
@@ -507,6 +558,7 @@ impl Proxy {
         if let Error::ApprovalDenied { by, .. } = e {
             body["denied_by"] = json!(by);
         }
+        crate::callguard::describe_refusal(e, &mut body);
         body
     }
 

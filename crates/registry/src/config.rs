@@ -36,6 +36,9 @@ pub struct Config {
     pub team: bool,
     /// How stdio children are confined (`AGENT_DISCOVER_SANDBOX`, `AGENT_DISCOVER_SANDBOX_PASS_ENV`).
     pub sandbox: SandboxConfig,
+    /// The guards on calls, globally (`AGENT_DISCOVER_GUARDS`, `AGENT_DISCOVER_GUARD_ARGUMENTS`,
+    /// `..._RESULT_SECRETS`, `..._RESULT_INSTRUCTIONS`); a server's own settings are stored with it.
+    pub guards: ad_core::guards::Guards,
 }
 
 /// The sandbox's process-wide settings; a server's own are stored with it (`ad_core::sandbox::SandboxSettings`).
@@ -201,6 +204,7 @@ impl Config {
             sandbox,
             database_url,
             replica,
+            guards: ad_core::guards::Guards::from_env(|k| std::env::var(k).ok())?,
         })
     }
 
@@ -218,6 +222,7 @@ impl Config {
             replica: None,
             team: false,
             sandbox: SandboxConfig::default_for(dir),
+            guards: Default::default(),
         }
     }
 }

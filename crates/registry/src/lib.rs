@@ -10,6 +10,7 @@
 pub mod approval;
 pub mod calllog;
 pub mod config;
+pub mod guards;
 pub mod overrides;
 pub mod pinning;
 pub mod registry;

@@ -13,6 +13,7 @@
 
 mod decode;
 mod fields;
+pub mod guard;
 mod pattern;
 mod rules;
 mod text;

@@ -16,6 +16,7 @@ mod calls;
 pub mod copy;
 pub use calls::StoredCall;
 pub mod db;
+mod guards;
 mod introspect;
 pub mod lifecycle;
 pub mod market_cache;

@@ -323,6 +323,14 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (server_id, tool)
     );
     "#,
+    // Guards on calls: a server's own guard settings (the JSON of `GuardSettings`: arguments, result_secrets,
+    // result_instructions, each `off`, `warn` or `block`); a server without a row follows the global settings.
+    r#"
+    CREATE TABLE server_guards (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

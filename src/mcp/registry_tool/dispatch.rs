@@ -306,6 +306,25 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             }
             .map_err(Into::into)
         }
+        Action::Guards {
+            name,
+            arguments,
+            result_secrets,
+            result_instructions,
+        } => {
+            let name = server_name(name)?;
+            let patch = crate::guards::GuardsPatch {
+                arguments,
+                result_secrets,
+                result_instructions,
+            };
+            if patch.is_empty() {
+                app.guards_view(Some(&name))
+            } else {
+                app.set_guards(&name, patch, true)
+            }
+            .map_err(Into::into)
+        }
         Action::FinishAuth { name, callback } => app
             .finish_auth(&server_name(name)?, &callback)
             .await

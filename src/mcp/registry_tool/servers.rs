@@ -169,6 +169,8 @@ pub(super) async fn status(
         "metrics": store.metrics_overview()?,
         "search": app.search.status(),
         "sandbox_kernel": app.sandbox_kernel(),
+        // The guards on calls: the global settings and each server's decisions since this process started.
+        "guards": app.guards_view(None)?,
         // Proxied tool calls this process relayed by its fast lane (`proxy/relay.rs`), and the tools it leaves to the
         // normal path for their approval policy (#27).
         "relay": {"fast_lane_calls": app.proxy.fast_lane_calls(), "approval_gated": app.proxy.approval_gated()},

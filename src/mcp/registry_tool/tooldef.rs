@@ -45,6 +45,8 @@ fn base_definition() -> Tool {
          tool_policy: a server's approval policy (allow, ask: a person approves each call with its exact arguments, \
          deny; per server, tool or annotation; only tightened from here). \
          sandbox: a stdio server's confinement (network, granted paths, on/off). \
+         guards: a server's guards on calls (credentials in arguments, credentials and instructions in results; \
+         only tightened from here). \
          finish_auth/reauthorize: a remote server's OAuth authorization (a server waiting for one shows authUrl). \
          run_script/script_api: code mode (a script that calls tools here; only its result returns) and its API. \
          Pass `action` plus that action's arguments.",

@@ -235,6 +235,13 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (server_id, tool)
     );
     "#,
+    // v9: SQLite's schema version 17 (guards on calls): a server's own guard settings (see schema.rs).
+    r#"
+    CREATE TABLE server_guards (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -23,6 +23,9 @@ pub struct ApiError {
     pub kind: Option<&'static str>,
     pub reasons: Option<Vec<String>>,
     pub approval: Option<String>,
+    /// A refusal by a limit (`rate_limited`, `server_busy`, `server_unavailable`): when to try again (also the
+    /// `Retry-After` header, in whole seconds).
+    pub retry_after_ms: Option<u64>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -36,6 +39,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         ErrorCode::Denied => StatusCode::FORBIDDEN,
+        ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
     }
 }
 
@@ -48,6 +52,7 @@ impl ApiError {
             kind: None,
             reasons: None,
             approval: None,
+            retry_after_ms: None,
         }
     }
 }
@@ -73,6 +78,12 @@ impl From<Error> for ApiError {
                 err.kind = Some(e.call_kind());
                 err.approval = approval.clone();
             }
+            Error::RateLimited { .. }
+            | Error::ServerBusy { .. }
+            | Error::ServerUnavailable { .. } => {
+                err.kind = Some(e.call_kind());
+                err.retry_after_ms = e.retry_after_ms();
+            }
             _ => {}
         }
         err
@@ -90,6 +101,16 @@ impl IntoResponse for ApiError {
         }
         if let Some(id) = self.approval {
             body["approval"] = id.into();
+        }
+        if let Some(ms) = self.retry_after_ms {
+            body["retry_after_ms"] = ms.into();
+            let secs = ms.div_ceil(1000).max(1).to_string();
+            return (
+                self.status,
+                [(axum::http::header::RETRY_AFTER, secs)],
+                Json(body),
+            )
+                .into_response();
         }
         (self.status, Json(body)).into_response()
     }
@@ -164,6 +185,7 @@ mod tests {
             ErrorCode::Unavailable,
             ErrorCode::Internal,
             ErrorCode::Denied,
+            ErrorCode::RateLimited,
         ];
         let statuses: std::collections::HashSet<u16> =
             codes.iter().map(|c| status_of(*c).as_u16()).collect();

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod error;
 pub mod events;
 pub mod identity;
+pub mod limits;
 pub mod model;
 pub mod sandbox;
 pub mod telemetry;

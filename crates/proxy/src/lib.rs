@@ -32,6 +32,7 @@ pub mod guard;
 mod held;
 pub mod launcher;
 mod lifecycle;
+mod limits;
 mod metrics;
 pub mod names;
 mod recovery;

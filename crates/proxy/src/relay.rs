@@ -138,6 +138,8 @@ impl FrontLane {
             }
             // A legacy client's only (a 2026-07-28 client's goes the normal way).
             let era = meta.era().ok().filter(Option::is_none)?;
+            // Its server's limits, checked in the lane (`limits/`); a call they would hold or refuse goes the normal way.
+            let admitted = self.proxy.inner.limits.admit_in_lane(&lane.server, &tool)?;
             lane.start(
                 self.clone(),
                 id.clone(),
@@ -147,6 +149,7 @@ impl FrontLane {
                 None,
                 era,
                 true,
+                admitted,
             );
             return Some((id, lane));
         }
@@ -176,6 +179,8 @@ impl FrontLane {
                 return None;
             }
         }
+        // Its server's limits, checked in the lane (`limits/`); a call they would hold or refuse goes the normal way.
+        let admitted = self.proxy.inner.limits.admit_in_lane(&lane.server, &tool)?;
         // With tracing on, the call's spans are made here (the served request's and the proxied call's), as the
         // normal path would (`spans.rs`).
         let spans = ad_core::trace::enabled().then(|| {
@@ -203,6 +208,7 @@ impl FrontLane {
             spans,
             era,
             false,
+            admitted,
         );
         Some((id, lane))
     }
@@ -268,6 +274,7 @@ impl ChildLane {
         mut spans: Option<Box<FastSpans>>,
         modern: Era,
         asks_caller: bool,
+        admitted: crate::limits::Admission,
     ) {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         // The proxied call's span is the child's parent.
@@ -316,6 +323,7 @@ impl ChildLane {
             modern,
             handed: None,
             asks_caller,
+            admitted: Some(admitted),
         };
         if !framed {
             drop(state);
@@ -617,6 +625,12 @@ impl ChildLane {
     /// took the call over (`handover.rs`).
     fn conclude(&self, mut call: FastCall, res: Result<CallToolResponse, Error>, reply: Reply<'_>) {
         let (ok, text) = outcome(&res);
+        // The breaker hears how it went (a call the client cancelled is no failure of the server).
+        if let Some(admitted) = call.admitted.take() {
+            admitted.finish(
+                !matches!(reply, Reply::None) && matches!(&res, Err(e) if crate::limits::breaks(e)),
+            );
+        }
         let spans = call.spans.take().map(|spans| spans.end_call(&res));
         self.record([Finished {
             tool: call.tool.clone(),

@@ -134,6 +134,8 @@ pub(crate) struct Inner {
     pub(super) db_path: PathBuf,
     /// Which servers and tools a caller's principal may see (`visibility.rs`, issue 30).
     pub(super) visibility: Mutex<Option<Visibility>>,
+    /// Rate limits, concurrency caps and circuit breakers, per server (`limits/`).
+    pub(super) limits: crate::limits::Limits,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -299,6 +301,7 @@ impl Proxy {
             fast_calls: Arc::default(),
             db_path,
             visibility: Mutex::new(None),
+            limits: crate::limits::Limits::new(registry.clone()),
         });
         Proxy { inner }
     }
@@ -425,6 +428,8 @@ pub(super) struct FastCall {
     /// A registry `proxy_call`: a child's question mid-call goes to this client alone, through an exchange of
     /// `held.rs` (`Caller::questions_to_caller`), as on the normal path.
     pub(super) asks_caller: bool,
+    /// Its server's limits let it through (`limits/`): the concurrency slot it holds, the breaker told its outcome.
+    pub(super) admitted: Option<crate::limits::Admission>,
 }
 
 /// A 2026-07-28 client's fast-lane call whose child asked the client something: its end is reported to the

@@ -188,6 +188,26 @@ impl Proxy {
             crate::spans::refused(span, "tool", &e);
             return Err(e);
         }
+        // Its server's limits (`limits/`): the breaker, then the rate limits; the concurrency cap once approved.
+        let mut admission = match self.inner.limits.admit(
+            server,
+            tool,
+            crate::limits::caller_key(&caller).as_deref(),
+        ) {
+            Ok(a) => a,
+            Err(e) => {
+                return self.limit_refused(
+                    span,
+                    &child,
+                    tool,
+                    args,
+                    started,
+                    e,
+                    mark(None),
+                    who.as_deref(),
+                );
+            }
+        };
         // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
         let (caller, wrap, note) =
             match self.approve_call(&child, tool, args.as_ref(), caller).await {
@@ -225,6 +245,18 @@ impl Proxy {
                     return res;
                 }
             };
+        if let Err(e) = admission.enter().await {
+            return self.limit_refused(
+                span,
+                &child,
+                tool,
+                args,
+                started,
+                e,
+                mark(None),
+                who.as_deref(),
+            );
+        }
         let call = async {
             if caller.holds_questions(&child) {
                 // A legacy child asks the client with requests of its own: minted into input-required results for a
@@ -258,6 +290,7 @@ impl Proxy {
             asked.request_state =
                 Some(self.continuation(digest, asked.request_state.take(), &child));
         }
+        admission.finish(matches!(&res, Err(e) if crate::limits::breaks(e)));
         if let Some(span) = span {
             crate::spans::end_call(span, &res);
         }
@@ -468,6 +501,9 @@ impl Proxy {
         }
         if let Error::ApprovalDenied { by, .. } = e {
             body["denied_by"] = json!(by);
+        }
+        if let Some(ms) = e.retry_after_ms() {
+            body["retry_after_ms"] = json!(ms);
         }
         body
     }

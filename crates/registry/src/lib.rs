@@ -10,6 +10,7 @@
 pub mod approval;
 pub mod calllog;
 pub mod config;
+pub mod limits;
 pub mod pinning;
 pub mod registry;
 pub mod sandbox;

@@ -64,6 +64,7 @@ const PLAIN: &[(&str, &str)] = &[
     ),
     ("tool_filters", "allow, deny"),
     ("server_sandbox", "settings"),
+    ("server_limits", "settings"),
     ("tool_policies", "target, policy, set_at"),
 ];
 const SECRET_COLS: &str = "key, value, masked, created_at, updated_at";

@@ -18,6 +18,7 @@ pub use calls::StoredCall;
 pub mod db;
 mod introspect;
 pub mod lifecycle;
+mod limits;
 pub mod market_cache;
 mod oauth;
 pub mod pg;

@@ -209,6 +209,23 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // Limits (see schema.rs): per-server settings, shared rate buckets and breaker openings.
+    r#"
+    CREATE TABLE server_limits (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    CREATE TABLE limit_buckets (
+        key TEXT PRIMARY KEY,
+        tokens DOUBLE PRECISION NOT NULL,
+        updated_ms BIGINT NOT NULL
+    );
+    CREATE TABLE limit_breakers (
+        server TEXT PRIMARY KEY,
+        open_until_ms BIGINT NOT NULL,
+        failures BIGINT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
-use super::{agents, approvals, auth, configs, introspect, model, sandbox, scripts, skills, tools};
+use super::{
+    agents, approvals, auth, configs, introspect, limits, model, sandbox, scripts, skills, tools,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -212,6 +214,10 @@ pub enum Command {
     /// or turn it off for one server.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Rate limits, concurrency caps and circuit breakers per server: show them with the breaker's state, change
+    /// them (`limits set NAME --rate 10/s --burst 20 --concurrency 1`), close an open breaker.
+    #[command(subcommand)]
+    Limits(limits::LimitsCommand),
     /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
     /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
     Introspect(introspect::IntrospectArgs),

@@ -13,6 +13,7 @@ mod dashboard;
 mod dispatch;
 mod entry;
 mod introspect;
+mod limits;
 mod market;
 mod model;
 mod sandbox;

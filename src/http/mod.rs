@@ -16,6 +16,7 @@ mod assets;
 mod error;
 mod introspect;
 mod lane;
+mod limits;
 mod oauth;
 mod openapi;
 mod pins;
@@ -200,6 +201,15 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/sandbox", "Change a server's sandbox settings (network, granted paths, on/off); applied at its next start", sandbox::set)
             .body("SandboxPatch")
             .returns(200, "SandboxView"),
+        op(M::GET, "/api/limits", "Every server's rate limits, concurrency cap and circuit breaker, with their state in this process", limits::list)
+            .returns(200, "LimitsList"),
+        op(M::GET, "/api/servers/{id}/limits", "A server's rate limits, concurrency cap and circuit breaker, with their state (tokens, calls in flight and queued, the breaker)", limits::get)
+            .returns(200, "LimitsView"),
+        op(M::PUT, "/api/servers/{id}/limits", "Change a server's limits (rate, burst, per-tool and per-caller rates, concurrency, queue, wait, breaker, cool-down); applies to its next call", limits::set)
+            .body("LimitsPatch")
+            .returns(200, "LimitsView"),
+        op(M::POST, "/api/servers/{id}/limits/reset", "Close a server's open circuit breaker now", limits::reset)
+            .returns(200, "LimitsView"),
         op(M::POST, "/api/servers/{id}/sandbox/check", "Start a stdio server once, confined as its next start will be, and report what the sandbox refused it, with the command that grants each path", sandbox::check)
             .returns(200, "SandboxCheck"),
         op(M::GET, "/api/introspections", "Batch introspection results: the latest record per package and the count per category", introspect::list)

@@ -109,6 +109,7 @@ fn schemas() -> Value {
         lifecycle_schemas(),
         super::pins::schemas(),
         super::sandbox::schemas(),
+        super::limits::schemas(),
         super::approvals::schemas(),
         super::scripts::schemas(),
         super::introspect::schemas(),

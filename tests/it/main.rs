@@ -120,3 +120,5 @@ mod starts;
 mod param_headers;
 // What a shipped binary says about itself (--version).
 mod dist;
+// Rate limits, concurrency caps and circuit breakers: stdio and HTTP fronts, REST, the CLI, two replicas on PostgreSQL.
+mod limits;

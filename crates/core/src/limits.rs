@@ -269,6 +269,57 @@ impl LimitSettings {
         Ok(())
     }
 
+    /// `Ok` when these limits let through nothing that `than` refuses (every rate, the cap, queue, wait and breaker
+    /// as strict or stricter); `Err` names the first looser one.
+    pub fn at_least_as_strict_as(
+        &self,
+        than: &LimitSettings,
+    ) -> std::result::Result<(), &'static str> {
+        fn rate(new: Option<&Rate>, old: Option<&Rate>) -> bool {
+            match (new, old) {
+                (_, None) => true,
+                (None, Some(_)) => false,
+                (Some(n), Some(o)) => {
+                    n.per_milli() <= o.per_milli() && n.capacity() <= o.capacity()
+                }
+            }
+        }
+        if !rate(self.rate.as_ref(), than.rate.as_ref()) {
+            return Err("rate");
+        }
+        if !rate(self.tool_rate.as_ref(), than.tool_rate.as_ref()) {
+            return Err("tool rate");
+        }
+        if !rate(self.caller_rate.as_ref(), than.caller_rate.as_ref()) {
+            return Err("caller rate");
+        }
+        for (tool, old) in &than.tools {
+            if !rate(self.tools.get(tool), Some(old)) {
+                return Err("rate of a tool");
+            }
+        }
+        if than.concurrency.is_some() && self.concurrency.is_none_or(|c| Some(c) > than.concurrency)
+        {
+            return Err("concurrency cap");
+        }
+        if self.queue > than.queue {
+            return Err("queue");
+        }
+        if self.wait_ms > than.wait_ms {
+            return Err("wait limit");
+        }
+        if let Some(old) = &than.breaker {
+            match &self.breaker {
+                Some(b)
+                    if b.failures <= old.failures
+                        && b.window_ms >= old.window_ms
+                        && b.cooldown_ms >= old.cooldown_ms => {}
+                _ => return Err("circuit breaker"),
+            }
+        }
+        Ok(())
+    }
+
     /// Whether any rate limit is set.
     pub fn has_rates(&self) -> bool {
         self.rate.is_some()
@@ -362,5 +413,34 @@ mod tests {
         };
         assert!(zero.validate().is_err());
         assert!(serde_json::from_str::<LimitSettings>(r#"{"rat": null}"#).is_err());
+    }
+
+    #[test]
+    fn stricter_is_told_from_looser() {
+        let base = LimitSettings {
+            rate: Some(Rate::parse("10/s").unwrap()),
+            concurrency: Some(2),
+            ..LimitSettings::default()
+        };
+        let slower = LimitSettings {
+            rate: Some(Rate::parse("5/s").unwrap()),
+            concurrency: Some(1),
+            ..base.clone()
+        };
+        assert_eq!(slower.at_least_as_strict_as(&base), Ok(()));
+        assert_eq!(base.at_least_as_strict_as(&slower), Err("rate"));
+        let no_breaker = LimitSettings {
+            breaker: None,
+            ..base.clone()
+        };
+        assert_eq!(
+            no_breaker.at_least_as_strict_as(&base),
+            Err("circuit breaker")
+        );
+        let no_cap = LimitSettings {
+            concurrency: None,
+            ..base.clone()
+        };
+        assert_eq!(no_cap.at_least_as_strict_as(&base), Err("concurrency cap"));
     }
 }

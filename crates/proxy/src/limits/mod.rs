@@ -46,7 +46,8 @@ pub(crate) struct Limits {
     registry: Registry,
     servers: Mutex<HashMap<String, Arc<ServerLimits>>>,
     loaded: Mutex<Loaded>,
-    /// Team mode: buckets leased from the database, breaker openings told to the other replicas.
+    /// Breaker openings told to the other processes on the registry; in team mode (PostgreSQL), rate buckets leased
+    /// from the database.
     shared: Option<Shared>,
 }
 
@@ -180,10 +181,7 @@ pub(crate) fn breaks(e: &Error) -> bool {
 impl Limits {
     /// Limits over `registry`'s settings; shared with the other replicas when its store is shared (PostgreSQL).
     pub(crate) fn new(registry: Registry) -> Limits {
-        let shared = registry
-            .store()
-            .is_shared()
-            .then(|| Shared::new(registry.store().clone()));
+        let shared = Some(Shared::new(registry.store().clone()));
         Limits {
             registry,
             servers: Mutex::new(HashMap::new()),
@@ -282,7 +280,7 @@ impl Limits {
             pass,
             _permit: None,
         };
-        s.take_tokens(tool, caller, self.shared.as_ref())?;
+        s.take_tokens(tool, caller, self.leasing())?;
         Ok(admission)
     }
 
@@ -304,7 +302,7 @@ impl Limits {
             None => None,
         };
         if s.settings.has_rates() {
-            let taken = match &self.shared {
+            let taken = match self.leasing() {
                 Some(shared) => {
                     shared.try_local(&s.name, s.rates(tool, None).map(|(_, _, k)| k.to_string()))
                 }
@@ -331,6 +329,11 @@ impl Limits {
         if let Some(shared) = &self.shared {
             shared.breaker_closed(server);
         }
+    }
+
+    /// The shared buckets, in team mode.
+    fn leasing(&self) -> Option<&Shared> {
+        self.shared.as_ref().filter(|s| s.leases())
     }
 
     fn known(&self) -> Vec<Arc<ServerLimits>> {

@@ -3,8 +3,9 @@
 //! leased already; a lease is one round trip, on the normal path). A replica never lets through more than it leased,
 //! and a lease never grants more than the shared bucket holds, so all replicas together never exceed the burst plus
 //! the rate; they may fall short by the tokens leased but not yet spent (at most one batch per replica and bucket).
-//! A breaker's opening (and closing) is written to the database; every replica follows it when it reads its settings
-//! again (a change marker on SQLite; at most a second on PostgreSQL).
+//! A breaker's opening (and closing) is written to the database, whatever the backend; every process on the registry
+//! follows it when it reads its settings again (a change marker on SQLite; at most a second on PostgreSQL), and
+//! `status` in another process shows it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,10 @@ pub(crate) struct Shared {
 
 struct Inner {
     store: Store,
+    /// Rate buckets are leased from the database (team mode on PostgreSQL); otherwise they are this process's own
+    /// and only breaker openings are recorded (so `status` in another process, and the other processes on the same
+    /// registry, see them).
+    leases: bool,
     /// Tokens leased and not yet spent, by shared key (`server`, U+001F, bucket key).
     budgets: Mutex<HashMap<String, u32>>,
 }
@@ -50,10 +55,16 @@ impl Shared {
     pub(crate) fn new(store: Store) -> Shared {
         Shared {
             inner: Arc::new(Inner {
+                leases: store.is_shared(),
                 store,
                 budgets: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// Whether rate buckets are leased from the database.
+    pub(crate) fn leases(&self) -> bool {
+        self.inner.leases
     }
 
     /// Takes a token for each bucket from the local budget, leasing a batch where it is spent; none and the scope

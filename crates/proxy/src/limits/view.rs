@@ -23,7 +23,7 @@ impl ServerLimits {
                 "server_unavailable": self.refused.server_unavailable.load(Ordering::Relaxed),
             },
         });
-        if self.shared.is_none()
+        if !self.shared.as_ref().is_some_and(|s| s.leases())
             && let Some(b) = lock(&self.buckets).server.as_mut()
         {
             out["tokens"] = json!(b.available(now));

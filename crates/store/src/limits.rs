@@ -191,8 +191,8 @@ mod tests {
         let (granted, left) = store.lease_tokens("k", 10.0, 0.001, 4, 1_500).unwrap();
         assert_eq!(granted, 0);
         assert!((left - 0.5).abs() < 1e-9);
-        // 2.5 s later: 3 tokens.
-        assert_eq!(store.lease_tokens("k", 10.0, 0.001, 4, 3_500).unwrap().0, 3);
+        // 2 s later: 2.5 tokens, so 2 whole ones.
+        assert_eq!(store.lease_tokens("k", 10.0, 0.001, 4, 3_500).unwrap().0, 2);
         store.clear_buckets("k").unwrap();
         assert_eq!(store.lease_tokens("k", 10.0, 0.001, 4, 3_500).unwrap().0, 4);
     }

@@ -32,7 +32,7 @@ pub mod guard;
 mod held;
 pub mod launcher;
 mod lifecycle;
-mod limits;
+pub mod limits;
 mod metrics;
 pub mod names;
 mod recovery;

@@ -42,7 +42,7 @@ const RECHECK_PG: Duration = Duration::from_secs(1);
 const MAX_CALLERS: usize = 10_000;
 
 /// Every server's limits in this process.
-pub(crate) struct Limits {
+pub struct Limits {
     registry: Registry,
     servers: Mutex<HashMap<String, Arc<ServerLimits>>>,
     loaded: Mutex<Loaded>,
@@ -59,7 +59,7 @@ struct Loaded {
 }
 
 /// One server's limits and their state.
-pub(crate) struct ServerLimits {
+pub struct ServerLimits {
     pub(crate) name: String,
     pub(crate) settings: LimitSettings,
     buckets: Mutex<Buckets>,
@@ -86,7 +86,7 @@ pub(crate) struct Refusals {
 
 /// A call let through: holds its concurrency slot and the breaker's pass until it ends.
 #[derive(Default)]
-pub(crate) struct Admission {
+pub struct Admission {
     server: Option<Arc<ServerLimits>>,
     pass: Option<Pass>,
     _permit: Option<Permit>,
@@ -95,7 +95,7 @@ pub(crate) struct Admission {
 impl Admission {
     /// Takes a slot under the server's concurrency cap, waiting in its queue up to the wait limit; refused with
     /// `server_busy` when the queue is full or the wait ends.
-    pub(crate) async fn enter(&mut self) -> Result<()> {
+    pub async fn enter(&mut self) -> Result<()> {
         let Some(s) = self.server.clone() else {
             return Ok(());
         };
@@ -119,7 +119,7 @@ impl Admission {
     }
 
     /// The call ended: its outcome goes to the breaker. `failed`: it timed out or the server broke.
-    pub(crate) fn finish(mut self, failed: bool) {
+    pub fn finish(mut self, failed: bool) {
         if let (Some(s), Some(pass)) = (&self.server, self.pass.take())
             && let Some(b) = &s.breaker
         {
@@ -171,7 +171,7 @@ pub(crate) fn caller_key(caller: &crate::caller::Caller) -> Option<String> {
 
 /// Whether a failed call counts against its server's breaker: it timed out, the server broke or went away, or it
 /// would not start; a tool's own error (an `isError` result, a JSON-RPC error it answered) does not.
-pub(crate) fn breaks(e: &Error) -> bool {
+pub fn breaks(e: &Error) -> bool {
     matches!(
         e,
         Error::Timeout { .. } | Error::Upstream { .. } | Error::StartFailed { .. }
@@ -180,7 +180,7 @@ pub(crate) fn breaks(e: &Error) -> bool {
 
 impl Limits {
     /// Limits over `registry`'s settings; shared with the other replicas when its store is shared (PostgreSQL).
-    pub(crate) fn new(registry: Registry) -> Limits {
+    pub fn new(registry: Registry) -> Limits {
         let shared = Some(Shared::new(registry.store().clone()));
         Limits {
             registry,
@@ -267,7 +267,7 @@ impl Limits {
     /// Lets a call of the normal path through, or refuses it with a typed error: the breaker first (an open one
     /// refuses at once), then the rate limits. The concurrency cap comes after the call is approved
     /// ([`Admission::enter`]), so a call waiting for a person holds no slot.
-    pub(crate) fn admit(
+    pub fn admit(
         &self,
         server: &str,
         tool: &str,
@@ -287,7 +287,7 @@ impl Limits {
     /// The fast lane's check, in the lane: `Some` lets the call through at once (its concurrency slot and tokens
     /// taken), `None` leaves it to the normal path (the breaker is not closed, a token or a slot is not there now,
     /// a caller rate limit needs the caller, or in team mode the local budget is spent).
-    pub(crate) fn admit_in_lane(&self, server: &str, tool: &str) -> Option<Admission> {
+    pub fn admit_in_lane(&self, server: &str, tool: &str) -> Option<Admission> {
         let s = self.of(server);
         if s.settings.caller_rate.is_some() {
             return None;

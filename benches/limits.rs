@@ -8,7 +8,9 @@
 //!
 //! It starts its own PostgreSQL for (a) (initdb in a temporary directory, as tests/it/pg.rs does) and stops it at the
 //! end. Run: `cargo build --release -p agent-discover --bin agent-discover -p ad-fixture && cargo bench --bench
-//! limits`. Uses target/release/agent-discover and target/release/agent-discover-fixture for (c).
+//! limits`. Uses target/release/agent-discover and target/release/agent-discover-fixture for (c); unoptimized:
+//! `cargo build -p agent-discover --bin agent-discover -p ad-fixture && AGENT_DISCOVER_BIN_DIR=target/debug cargo
+//! bench --profile dev --bench limits`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,11 +20,11 @@ use std::time::{Duration, Instant};
 #[path = "../tests/support/pg_server.rs"]
 mod pg_server;
 
+use ad_core::limits::{LimitSettings, Rate};
 use agent_discover::events::EventBus;
 use agent_discover::proxy::limits::Limits;
 use agent_discover::registry::Registry;
 use agent_discover::store::Store;
-use ad_core::limits::{LimitSettings, Rate};
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
@@ -31,8 +33,12 @@ use serde_json::{Value, json};
 const CALLERS: usize = 8;
 const WINDOW: Duration = Duration::from_secs(10);
 
+/// A built program: from `AGENT_DISCOVER_BIN_DIR` (`target/debug` for an unoptimized run), else target/release.
 fn release(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release").join(name);
+    let dir = std::env::var_os("AGENT_DISCOVER_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release"));
+    let p = dir.join(name);
     assert!(
         p.exists(),
         "{} is missing: cargo build --release -p agent-discover --bin agent-discover -p ad-fixture",
@@ -123,10 +129,17 @@ fn cost(label: &str, limits: &Limits, lane: bool) {
 
 async fn call(c: &rmcp::service::RunningService<RoleClient, ()>, name: &str, args: Value) -> Value {
     let r = c
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().unwrap().clone()))
+        .call_tool(
+            CallToolRequestParams::new(name.to_owned())
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
         .await
         .unwrap();
-    let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    let text: String = r
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
     if r.is_error == Some(true) {
         serde_json::from_str(&text).unwrap_or(Value::String(text))
     } else {
@@ -166,7 +179,12 @@ async fn breaker() {
         assert!(v.get("error").is_none(), "{v}");
         call(&c, "registry", json!({"action": "activate", "name": name})).await;
     }
-    call(&c, "registry", json!({"action": "limits", "name": "hang", "breaker": "3/30s"})).await;
+    call(
+        &c,
+        "registry",
+        json!({"action": "limits", "name": "hang", "breaker": "3/30s"}),
+    )
+    .await;
     latencies(&c, 300).await;
     let mut before = latencies(&c, 2_000).await;
 
@@ -184,33 +202,49 @@ async fn breaker() {
                 let v = call(&c, "hang__sleep", json!({"ms": 60_000, "step_ms": 60_000})).await;
                 let kind = v["kind"].as_str().unwrap_or("ok").to_owned();
                 seen.push((kind, t.elapsed(), started.elapsed()));
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                // An agent retrying every 50 ms.
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
             seen
         }));
     }
     let mut during = latencies(&c, 2_000).await;
     stop.store(true, Ordering::Relaxed);
+    // Again with nothing else going on: the machine's own drift between the runs.
+    let mut after = latencies(&c, 2_000).await;
     let mut all = Vec::new();
     for h in hangers {
         all.extend(h.await.unwrap());
     }
     all.sort_by_key(|s| s.2);
     let timeouts = all.iter().filter(|s| s.0 == "timeout").count();
-    let first_cut = all.iter().find(|s| s.0 == "server_unavailable").map(|s| s.2);
-    let mut refusals: Vec<Duration> = all.iter().filter(|s| s.0 == "server_unavailable").map(|s| s.1).collect();
+    let first_cut = all
+        .iter()
+        .find(|s| s.0 == "server_unavailable")
+        .map(|s| s.2);
+    let mut refusals: Vec<Duration> = all
+        .iter()
+        .filter(|s| s.0 == "server_unavailable")
+        .map(|s| s.1)
+        .collect();
     println!(
-        "breaker 3/30s on a server that hangs (call timeout 500 ms, 2 callers): {timeouts} calls timed out, cut off after {:?}; {} refusals at once, p50 {:.0} us",
+        "breaker 3/30s on a server that hangs (call timeout 500 ms, 2 callers retrying every 50 ms): {timeouts} calls timed out, cut off after {:?}; {} refusals at once, p50 {:.0} us",
         first_cut,
         refusals.len(),
-        if refusals.is_empty() { 0.0 } else { pct(&mut refusals, 0.5) }
+        if refusals.is_empty() {
+            0.0
+        } else {
+            pct(&mut refusals, 0.5)
+        }
     );
     println!(
-        "another server's echo, 2000 calls: before p50 {:.0} us p99 {:.0} us; while the other hangs p50 {:.0} us p99 {:.0} us",
+        "another server's echo, 2000 calls: before p50 {:.0} us p99 {:.0} us; while the other hangs p50 {:.0} us p99 {:.0} us; after p50 {:.0} us p99 {:.0} us",
         pct(&mut before, 0.5),
         pct(&mut before, 0.99),
         pct(&mut during, 0.5),
-        pct(&mut during, 0.99)
+        pct(&mut during, 0.99),
+        pct(&mut after, 0.5),
+        pct(&mut after, 0.99)
     );
     if let Ok(c) = Arc::try_unwrap(c) {
         let _ = c.cancel().await;
@@ -230,16 +264,32 @@ fn main() {
     let store = Store::open(&dir.path().join("d.db")).unwrap();
     let defaults = Limits::new(registry(store.clone(), None));
     cost("lane check, defaults (breaker only)", &defaults, true);
-    cost("normal path check, defaults (breaker only)", &defaults, false);
+    cost(
+        "normal path check, defaults (breaker only)",
+        &defaults,
+        false,
+    );
     let all = LimitSettings {
-        rate: Some(Rate { count: 1_000_000_000, per_ms: 1_000, burst: Some(1_000_000_000) }),
-        tool_rate: Some(Rate { count: 1_000_000_000, per_ms: 1_000, burst: Some(1_000_000_000) }),
+        rate: Some(Rate {
+            count: 1_000_000_000,
+            per_ms: 1_000,
+            burst: Some(1_000_000_000),
+        }),
+        tool_rate: Some(Rate {
+            count: 1_000_000_000,
+            per_ms: 1_000,
+            burst: Some(1_000_000_000),
+        }),
         concurrency: Some(64),
         ..LimitSettings::default()
     };
     let set = Limits::new(registry(store.clone(), Some(&all)));
     cost("lane check, rate + tool rate + cap + breaker", &set, true);
-    cost("normal path check, rate + tool rate + cap + breaker", &set, false);
+    cost(
+        "normal path check, rate + tool rate + cap + breaker",
+        &set,
+        false,
+    );
 
     // (a) Accuracy on one replica.
     for (count, burst) in [(1_000, 200), (100, 10)] {

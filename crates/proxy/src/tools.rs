@@ -290,7 +290,9 @@ impl Proxy {
             asked.request_state =
                 Some(self.continuation(digest, asked.request_state.take(), &child));
         }
-        admission.finish(matches!(&res, Err(e) if crate::limits::breaks(e)));
+        // The breaker hears how it went (a call its client cancelled is no failure of the server).
+        let cancelled = caller.cancel.as_ref().is_some_and(|c| c.is_cancelled());
+        admission.finish(!cancelled && matches!(&res, Err(e) if crate::limits::breaks(e)));
         if let Some(span) = span {
             crate::spans::end_call(span, &res);
         }

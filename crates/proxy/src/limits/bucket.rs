@@ -25,6 +25,11 @@ impl Bucket {
     }
 
     fn refill(&mut self, now: Instant) {
+        // A caller that read the clock before another took the lock must not move time back (and so refill the
+        // same interval twice).
+        if now <= self.last {
+            return;
+        }
         let ms = now.saturating_duration_since(self.last).as_secs_f64() * 1_000.0;
         self.tokens = (self.tokens + ms * self.per_milli).min(self.capacity);
         self.last = now;

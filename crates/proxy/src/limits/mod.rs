@@ -182,7 +182,7 @@ impl Limits {
     /// Limits over `registry`'s settings; shared with the other replicas when its store is shared (PostgreSQL).
     pub fn new(registry: Registry) -> Limits {
         let shared = Some(Shared::new(registry.store().clone()));
-        Limits {
+        let limits = Limits {
             registry,
             servers: Mutex::new(HashMap::new()),
             loaded: Mutex::new(Loaded {
@@ -191,7 +191,10 @@ impl Limits {
                 stored: HashMap::new(),
             }),
             shared,
-        }
+        };
+        // Read once before any call: a server is never made with the defaults while its settings are being read.
+        limits.refresh(true);
+        limits
     }
 
     /// A server's limits, made with its stored settings (or the defaults) on first use, made again when they change.
@@ -205,16 +208,16 @@ impl Limits {
         if let Some(s) = lock(&self.servers).get(server) {
             return s.clone();
         }
-        let settings = lock(&self.loaded)
-            .stored
-            .get(server)
-            .cloned()
-            .unwrap_or_default();
+        // Made and inserted under both locks, in `refresh`'s order: never with settings older than those stored.
+        let loaded = lock(&self.loaded);
+        let mut servers = lock(&self.servers);
+        if let Some(s) = servers.get(server) {
+            return s.clone();
+        }
+        let settings = loaded.stored.get(server).cloned().unwrap_or_default();
         let made = Arc::new(ServerLimits::new(server, settings, self.shared.clone()));
-        lock(&self.servers)
-            .entry(server.to_owned())
-            .or_insert(made)
-            .clone()
+        servers.insert(server.to_owned(), made.clone());
+        made
     }
 
     /// Reads the settings again when they may have changed (or at once with `now`: after this process set them).
@@ -267,12 +270,7 @@ impl Limits {
     /// Lets a call of the normal path through, or refuses it with a typed error: the breaker first (an open one
     /// refuses at once), then the rate limits. The concurrency cap comes after the call is approved
     /// ([`Admission::enter`]), so a call waiting for a person holds no slot.
-    pub fn admit(
-        &self,
-        server: &str,
-        tool: &str,
-        caller: Option<&str>,
-    ) -> Result<Admission> {
+    pub fn admit(&self, server: &str, tool: &str, caller: Option<&str>) -> Result<Admission> {
         let s = self.of(server);
         let pass = s.breaker_admit()?;
         let admission = Admission {
@@ -424,8 +422,8 @@ impl ServerLimits {
 
     /// Takes a token from every local bucket the call draws on, or none: the scope and wait of the first without.
     fn take_local(&self, tool: &str, caller: Option<&str>) -> Result<(), (&'static str, u64)> {
-        let now = Instant::now();
         let mut buckets = lock(&self.buckets);
+        let now = Instant::now();
         let mut taken: Vec<(Key, &Rate)> = Vec::with_capacity(3);
         for (scope, rate, key) in self.rates(tool, caller) {
             let bucket = buckets.get(&key, rate, now);

@@ -11,6 +11,8 @@ use super::common::print_json;
 use crate::app::App;
 use crate::limits::LimitsPatch;
 
+// Parsed once per run: the size of `Set` does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum LimitsCommand {
     /// A server's limits and its breaker's state; every server's without a name.

@@ -25,7 +25,8 @@ pub struct ApiError {
     pub approval: Option<String>,
     /// A refusal by a limit (`rate_limited`, `server_busy`, `server_unavailable`): when to try again (also the
     /// `Retry-After` header, in whole seconds).
-    pub retry_after_ms: Option<u64>,
+    /// (A `u32` keeps the error small: every `Result` of a handler carries it.)
+    pub retry_after_ms: Option<std::num::NonZeroU32>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -82,7 +83,9 @@ impl From<Error> for ApiError {
             | Error::ServerBusy { .. }
             | Error::ServerUnavailable { .. } => {
                 err.kind = Some(e.call_kind());
-                err.retry_after_ms = e.retry_after_ms();
+                err.retry_after_ms = e
+                    .retry_after_ms()
+                    .and_then(|ms| std::num::NonZeroU32::new(ms.min(u64::from(u32::MAX)) as u32));
             }
             _ => {}
         }
@@ -103,8 +106,8 @@ impl IntoResponse for ApiError {
             body["approval"] = id.into();
         }
         if let Some(ms) = self.retry_after_ms {
-            body["retry_after_ms"] = ms.into();
-            let secs = ms.div_ceil(1000).max(1).to_string();
+            body["retry_after_ms"] = ms.get().into();
+            let secs = ms.get().div_ceil(1000).max(1).to_string();
             return (
                 self.status,
                 [(axum::http::header::RETRY_AFTER, secs)],

@@ -354,7 +354,7 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
             ));
         }
     };
-    if !ms.is_finite() || ms < 0.0 || ms > 86_400_000.0 * 7.0 {
+    if !ms.is_finite() || !(0.0..=86_400_000.0 * 7.0).contains(&ms) {
         return Err(Error::invalid("duration", format!("{s:?}: out of range")));
     }
     Ok(Duration::from_millis(ms.round() as u64))

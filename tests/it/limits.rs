@@ -42,7 +42,8 @@ async fn a_rate_limit_lets_the_burst_through_then_refuses_with_retry_after() {
     let dir = tempfile::tempdir().unwrap();
     let a = spawn(dir.path(), &[], None).await;
     a.install_fixture("fx", &[], json!({})).await;
-    a.registry(json!({"action": "activate", "name": "fx"})).await;
+    a.registry(json!({"action": "activate", "name": "fx"}))
+        .await;
     assert_eq!(
         harness::text(&a.call("fx__echo", json!({"text": "warm"})).await),
         "warm"
@@ -111,7 +112,8 @@ async fn a_concurrency_cap_of_one_serialises_calls_and_a_full_queue_refuses() {
     let dir = tempfile::tempdir().unwrap();
     let a = spawn(dir.path(), &[], None).await;
     a.install_fixture("one", &[], json!({})).await;
-    a.registry(json!({"action": "activate", "name": "one"})).await;
+    a.registry(json!({"action": "activate", "name": "one"}))
+        .await;
     a.registry(json!({"action": "limits", "name": "one", "concurrency": 1, "queue": 1}))
         .await;
     let sleep = |ms: u64| {
@@ -167,7 +169,8 @@ async fn a_hanging_server_trips_its_breaker_and_a_trial_call_closes_it() {
     let a = spawn(dir.path(), &[], None).await;
     a.install_fixture("hang", &[], json!({"call_timeout_ms": 300}))
         .await;
-    a.registry(json!({"action": "activate", "name": "hang"})).await;
+    a.registry(json!({"action": "activate", "name": "hang"}))
+        .await;
     // A shorter cool-down loosens the breaker: a person's change (the CLI), which the running process reads.
     cli_json(
         dir.path(),

@@ -38,6 +38,7 @@ pub mod http;
 pub mod ident;
 pub mod install;
 pub mod lifecycle;
+pub mod limits;
 pub mod mcp;
 pub mod migrate;
 pub mod otel;

@@ -204,6 +204,7 @@ function serverCard(s) {
     h('details', { dataset: { role: 'tools-section' } }, h('summary', {}, 'Tools'), h('ul', { class: 'tool-list', dataset: { role: 'tools' } })),
     h('details', { dataset: { load: 'secrets' } }, h('summary', {}, 'Secrets'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { load: 'metrics' } }, h('summary', {}, 'Metrics'), h('div', { dataset: { role: 'body' } })),
+    h('details', { dataset: { load: 'limits' } }, h('summary', {}, 'Limits'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { role: 'policy-section' } }, h('summary', {}, 'Approval policy'), h('div', { dataset: { role: 'policy' } })),
     h('details', { dataset: { load: 'overrides' } }, h('summary', {}, 'Tool overrides'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { role: 'child-section' } }, h('summary', {}, 'Process'), h('div', { dataset: { role: 'child' } })),
@@ -418,6 +419,8 @@ async function loadSection(details) {
           h('tbody', {}, rows.map((m) => h('tr', {}, h('td', {}, m.tool_name), h('td', { class: 'num' }, m.call_count), h('td', { class: 'num' }, m.error_count),
             h('td', { class: 'num' }, m.avg_latency_ms.toFixed(1)), h('td', {}, m.last_called_at ? fmtTime(m.last_called_at) : '—')))))
         : h('p', { class: 'note' }, 'No calls recorded yet.'));
+    } else if (details.dataset.load === 'limits') {
+      body.replaceChildren(...limitsView(await api('GET', `/api/servers/${id}/limits`), id, details));
     } else {
       const rows = await api('GET', `/api/servers/${id}/secrets`);
       const keyInput = h('input', { name: 'key', placeholder: 'API_KEY', 'aria-label': 'Secret name', required: true, autocomplete: 'off' });
@@ -477,6 +480,45 @@ async function loadOverrides(details, id, body) {
           onclick: (e) => act(e.currentTarget, async () => { await api('DELETE', `/api/servers/${id}/tools/${encodeURIComponent(r.tool)}/override`); loadOverrides(details, id, body); }) }, 'Clear'))))))
       : h('p', { class: 'note' }, 'No overrides: the agent sees each tool as the server describes it.'),
     form);
+}
+
+// A server's limits: rate, concurrency and breaker with their state, a form that changes them (each field filled in
+// replaces that setting: `10/s`, `off`, `5/30s`), and a button that closes an open breaker.
+function limitsView(v, id, details) {
+  const st = v.settings || {};
+  const rate = (r) => (r ? `${r.count}/${r.per_ms} ms${r.burst ? ` · burst ${r.burst}` : ''}` : 'none');
+  const b = v.breaker || {};
+  const rows = [
+    ['Rate', rate(st.rate) + (v.tokens !== undefined ? ` (${v.tokens} tokens now)` : '')],
+    ['Each tool', rate(st.tool_rate)],
+    ['Each caller', rate(st.caller_rate)],
+    ...Object.entries(st.tools || {}).map(([t, r]) => [`Tool ${t}`, rate(r)]),
+    ['Concurrency', st.concurrency ? `${st.concurrency} at once · queue ${st.queue} · wait ${st.wait_ms} ms` + (v.concurrency ? ` (${v.concurrency.in_flight} in flight, ${v.concurrency.waiting} waiting)` : '') : 'no cap'],
+    ['Breaker', st.breaker ? `${b.state} · ${st.breaker.failures} failures in ${st.breaker.window_ms} ms, cool-down ${st.breaker.cooldown_ms} ms` + (b.retry_after_ms !== undefined ? ` · trial in ${b.retry_after_ms} ms` : '') : 'off'],
+    ['Refused', `${v.refused.rate_limited} rate limited · ${v.refused.server_busy} busy · ${v.refused.server_unavailable} unavailable`],
+  ];
+  const field = (name, placeholder) => h('input', { name, placeholder, 'aria-label': name, autocomplete: 'off', size: 8 });
+  const inputs = [field('rate', '10/s'), field('burst', '20'), field('concurrency', '1'), field('breaker', '5/30s'), field('cooldown', '30s')];
+  const form = h('form', { class: 'secret-form', dataset: { role: 'limits-form' } }, ...inputs, h('button', { type: 'submit' }, 'Set limits'));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    act(form.querySelector('button'), async () => {
+      const body = {};
+      for (const i of inputs) {
+        const val = i.value.trim();
+        if (!val) continue;
+        body[i.name] = i.name === 'burst' ? Number(val) : val;
+      }
+      await api('PUT', `/api/servers/${id}/limits`, body);
+      toast('limits set; they apply to the next call');
+      loadSection(details);
+    });
+  });
+  const out = [h('table', { class: 'mini', dataset: { role: 'limits' } }, h('tbody', {}, rows.map(([k, val]) => h('tr', {}, h('td', {}, k), h('td', {}, val))))), form];
+  if (b.state === 'open' || b.state === 'half_open') {
+    out.push(h('button', { type: 'button', class: 'ghost', onclick: (e) => act(e.currentTarget, async () => { await api('POST', `/api/servers/${id}/limits/reset`); loadSection(details); }) }, 'Close breaker'));
+  }
+  return out;
 }
 
 // Add-server form.

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
 use super::{
-    agents, approvals, auth, configs, introspect, model, sandbox, saved, scripts, skills, tools,
+    agents, approvals, auth, configs, introspect, limits, model, sandbox, saved, scripts, skills, tools,
 };
 
 #[derive(Debug, Parser)]
@@ -217,6 +217,10 @@ pub enum Command {
     /// Guards on calls: credentials in arguments refused, credentials in results masked, instructions to the agent
     /// in results marked; show them, or set a server's own (`off`, `warn`, `block`, `default`).
     Guards(super::guards::GuardsArgs),
+    /// Rate limits, concurrency caps and circuit breakers per server: show them with the breaker's state, change
+    /// them (`limits set NAME --rate 10/s --burst 20 --concurrency 1`), close an open breaker.
+    #[command(subcommand)]
+    Limits(limits::LimitsCommand),
     /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
     /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
     Introspect(introspect::IntrospectArgs),

@@ -9,8 +9,8 @@ use super::args::{Cli, Command};
 use super::common::print_json;
 use super::dashboard::{dashboard_disabled_by_env, dashboard_security, lead_dashboard};
 use super::{
-    agents, approvals, auth, configs, introspect, market, model, sandbox, scripts, servers, status,
-    tools,
+    agents, approvals, auth, configs, introspect, limits, market, model, sandbox, scripts, servers,
+    status, tools,
 };
 use crate::app::App;
 use crate::config::Config;
@@ -164,6 +164,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Approvals(cmd) => approvals::run(&app, cmd),
         Command::Sandbox(cmd) => sandbox::run(&app, cmd).await,
         Command::Guards(args) => super::guards::run(&app, args),
+        Command::Limits(cmd) => limits::run(&app, cmd).await,
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
         Command::Model(cmd) => model::run(cmd).await,

@@ -14,6 +14,7 @@ mod dispatch;
 mod entry;
 mod guards;
 mod introspect;
+mod limits;
 mod market;
 mod model;
 mod sandbox;

@@ -31,6 +31,8 @@ pub(super) async fn status(
             let mut v = json!({"name": r.server.name, "active": r.server.active, "status": r.server.status, "origin": r.server.origin, "tool_count": r.tool_count,
                 "health_status": r.server.health_status, "last_error": r.server.last_error, "authUrl": r.auth_url});
             app.add_sandbox_brief(&mut v, &r.server)?;
+            // Its circuit breaker (`closed`, `open`, `half_open`, `off`), as the registry records it.
+            v["breaker"] = json!(app.proxy.breaker_state(&r.server.name));
             // The runtime its child last ran with (`ad_proxy::runtime`), as stored at its start.
             if let Some(rt) = app.registry.store().server_runtime(r.server.id)?
                 && let Ok(rt) = serde_json::from_str::<Value>(&rt)
@@ -89,6 +91,14 @@ pub(super) async fn status(
                 .map(|e| one_line(e, 60))
                 .unwrap_or_default()
         )?;
+        let breaker = app.proxy.breaker_state(&r.server.name);
+        if breaker == "open" || breaker == "half_open" {
+            writeln!(
+                out,
+                "  {:<24} circuit breaker {breaker}: calls refused (`agent-discover limits show {}`)",
+                "", r.server.name
+            )?;
+        }
         if let Some(rt) = app.registry.store().server_runtime(r.server.id)?
             && let Ok(rt) = serde_json::from_str::<Value>(&rt)
         {

@@ -530,6 +530,13 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
         if let Ok(server) = s.app.registry.get(&c.name) {
             s.app.add_sandbox_brief(&mut v, &server)?;
         }
+        // Its limits' live state: the breaker, calls in flight and queued (`/api/servers/{id}/limits` has the rest).
+        if let Ok(limits) = s.app.limits_view(&c.name) {
+            v["breaker"] = limits["breaker"]["state"].clone();
+            if let Some(c) = limits.get("concurrency") {
+                v["concurrency"] = c.clone();
+            }
+        }
         servers.push(v);
     }
     Ok(Json(json!({
@@ -562,6 +569,7 @@ pub async fn prometheus(State(s): State<AppState>) -> Response {
     let processes = children.iter().filter(|c| c.pid.is_some()).count();
     let mut text = s.app.telemetry.render_prometheus(children.len(), processes);
     text.push_str(&s.app.proxy.paging_stats().prometheus());
+    text.push_str(&s.app.proxy.limits_prometheus());
     (
         [(
             header::CONTENT_TYPE,

@@ -23,6 +23,10 @@ pub struct ApiError {
     pub kind: Option<&'static str>,
     pub reasons: Option<Vec<String>>,
     pub approval: Option<String>,
+    /// A refusal by a limit (`rate_limited`, `server_busy`, `server_unavailable`): when to try again (also the
+    /// `Retry-After` header, in whole seconds).
+    /// (A `u32` keeps the error small: every `Result` of a handler carries it.)
+    pub retry_after_ms: Option<std::num::NonZeroU32>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -36,6 +40,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         ErrorCode::Denied => StatusCode::FORBIDDEN,
+        ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
     }
 }
 
@@ -48,6 +53,7 @@ impl ApiError {
             kind: None,
             reasons: None,
             approval: None,
+            retry_after_ms: None,
         }
     }
 }
@@ -75,6 +81,14 @@ impl From<Error> for ApiError {
                 err.kind = Some(e.call_kind());
                 err.approval = approval.clone();
             }
+            Error::RateLimited { .. }
+            | Error::ServerBusy { .. }
+            | Error::ServerUnavailable { .. } => {
+                err.kind = Some(e.call_kind());
+                err.retry_after_ms = e
+                    .retry_after_ms()
+                    .and_then(|ms| std::num::NonZeroU32::new(ms.min(u64::from(u32::MAX)) as u32));
+            }
             _ => {}
         }
         err
@@ -92,6 +106,16 @@ impl IntoResponse for ApiError {
         }
         if let Some(id) = self.approval {
             body["approval"] = id.into();
+        }
+        if let Some(ms) = self.retry_after_ms {
+            body["retry_after_ms"] = ms.get().into();
+            let secs = ms.get().div_ceil(1000).max(1).to_string();
+            return (
+                self.status,
+                [(axum::http::header::RETRY_AFTER, secs)],
+                Json(body),
+            )
+                .into_response();
         }
         (self.status, Json(body)).into_response()
     }
@@ -166,6 +190,7 @@ mod tests {
             ErrorCode::Unavailable,
             ErrorCode::Internal,
             ErrorCode::Denied,
+            ErrorCode::RateLimited,
         ];
         let statuses: std::collections::HashSet<u16> =
             codes.iter().map(|c| status_of(*c).as_u16()).collect();

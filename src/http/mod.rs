@@ -17,6 +17,7 @@ mod error;
 mod guards;
 mod introspect;
 mod lane;
+mod limits;
 mod oauth;
 mod openapi;
 mod overrides;
@@ -218,6 +219,15 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::PUT, "/api/servers/{id}/guards", "Change a server's own guard settings (off, warn, block, or default to follow the global)", guards::set)
             .body("GuardsPatch")
             .returns(200, "GuardsView"),
+        op(M::GET, "/api/limits", "Every server's rate limits, concurrency cap and circuit breaker, with their state in this process", limits::list)
+            .returns(200, "LimitsList"),
+        op(M::GET, "/api/servers/{id}/limits", "A server's rate limits, concurrency cap and circuit breaker, with their state (tokens, calls in flight and queued, the breaker)", limits::get)
+            .returns(200, "LimitsView"),
+        op(M::PUT, "/api/servers/{id}/limits", "Change a server's limits (rate, burst, per-tool and per-caller rates, concurrency, queue, wait, breaker, cool-down); applies to its next call", limits::set)
+            .body("LimitsPatch")
+            .returns(200, "LimitsView"),
+        op(M::POST, "/api/servers/{id}/limits/reset", "Close a server's open circuit breaker now", limits::reset)
+            .returns(200, "LimitsView"),
         op(M::POST, "/api/servers/{id}/sandbox/check", "Start a stdio server once, confined as its next start will be, and report what the sandbox refused it, with the command that grants each path", sandbox::check)
             .returns(200, "SandboxCheck"),
         op(M::GET, "/api/introspections", "Batch introspection results: the latest record per package and the count per category", introspect::list)

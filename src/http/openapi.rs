@@ -111,6 +111,7 @@ fn schemas() -> Value {
         super::overrides::schemas(),
         super::sandbox::schemas(),
         super::guards::schemas(),
+        super::limits::schemas(),
         super::approvals::schemas(),
         super::scripts::schemas(),
         super::saved_scripts::schemas(),

@@ -273,6 +273,35 @@ pub enum Action {
         #[schemars(extend("enum" = ["off", "warn", "block", "default"]))]
         result_instructions: Option<String>,
     },
+    /// Shows a server's rate limits, concurrency cap and circuit breaker with their state (a refused call says
+    /// `rate_limited`, `server_busy` or `server_unavailable` with `retry_after_ms`), or changes them when another
+    /// field is given. From here limits can only be made stricter; loosening one is for a person (CLI, REST,
+    /// dashboard).
+    Limits {
+        /// Server name
+        #[schemars(length(min = 1))]
+        name: String,
+        /// The server's rate, all its calls together (with `tool`: that tool's): COUNT/PERIOD (`10/s`, `5/30s`)
+        rate: Option<String>,
+        /// The bucket size of `rate`
+        burst: Option<u32>,
+        /// `rate` and `burst` are this tool's own (its own name)
+        tool: Option<String>,
+        /// Each tool's rate on its own
+        tool_rate: Option<String>,
+        /// Each caller's rate on its own
+        caller_rate: Option<String>,
+        /// Calls at once
+        concurrency: Option<u32>,
+        /// Calls that may wait for a slot
+        queue: Option<u32>,
+        /// How long a queued call waits (`5s`)
+        wait: Option<String>,
+        /// The circuit breaker: FAILURES/WINDOW (`5/30s`)
+        breaker: Option<String>,
+        /// How long an open breaker refuses calls (`30s`)
+        cooldown: Option<String>,
+    },
     /// Completes a remote server's waiting OAuth authorization with the URL the browser was sent back to (or the
     /// code the authorization server showed), then connects it.
     FinishAuth {

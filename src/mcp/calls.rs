@@ -10,6 +10,11 @@ use crate::app::App;
 use crate::error::Error;
 use crate::proxy::Caller;
 
+/// The JSON-RPC code of a call a rate limit refused where the refusal is a protocol error (the per-server endpoint,
+/// where agent-discover stands in for the server); the aggregated front and `proxy_call` answer a tool error with
+/// `kind: "rate_limited"` instead, which the agent reads.
+pub(crate) const RATE_LIMITED: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32029);
+
 /// Records the session that created a child's task, when it is one that can be told of the task's status later
 /// (a handshake-era session; a 2026-07-28 request has no stream once answered).
 pub(crate) fn own_task(

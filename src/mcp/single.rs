@@ -46,6 +46,18 @@ impl ServerView {
             Error::NotFound { .. } | Error::Invalid { .. } => {
                 McpError::invalid_params(e.to_string(), None)
             }
+            // A limit's refusal (`limits/`): here, where agent-discover stands in for the server, a JSON-RPC error
+            // with the kind and when to retry; a rate limit with the code peers use for it.
+            Error::RateLimited { .. }
+            | Error::ServerBusy { .. }
+            | Error::ServerUnavailable { .. } => {
+                let data = serde_json::json!({"kind": e.call_kind(), "retry_after_ms": e.retry_after_ms()});
+                let code = match e {
+                    Error::RateLimited { .. } => super::calls::RATE_LIMITED,
+                    _ => rmcp::model::ErrorCode::INTERNAL_ERROR,
+                };
+                McpError::new(code, e.to_string(), Some(data))
+            }
             e => McpError::internal_error(e.to_string(), None),
         }
     }

@@ -129,3 +129,5 @@ mod saved_scripts;
 mod paging;
 // Tool overrides: renamed, redescribed, fixed and hidden parameters on every front; reviewed and scanned.
 mod overrides;
+// Rate limits, concurrency caps and circuit breakers: stdio and HTTP fronts, REST, the CLI, two replicas on PostgreSQL.
+mod limits;

@@ -16,6 +16,8 @@ pub enum ErrorCode {
     Internal,
     /// A person or a policy refused the call (approval policies, issue 27).
     Denied,
+    /// A rate limit refused the call; it may be retried after a while.
+    RateLimited,
 }
 
 impl ErrorCode {
@@ -29,6 +31,7 @@ impl ErrorCode {
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Internal => "internal",
             ErrorCode::Denied => "denied",
+            ErrorCode::RateLimited => "rate_limited",
         }
     }
 }
@@ -155,6 +158,49 @@ pub enum Error {
         ms: u64,
         approval: Option<String>,
     },
+    /// A rate limit of the server (`scope`: `server`, `tool`, `caller`) refused the call; a token is there again in
+    /// `retry_after_ms`.
+    #[error(
+        "rate_limited: the {scope} rate limit of server `{server}` refused the call of `{tool}`; retry after {retry_after_ms} ms (`agent-discover limits show {server}`)"
+    )]
+    RateLimited {
+        server: String,
+        tool: String,
+        scope: &'static str,
+        retry_after_ms: u64,
+    },
+    /// The server's concurrency cap is reached and its queue is full, or the call waited in the queue its whole wait
+    /// limit.
+    #[error(
+        "server_busy: server `{server}` is at its concurrency cap and {why}; retry after {retry_after_ms} ms (`agent-discover limits show {server}`)"
+    )]
+    ServerBusy {
+        server: String,
+        why: &'static str,
+        retry_after_ms: u64,
+    },
+    /// The server's circuit breaker is open (it failed or timed out too often): refused at once until the cool-down
+    /// ends, when one trial call is let through.
+    #[error(
+        "server_unavailable: server `{server}` failed {failures} times in a row recently, so its calls are refused for {retry_after_ms} ms more before one trial call (`agent-discover limits show {server}`; `limits reset {server}` closes it)"
+    )]
+    ServerUnavailable {
+        server: String,
+        failures: u32,
+        retry_after_ms: u64,
+    },
+}
+
+impl Error {
+    /// How long a refused call should wait before it is tried again (rate limits, busy servers, open breakers).
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            Error::RateLimited { retry_after_ms, .. }
+            | Error::ServerBusy { retry_after_ms, .. }
+            | Error::ServerUnavailable { retry_after_ms, .. } => Some(*retry_after_ms),
+            _ => None,
+        }
+    }
 }
 
 impl Error {
@@ -195,6 +241,8 @@ impl Error {
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
             Error::ApprovalDenied { .. } | Error::SecretInArguments { .. } => ErrorCode::Denied,
             Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::ServerBusy { .. } | Error::ServerUnavailable { .. } => ErrorCode::Unavailable,
         }
     }
 
@@ -209,6 +257,9 @@ impl Error {
             Error::ApprovalTimeout { .. } => "approval_timeout",
             Error::SkillUnverified { .. } => "skill_unverified",
             Error::SecretInArguments { .. } => "secret_in_arguments",
+            Error::RateLimited { .. } => "rate_limited",
+            Error::ServerBusy { .. } => "server_busy",
+            Error::ServerUnavailable { .. } => "server_unavailable",
             e => e.tool_error_kind().as_str(),
         }
     }
@@ -292,9 +343,11 @@ impl Error {
             Error::NotFound { what: "tool", .. }
             | Error::ToolChanged { .. }
             | Error::ToolFlagged { .. } => ToolErrorKind::ToolNotFound,
-            Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
-                ToolErrorKind::TransportError
-            }
+            Error::Upstream { .. }
+            | Error::Unavailable(_)
+            | Error::Io(_)
+            | Error::ServerBusy { .. }
+            | Error::ServerUnavailable { .. } => ToolErrorKind::TransportError,
             Error::SandboxDenied { .. } => ToolErrorKind::SandboxDenied,
             // The contract has no kind for it; MCP's proxy_call says `input_required` (`mcp::proxy_call_response`).
             Error::InputRequired { .. }
@@ -306,7 +359,8 @@ impl Error {
             | Error::Store(_)
             | Error::Internal(_)
             | Error::ApprovalDenied { .. }
-            | Error::SecretInArguments { .. } => ToolErrorKind::ServerError,
+            | Error::SecretInArguments { .. }
+            | Error::RateLimited { .. } => ToolErrorKind::ServerError,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod guards;
 pub mod identity;
+pub mod limits;
 pub mod model;
 pub mod netallow;
 pub mod sandbox;

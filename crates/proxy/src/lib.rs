@@ -36,6 +36,7 @@ mod job;
 pub mod launcher;
 mod lifecycle;
 pub mod local;
+pub mod limits;
 mod metrics;
 pub mod names;
 pub mod pages;

@@ -146,6 +146,8 @@ impl FrontLane {
             }
             // A legacy client's only (a 2026-07-28 client's goes the normal way).
             let era = meta.era().ok().filter(Option::is_none)?;
+            // Its server's limits, checked in the lane (`limits/`); a call they would hold or refuse goes the normal way.
+            let admitted = self.proxy.inner.limits.admit_in_lane(&lane.server, &tool)?;
             lane.start(
                 self.clone(),
                 id.clone(),
@@ -155,6 +157,7 @@ impl FrontLane {
                 None,
                 era,
                 true,
+                admitted,
             );
             return Some((id, lane));
         }
@@ -184,6 +187,8 @@ impl FrontLane {
                 return None;
             }
         }
+        // Its server's limits, checked in the lane (`limits/`); a call they would hold or refuse goes the normal way.
+        let admitted = self.proxy.inner.limits.admit_in_lane(&lane.server, &tool)?;
         // With tracing on, the call's spans are made here (the served request's and the proxied call's), as the
         // normal path would (`spans.rs`).
         let spans = ad_core::trace::enabled().then(|| {
@@ -211,6 +216,7 @@ impl FrontLane {
             spans,
             era,
             false,
+            admitted,
         );
         Some((id, lane))
     }
@@ -276,6 +282,7 @@ impl ChildLane {
         mut spans: Option<Box<FastSpans>>,
         modern: Era,
         asks_caller: bool,
+        admitted: crate::limits::Admission,
     ) {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         // The proxied call's span is the child's parent.
@@ -324,6 +331,7 @@ impl ChildLane {
             modern,
             handed: None,
             asks_caller,
+            admitted: Some(admitted),
         };
         if !framed {
             drop(state);
@@ -648,6 +656,12 @@ impl ChildLane {
         reply: Reply<'_>,
         note: Option<String>,
     ) {
+        // The breaker hears how it went (a call the client cancelled is no failure of the server).
+        if let Some(admitted) = call.admitted.take() {
+            admitted.finish(
+                !matches!(reply, Reply::None) && matches!(&res, Err(e) if crate::limits::breaks(e)),
+            );
+        }
         // A result over its paging limit: its head and a link to the whole (`pages.rs`).
         let paged = match (&mut res, self.inner.upgrade()) {
             (Ok(CallToolResponse::Complete(r)), Some(inner)) => {

@@ -57,6 +57,9 @@ pub(crate) fn refused(span: Option<Started>, stage: &'static str, e: &Error) {
     span.set("agent_discover.outcome", "refused");
     span.set("agent_discover.refused", stage);
     span.set("agent_discover.error.kind", e.call_kind());
+    if let Some(ms) = e.retry_after_ms() {
+        span.set("agent_discover.retry_after_ms", ms as i64);
+    }
     span.fail(kind, e.to_string());
     span.end();
 }

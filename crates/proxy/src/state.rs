@@ -140,6 +140,8 @@ pub(crate) struct Inner {
     pub(super) pages: crate::pages::Pages,
     /// The built-in server served by the application itself (saved scripts, `local.rs`).
     pub(super) local: Mutex<Option<crate::local::Local>>,
+    /// Rate limits, concurrency caps and circuit breakers, per server (`limits/`).
+    pub(super) limits: crate::limits::Limits,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -308,6 +310,7 @@ impl Proxy {
             visibility: Mutex::new(None),
             pages: Default::default(),
             local: Mutex::new(None),
+            limits: crate::limits::Limits::new(registry.clone()),
         });
         Proxy { inner }
     }
@@ -434,6 +437,8 @@ pub(super) struct FastCall {
     /// A registry `proxy_call`: a child's question mid-call goes to this client alone, through an exchange of
     /// `held.rs` (`Caller::questions_to_caller`), as on the normal path.
     pub(super) asks_caller: bool,
+    /// Its server's limits let it through (`limits/`): the concurrency slot it holds, the breaker told its outcome.
+    pub(super) admitted: Option<crate::limits::Admission>,
 }
 
 /// A 2026-07-28 client's fast-lane call whose child asked the client something: its end is reported to the

@@ -229,6 +229,26 @@ impl Proxy {
             true => crate::callguard::masked_arguments(args),
             false => args,
         };
+        // Its server's limits (`limits/`): the breaker, then the rate limits; the concurrency cap once approved.
+        let mut admission = match self.inner.limits.admit(
+            server,
+            tool,
+            crate::limits::caller_key(&caller).as_deref(),
+        ) {
+            Ok(a) => a,
+            Err(e) => {
+                return self.limit_refused(
+                    span,
+                    &child,
+                    tool,
+                    logged(args),
+                    started,
+                    e,
+                    mark(None),
+                    who.as_deref(),
+                );
+            }
+        };
         // An overridden tool: the child's own name, fixed and default values merged in (`overrides.rs`).
         let (own, args) = match self.inner.inbound(&child, tool, args) {
             Ok(x) => x,
@@ -278,6 +298,18 @@ impl Proxy {
                     return res;
                 }
             };
+        if let Err(e) = admission.enter().await {
+            return self.limit_refused(
+                span,
+                &child,
+                tool,
+                logged(args),
+                started,
+                e,
+                mark(None),
+                who.as_deref(),
+            );
+        }
         let call = async {
             if caller.holds_questions(&child) {
                 // A legacy child asks the client with requests of its own: minted into input-required results for a
@@ -321,6 +353,9 @@ impl Proxy {
                 span.as_ref().map(|s| s.context()),
             ));
         }
+        // The breaker hears how it went (a call its client cancelled is no failure of the server).
+        let cancelled = caller.cancel.as_ref().is_some_and(|c| c.is_cancelled());
+        admission.finish(!cancelled && matches!(&res, Err(e) if crate::limits::breaks(e)));
         if let Some(span) = span {
             crate::spans::end_call(span, &res);
         }
@@ -559,6 +594,9 @@ impl Proxy {
             body["denied_by"] = json!(by);
         }
         crate::callguard::describe_refusal(e, &mut body);
+        if let Some(ms) = e.retry_after_ms() {
+            body["retry_after_ms"] = json!(ms);
+        }
         body
     }
 

@@ -12,6 +12,7 @@ pub mod calllog;
 pub mod config;
 pub mod guards;
 pub mod overrides;
+pub mod limits;
 pub mod pinning;
 pub mod registry;
 pub mod sandbox;

@@ -65,6 +65,7 @@ const PLAIN: &[(&str, &str)] = &[
     ("tool_filters", "allow, deny"),
     ("server_sandbox", "settings"),
     ("server_guards", "settings"),
+    ("server_limits", "settings"),
     ("tool_policies", "target, policy, set_at"),
     ("tool_overrides", "tool, body, updated_at"),
 ];

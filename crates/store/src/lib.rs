@@ -19,6 +19,7 @@ pub mod db;
 mod guards;
 mod introspect;
 pub mod lifecycle;
+mod limits;
 pub mod market_cache;
 mod oauth;
 mod overrides;

@@ -330,6 +330,25 @@ const MIGRATIONS: &[&str] = &[
         server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
         settings TEXT NOT NULL
     );
+    );
+    "#,
+    // Limits: per-server settings (JSON of `LimitSettings`), and the state replicas share in team mode: rate
+    // buckets leased in batches, and each server's breaker opening. Only creates its own tables.
+    r#"
+    CREATE TABLE server_limits (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    CREATE TABLE limit_buckets (
+        key TEXT PRIMARY KEY,
+        tokens REAL NOT NULL,
+        updated_ms INTEGER NOT NULL
+    );
+    CREATE TABLE limit_breakers (
+        server TEXT PRIMARY KEY,
+        open_until_ms INTEGER NOT NULL,
+        failures INTEGER NOT NULL
+    );
     "#,
 ];
 

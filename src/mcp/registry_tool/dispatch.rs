@@ -325,6 +325,41 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             }
             .map_err(Into::into)
         }
+        Action::Limits {
+            name,
+            rate,
+            burst,
+            tool,
+            tool_rate,
+            caller_rate,
+            concurrency,
+            queue,
+            wait,
+            breaker,
+            cooldown,
+        } => {
+            let name = server_name(name)?;
+            let patch = crate::limits::LimitsPatch {
+                reset: false,
+                rate,
+                burst,
+                tool,
+                tool_rate,
+                caller_rate,
+                concurrency: concurrency.map(ad_core::limits::Cap::Calls),
+                queue,
+                wait,
+                breaker,
+                cooldown,
+            };
+            if patch.is_empty() {
+                app.limits_view(&name)
+            } else {
+                // An agent may tighten its limits, never loosen them.
+                app.tighten_limits(&name, patch)
+            }
+            .map_err(Into::into)
+        }
         Action::FinishAuth { name, callback } => app
             .finish_auth(&server_name(name)?, &callback)
             .await

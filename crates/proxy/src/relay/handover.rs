@@ -82,6 +82,7 @@ impl Inner {
                 modern: call.modern.clone(),
                 handed: None,
                 asks_caller: call.asks_caller,
+                admitted: call.admitted.take(),
             };
             call.handed = Some(Box::new(Handed {
                 steps: tx.clone(),

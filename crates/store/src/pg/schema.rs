@@ -241,6 +241,24 @@ const MIGRATIONS: &[&str] = &[
         server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
         settings TEXT NOT NULL
     );
+    );
+    "#,
+    // v10: SQLite's schema version 18 (limits): per-server settings, shared rate buckets and breaker openings.
+    r#"
+    CREATE TABLE server_limits (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        settings TEXT NOT NULL
+    );
+    CREATE TABLE limit_buckets (
+        key TEXT PRIMARY KEY,
+        tokens DOUBLE PRECISION NOT NULL,
+        updated_ms BIGINT NOT NULL
+    );
+    CREATE TABLE limit_breakers (
+        server TEXT PRIMARY KEY,
+        open_until_ms BIGINT NOT NULL,
+        failures BIGINT NOT NULL
+    );
     "#,
 ];
 

@@ -127,6 +127,10 @@ impl App {
         let prereqs = tokio::sync::OnceCell::new();
         let telemetry = Arc::new(Telemetry::new(config.replica.clone()));
         let observer = telemetry.clone();
+        // The policies for calls (`policy.rs`), read now and again whenever their files change.
+        let policies = ad_policy::Policies::open(crate::policy::source(&config.data_dir));
+        policies.watch(tokio_util::sync::CancellationToken::new());
+        proxy.set_policies(policies);
         proxy.set_call_observer(Arc::new(move |server, tool, latency, ok| {
             observer.observe_call(server, tool, latency, ok)
         }));

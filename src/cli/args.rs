@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
-use super::{agents, approvals, auth, configs, introspect, model, sandbox, scripts, skills, tools};
+use super::{
+    agents, approvals, auth, configs, introspect, model, policy, sandbox, scripts, skills, tools,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -212,6 +214,10 @@ pub enum Command {
     /// or turn it off for one server.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Policies for calls (Cedar files): who may call which tool with which arguments, and whether it is allowed,
+    /// denied or asked. List them, try a call against them (`policy test`), check a file.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
     /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
     Introspect(introspect::IntrospectArgs),

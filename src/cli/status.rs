@@ -46,6 +46,7 @@ pub(super) async fn status(
             "metrics": metrics,
             "search": app.search.status(),
             "sandbox_kernel": kernel,
+            "policy": app.policy_status(),
             "calls": calls,
         }));
     }
@@ -123,6 +124,20 @@ pub(super) async fn status(
             .unwrap_or_default()
     )?;
     writeln!(out, "sandbox: {}", sandbox_line(&kernel))?;
+    let policy = app.policy_status();
+    writeln!(
+        out,
+        "policies: {} from {}{}",
+        policy["policies"],
+        policy["source"].as_str().unwrap_or("-"),
+        policy["error"]["message"]
+            .as_str()
+            .map(|e| format!(
+                " (the last load failed, the previous set stays: {})",
+                one_line(e, 200)
+            ))
+            .unwrap_or_default()
+    )?;
     match calls {
         Value::Object(c) if c.contains_key("entries") => {
             writeln!(

@@ -546,6 +546,7 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
         "calls": {"logged": logged},
         "metrics": store.metrics_overview()?,
         "search": s.app.search.status(),
+        "policy": s.app.policy_status(),
         "registry": {
             "db_path": s.app.config.db_path,
             "schema_version": store.schema_version()?,

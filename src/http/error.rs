@@ -23,6 +23,8 @@ pub struct ApiError {
     pub kind: Option<&'static str>,
     pub reasons: Option<Vec<String>>,
     pub approval: Option<String>,
+    /// The policy that refused a call (`policy_denied`).
+    pub policy: Option<String>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -48,6 +50,7 @@ impl ApiError {
             kind: None,
             reasons: None,
             approval: None,
+            policy: None,
         }
     }
 }
@@ -73,6 +76,10 @@ impl From<Error> for ApiError {
                 err.kind = Some(e.call_kind());
                 err.approval = approval.clone();
             }
+            Error::PolicyDenied { policy, .. } => {
+                err.kind = Some(e.call_kind());
+                err.policy = Some(policy.clone());
+            }
             _ => {}
         }
         err
@@ -90,6 +97,9 @@ impl IntoResponse for ApiError {
         }
         if let Some(id) = self.approval {
             body["approval"] = id.into();
+        }
+        if let Some(id) = self.policy {
+            body["policy"] = id.into();
         }
         (self.status, Json(body)).into_response()
     }

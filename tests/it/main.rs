@@ -120,3 +120,5 @@ mod starts;
 mod param_headers;
 // What a shipped binary says about itself (--version).
 mod dist;
+// Policies for calls (Cedar files): deny, ask, allow per user and group, reload, `policy test`.
+mod policy;

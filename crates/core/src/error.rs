@@ -143,6 +143,17 @@ pub enum Error {
         ms: u64,
         approval: Option<String>,
     },
+    /// A call the policies refused (`crates/policy`): `policy` is the id of the policy that decided (`default` when
+    /// no policy permits the call), `reason` says why in words.
+    #[error(
+        "policy_denied: the call of tool `{tool}` of server `{server}` was refused by policy `{policy}`: {reason} (`agent-discover policy test` explains a call)"
+    )]
+    PolicyDenied {
+        server: String,
+        tool: String,
+        policy: String,
+        reason: String,
+    },
 }
 
 impl Error {
@@ -181,7 +192,7 @@ impl Error {
             | Error::InputRequired { .. }
             | Error::SandboxDenied { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
-            Error::ApprovalDenied { .. } => ErrorCode::Denied,
+            Error::ApprovalDenied { .. } | Error::PolicyDenied { .. } => ErrorCode::Denied,
             Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
         }
     }
@@ -195,6 +206,7 @@ impl Error {
             Error::ToolFlagged { .. } => "tool_flagged",
             Error::ApprovalDenied { .. } => "approval_denied",
             Error::ApprovalTimeout { .. } => "approval_timeout",
+            Error::PolicyDenied { .. } => "policy_denied",
             Error::SkillUnverified { .. } => "skill_unverified",
             e => e.tool_error_kind().as_str(),
         }
@@ -292,7 +304,8 @@ impl Error {
             | Error::Conflict { .. }
             | Error::Store(_)
             | Error::Internal(_)
-            | Error::ApprovalDenied { .. } => ToolErrorKind::ServerError,
+            | Error::ApprovalDenied { .. }
+            | Error::PolicyDenied { .. } => ToolErrorKind::ServerError,
         }
     }
 

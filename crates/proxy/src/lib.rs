@@ -34,6 +34,7 @@ pub mod launcher;
 mod lifecycle;
 mod metrics;
 pub mod names;
+mod policy;
 mod recovery;
 pub mod relay;
 mod restore;
@@ -58,6 +59,7 @@ use std::sync::Weak;
 
 pub use caller::Caller;
 pub use lifecycle::{Activation, FOLLOW_BACKOFF};
+pub use policy::client_of;
 pub use recovery::MAX_FAILURES;
 pub use single::ServerError;
 pub use skills::LoadedSkill;

@@ -134,6 +134,8 @@ pub(crate) struct Inner {
     pub(super) db_path: PathBuf,
     /// Which servers and tools a caller's principal may see (`visibility.rs`, issue 30).
     pub(super) visibility: Mutex<Option<Visibility>>,
+    /// The policies for calls (`policy.rs`), set once by the application.
+    pub(super) policies: std::sync::OnceLock<ad_policy::Policies>,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -299,6 +301,7 @@ impl Proxy {
             fast_calls: Arc::default(),
             db_path,
             visibility: Mutex::new(None),
+            policies: std::sync::OnceLock::new(),
         });
         Proxy { inner }
     }

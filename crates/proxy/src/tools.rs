@@ -188,43 +188,64 @@ impl Proxy {
             crate::spans::refused(span, "tool", &e);
             return Err(e);
         }
+        // The policies (`policy.rs`): refused here, or asked by the approval step below.
+        let asked_by = match self.police(server, tool, args.as_ref(), &caller) {
+            Ok(asked_by) => asked_by,
+            Err(e) => {
+                crate::spans::refused(span, "policy", &e);
+                let res = Err(e);
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    args,
+                    started.elapsed(),
+                    &res,
+                    mark(None).as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+        };
         // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
-        let (caller, wrap, note) =
-            match self.approve_call(&child, tool, args.as_ref(), caller).await {
-                Ok(Gate::Go { caller, wrap, note }) => (caller, wrap, note),
-                Ok(Gate::Asked(asking)) => {
-                    let res = Ok(asking);
-                    if let Some(span) = span {
-                        crate::spans::asked(span, &res);
-                    }
-                    self.inner.account(
-                        server,
-                        child.server_id,
-                        tool,
-                        args,
-                        started.elapsed(),
-                        &res,
-                        mark(Some("[approval: asked] ")).as_deref(),
-                        who.as_deref(),
-                    );
-                    return res;
+        let (caller, wrap, note) = match self
+            .approve_call(&child, tool, args.as_ref(), caller, asked_by)
+            .await
+        {
+            Ok(Gate::Go { caller, wrap, note }) => (caller, wrap, note),
+            Ok(Gate::Asked(asking)) => {
+                let res = Ok(asking);
+                if let Some(span) = span {
+                    crate::spans::asked(span, &res);
                 }
-                Err(e) => {
-                    crate::spans::refused(span, "approval", &e);
-                    let res = Err(e);
-                    self.inner.account(
-                        server,
-                        child.server_id,
-                        tool,
-                        args,
-                        started.elapsed(),
-                        &res,
-                        mark(None).as_deref(),
-                        who.as_deref(),
-                    );
-                    return res;
-                }
-            };
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    args,
+                    started.elapsed(),
+                    &res,
+                    mark(Some("[approval: asked] ")).as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+            Err(e) => {
+                crate::spans::refused(span, "approval", &e);
+                let res = Err(e);
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    args,
+                    started.elapsed(),
+                    &res,
+                    mark(None).as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+        };
         let call = async {
             if caller.holds_questions(&child) {
                 // A legacy child asks the client with requests of its own: minted into input-required results for a
@@ -330,8 +351,9 @@ impl Proxy {
         if !child.protocol.has_initialize() {
             lane.envelope_of(&child.protocol, || child.capabilities.supports_tasks());
         }
-        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides.
-        if !self.inner.lane_allows(child, tool) {
+        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides; so does one some
+        // policy is scoped to (`policy.rs`).
+        if !self.inner.lane_allows(child, tool) || self.policed(server, tool) {
             return None;
         }
         lock(&child.tools)
@@ -468,6 +490,10 @@ impl Proxy {
         }
         if let Error::ApprovalDenied { by, .. } = e {
             body["denied_by"] = json!(by);
+        }
+        if let Error::PolicyDenied { policy, reason, .. } = e {
+            body["policy"] = json!(policy);
+            body["reason"] = json!(reason);
         }
         body
     }

@@ -1,25 +1,15 @@
 //! The policy use cases every front shares (the CLI's `policy`, REST's `/api/policy…`, the `registry` tool's
 //! `policy_test`): where the policy files are, what is in force, a dry run of a call, a file checked. The policies
-//! themselves are `ad_policy`'s; the proxy applies them to every call (`ad_proxy::policy`).
+//! themselves are `ad_policy`'s; the proxy applies them to every call (`ad_proxy::policy`); `App::open` opens them
+//! (`app::policies_source`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::error::{Error, Result};
-
-/// A policy directory (`*.cedar` files) or one policy file; default `<data dir>/policies`.
-pub const ENV_POLICIES: &str = "AGENT_DISCOVER_POLICIES";
-
-/// Where the policies of a process with `data_dir` come from.
-pub fn source(data_dir: &Path) -> PathBuf {
-    match std::env::var(ENV_POLICIES) {
-        Ok(p) if !p.trim().is_empty() => PathBuf::from(p),
-        _ => data_dir.join("policies"),
-    }
-}
 
 /// A call to try against the policies (`policy test`): who makes it and what it calls.
 #[derive(Debug, Default, Deserialize)]

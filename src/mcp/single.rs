@@ -200,7 +200,7 @@ impl ServerHandler for ServerView {
                         "kind": e.call_kind(), "reasons": e.reasons()});
                         if let Error::PolicyDenied { policy, reason, .. } = &e {
                             body["policy"] = policy.as_str().into();
-                            body["reason"] = reason.as_str().into();
+                            body["reason"] = serde_json::json!(reason);
                         }
                         body
                     }

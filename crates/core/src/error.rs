@@ -152,7 +152,8 @@ pub enum Error {
         server: String,
         tool: String,
         policy: String,
-        reason: String,
+        /// Boxed: the error stays the size it was (a `Result` of it is returned everywhere).
+        reason: Box<str>,
     },
 }
 

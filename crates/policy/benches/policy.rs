@@ -1,7 +1,8 @@
 //! What the policies cost per call, through `Policies::evaluate` as the proxy calls it, over a realistic set (a
 //! filesystem allow-list by group with a path forbid, repository owners, amounts that ask, a script rule, and 20
 //! per-user rules): `cargo bench -p ad-policy` (release profile). Prints the mean and p50/p99 per call for a tool no
-//! policy is scoped to, a policed call that is allowed, one that is denied and one that asks.
+//! policy is scoped to, a policed call that is allowed, one that is denied and one that asks. `POLICY_BENCH_CALLS`
+//! sets the calls per case (default 200,000).
 
 use std::time::Instant;
 
@@ -38,7 +39,12 @@ when { context.args has amount && context.args.amount <= 100 };
 
 fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
     assert_eq!(p.evaluate(call).map(|d| d.outcome), want, "{name}");
-    let n = 200_000;
+    // `POLICY_BENCH_CALLS` (default 200,000) calls per case; a multiple of 100.
+    let n: usize = std::env::var("POLICY_BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000)
+        .max(100);
     let mut samples = Vec::with_capacity(n / 100);
     let started = Instant::now();
     for _ in 0..n / 100 {

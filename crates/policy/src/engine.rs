@@ -438,7 +438,7 @@ fn value(v: &Value) -> Option<RestrictedExpression> {
             None => {
                 // Cedar's decimal: at most four fractional digits, within i64 / 10^4.
                 let f = n.as_f64()?;
-                if !(f.abs() < 9.0e14) {
+                if !f.is_finite() || f.abs() >= 9.0e14 {
                     return None;
                 }
                 let text = format!("{f:.4}");

@@ -65,7 +65,7 @@ impl Proxy {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
                 policy: decision.policy().to_owned(),
-                reason: decision.reason,
+                reason: decision.reason.into(),
             }),
         }
     }

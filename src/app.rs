@@ -44,6 +44,17 @@ pub struct App {
     pub(crate) summary: std::sync::Mutex<Option<((i64, u64), String)>>,
 }
 
+/// A policy directory (`*.cedar` files) or one policy file; default `<data dir>/policies` (`src/policy.rs`).
+pub const ENV_POLICIES: &str = "AGENT_DISCOVER_POLICIES";
+
+/// Where the policies for calls of a process with `data_dir` come from.
+pub fn policies_source(data_dir: &std::path::Path) -> std::path::PathBuf {
+    match std::env::var(ENV_POLICIES) {
+        Ok(p) if !p.trim().is_empty() => std::path::PathBuf::from(p),
+        _ => data_dir.join("policies"),
+    }
+}
+
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
 fn spawn_search_indexer(events: &EventBus, search: Search) {
     let mut sub = events.subscribe("server:*");
@@ -128,6 +139,10 @@ impl App {
         let prereqs = tokio::sync::OnceCell::new();
         let telemetry = Arc::new(Telemetry::new(config.replica.clone()));
         let observer = telemetry.clone();
+        // The policies for calls (`policy.rs`), read now and again whenever their files change.
+        let policies = ad_policy::Policies::open(policies_source(&config.data_dir));
+        policies.watch(tokio_util::sync::CancellationToken::new());
+        proxy.set_policies(policies);
         proxy.set_call_observer(Arc::new(move |server, tool, latency, ok| {
             observer.observe_call(server, tool, latency, ok)
         }));

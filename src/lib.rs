@@ -44,6 +44,7 @@ pub mod migrate;
 pub mod otel;
 pub mod overrides;
 pub mod pins;
+pub mod policy;
 pub mod sandbox;
 pub mod saved_scripts;
 pub mod scripts;

@@ -9,7 +9,8 @@ use clap::{Parser, Subcommand};
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
 use super::{
-    agents, approvals, auth, configs, introspect, limits, model, sandbox, saved, scripts, skills, tools,
+    agents, approvals, auth, configs, introspect, limits, model, policy, sandbox, saved, scripts, skills,
+    tools,
 };
 
 #[derive(Debug, Parser)]
@@ -221,6 +222,10 @@ pub enum Command {
     /// them (`limits set NAME --rate 10/s --burst 20 --concurrency 1`), close an open breaker.
     #[command(subcommand)]
     Limits(limits::LimitsCommand),
+    /// Policies for calls (Cedar files): who may call which tool with which arguments, and whether it is allowed,
+    /// denied or asked. List them, try a call against them (`policy test`), check a file.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
     /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
     Introspect(introspect::IntrospectArgs),

@@ -9,7 +9,8 @@ use super::args::{Cli, Command};
 use super::common::print_json;
 use super::dashboard::{dashboard_disabled_by_env, dashboard_security, lead_dashboard};
 use super::{
-    agents, approvals, auth, configs, introspect, limits, market, model, sandbox, scripts, servers,
+    agents, approvals, auth, configs, introspect, limits, market, model, policy, sandbox, scripts,
+    servers,
     status, tools,
 };
 use crate::app::App;
@@ -162,6 +163,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate { .. } | Command::Health { .. } => unreachable!("handled above"),
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Approvals(cmd) => approvals::run(&app, cmd),
+        Command::Policy(cmd) => policy::run(&app, cmd),
         Command::Sandbox(cmd) => sandbox::run(&app, cmd).await,
         Command::Guards(args) => super::guards::run(&app, args),
         Command::Limits(cmd) => limits::run(&app, cmd).await,

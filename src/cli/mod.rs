@@ -17,6 +17,7 @@ mod introspect;
 mod limits;
 mod market;
 mod model;
+mod policy;
 mod sandbox;
 mod saved;
 mod scripts;

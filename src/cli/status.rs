@@ -49,6 +49,7 @@ pub(super) async fn status(
             "search": app.search.status(),
             "sandbox_kernel": kernel,
             "guards": guards_of(app, &calls)?,
+            "policy": app.policy_status(),
             "calls": calls,
         }));
     }
@@ -135,6 +136,20 @@ pub(super) async fn status(
     )?;
     writeln!(out, "sandbox: {}", sandbox_line(&kernel))?;
     writeln!(out, "{}", guards_line(&guards_of(app, &calls)?))?;
+    let policy = app.policy_status();
+    writeln!(
+        out,
+        "policies: {} from {}{}",
+        policy["policies"],
+        policy["source"].as_str().unwrap_or("-"),
+        policy["error"]["message"]
+            .as_str()
+            .map(|e| format!(
+                " (the last load failed, the previous set stays: {})",
+                one_line(e, 200)
+            ))
+            .unwrap_or_default()
+    )?;
     match calls {
         Value::Object(c) if c.contains_key("entries") => {
             writeln!(

@@ -27,6 +27,8 @@ pub struct ApiError {
     /// `Retry-After` header, in whole seconds).
     /// (A `u32` keeps the error small: every `Result` of a handler carries it.)
     pub retry_after_ms: Option<std::num::NonZeroU32>,
+    /// The policy that refused a call (`policy_denied`).
+    pub policy: Option<String>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -54,6 +56,7 @@ impl ApiError {
             reasons: None,
             approval: None,
             retry_after_ms: None,
+            policy: None,
         }
     }
 }
@@ -89,6 +92,10 @@ impl From<Error> for ApiError {
                     .retry_after_ms()
                     .and_then(|ms| std::num::NonZeroU32::new(ms.min(u64::from(u32::MAX)) as u32));
             }
+            Error::PolicyDenied { policy, .. } => {
+                err.kind = Some(e.call_kind());
+                err.policy = Some(policy.clone());
+            }
             _ => {}
         }
         err
@@ -116,6 +123,9 @@ impl IntoResponse for ApiError {
                 Json(body),
             )
                 .into_response();
+        }
+        if let Some(id) = self.policy {
+            body["policy"] = id.into();
         }
         (self.status, Json(body)).into_response()
     }

@@ -22,6 +22,7 @@ mod oauth;
 mod openapi;
 mod overrides;
 mod pins;
+mod policy;
 pub mod protect;
 mod registry_events;
 mod sandbox;
@@ -256,6 +257,12 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/agents", "A2A agents with capabilities and last known status", agents::list).returns(200, "AgentList"),
         op(M::POST, "/api/agents", "Add an A2A agent from its card URL, or a worker command", agents::add).body("AgentCreate").returns(201, "Agent"),
         op(M::DELETE, "/api/agents/{id}", "Remove an agent (its worker is stopped)", agents::remove).returns(200, "Status"),
+        op(M::GET, "/api/policy", "The policies for calls in force, where they come from, and the last load's failure", policy::list).returns(200, "PolicyList"),
+        op(M::POST, "/api/policy/test", "A dry run of a call against the policies: the outcome and which policy decided", policy::test)
+            .body("PolicyTest").returns(200, "PolicyDecision"),
+        op(M::POST, "/api/policy/check", "Validate Cedar policy text without putting it in force", policy::check)
+            .body("PolicyCheck").returns(200, "PolicyChecked"),
+        op(M::POST, "/api/policy/reload", "Read the policy files again now (they are also watched)", policy::reload).returns(200, "PolicyList"),
     ]
 }
 

@@ -117,6 +117,7 @@ fn schemas() -> Value {
         super::saved_scripts::schemas(),
         super::introspect::schemas(),
         super::agents::schemas(),
+        super::policy::schemas(),
     ] {
         if let Value::Object(m) = part {
             all.extend(m);

@@ -240,6 +240,25 @@ pub enum Action {
         #[schemars(extend("enum" = ["destructive", "open_world"]))]
         annotation: Option<String>,
     },
+    /// A dry run of a call against the policies for calls (Cedar files): the outcome (allow, deny, ask) and which
+    /// policy decided. Changes nothing.
+    PolicyTest {
+        /// The tool as `server__tool` (or `mcp__server__tool`); or give `server` and `tool`
+        call_as: Option<String>,
+        /// Server name (with `tool`)
+        server: Option<String>,
+        /// Tool name on that server (with `server`)
+        tool: Option<String>,
+        /// The call's arguments
+        arguments: Option<Map<String, Value>>,
+        /// The user making the call (default `local`, the user of a call without identity)
+        user: Option<String>,
+        /// The user's groups
+        #[schemars(length(max = 64))]
+        groups: Option<Vec<String>>,
+        /// The calling client's name (its MCP clientInfo.name)
+        client: Option<String>,
+    },
     /// Shows a stdio server's sandbox (settings, the paths it may use, what the kernel offers), or changes it when
     /// `network`, `read`, `write` or `enabled` is given (applied at the server's next start).
     Sandbox {

@@ -204,10 +204,18 @@ impl ServerHandler for ServerView {
                     e @ (Error::ToolChanged { .. }
                     | Error::ToolFlagged { .. }
                     | Error::ApprovalDenied { .. }
-                    | Error::ApprovalTimeout { .. }),
+                    | Error::ApprovalTimeout { .. }
+                    | Error::PolicyDenied { .. }),
                 ) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                    serde_json::json!({"error": e.to_string(), "code": e.code().as_str(),
-                    "kind": e.call_kind(), "reasons": e.reasons()})
+                    {
+                        let mut body = serde_json::json!({"error": e.to_string(), "code": e.code().as_str(),
+                        "kind": e.call_kind(), "reasons": e.reasons()});
+                        if let Error::PolicyDenied { policy, reason, .. } = &e {
+                            body["policy"] = policy.as_str().into();
+                            body["reason"] = serde_json::json!(reason);
+                        }
+                        body
+                    }
                     .to_string(),
                 )])
                 .into()),

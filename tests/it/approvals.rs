@@ -905,7 +905,7 @@ async fn rest_calls_wait_for_a_decision_made_through_rest() {
 
 // ---------- the CLI, across processes ----------
 
-async fn cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
+pub(crate) async fn cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
     let out = harness::command(dir, args)
         .output()
         .await
@@ -919,7 +919,7 @@ async fn cli(dir: &Path, args: &[&str]) -> (bool, String, String) {
 
 /// The id of the first call waiting for approval in `dir`'s registry, once another process recorded one: read again
 /// each time another process commits (`ad_store::watch`), never on a timer.
-async fn pending_in(dir: &Path) -> Value {
+pub(crate) async fn pending_in(dir: &Path) -> Value {
     use agent_discover::store::{Store, watch};
     let path = dir.join("agent-discover.db");
     let store = Store::open(&path).unwrap();

@@ -131,3 +131,5 @@ mod paging;
 mod overrides;
 // Rate limits, concurrency caps and circuit breakers: stdio and HTTP fronts, REST, the CLI, two replicas on PostgreSQL.
 mod limits;
+// Policies for calls (Cedar files): deny, ask, allow per user and group, reload, `policy test`.
+mod policy;

@@ -189,6 +189,18 @@ pub enum Error {
         failures: u32,
         retry_after_ms: u64,
     },
+    /// A call the policies refused (`crates/policy`): `policy` is the id of the policy that decided (`default` when
+    /// no policy permits the call), `reason` says why in words.
+    #[error(
+        "policy_denied: the call of tool `{tool}` of server `{server}` was refused by policy `{policy}`: {reason} (`agent-discover policy test` explains a call)"
+    )]
+    PolicyDenied {
+        server: String,
+        tool: String,
+        policy: String,
+        /// Boxed: the error stays the size it was (a `Result` of it is returned everywhere).
+        reason: Box<str>,
+    },
 }
 
 impl Error {
@@ -239,7 +251,9 @@ impl Error {
             | Error::InputRequired { .. }
             | Error::SandboxDenied { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
-            Error::ApprovalDenied { .. } | Error::SecretInArguments { .. } => ErrorCode::Denied,
+            Error::ApprovalDenied { .. }
+            | Error::SecretInArguments { .. }
+            | Error::PolicyDenied { .. } => ErrorCode::Denied,
             Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::ServerBusy { .. } | Error::ServerUnavailable { .. } => ErrorCode::Unavailable,
@@ -255,6 +269,7 @@ impl Error {
             Error::ToolFlagged { .. } => "tool_flagged",
             Error::ApprovalDenied { .. } => "approval_denied",
             Error::ApprovalTimeout { .. } => "approval_timeout",
+            Error::PolicyDenied { .. } => "policy_denied",
             Error::SkillUnverified { .. } => "skill_unverified",
             Error::SecretInArguments { .. } => "secret_in_arguments",
             Error::RateLimited { .. } => "rate_limited",
@@ -360,7 +375,8 @@ impl Error {
             | Error::Internal(_)
             | Error::ApprovalDenied { .. }
             | Error::SecretInArguments { .. }
-            | Error::RateLimited { .. } => ToolErrorKind::ServerError,
+            | Error::RateLimited { .. }
+            | Error::PolicyDenied { .. } => ToolErrorKind::ServerError,
         }
     }
 

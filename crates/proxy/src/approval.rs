@@ -241,6 +241,7 @@ impl Proxy {
         tool: &str,
         args: Option<&Map<String, Value>>,
         mut caller: Caller,
+        asked_by: Option<String>,
     ) -> Result<Gate> {
         let inner = &self.inner;
         let server = child.name.as_str();
@@ -288,7 +289,8 @@ impl Proxy {
             caller.input_responses = None;
         }
         let rules = inner.registry.approval_rules(child.server_id)?;
-        if !rules.restricts() {
+        // A policy whose outcome is `ask` (`policy.rs`) asks whatever the tool's approval rules say, but a `deny`.
+        if !rules.restricts() && asked_by.is_none() {
             if let Some(state) = resumed {
                 caller.request_state = state;
             }
@@ -306,7 +308,7 @@ impl Proxy {
             }
         };
         match resolved.policy {
-            ApprovalPolicy::Allow => {
+            ApprovalPolicy::Allow if asked_by.is_none() => {
                 if let Some(state) = resumed {
                     caller.request_state = state;
                 }
@@ -332,7 +334,7 @@ impl Proxy {
                     approval: None,
                 });
             }
-            ApprovalPolicy::Ask => {}
+            ApprovalPolicy::Ask | ApprovalPolicy::Allow => {}
         }
         let digest = digest(server, tool, args);
         // An input-required result of the child during an approved call is sealed with the digest for the retry.

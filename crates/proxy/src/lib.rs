@@ -41,6 +41,7 @@ mod metrics;
 pub mod names;
 pub mod pages;
 mod overrides;
+mod policy;
 mod recovery;
 pub mod relay;
 mod restore;
@@ -65,6 +66,7 @@ use std::sync::Weak;
 
 pub use caller::Caller;
 pub use lifecycle::{Activation, FOLLOW_BACKOFF};
+pub use policy::client_of;
 pub use recovery::MAX_FAILURES;
 pub use single::ServerError;
 pub use skills::LoadedSkill;

@@ -142,6 +142,8 @@ pub(crate) struct Inner {
     pub(super) local: Mutex<Option<crate::local::Local>>,
     /// Rate limits, concurrency caps and circuit breakers, per server (`limits/`).
     pub(super) limits: crate::limits::Limits,
+    /// The policies for calls (`policy.rs`), set once by the application.
+    pub(super) policies: std::sync::OnceLock<ad_policy::Policies>,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -311,6 +313,7 @@ impl Proxy {
             pages: Default::default(),
             local: Mutex::new(None),
             limits: crate::limits::Limits::new(registry.clone()),
+            policies: std::sync::OnceLock::new(),
         });
         Proxy { inner }
     }

@@ -229,6 +229,25 @@ impl Proxy {
             true => crate::callguard::masked_arguments(args),
             false => args,
         };
+        // The policies (`policy.rs`): refused here, or asked by the approval step below.
+        let asked_by = match self.police(server, tool, args.as_ref(), &caller) {
+            Ok(asked_by) => asked_by,
+            Err(e) => {
+                crate::spans::refused(span, "policy", &e);
+                let res = Err(e);
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    logged(args),
+                    started.elapsed(),
+                    &res,
+                    mark(None).as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+        };
         // Its server's limits (`limits/`): the breaker, then the rate limits; the concurrency cap once approved.
         let mut admission = match self.inner.limits.admit(
             server,
@@ -259,7 +278,7 @@ impl Proxy {
         };
         // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
         let (caller, wrap, note) =
-            match self.approve_call(&child, tool, args.as_ref(), caller).await {
+            match self.approve_call(&child, tool, args.as_ref(), caller, asked_by).await {
                 Ok(Gate::Go { caller, wrap, note }) => (caller, wrap, note),
                 Ok(Gate::Asked(asking)) => {
                     let res = Ok(asking);
@@ -447,9 +466,13 @@ impl Proxy {
         if !child.protocol.has_initialize() {
             lane.envelope_of(&child.protocol, || child.capabilities.supports_tasks());
         }
-        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides; so does an
-        // overridden one, whose arguments are merged there (`overrides.rs`).
-        if !self.inner.lane_allows(child, tool) || self.inner.overridden(child, tool) {
+        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides; so do an
+        // overridden one, whose arguments are merged there (`overrides.rs`), and one some policy is scoped to
+        // (`policy.rs`).
+        if !self.inner.lane_allows(child, tool)
+            || self.inner.overridden(child, tool)
+            || self.policed(server, tool)
+        {
             return None;
         }
         lock(&child.tools)
@@ -596,6 +619,10 @@ impl Proxy {
         crate::callguard::describe_refusal(e, &mut body);
         if let Some(ms) = e.retry_after_ms() {
             body["retry_after_ms"] = json!(ms);
+        }
+        if let Error::PolicyDenied { policy, reason, .. } = e {
+            body["policy"] = json!(policy);
+            body["reason"] = json!(reason);
         }
         body
     }

@@ -196,6 +196,27 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
                 .map(|s| json!({"name": name, "secrets": s}))
                 .map_err(Into::into)
         }
+        Action::PolicyTest {
+            call_as,
+            server,
+            tool,
+            arguments,
+            user,
+            groups,
+            client,
+        } => {
+            let (server, tool) = target(app, call_as, server, tool)?;
+            app.policy_test(&crate::policy::PolicyTest {
+                user,
+                groups: groups.unwrap_or_default(),
+                client,
+                script: false,
+                server,
+                tool,
+                arguments,
+            })
+            .map_err(Into::into)
+        }
         Action::Status {} => status(app, caller.principal.as_deref())
             .await
             .map_err(Into::into),

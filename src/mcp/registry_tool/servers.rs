@@ -171,6 +171,8 @@ pub(super) async fn status(
         "sandbox_kernel": app.sandbox_kernel(),
         // The guards on calls: the global settings and each server's decisions since this process started.
         "guards": app.guards_view(None)?,
+        // The policies for calls: where from, how many, the last load's failure (`policy.rs`).
+        "policy": app.policy_status(),
         // Proxied tool calls this process relayed by its fast lane (`proxy/relay.rs`), and the tools it leaves to the
         // normal path for their approval policy (#27).
         "relay": {"fast_lane_calls": app.proxy.fast_lane_calls(), "approval_gated": app.proxy.approval_gated()},
@@ -184,7 +186,7 @@ pub(super) async fn status(
     });
     if restricted && let Some(o) = v.as_object_mut() {
         // Totals across everyone's calls and every server are for administrators.
-        for k in ["metrics", "registry", "relay"] {
+        for k in ["metrics", "registry", "relay", "policy"] {
             o.remove(k);
         }
         o["calls"]["logged"] = json!(recent_len);

@@ -42,6 +42,8 @@ pub struct App {
     /// The catalog summary in the server instructions, with the store's change marker it was read at: every
     /// 2026-07-28 request over HTTP builds the server info (`find.rs`).
     pub(crate) summary: std::sync::Mutex<Option<((i64, u64), String)>>,
+    /// Each profile's search scope (`profiles.rs`).
+    pub(crate) scopes: crate::profiles::Scopes,
 }
 
 /// Keeps the search index in step with stored tools: marks it stale and embeds new tools in the background.
@@ -133,6 +135,7 @@ impl App {
         Ok(Arc::new(App {
             scripts: crate::codemode::CodeMode::new(proxy.clone()),
             summary: std::sync::Mutex::default(),
+            scopes: Default::default(),
             config,
             events,
             registry,

@@ -41,5 +41,6 @@ pub mod mcp;
 pub mod migrate;
 pub mod otel;
 pub mod pins;
+pub mod profiles;
 pub mod sandbox;
 pub mod scripts;

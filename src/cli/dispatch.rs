@@ -9,8 +9,8 @@ use super::args::{Cli, Command};
 use super::common::print_json;
 use super::dashboard::{dashboard_disabled_by_env, dashboard_security, lead_dashboard};
 use super::{
-    agents, approvals, auth, configs, introspect, market, model, sandbox, scripts, servers, status,
-    tools,
+    agents, approvals, auth, configs, introspect, market, model, profiles, sandbox, scripts,
+    servers, status, tools,
 };
 use crate::app::App;
 use crate::config::Config;
@@ -61,14 +61,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             no_dashboard,
             dashboard,
             server,
+            profile,
         } => {
             app.search.start_model_download();
             if !no_dashboard && !dashboard_disabled_by_env() {
                 lead_dashboard(&app, &dashboard, tools_mode).await;
             }
-            match server {
-                Some(name) => crate::mcp::serve_stdio_server(app, name).await,
-                None => crate::mcp::serve_stdio(app, tools_mode).await,
+            match (server, profile) {
+                (Some(name), _) => crate::mcp::serve_stdio_server(app, name).await,
+                (None, Some(name)) => crate::mcp::serve_stdio_profile(app, name, tools_mode).await,
+                (None, None) => crate::mcp::serve_stdio(app, tools_mode).await,
             }
         }
         Command::Serve {
@@ -163,6 +165,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tools(cmd) => tools::run(&app, cmd).await,
         Command::Approvals(cmd) => approvals::run(&app, cmd),
         Command::Sandbox(cmd) => sandbox::run(&app, cmd).await,
+        Command::Profiles(cmd) => profiles::run(&app, cmd).await,
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
         Command::Model(cmd) => model::run(cmd).await,

@@ -15,6 +15,7 @@ mod entry;
 mod introspect;
 mod market;
 mod model;
+mod profiles;
 mod sandbox;
 mod scripts;
 mod servers;

@@ -113,6 +113,7 @@ fn schemas() -> Value {
         super::scripts::schemas(),
         super::introspect::schemas(),
         super::agents::schemas(),
+        super::profiles::schemas(),
     ] {
         if let Value::Object(m) = part {
             all.extend(m);

@@ -322,6 +322,7 @@ fn inner_caller(outer: Caller, cancel: &CancellationToken) -> Caller {
         trace: outer.trace,
         in_exchange: false,
         principal: outer.principal,
+        profile: outer.profile,
     }
 }
 

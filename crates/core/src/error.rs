@@ -143,6 +143,16 @@ pub enum Error {
         ms: u64,
         approval: Option<String>,
     },
+    /// A tool outside the profile the caller is connected through (`/mcp/profiles/NAME`, `mcp --profile NAME`):
+    /// refused whatever the registry holds, as if the tool were not there for this caller.
+    #[error(
+        "outside_profile: tool `{tool}` of server `{server}` is not in profile `{profile}` (`agent-discover profiles show {profile}` lists what it holds)"
+    )]
+    OutsideProfile {
+        profile: String,
+        server: String,
+        tool: String,
+    },
 }
 
 impl Error {
@@ -181,7 +191,7 @@ impl Error {
             | Error::InputRequired { .. }
             | Error::SandboxDenied { .. } => ErrorCode::Unavailable,
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
-            Error::ApprovalDenied { .. } => ErrorCode::Denied,
+            Error::ApprovalDenied { .. } | Error::OutsideProfile { .. } => ErrorCode::Denied,
             Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
         }
     }
@@ -196,6 +206,7 @@ impl Error {
             Error::ApprovalDenied { .. } => "approval_denied",
             Error::ApprovalTimeout { .. } => "approval_timeout",
             Error::SkillUnverified { .. } => "skill_unverified",
+            Error::OutsideProfile { .. } => "outside_profile",
             e => e.tool_error_kind().as_str(),
         }
     }
@@ -278,7 +289,8 @@ impl Error {
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
             Error::NotFound { what: "tool", .. }
             | Error::ToolChanged { .. }
-            | Error::ToolFlagged { .. } => ToolErrorKind::ToolNotFound,
+            | Error::ToolFlagged { .. }
+            | Error::OutsideProfile { .. } => ToolErrorKind::ToolNotFound,
             Error::Upstream { .. } | Error::Unavailable(_) | Error::Io(_) => {
                 ToolErrorKind::TransportError
             }

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod identity;
 pub mod model;
+pub mod profile;
 pub mod sandbox;
 pub mod telemetry;
 pub mod trace;

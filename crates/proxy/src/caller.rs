@@ -49,6 +49,9 @@ pub struct Caller {
     /// The authenticated user behind the request when the front validates OAuth access tokens (issue 30); `None`
     /// for a single user (static token, stdio, CLI).
     pub principal: Option<std::sync::Arc<ad_core::identity::Principal>>,
+    /// The profile the caller is connected through (`/mcp/profiles/NAME`, `mcp --profile NAME`): a tool outside it
+    /// is refused with [`Error::OutsideProfile`] on every path (a front's call, `proxy_call`, a script's inner calls).
+    pub profile: Option<std::sync::Arc<ad_core::profile::Profile>>,
 }
 
 impl Caller {
@@ -83,6 +86,7 @@ impl Caller {
             trace: None,
             in_exchange: false,
             principal: Caller::principal_of(context),
+            profile: None,
         }
     }
 
@@ -131,6 +135,7 @@ impl Caller {
             trace: None,
             in_exchange: false,
             principal: Caller::principal_of(context),
+            profile: None,
         }
     }
 

@@ -134,7 +134,11 @@ impl Proxy {
         args: Option<Map<String, Value>>,
         caller: Caller,
     ) -> Result<CallToolResponse> {
-        // A hidden server's tool is answered as a server that is not there (`visibility.rs`).
+        // A tool outside the caller's profile is refused as such; a hidden server's tool is answered as a server that
+        // is not there (`visibility.rs`).
+        if let Some(e) = self.outside_profile(&caller, server, tool) {
+            return Err(e);
+        }
         if !self.visible(&caller, server, Some(tool)) {
             return Err(Error::Unavailable(format!(
                 "server `{server}` is not active; activate it first (registry action `activate`)"

@@ -22,6 +22,7 @@ pub mod market_cache;
 mod oauth;
 pub mod pg;
 mod pins;
+mod profiles;
 mod runtime;
 mod sandbox;
 mod schema;

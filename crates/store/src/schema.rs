@@ -294,6 +294,14 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // Profiles: a named set of servers and tool globs one client sees (the JSON of `ad_core::profile::Profile`).
+    r#"
+    CREATE TABLE profiles (
+        name TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -209,6 +209,14 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // v7: SQLite's profiles table (see schema.rs).
+    r#"
+    CREATE TABLE profiles (
+        name TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -92,16 +92,9 @@ impl ServerHandler for McpServer {
                 // Code mode (#28) on top, where clients that rank top-level tools see it; static mode keeps it an action.
                 tools.push(scripts::definition());
                 // Only what the caller's groups may see (issue 30), within the profile.
-                let mut proxied = self.app.proxy.tools_for(principal.as_deref());
-                if let Some(p) = &profile {
-                    proxied.retain(|t| {
-                        self.app
-                            .proxy
-                            .resolve_running(&t.name)
-                            .is_some_and(|(s, tool)| p.allows(&s, Some(&tool)))
-                    });
-                }
-                tools.extend(proxied);
+                tools.extend(self.app.proxy.tools_within(principal.as_deref(), |s, t| {
+                    profile.as_ref().is_none_or(|p| p.allows(s, Some(t)))
+                }));
             }
             Ok(ListToolsResult::with_all_items(tools))
         })

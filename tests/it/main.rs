@@ -120,3 +120,5 @@ mod starts;
 mod param_headers;
 // What a shipped binary says about itself (--version).
 mod dist;
+// Profiles: a named set of servers and tools served as its own view, on every front.
+mod profiles;

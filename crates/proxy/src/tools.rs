@@ -28,13 +28,22 @@ impl Proxy {
 
     /// [`Proxy::tools`], only those `principal` may see (`visibility.rs`).
     pub fn tools_for(&self, principal: Option<&ad_core::identity::Principal>) -> Vec<Tool> {
+        self.tools_within(principal, |_, _| true)
+    }
+
+    /// [`Proxy::tools_for`], only the (server, tool) pairs `within` keeps (a profile's).
+    pub fn tools_within(
+        &self,
+        principal: Option<&ad_core::identity::Principal>,
+        within: impl Fn(&str, &str) -> bool,
+    ) -> Vec<Tool> {
         let mut out = Vec::new();
         for (name, tools) in self.listed(Tool::clone) {
             if !self.visible_to(principal, &name, None) {
                 continue;
             }
             for mut t in tools {
-                if !self.visible_to(principal, &name, Some(&t.name)) {
+                if !within(&name, &t.name) || !self.visible_to(principal, &name, Some(&t.name)) {
                     continue;
                 }
                 t.name = names::expose(&name, &t.name).into();

@@ -389,9 +389,20 @@ impl Search {
         vector: Option<(Vec<f32>, String)>,
         limit: usize,
     ) -> Result<Ranking> {
+        self.rank_with_in(query, vector, limit, None).await
+    }
+
+    /// [`Search::rank_with`] among the tools of `within` only.
+    pub async fn rank_with_in(
+        &self,
+        query: &str,
+        vector: Option<(Vec<f32>, String)>,
+        limit: usize,
+        within: Option<&Within>,
+    ) -> Result<Ranking> {
         check_query(query)?;
-        let hits = self.bm25_hits(query, None)?;
-        self.finish(hits, vector, limit, None).await
+        let hits = self.bm25_hits(query, within)?;
+        self.finish(hits, vector, limit, within).await
     }
 
     /// BM25 candidates, scored by BM25 normalised by the best match and scaled by how much of the query the tool

@@ -7,6 +7,7 @@
 
 mod actions;
 mod agent_tools;
+mod aggregated;
 pub(crate) mod calls;
 mod clients;
 pub mod front;

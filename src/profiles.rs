@@ -13,9 +13,12 @@ use crate::error::{Error, Result};
 use crate::search::Within;
 pub use ad_core::profile::Profile;
 
-/// The search scope of each profile, with the definition and the tools' version it was made for.
+/// One profile's search scope, with the definition and the tools' version (`Search::tools_version`) it was made for.
+type Scope = (Profile, (u64, i64), Arc<Within>);
+
+/// The search scope of each profile, by name.
 #[derive(Default, Debug)]
-pub struct Scopes(Mutex<HashMap<String, (Profile, (u64, i64), Arc<Within>)>>);
+pub struct Scopes(Mutex<HashMap<String, Scope>>);
 
 /// A change to a profile: each field given replaces (`description`, `servers`, `tools`) or adds and removes entries.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -191,7 +191,13 @@ async fn main() {
                     assert!(in_profile(n, s), "a tool outside the profile: {v}");
                 }
                 for m in v["other_matches"].as_array().into_iter().flatten() {
-                    assert!(in_profile(n, m["server"].as_str().unwrap()), "{v}");
+                    assert!(
+                        in_profile(
+                            n,
+                            m["call_as"].as_str().unwrap().split("__").next().unwrap()
+                        ),
+                        "{v}"
+                    );
                 }
             }
         }

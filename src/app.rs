@@ -42,6 +42,8 @@ pub struct App {
     /// The catalog summary in the server instructions, with the store's change marker it was read at: every
     /// 2026-07-28 request over HTTP builds the server info (`find.rs`).
     pub(crate) summary: std::sync::Mutex<Option<((i64, u64), String)>>,
+    /// Each profile's search scope (`profiles.rs`).
+    pub(crate) scopes: crate::profiles::Scopes,
 }
 
 /// A policy directory (`*.cedar` files) or one policy file; default `<data dir>/policies` (`src/policy.rs`).
@@ -150,6 +152,7 @@ impl App {
         let app = Arc::new(App {
             scripts: crate::codemode::CodeMode::new(proxy.clone()),
             summary: std::sync::Mutex::default(),
+            scopes: Default::default(),
             config,
             events,
             registry,

@@ -17,7 +17,13 @@ pub async fn find_tool_answer(
     caller: &Caller,
 ) -> crate::error::Result<Value> {
     let found = app
-        .find_tool_for(query, limit, auto_activate, caller.principal.as_deref())
+        .find_tool_in(
+            query,
+            limit,
+            auto_activate,
+            caller.principal.as_deref(),
+            caller.profile.as_deref(),
+        )
         .await?;
     let mut v = serde_json::to_value(found).unwrap_or_default();
     if auto_activate {

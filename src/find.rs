@@ -303,14 +303,36 @@ impl App {
         auto_activate: bool,
         principal: Option<&ad_core::identity::Principal>,
     ) -> Result<FindOutcome> {
+        self.find_tool_in(query, limit, auto_activate, principal, None)
+            .await
+    }
+
+    /// [`App::find_tool_for`] within a profile: ranked among the profile's tools only (its own search scope, as if
+    /// the registry held only them); never a tool outside it, and no agent (agents are not in profiles).
+    pub async fn find_tool_in(
+        &self,
+        query: &str,
+        limit: usize,
+        auto_activate: bool,
+        principal: Option<&ad_core::identity::Principal>,
+        profile: Option<&ad_core::profile::Profile>,
+    ) -> Result<FindOutcome> {
+        let within = profile.map(|p| self.profile_scope(p)).transpose()?;
         // An agent's skill is looked up while the query is embedded.
         let (mut ranking, skill) = self
             .search
-            .rank_while(query, limit.clamp(1, 50), || self.agents.best_skill(query))
+            .rank_within(query, limit.clamp(1, 50), within.as_deref(), || {
+                profile
+                    .is_none()
+                    .then(|| self.agents.best_skill(query))
+                    .flatten()
+            })
             .await?;
         ranking.hits.retain(|h| {
-            self.proxy
-                .visible_to(principal, &h.tool.server, Some(&h.tool.name))
+            profile.is_none_or(|p| p.allows(&h.tool.server, Some(&h.tool.name)))
+                && self
+                    .proxy
+                    .visible_to(principal, &h.tool.server, Some(&h.tool.name))
         });
         // Stored tools of a stopped server may predate its filter: a filtered tool is never found.
         let mut filters = std::collections::HashMap::new();
@@ -361,7 +383,11 @@ impl App {
             .first()
             .filter(|_| top_score >= crate::search::NO_MATCH)
         else {
-            let known = self.registry.store().count_tools()?;
+            // In a profile: its own tools are what is known.
+            let known = match &within {
+                Some(w) => w.len() as i64,
+                None => self.registry.store().count_tools()?,
+            };
             let hint = if known == 0 {
                 "no tools are known yet: install servers and activate them once so their tools are indexed".to_owned()
             } else {

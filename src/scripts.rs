@@ -91,6 +91,17 @@ impl App {
         query: Option<String>,
         principal: Option<&ad_core::identity::Principal>,
     ) -> Result<String> {
+        self.script_api_in(servers, query, principal, None).await
+    }
+
+    /// [`App::script_api`] within a profile: only the profile's tools are declared.
+    pub async fn script_api_in(
+        &self,
+        servers: Option<Vec<String>>,
+        query: Option<String>,
+        principal: Option<&ad_core::identity::Principal>,
+        profile: Option<&ad_core::profile::Profile>,
+    ) -> Result<String> {
         let mut notes = Vec::new();
         let mut tools = Vec::new();
         match (servers, query) {
@@ -133,7 +144,10 @@ impl App {
             }
         }
         // Only what the caller may see (issue 30).
-        tools.retain(|t| self.proxy.visible_to(principal, &t.server, Some(&t.tool)));
+        tools.retain(|t| {
+            profile.is_none_or(|p| p.allows(&t.server, Some(&t.tool)))
+                && self.proxy.visible_to(principal, &t.server, Some(&t.tool))
+        });
         if tools.len() > API_TOOLS {
             notes.push(format!(
                 "{} tools found; the first {API_TOOLS} are declared: ask by server or by query for the others",

@@ -2,6 +2,7 @@
 // No framework and no build step; the server embeds these files as they are.
 
 import { h, buildForm } from './schema-form.js';
+import { initProfiles } from './profiles.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -56,7 +57,7 @@ function fmtTime(ts) {
 
 // ---------- tabs and keyboard ----------
 
-const TABS = ['servers', 'browse', 'logs', 'test', 'pins'];
+const TABS = ['servers', 'browse', 'logs', 'test', 'pins', 'profiles'];
 
 function showTab(name, focus = true) {
   for (const t of TABS) {
@@ -69,6 +70,7 @@ function showTab(name, focus = true) {
   if (focus) $(`#tab-${name}`).focus();
   if (name === 'test') renderTestPickers();
   if (name === 'pins') loadPending();
+  if (name === 'profiles') loadProfiles();
   history.replaceState(null, '', `#${name}`);
 }
 
@@ -899,6 +901,10 @@ async function loadAgents() {
       h('td', {}, (a.capabilities || []).join(', ')), h('td', {}, a.protocolVersion || '–'), h('td', {}, a.source || ''))));
   } catch (e) { toast(`cannot read agents: ${e.message}`, true); }
 }
+
+// ---------- profiles (`profiles.js`) ----------
+
+const loadProfiles = initProfiles({ api, toast, act });
 
 // ---------- start ----------
 

@@ -9,8 +9,8 @@ use clap::{Parser, Subcommand};
 use super::common::parse_kv;
 use super::dashboard::DashboardArgs;
 use super::{
-    agents, approvals, auth, configs, introspect, limits, model, policy, sandbox, saved, scripts, skills,
-    tools,
+    agents, approvals, auth, configs, introspect, limits, model, policy, profiles, sandbox, saved,
+    scripts, skills, tools,
 };
 
 #[derive(Debug, Parser)]
@@ -45,8 +45,11 @@ pub enum Command {
         dashboard: DashboardArgs,
         /// Expose only this registered server, as itself: its own tool and prompt names and resource URIs
         /// (activated on first use).
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", conflicts_with = "profile")]
         server: Option<String>,
+        /// Expose only this profile's servers and tools (`profiles create`), `find_tool` searching only them.
+        #[arg(long, value_name = "NAME")]
+        profile: Option<String>,
     },
     /// Serve the dashboard, the REST API and MCP over Streamable HTTP (at /mcp); prints the URL on stdout.
     Serve {
@@ -226,6 +229,10 @@ pub enum Command {
     /// denied or asked. List them, try a call against them (`policy test`), check a file.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Profiles: named sets of servers and tools (globs) one client sees, each with its own search scope, served at
+    /// /mcp/profiles/NAME and by `mcp --profile NAME`; exported and imported as a file.
+    #[command(subcommand)]
+    Profiles(profiles::ProfilesCommand),
     /// Install, start and enumerate many MCP packages (npm, PyPI, registry entries, the most downloaded), filing each
     /// under one failure category with evidence and a fix hint; enumerated tools join the searchable catalog.
     Introspect(introspect::IntrospectArgs),

@@ -424,6 +424,10 @@ pub struct ConnectArgs {
     /// Put the client's file back as it was before `connect` (from the newest backup).
     #[arg(long)]
     pub undo: bool,
+    /// Launch agent-discover serving only this profile (`mcp --profile NAME`). On a file that already launches
+    /// agent-discover, only the launch line changes.
+    #[arg(long, value_name = "NAME", conflicts_with = "undo")]
+    pub profile: Option<String>,
 }
 
 /// The client's config file: the first that exists, user scope before project scope.
@@ -472,8 +476,17 @@ pub async fn connect(app: &App, args: ConnectArgs) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
+    // The profile must exist before the file changes.
+    if let Some(p) = &args.profile {
+        app.profile(p)?;
+    }
     let (origin, imported) = load(&path, Some(known.format.as_str()))?;
-    if imported.servers.len() == 1 && imported.servers[0].spec.name == clientconfig::SELF_NAME {
+    let connected =
+        imported.servers.len() == 1 && imported.servers[0].spec.name == clientconfig::SELF_NAME;
+    if let (true, Some(profile)) = (connected, &args.profile) {
+        return connect_profile(&path, known.format, profile, &args.client);
+    }
+    if connected {
         anyhow::bail!(
             "{origin} already launches agent-discover (undo with `agent-discover connect --client {} --undo`)",
             args.client
@@ -485,7 +498,8 @@ pub async fn connect(app: &App, args: ConnectArgs) -> anyhow::Result<()> {
     let original = std::fs::read(&path)?;
     let text = String::from_utf8(original.clone()).context("the file is not UTF-8")?;
     let exe = std::env::current_exe()?.display().to_string();
-    let rewritten = clientconfig::connect_rewrite(known.format, &text, &exe)?;
+    let launch = launch_args(args.profile.as_deref());
+    let rewritten = clientconfig::connect_rewrite_args(known.format, &text, &exe, &launch)?;
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -500,6 +514,42 @@ pub async fn connect(app: &App, args: ConnectArgs) -> anyhow::Result<()> {
         path.display(),
         backup.display(),
         args.client
+    ));
+    Ok(())
+}
+
+/// How a connected client launches agent-discover: `mcp`, or `mcp --profile NAME`.
+fn launch_args(profile: Option<&str>) -> Vec<&str> {
+    match profile {
+        Some(p) => vec!["mcp", "--profile", p],
+        None => vec!["mcp"],
+    }
+}
+
+/// A file that already launches agent-discover, made to launch it with a profile (a backup first, as `connect`).
+fn connect_profile(
+    path: &std::path::Path,
+    format: clientconfig::Format,
+    profile: &str,
+    client: &str,
+) -> anyhow::Result<()> {
+    let original = std::fs::read(path)?;
+    let text = String::from_utf8(original.clone()).context("the file is not UTF-8")?;
+    let exe = std::env::current_exe()?.display().to_string();
+    let rewritten =
+        clientconfig::connect_rewrite_args(format, &text, &exe, &launch_args(Some(profile)))?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let backup = clientconfig::backup_path(path, now_ms);
+    std::fs::write(&backup, &original)
+        .with_context(|| format!("cannot write the backup {}", backup.display()))?;
+    write_atomically(path, rewritten.as_bytes())?;
+    say(&format!(
+        "{} now launches agent-discover with the profile {profile}; backup at {} (undo: agent-discover connect --client {client} --undo)",
+        path.display(),
+        backup.display(),
     ));
     Ok(())
 }

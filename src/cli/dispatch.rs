@@ -9,9 +9,8 @@ use super::args::{Cli, Command};
 use super::common::print_json;
 use super::dashboard::{dashboard_disabled_by_env, dashboard_security, lead_dashboard};
 use super::{
-    agents, approvals, auth, configs, introspect, limits, market, model, policy, sandbox, scripts,
-    servers,
-    status, tools,
+    agents, approvals, auth, configs, introspect, limits, market, model, policy, profiles, sandbox,
+    scripts, servers, status, tools,
 };
 use crate::app::App;
 use crate::config::Config;
@@ -62,14 +61,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             no_dashboard,
             dashboard,
             server,
+            profile,
         } => {
             app.search.start_model_download();
             if !no_dashboard && !dashboard_disabled_by_env() {
                 lead_dashboard(&app, &dashboard, tools_mode).await;
             }
-            match server {
-                Some(name) => crate::mcp::serve_stdio_server(app, name).await,
-                None => crate::mcp::serve_stdio(app, tools_mode).await,
+            match (server, profile) {
+                (Some(name), _) => crate::mcp::serve_stdio_server(app, name).await,
+                (None, Some(name)) => crate::mcp::serve_stdio_profile(app, name, tools_mode).await,
+                (None, None) => crate::mcp::serve_stdio(app, tools_mode).await,
             }
         }
         Command::Serve {
@@ -167,6 +168,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sandbox(cmd) => sandbox::run(&app, cmd).await,
         Command::Guards(args) => super::guards::run(&app, args),
         Command::Limits(cmd) => limits::run(&app, cmd).await,
+        Command::Profiles(cmd) => profiles::run(&app, cmd).await,
         Command::Introspect(args) => introspect::run(&app, args).await,
         Command::Catalog(cmd) => introspect::catalog_cmd(&app, cmd).await,
         Command::Model(cmd) => model::run(cmd).await,

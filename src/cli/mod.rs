@@ -18,6 +18,7 @@ mod limits;
 mod market;
 mod model;
 mod policy;
+mod profiles;
 mod sandbox;
 mod saved;
 mod scripts;

@@ -20,6 +20,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../web/app.js"),
     ),
     (
+        "profiles.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../web/profiles.js"),
+    ),
+    (
         "schema-form.js",
         "text/javascript; charset=utf-8",
         include_str!("../../web/schema-form.js"),

@@ -22,13 +22,14 @@ pub struct ApiError {
     /// `approval_timeout`; `Error::call_kind`), with the scanner's reasons or the approval's id when there are.
     pub kind: Option<&'static str>,
     pub reasons: Option<Vec<String>>,
-    pub approval: Option<String>,
+    /// (Boxed strings keep the error small: every `Result` of a handler carries it.)
+    pub approval: Option<Box<str>>,
     /// A refusal by a limit (`rate_limited`, `server_busy`, `server_unavailable`): when to try again (also the
     /// `Retry-After` header, in whole seconds).
     /// (A `u32` keeps the error small: every `Result` of a handler carries it.)
     pub retry_after_ms: Option<std::num::NonZeroU32>,
     /// The policy that refused a call (`policy_denied`).
-    pub policy: Option<String>,
+    pub policy: Option<Box<str>>,
 }
 
 /// The status each domain error code answers with. Exhaustive: a new code must choose one.
@@ -82,7 +83,7 @@ impl From<Error> for ApiError {
             }
             Error::ApprovalDenied { approval, .. } | Error::ApprovalTimeout { approval, .. } => {
                 err.kind = Some(e.call_kind());
-                err.approval = approval.clone();
+                err.approval = approval.as_deref().map(Box::from);
             }
             Error::RateLimited { .. }
             | Error::ServerBusy { .. }
@@ -94,7 +95,7 @@ impl From<Error> for ApiError {
             }
             Error::PolicyDenied { policy, .. } => {
                 err.kind = Some(e.call_kind());
-                err.policy = Some(policy.clone());
+                err.policy = Some(policy.as_str().into());
             }
             _ => {}
         }
@@ -112,7 +113,7 @@ impl IntoResponse for ApiError {
             body["reasons"] = reasons.into();
         }
         if let Some(id) = self.approval {
-            body["approval"] = id.into();
+            body["approval"] = id.as_ref().into();
         }
         if let Some(ms) = self.retry_after_ms {
             body["retry_after_ms"] = ms.get().into();
@@ -125,7 +126,7 @@ impl IntoResponse for ApiError {
                 .into_response();
         }
         if let Some(id) = self.policy {
-            body["policy"] = id.into();
+            body["policy"] = id.as_ref().into();
         }
         (self.status, Json(body)).into_response()
     }

@@ -23,6 +23,7 @@ mod openapi;
 mod overrides;
 mod pins;
 mod policy;
+mod profiles;
 pub mod protect;
 mod registry_events;
 mod sandbox;
@@ -254,6 +255,18 @@ pub(crate) fn ops() -> Vec<Op> {
             .returns(200, "ResultPage"),
         op(M::GET, "/api/servers/{id}/paging", "A server's paging limit for large results", saved_scripts::get_paging).returns(200, "Paging"),
         op(M::PUT, "/api/servers/{id}/paging", "Set a server's paging limit (bytes; 0 never pages; null: the default)", saved_scripts::set_paging).body("Paging").returns(200, "Paging"),
+        op(M::GET, "/api/profiles", "Profiles: named sets of servers and tool globs, each served at /mcp/profiles/NAME", profiles::list).returns(200, "ProfileList"),
+        op(M::POST, "/api/profiles", "Create a profile (its servers must be registered)", profiles::create).body("Profile").returns(201, "ProfileView"),
+        op(M::GET, "/api/profiles/export", "The export file of profiles (every one without names)", profiles::export)
+            .query(&[("names", "only these profiles (comma-separated)")])
+            .returns(200, "ProfileFile"),
+        op(M::POST, "/api/profiles/import", "Import an export file: every profile checked before any is stored", profiles::import)
+            .query(&[("replace", "true: replace profiles of the same name")])
+            .body("ProfileFile")
+            .returns(200, "ProfileImport"),
+        op(M::GET, "/api/profiles/{name}", "A profile, the tools it holds now and its endpoints", profiles::show).returns(200, "ProfileView"),
+        op(M::PATCH, "/api/profiles/{name}", "Change a profile: replace its lists or add and remove entries", profiles::change).body("ProfileChange").returns(200, "ProfileView"),
+        op(M::DELETE, "/api/profiles/{name}", "Remove a profile (its endpoint answers 404 from then on)", profiles::remove).returns(200, "Status"),
         op(M::GET, "/api/agents", "A2A agents with capabilities and last known status", agents::list).returns(200, "AgentList"),
         op(M::POST, "/api/agents", "Add an A2A agent from its card URL, or a worker command", agents::add).body("AgentCreate").returns(201, "Agent"),
         op(M::DELETE, "/api/agents/{id}", "Remove an agent (its worker is stopped)", agents::remove).returns(200, "Status"),
@@ -320,11 +333,17 @@ fn router_with(
         .with_max_request_body_bytes(MCP_BODY_LIMIT)
         .with_cancellation_token(shutdown.child_token());
     let per_server = servers::PerServer::new(app.clone(), mcp_config.clone());
+    let per_profile = servers::PerServer::profiles(app.clone(), mcp_config.clone(), mode);
     let sessions = Arc::new(LocalSessionManager::default());
     // The proxied calls the fast lane carries go from `/mcp` straight to the child (`lane.rs`).
     let lane = lane::HttpLane::new(app.clone(), sessions.clone(), security.identity().is_some());
     let mcp = StreamableHttpService::new(
-        move || Ok(crate::mcp::Traced(McpServer::for_http(app.clone(), mode))),
+        move || {
+            Ok(crate::mcp::Traced(McpServer::for_http(
+                app.clone(),
+                crate::mcp::View::All(mode),
+            )))
+        },
         sessions,
         mcp_config,
     );
@@ -342,6 +361,15 @@ fn router_with(
                 move |axum::extract::Path(name): axum::extract::Path<String>,
                       request: axum::extract::Request| {
                     per_server.handle(name, request)
+                },
+            ),
+        )
+        .route(
+            "/mcp/profiles/{name}",
+            axum::routing::any(
+                move |axum::extract::Path(name): axum::extract::Path<String>,
+                      request: axum::extract::Request| {
+                    per_profile.handle(name, request)
                 },
             ),
         )

@@ -118,6 +118,7 @@ fn schemas() -> Value {
         super::introspect::schemas(),
         super::agents::schemas(),
         super::policy::schemas(),
+        super::profiles::schemas(),
     ] {
         if let Value::Object(m) = part {
             all.extend(m);

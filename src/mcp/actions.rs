@@ -395,6 +395,52 @@ pub enum Action {
         /// The page's length in bytes (default 65536, at most 1048576)
         limit: Option<u64>,
     },
+    /// Lists the profiles: named sets of servers and tools, each served at /mcp/profiles/NAME and `mcp --profile NAME`.
+    ListProfiles {},
+    /// A profile's definition and the tools it holds now.
+    ShowProfile {
+        /// Profile name
+        #[schemars(length(min = 1, max = 64))]
+        name: String,
+    },
+    /// Creates a profile from servers (all their tools) and tool globs over SERVER__TOOL names (`*`, `?`).
+    CreateProfile {
+        /// Profile name: 1-64 letters, digits, '_' or '-'
+        #[schemars(length(min = 1, max = 64))]
+        name: String,
+        /// What the profile is for
+        description: Option<String>,
+        /// Servers whose every tool the profile holds
+        servers: Option<Vec<String>>,
+        /// Tool globs over SERVER__TOOL names, e.g. github__*_issue
+        tools: Option<Vec<String>>,
+    },
+    /// Changes a profile: `servers`/`tools` replace its lists; add_*/remove_* change them entry by entry.
+    SetProfile {
+        /// Profile name
+        #[schemars(length(min = 1, max = 64))]
+        name: String,
+        /// What the profile is for
+        description: Option<String>,
+        /// Servers whose every tool the profile holds
+        servers: Option<Vec<String>>,
+        /// Tool globs over SERVER__TOOL names, e.g. github__*_issue
+        tools: Option<Vec<String>>,
+        /// Servers to add to the profile
+        add_servers: Option<Vec<String>>,
+        /// Servers to remove from the profile
+        remove_servers: Option<Vec<String>>,
+        /// Tool globs to add to the profile
+        add_tools: Option<Vec<String>>,
+        /// Tool globs to remove from the profile
+        remove_tools: Option<Vec<String>>,
+    },
+    /// Removes a profile (its endpoint answers 404 from then on).
+    RemoveProfile {
+        /// Profile name
+        #[schemars(length(min = 1, max = 64))]
+        name: String,
+    },
 }
 
 /// A problem with the arguments of a `registry` call: what is wrong and which argument (if one is to blame).

@@ -89,6 +89,7 @@ pub(crate) async fn proxy_call_response(
 ) -> Result<CallToolResponse, McpError> {
     let peer = caller.peer.clone();
     let principal = caller.principal.clone();
+    let profile = caller.profile.clone();
     let retry = caller.input_responses.is_some() || caller.request_state.is_some();
     match app
         .proxy
@@ -100,7 +101,13 @@ pub(crate) async fn proxy_call_response(
             if let (Error::AuthRequired { auth_url, .. }, Some(peer)) = (&e, peer) {
                 ask_to_authorize(peer, server, auth_url);
             }
-            shape_call_error(&app.proxy, server, tool, e, retry, principal.as_deref())
+            let mut shaped =
+                shape_call_error(&app.proxy, server, tool, e, retry, principal.as_deref());
+            // Suggestions stay within the caller's profile.
+            if let (Some(_), Ok(CallToolResponse::Complete(r))) = (&profile, &mut shaped) {
+                within_profile(r, profile.as_deref());
+            }
+            shaped
         }
     }
 }
@@ -120,7 +127,7 @@ fn shape_call_error(
             if retry
                 || error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
         {
-            Err(error)
+            Err(*error)
         }
         e => Ok(CallToolResult::error(vec![ContentBlock::text(
             proxy
@@ -185,11 +192,24 @@ pub(crate) fn session_of(
     (!sessionless).then(|| app.proxy.mcp_session(client_id))
 }
 
-/// Its suggestions only among the tools `caller` may see (issue 30).
+/// A tool error body's suggestions, only those within `profile`.
+fn within_profile(r: &mut CallToolResult, profile: Option<&ad_core::profile::Profile>) {
+    for c in &mut r.content {
+        if let Some(t) = c.as_text()
+            && let Ok(mut body) = serde_json::from_str::<serde_json::Value>(&t.text)
+        {
+            super::view::suggestions_within(&mut body, profile);
+            *c = ContentBlock::text(body.to_string());
+        }
+    }
+}
+
+/// Its suggestions only among the tools `caller` may see (issue 30), within its profile.
 pub(crate) fn unknown_tool(app: &App, name: &str, caller: &Caller) -> CallToolResult {
-    let did_you_mean = app
-        .proxy
-        .did_you_mean_for(name, 3, caller.principal.as_deref());
+    let mut suggested =
+        json!({"did_you_mean": app.proxy.did_you_mean_for(name, 3, caller.principal.as_deref())});
+    super::view::suggestions_within(&mut suggested, caller.profile.as_deref());
+    let did_you_mean = suggested["did_you_mean"].take();
     let body = json!({
         "error": format!("unknown tool `{}`: no active server offers it", crate::model::truncate_for_message(name)),
         "code": "not_found",

@@ -8,6 +8,7 @@
 mod dispatch;
 mod installs;
 mod names;
+mod profiles;
 mod reply;
 mod servers;
 mod tooldef;

@@ -38,7 +38,7 @@ pub(crate) fn resource_not_found_2164(mut error: McpError, uri: &str) -> McpErro
 pub(crate) fn forwarded_error(e: Error) -> McpError {
     match e {
         // The child's own JSON-RPC error, passed on as it sent it.
-        Error::Child { error, .. } => error,
+        Error::Child { error, .. } => *error,
         Error::NotFound { .. } | Error::Unavailable(_) | Error::Invalid { .. } => {
             McpError::invalid_params(e.to_string(), None)
         }

@@ -26,7 +26,7 @@ pub(super) fn declare(app: &App, caps: &mut ServerCapabilities) {
 /// params (SEP-2640), a file that failed verification or anything else as an internal error naming it.
 pub(super) fn error(e: Error) -> McpError {
     match e {
-        Error::Child { error, .. } => error,
+        Error::Child { error, .. } => *error,
         e @ (Error::NotFound { .. } | Error::Invalid { .. }) => {
             McpError::invalid_params(e.to_string(), None)
         }

@@ -3,7 +3,7 @@
 // Rust test starts), review and approve a tool whose description changed (Approvals), set an `ask` approval rule
 // from a server card and approve and deny waiting calls (Approvals), override a tool from its card (approved in
 // Approvals, then listed and called under its new name), disable the running server (its child exits) and
-// enable it again, and save screenshots.
+// enable it again, create and remove a profile (Profiles), and save screenshots.
 //
 // Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
 // Environment: FIXTURE_COMMAND (the agent-discover-fixture binary), PLAYWRIGHT_CORE (path of the playwright-core
@@ -230,6 +230,22 @@ try {
   if (!after || !after.pid || !alive(after.pid) || after.pid === before.pid) {
     throw new Error(`fx has no new live child after Enable: ${JSON.stringify(after)}`);
   }
+
+  step('create a profile of fx\'s echo in Profiles, see the tools it holds and its endpoint, then remove it');
+  await page.keyboard.press('6');
+  await page.locator('#panel-profiles').waitFor({ state: 'visible' });
+  const pform = page.locator('#profile-form');
+  await pform.getByLabel('Name', { exact: true }).fill('web');
+  await pform.getByLabel('Tool globs, comma-separated', { exact: true }).fill('fx__ec*');
+  await pform.getByRole('button', { name: 'Create profile' }).click();
+  const pcard = page.locator('article[data-profile="web"]');
+  await pcard.locator('.tool-list code', { hasText: /^fx__echo$/ }).waitFor();
+  if (await pcard.locator('.tool-list code', { hasText: /^fx__add$/ }).count()) throw new Error('the profile shows a tool outside its glob');
+  await pcard.locator('code', { hasText: '/mcp/profiles/web' }).waitFor();
+  await page.locator('#count-profiles', { hasText: /^1$/ }).waitFor();
+  await pcard.getByRole('button', { name: 'Remove profile web' }).click();
+  await pcard.waitFor({ state: 'detached' });
+  await page.locator('#profile-empty').waitFor({ state: 'visible' });
 
   step('screenshots');
   await page.keyboard.press('1');

@@ -133,3 +133,5 @@ mod overrides;
 mod limits;
 // Policies for calls (Cedar files): deny, ask, allow per user and group, reload, `policy test`.
 mod policy;
+// Profiles: a named set of servers and tools served as its own view, on every front.
+mod profiles;

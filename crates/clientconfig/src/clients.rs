@@ -100,12 +100,25 @@ pub const SELF_NAME: &str = "agent-discover";
 /// `text` with its servers replaced by one entry launching `exe mcp`; every other setting is kept
 /// (comments in JSONC and TOML files are not: the backup keeps the original bytes).
 pub fn connect_rewrite(format: Format, text: &str, exe: &str) -> Result<String> {
+    connect_rewrite_args(format, text, exe, &["mcp"])
+}
+
+/// [`connect_rewrite`] launching `exe` with `args` (`mcp --profile NAME` for a profile).
+pub fn connect_rewrite_args(
+    format: Format,
+    text: &str,
+    exe: &str,
+    args: &[&str],
+) -> Result<String> {
     if format == Format::Codex {
         let mut doc: toml::Table = toml::from_str(text)
             .map_err(|e| Error::invalid("client config", format!("not valid TOML: {e}")))?;
         let mut me = toml::Table::new();
         me.insert("command".into(), exe.into());
-        me.insert("args".into(), toml::Value::Array(vec!["mcp".into()]));
+        me.insert(
+            "args".into(),
+            toml::Value::Array(args.iter().map(|a| (*a).into()).collect()),
+        );
         let mut servers = toml::Table::new();
         servers.insert(SELF_NAME.into(), me.into());
         doc.insert("mcp_servers".into(), servers.into());
@@ -122,7 +135,10 @@ pub fn connect_rewrite(format: Format, text: &str, exe: &str) -> Result<String> 
         me.insert("type".into(), "stdio".into());
     }
     me.insert("command".into(), exe.into());
-    me.insert("args".into(), Value::Array(vec!["mcp".into()]));
+    me.insert(
+        "args".into(),
+        Value::Array(args.iter().map(|a| (*a).into()).collect()),
+    );
     let mut servers = Map::new();
     servers.insert(SELF_NAME.into(), me.into());
     let key = if format == Format::Vscode {

@@ -24,7 +24,8 @@ mod types;
 mod vars;
 
 pub use clients::{
-    CLIENTS, KnownFile, SELF_NAME, backup_path, connect_rewrite, known_files, latest_backup,
+    CLIENTS, KnownFile, SELF_NAME, backup_path, connect_rewrite, connect_rewrite_args, known_files,
+    latest_backup,
 };
 pub use format::Format;
 pub use parse::{MAX_FILE_BYTES, MAX_SERVERS, map_name, parse, read};

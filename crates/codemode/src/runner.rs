@@ -324,6 +324,7 @@ fn inner_caller(outer: Caller, cancel: &CancellationToken) -> Caller {
         principal: outer.principal,
         // Never paged: the script gets the whole result.
         page_bytes: Some(0),
+        profile: outer.profile,
     }
 }
 

@@ -102,7 +102,8 @@ pub enum Error {
     #[error("server `{server}` answered with error {}: {}", error.code.0, error.message)]
     Child {
         server: String,
-        error: rmcp::ErrorData,
+        /// Boxed: a `Result` of this error is returned everywhere, and an `ErrorData` (with its JSON `data`) is large.
+        error: Box<rmcp::ErrorData>,
     },
     /// A remote server needs a person to authorize agent-discover (OAuth): `auth_url` is where.
     #[error(
@@ -201,6 +202,16 @@ pub enum Error {
         /// Boxed: the error stays the size it was (a `Result` of it is returned everywhere).
         reason: Box<str>,
     },
+    /// A tool outside the profile the caller is connected through (`/mcp/profiles/NAME`, `mcp --profile NAME`):
+    /// refused whatever the registry holds, as if the tool were not there for this caller.
+    #[error(
+        "outside_profile: tool `{tool}` of server `{server}` is not in profile `{profile}` (`agent-discover profiles show {profile}` lists what it holds)"
+    )]
+    OutsideProfile {
+        profile: String,
+        server: String,
+        tool: String,
+    },
 }
 
 impl Error {
@@ -253,7 +264,8 @@ impl Error {
             Error::Store(_) | Error::Io(_) | Error::Internal(_) => ErrorCode::Internal,
             Error::ApprovalDenied { .. }
             | Error::SecretInArguments { .. }
-            | Error::PolicyDenied { .. } => ErrorCode::Denied,
+            | Error::PolicyDenied { .. }
+            | Error::OutsideProfile { .. } => ErrorCode::Denied,
             Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::ServerBusy { .. } | Error::ServerUnavailable { .. } => ErrorCode::Unavailable,
@@ -275,6 +287,7 @@ impl Error {
             Error::RateLimited { .. } => "rate_limited",
             Error::ServerBusy { .. } => "server_busy",
             Error::ServerUnavailable { .. } => "server_unavailable",
+            Error::OutsideProfile { .. } => "outside_profile",
             e => e.tool_error_kind().as_str(),
         }
     }
@@ -357,7 +370,8 @@ impl Error {
             Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
             Error::NotFound { what: "tool", .. }
             | Error::ToolChanged { .. }
-            | Error::ToolFlagged { .. } => ToolErrorKind::ToolNotFound,
+            | Error::ToolFlagged { .. }
+            | Error::OutsideProfile { .. } => ToolErrorKind::ToolNotFound,
             Error::Upstream { .. }
             | Error::Unavailable(_)
             | Error::Io(_)

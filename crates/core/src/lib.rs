@@ -13,6 +13,7 @@ pub mod identity;
 pub mod limits;
 pub mod model;
 pub mod netallow;
+pub mod profile;
 pub mod sandbox;
 pub mod telemetry;
 pub mod trace;

@@ -386,10 +386,10 @@ impl Proxy {
             let result: ElicitResult =
                 serde_json::from_value(answer).map_err(|e| Error::Child {
                     server: server.to_owned(),
-                    error: rmcp::ErrorData::invalid_params(
+                    error: Box::new(rmcp::ErrorData::invalid_params(
                         format!("inputResponses.{INPUT_KEY} does not answer what was asked: {e}"),
                         Some(json!({"inputResponse": INPUT_KEY})),
-                    ),
+                    )),
                 })?;
             let decision = decision_of(&result, claims.o, "input");
             // Recorded under the token's id: a token answered twice finds its id taken.

@@ -295,7 +295,7 @@ impl Inner {
             // The child's own JSON-RPC error, kept so the fronts can pass its code and message on.
             Err(rmcp::ServiceError::McpError(error)) => Err(Error::Child {
                 server: child.name.clone(),
-                error,
+                error: Box::new(error),
             }),
             Err(e) => Err(child.explain_failure(e.to_string()).await),
         }

@@ -52,6 +52,9 @@ pub struct Caller {
     /// The call's own paging limit in bytes (`_meta["agent-discover/page_bytes"]`, or `proxy_call`'s `page_bytes`;
     /// 0: off), over the server's and the default (`pages.rs`).
     pub page_bytes: Option<usize>,
+    /// The profile the caller is connected through (`/mcp/profiles/NAME`, `mcp --profile NAME`): a tool outside it
+    /// is refused with [`Error::OutsideProfile`] on every path (a front's call, `proxy_call`, a script's inner calls).
+    pub profile: Option<std::sync::Arc<ad_core::profile::Profile>>,
 }
 
 impl Caller {
@@ -93,6 +96,7 @@ impl Caller {
                 .or_else(|| context.meta.0.0.get(crate::pages::META_KEY))
                 .and_then(serde_json::Value::as_u64)
                 .map(|b| b as usize),
+            profile: None,
         }
     }
 
@@ -142,6 +146,7 @@ impl Caller {
             in_exchange: false,
             principal: Caller::principal_of(context),
             page_bytes: None,
+            profile: None,
         }
     }
 

@@ -13,7 +13,7 @@ pub(super) fn child_error(server: &str, e: rmcp::ServiceError) -> Error {
     match e {
         rmcp::ServiceError::McpError(error) => Error::Child {
             server: server.to_owned(),
-            error,
+            error: Box::new(error),
         },
         e => Error::Upstream {
             server: server.to_owned(),

@@ -244,10 +244,10 @@ impl Proxy {
                     held.park(id, parked);
                     return Err(Error::Child {
                         server: child.name.clone(),
-                        error: McpError::invalid_params(
+                        error: Box::new(McpError::invalid_params(
                             format!("inputResponses.{key} does not answer what was asked: {why}"),
                             Some(json!({"inputResponse": key})),
-                        ),
+                        )),
                     });
                 }
             }
@@ -479,7 +479,7 @@ impl Proxy {
         if caller.takes_input_required() {
             Error::Child {
                 server: child.name.clone(),
-                error: McpError::missing_required_client_capability(required(what)),
+                error: Box::new(McpError::missing_required_client_capability(required(what))),
             }
         } else {
             Error::InputRequired {

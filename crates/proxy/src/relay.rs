@@ -433,7 +433,7 @@ impl ChildLane {
                 // The child's own JSON-RPC error, as the normal path keeps it.
                 Ok(e) => Err(Error::Child {
                     server: self.server.clone(),
-                    error: e.error,
+                    error: Box::new(e.error),
                 }),
                 Err(e) => Err(Error::Upstream {
                     server: self.server.clone(),

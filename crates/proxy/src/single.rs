@@ -197,7 +197,7 @@ impl From<Error> for ServerError {
     /// A child's JSON-RPC error (or a refused `requestState`, shaped as one) is passed on as it is.
     fn from(e: Error) -> Self {
         match e {
-            Error::Child { error, .. } => ServerError::Child(error),
+            Error::Child { error, .. } => ServerError::Child(*error),
             e => ServerError::Proxy(e),
         }
     }

@@ -66,13 +66,13 @@ pub struct LoadedFile {
 fn invalid(what: &str, uri: &str) -> Error {
     Error::Child {
         server: String::new(),
-        error: ErrorData::invalid_params(
+        error: Box::new(ErrorData::invalid_params(
             format!(
                 "{what}: {}; URIs here look like agent-discover://SERVER/URI",
                 ad_core::model::truncate_for_message(uri)
             ),
             Some(serde_json::json!({"uri": uri})),
-        ),
+        )),
     }
 }
 

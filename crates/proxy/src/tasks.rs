@@ -52,10 +52,10 @@ impl Child {
 fn unknown(id: &str) -> Error {
     Error::Child {
         server: String::new(),
-        error: ErrorData::invalid_params(
+        error: Box::new(ErrorData::invalid_params(
             format!("unknown task: {}", ad_core::model::truncate_for_message(id)),
             None,
-        ),
+        )),
     }
 }
 
@@ -248,7 +248,7 @@ impl Inner {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(rmcp::ServiceError::McpError(error))) => Err(Error::Child {
                 server: child.name.clone(),
-                error,
+                error: Box::new(error),
             }),
             Ok(Err(e)) => Err(child.explain_failure(e.to_string()).await),
         }

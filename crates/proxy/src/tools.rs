@@ -28,13 +28,22 @@ impl Proxy {
 
     /// [`Proxy::tools`], only those `principal` may see (`visibility.rs`).
     pub fn tools_for(&self, principal: Option<&ad_core::identity::Principal>) -> Vec<Tool> {
+        self.tools_within(principal, |_, _| true)
+    }
+
+    /// [`Proxy::tools_for`], only the (server, tool) pairs `within` keeps (a profile's).
+    pub fn tools_within(
+        &self,
+        principal: Option<&ad_core::identity::Principal>,
+        within: impl Fn(&str, &str) -> bool,
+    ) -> Vec<Tool> {
         let mut out = Vec::new();
         for (name, tools) in self.listed(Tool::clone) {
             if !self.visible_to(principal, &name, None) {
                 continue;
             }
             for mut t in tools {
-                if !self.visible_to(principal, &name, Some(&t.name)) {
+                if !within(&name, &t.name) || !self.visible_to(principal, &name, Some(&t.name)) {
                     continue;
                 }
                 t.name = names::expose(&name, &t.name).into();
@@ -138,7 +147,11 @@ impl Proxy {
         args: Option<Map<String, Value>>,
         caller: Caller,
     ) -> Result<CallToolResponse> {
-        // A hidden server's tool is answered as a server that is not there (`visibility.rs`).
+        // A tool outside the caller's profile is refused as such; a hidden server's tool is answered as a server that
+        // is not there (`visibility.rs`).
+        if let Some(e) = self.outside_profile(&caller, server, tool) {
+            return Err(e);
+        }
         if !self.visible(&caller, server, Some(tool)) {
             return Err(Error::Unavailable(format!(
                 "server `{server}` is not active; activate it first (registry action `activate`)"
@@ -277,46 +290,48 @@ impl Proxy {
             }
         };
         // The tool's approval policy (#27): go on, ask a person first, or refuse (`approval.rs`).
-        let (caller, wrap, note) =
-            match self.approve_call(&child, tool, args.as_ref(), caller, asked_by).await {
-                Ok(Gate::Go { caller, wrap, note }) => (caller, wrap, note),
-                Ok(Gate::Asked(asking)) => {
-                    let res = Ok(asking);
-                    if let Some(span) = span {
-                        crate::spans::asked(span, &res);
-                    }
-                    self.inner.account(
-                        server,
-                        child.server_id,
-                        tool,
-                        logged(args),
-                        started.elapsed(),
-                        &res,
-                        mark(Some(
-                            &(crate::callguard::notes(&guarded).unwrap_or_default()
-                                + "[approval: asked] "),
-                        ))
-                        .as_deref(),
-                        who.as_deref(),
-                    );
-                    return res;
+        let (caller, wrap, note) = match self
+            .approve_call(&child, tool, args.as_ref(), caller, asked_by)
+            .await
+        {
+            Ok(Gate::Go { caller, wrap, note }) => (caller, wrap, note),
+            Ok(Gate::Asked(asking)) => {
+                let res = Ok(asking);
+                if let Some(span) = span {
+                    crate::spans::asked(span, &res);
                 }
-                Err(e) => {
-                    crate::spans::refused(span, "approval", &e);
-                    let res = Err(e);
-                    self.inner.account(
-                        server,
-                        child.server_id,
-                        tool,
-                        logged(args),
-                        started.elapsed(),
-                        &res,
-                        mark(None).as_deref(),
-                        who.as_deref(),
-                    );
-                    return res;
-                }
-            };
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    logged(args),
+                    started.elapsed(),
+                    &res,
+                    mark(Some(
+                        &(crate::callguard::notes(&guarded).unwrap_or_default()
+                            + "[approval: asked] "),
+                    ))
+                    .as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+            Err(e) => {
+                crate::spans::refused(span, "approval", &e);
+                let res = Err(e);
+                self.inner.account(
+                    server,
+                    child.server_id,
+                    tool,
+                    logged(args),
+                    started.elapsed(),
+                    &res,
+                    mark(None).as_deref(),
+                    who.as_deref(),
+                );
+                return res;
+            }
+        };
         if let Err(e) = admission.enter().await {
             return self.limit_refused(
                 span,

@@ -2,6 +2,7 @@
 //! the application's (groups from its identity settings), set once; the proxy applies it to calls, reads and lists
 //! made for a caller with a principal. A caller without one (a single user, stdio, the CLI) sees everything.
 
+use ad_core::error::Error;
 use ad_core::identity::Principal;
 
 use crate::caller::Caller;
@@ -34,8 +35,22 @@ impl Proxy {
         rule.is_none_or(|r| r.is_admin(p))
     }
 
-    /// [`Proxy::visible_to`] for a caller.
+    /// [`Proxy::visible_to`] for a caller, within the caller's profile when it has one.
     pub fn visible(&self, caller: &Caller, server: &str, tool: Option<&str>) -> bool {
-        self.visible_to(caller.principal.as_deref(), server, tool)
+        caller
+            .profile
+            .as_ref()
+            .is_none_or(|p| p.allows(server, tool))
+            && self.visible_to(caller.principal.as_deref(), server, tool)
+    }
+
+    /// The refusal of a tool outside the caller's profile (none without a profile, or for a tool inside it).
+    pub fn outside_profile(&self, caller: &Caller, server: &str, tool: &str) -> Option<Error> {
+        let p = caller.profile.as_ref()?;
+        (!p.allows(server, Some(tool))).then(|| Error::OutsideProfile {
+            profile: p.name.clone(),
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        })
     }
 }

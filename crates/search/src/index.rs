@@ -76,6 +76,32 @@ impl VectorIndex {
         scored
     }
 
+    /// [`VectorIndex::top`] among the ids `keep` accepts.
+    pub(crate) fn top_where(
+        &self,
+        q: &[f32],
+        k: usize,
+        keep: impl Fn(i64) -> bool,
+    ) -> Vec<(i64, f64)> {
+        if self.dim == 0 || q.len() != self.dim {
+            return vec![];
+        }
+        let mut scored: Vec<(i64, f64)> = scores(&self.data, self.dim, &self.scales, q)
+            .into_iter()
+            .zip(&self.ids)
+            .filter(|(_, id)| keep(**id))
+            .map(|(c, id)| (*id, c as f64))
+            .collect();
+        let k = k.min(scored.len());
+        if k == 0 {
+            return scored;
+        }
+        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        scored.truncate(k);
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scored
+    }
+
     pub(crate) fn cosine_of(&self, id: i64, q: &[f32]) -> Option<f64> {
         let i = *self.rows.get(&id)?;
         Some((dot_i8(&self.data[i * self.dim..(i + 1) * self.dim], q) * self.scales[i]) as f64)

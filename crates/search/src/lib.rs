@@ -41,6 +41,35 @@ pub struct Hit {
     pub cosine: Option<f64>,
 }
 
+/// A search scope: the tool ids a ranking may return (a profile's tools), made once per change of the tools.
+#[derive(Debug, Clone, Default)]
+pub struct Within {
+    ids: std::collections::HashSet<i64>,
+    /// The ids as a JSON array, for the store's FTS5 query.
+    json: String,
+}
+
+impl Within {
+    pub fn new(ids: impl IntoIterator<Item = i64>) -> Within {
+        let ids: std::collections::HashSet<i64> = ids.into_iter().collect();
+        let json =
+            serde_json::to_string(&ids.iter().collect::<Vec<_>>()).unwrap_or_else(|_| "[]".into());
+        Within { ids, json }
+    }
+
+    pub fn contains(&self, id: i64) -> bool {
+        self.ids.contains(&id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
 /// The answer to one query: ranked hits and a confidence label.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ranking {
@@ -223,6 +252,15 @@ impl Search {
         self.inner.generation.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Where the indexed tools stand: changes when tools change here (`tools_changed`) or another process commits.
+    /// What a [`Within`] built from the tools is valid for.
+    pub fn tools_version(&self) -> Result<(u64, i64)> {
+        Ok((
+            self.inner.generation.load(Ordering::SeqCst),
+            self.inner.store.data_version()?,
+        ))
+    }
+
     /// Embeds every stored tool that lacks an embedding from the current model. Safe to call often.
     pub async fn embed_pending(&self) -> Result<usize> {
         let provider = self.provider();
@@ -291,6 +329,18 @@ impl Search {
         limit: usize,
         side: impl FnOnce() -> T,
     ) -> Result<(Ranking, T)> {
+        self.rank_within(query, limit, None, side).await
+    }
+
+    /// [`Search::rank_while`] among the tools of `within` only (a profile's search scope): BM25 and the cosine
+    /// top-k are taken among them, so a scope is ranked as a registry of only its tools would be.
+    pub async fn rank_within<T>(
+        &self,
+        query: &str,
+        limit: usize,
+        within: Option<&Within>,
+        side: impl FnOnce() -> T,
+    ) -> Result<(Ranking, T)> {
         check_query(query)?;
         let provider = self.provider();
         let model = provider.model_id();
@@ -312,7 +362,7 @@ impl Search {
             }
             _ => None,
         };
-        let hits = self.bm25_hits(query)?;
+        let hits = self.bm25_hits(query, within)?;
         let side = side();
         let sure = model.is_some() && bm25_sure(&hits);
         let vector = match (model, early) {
@@ -326,7 +376,7 @@ impl Search {
             (Some(model), None) if !sure => self.query_vector(query).await.map(|v| (v, model)),
             _ => None,
         };
-        let mut ranking = self.finish(hits, vector, limit).await?;
+        let mut ranking = self.finish(hits, vector, limit, within).await?;
         // Still hybrid mode when BM25 answered alone by choice (not when the embedding failed).
         ranking.hybrid |= sure;
         Ok((ranking, side))
@@ -339,18 +389,33 @@ impl Search {
         vector: Option<(Vec<f32>, String)>,
         limit: usize,
     ) -> Result<Ranking> {
+        self.rank_with_in(query, vector, limit, None).await
+    }
+
+    /// [`Search::rank_with`] among the tools of `within` only.
+    pub async fn rank_with_in(
+        &self,
+        query: &str,
+        vector: Option<(Vec<f32>, String)>,
+        limit: usize,
+        within: Option<&Within>,
+    ) -> Result<Ranking> {
         check_query(query)?;
-        let hits = self.bm25_hits(query)?;
-        self.finish(hits, vector, limit).await
+        let hits = self.bm25_hits(query, within)?;
+        self.finish(hits, vector, limit, within).await
     }
 
     /// BM25 candidates, scored by BM25 normalised by the best match and scaled by how much of the query the tool
     /// covers (so a single weak word match does not look like a confident answer).
-    fn bm25_hits(&self, query: &str) -> Result<Vec<Hit>> {
+    fn bm25_hits(&self, query: &str, within: Option<&Within>) -> Result<Vec<Hit>> {
         // These queries take well under a millisecond; a blocking-pool hop would cost more than it saves.
         let terms = query::terms(query);
         let bm25 = match query::fts(&terms) {
-            Some(f) => self.inner.store.search_tools_bm25(&f, CANDIDATES)?,
+            Some(f) => self.inner.store.search_tools_bm25_within(
+                &f,
+                CANDIDATES,
+                within.map(|w| w.json.as_str()),
+            )?,
             None => Vec::new(),
         };
         let max_bm25 = bm25.iter().map(|h| h.score).fold(0.0_f64, f64::max);
@@ -382,12 +447,13 @@ impl Search {
         hits: Vec<Hit>,
         vector: Option<(Vec<f32>, String)>,
         limit: usize,
+        within: Option<&Within>,
     ) -> Result<Ranking> {
         // `(hit, read)`: `read` is false for a cosine candidate whose record is not read yet (only its id is known).
         let mut cands: Vec<(Hit, bool)> = hits.into_iter().map(|h| (h, true)).collect();
         let hybrid = match vector {
             Some((qv, model)) => {
-                let cos = self.cosine_top(&model, &qv, CANDIDATES).await?;
+                let cos = self.cosine_top(&model, &qv, CANDIDATES, within).await?;
                 let mut missing: Vec<(i64, f64)> = Vec::new();
                 for &(id, c) in &cos {
                     match cands.iter_mut().find(|(h, _)| h.tool.id == id) {
@@ -556,7 +622,13 @@ impl Search {
     }
 
     /// The `k` most similar tools by cosine, rebuilding the in-memory index first if it is stale.
-    async fn cosine_top(&self, model: &str, q: &[f32], k: usize) -> Result<Vec<(i64, f64)>> {
+    async fn cosine_top(
+        &self,
+        model: &str,
+        q: &[f32],
+        k: usize,
+        within: Option<&Within>,
+    ) -> Result<Vec<(i64, f64)>> {
         let generation = self.inner.generation.load(Ordering::SeqCst);
         let data_version = self.inner.store.data_version()?;
         let fresh = self
@@ -584,7 +656,10 @@ impl Search {
         let Some(index) = guard.as_ref() else {
             return Ok(vec![]);
         };
-        Ok(index.top(q, k))
+        Ok(match within {
+            Some(w) => index.top_where(q, k, |id| w.ids.contains(&id)),
+            None => index.top(q, k),
+        })
     }
 }
 

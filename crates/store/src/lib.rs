@@ -25,6 +25,7 @@ mod oauth;
 mod overrides;
 pub mod pg;
 mod pins;
+mod profiles;
 mod runtime;
 mod sandbox;
 mod schema;

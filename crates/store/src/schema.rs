@@ -349,6 +349,15 @@ const MIGRATIONS: &[&str] = &[
         open_until_ms INTEGER NOT NULL,
         failures INTEGER NOT NULL
     );
+    );
+    "#,
+    // Profiles: a named set of servers and tool globs one client sees (the JSON of `ad_core::profile::Profile`).
+    r#"
+    CREATE TABLE profiles (
+        name TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
     "#,
 ];
 

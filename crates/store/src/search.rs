@@ -110,21 +110,38 @@ pub(super) fn index_skills(c: &dyn Conn, agent_id: &str, skills: &[SkillEntry<'_
 impl Store {
     /// Tools matching an FTS5 expression (see `store::fts_query`), best first, name weighted 4x description.
     pub fn search_tools_bm25(&self, fts: &str, limit: usize) -> Result<Vec<Bm25Hit>> {
+        self.search_tools_bm25_within(fts, limit, None)
+    }
+
+    /// [`Store::search_tools_bm25`] among the tools of `within` (ids, as a JSON array) only: a profile's own search
+    /// scope, ranked and cut inside FTS5 like the whole index.
+    pub fn search_tools_bm25_within(
+        &self,
+        fts: &str,
+        limit: usize,
+        within: Option<&str>,
+    ) -> Result<Vec<Bm25Hit>> {
         self.with_fts(|sqlite| {
         let conn = sqlite.lock();
         super::bm25::refresh(&sqlite.doc_lengths, &conn).db()?;
-        let mut stmt = conn.prepare_cached(
-            // Rank inside FTS5 first and join only the winners; joining every match before the LIMIT costs
-            // a lookup per matching row. `ad_bm25` is `bm25` with row lengths from memory (see `store::bm25`).
-            "WITH hits AS (
+        // Rank inside FTS5 first and join only the winners; joining every match before the LIMIT costs
+        // a lookup per matching row. `ad_bm25` is `bm25` with row lengths from memory (see `store::bm25`).
+        const WHOLE: &str = "WITH hits AS (
                 SELECT rowid AS id, -ad_bm25(server_tools_fts, 4.0, 1.0) AS score FROM server_tools_fts
                 WHERE server_tools_fts MATCH ?1 ORDER BY score DESC LIMIT ?2
              )
              SELECT t.id, t.server_id, s.name, t.name, t.description, hits.score
-             FROM hits JOIN server_tools t ON t.id = hits.id JOIN servers s ON s.id = t.server_id ORDER BY hits.score DESC",
-        ).db()?;
+             FROM hits JOIN server_tools t ON t.id = hits.id JOIN servers s ON s.id = t.server_id ORDER BY hits.score DESC";
+        const WITHIN: &str = "WITH hits AS (
+                SELECT rowid AS id, -ad_bm25(server_tools_fts, 4.0, 1.0) AS score FROM server_tools_fts
+                WHERE server_tools_fts MATCH ?1 AND rowid IN (SELECT value FROM json_each(?3))
+                ORDER BY score DESC LIMIT ?2
+             )
+             SELECT t.id, t.server_id, s.name, t.name, t.description, hits.score
+             FROM hits JOIN server_tools t ON t.id = hits.id JOIN servers s ON s.id = t.server_id ORDER BY hits.score DESC";
+        let mut stmt = conn.prepare_cached(if within.is_some() { WITHIN } else { WHOLE }).db()?;
         // Schemas are left out (Null); the caller loads them for the few tools it returns.
-        let rows = stmt.query_map(params![fts, limit as i64], |r| {
+        let map = |r: &rusqlite::Row<'_>| {
             Ok(Bm25Hit {
                 tool: ToolRecord {
                     id: r.get(0)?,
@@ -136,8 +153,29 @@ impl Store {
                 },
                 score: r.get(5)?,
             })
-        }).db()?;
+        };
+        let rows = match within {
+            Some(ids) => stmt.query_map(params![fts, limit as i64, ids], map),
+            None => stmt.query_map(params![fts, limit as i64], map),
+        }.db()?;
         rows.collect::<rusqlite::Result<Vec<_>>>().db()
+        })
+    }
+
+    /// Every indexed tool as (id, server, tool), from the database the search reads (a PostgreSQL backend's
+    /// mirror): what a profile's search scope is made of.
+    pub fn indexed_tool_names(&self) -> Result<Vec<(i64, String, String)>> {
+        self.with_fts(|sqlite| {
+            let conn = sqlite.lock();
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT t.id, s.name, t.name FROM server_tools t JOIN servers s ON s.id = t.server_id",
+                )
+                .db()?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .db()?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().db()
         })
     }
 

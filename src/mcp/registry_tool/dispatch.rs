@@ -48,6 +48,11 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
         .into());
     }
     let result: Outcome = match action {
+        a @ (Action::ListProfiles {}
+        | Action::ShowProfile { .. }
+        | Action::CreateProfile { .. }
+        | Action::SetProfile { .. }
+        | Action::RemoveProfile { .. }) => super::profiles::run(app, a, &caller),
         Action::List {
             query,
             source,
@@ -56,9 +61,9 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             Ok(mut v) => {
                 if let Value::Array(rows) = &mut v {
                     rows.retain(|r| {
-                        r["name"].as_str().is_some_and(|n| {
-                            app.proxy.visible_to(caller.principal.as_deref(), n, None)
-                        })
+                        r["name"]
+                            .as_str()
+                            .is_some_and(|n| app.proxy.visible(&caller, n, None))
                     });
                     // A server each user authorizes for themselves is shown as this user stands (issue 30).
                     for r in rows.iter_mut() {
@@ -154,7 +159,11 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             if let Some(b) = page_bytes {
                 caller.page_bytes = Some(crate::proxy::pages::check_limit(b, "page_bytes")?);
             }
-            if !app.proxy.visible(&caller, &server, Some(&tool)) {
+            // One outside the caller's profile reaches the proxy, which refuses it as such (`outside_profile`).
+            if !app
+                .proxy
+                .visible_to(caller.principal.as_deref(), &server, Some(&tool))
+            {
                 return Ok(Reply::Relayed(Ok(crate::mcp::calls::unknown_tool(
                     app,
                     &crate::proxy::names::expose(&server, &tool),
@@ -414,7 +423,12 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
         }
         Action::ScriptApi { servers, query } => {
             let text = app
-                .script_api(servers, query, caller.principal.as_deref())
+                .script_api_in(
+                    servers,
+                    query,
+                    caller.principal.as_deref(),
+                    caller.profile.as_deref(),
+                )
                 .await?;
             return Ok(Reply::Relayed(Ok(rmcp::model::CallToolResult::success(
                 vec![rmcp::model::ContentBlock::text(text)],
@@ -489,5 +503,7 @@ fn reading(action: &Action) -> bool {
             | Action::ScriptApi { .. }
             | Action::RunScript { .. }
             | Action::ReadResult { .. }
+            | Action::ListProfiles {}
+            | Action::ShowProfile { .. }
     )
 }

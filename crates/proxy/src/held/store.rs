@@ -188,10 +188,10 @@ impl Refusal {
     pub fn error(self, server: &str) -> Error {
         Error::Child {
             server: server.to_owned(),
-            error: McpError::invalid_params(
+            error: Box::new(McpError::invalid_params(
                 self.message(),
                 Some(json!({"requestState": self.as_str()})),
-            ),
+            )),
         }
     }
 }

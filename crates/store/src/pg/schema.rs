@@ -259,6 +259,15 @@ const MIGRATIONS: &[&str] = &[
         open_until_ms BIGINT NOT NULL,
         failures BIGINT NOT NULL
     );
+    );
+    "#,
+    // v11: SQLite's schema version 19 (profiles, see schema.rs).
+    r#"
+    CREATE TABLE profiles (
+        name TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
     "#,
 ];
 

@@ -1,0 +1,252 @@
+//! Profiles benchmark (not a test): a profile's `find_tool` against the aggregated one on the same number of tools.
+//! The aggregated side is a registry of N synthetic tools; the profile side a registry of 2N tools and a profile of
+//! half its servers (N tools), so both rank among N tools, the profile's inside an index twice as large.
+//!
+//! Two measures: `App::find_tool_in` end to end in process (BM25, what `find_tool` runs: the scope's cached ids, the
+//! FTS5 query restricted to them, the answer built), and `Search::rank_with_in` hybrid (BM25 plus the cosine top-k over
+//! 384-dim unit vectors, excluding embedding the query). Every profile answer is checked to hold only profile tools.
+//!
+//! Run: `cargo bench --bench profiles`.
+
+use std::time::{Duration, Instant};
+
+use agent_discover::app::App;
+use agent_discover::config::Config;
+use agent_discover::events::EventBus;
+use agent_discover::model::{ServerSpec, ToolInfo};
+use agent_discover::profiles::Profile;
+use agent_discover::registry::Registry;
+use agent_discover::search::{Provider, Search, Within};
+use agent_discover::store::Store;
+
+const VERBS: &[&str] = &[
+    "create", "list", "get", "update", "delete", "search", "send", "archive", "export", "sync",
+    "assign", "close",
+];
+const NOUNS: &[&str] = &[
+    "issue",
+    "subscription",
+    "invoice",
+    "customer",
+    "message",
+    "channel",
+    "file",
+    "folder",
+    "event",
+    "ticket",
+    "user",
+    "team",
+    "project",
+    "page",
+    "database",
+    "table",
+    "record",
+    "pipeline",
+    "deployment",
+    "alert",
+    "dashboard",
+    "report",
+    "contact",
+    "order",
+    "payment",
+];
+const PER_SERVER: usize = 50;
+const ROUNDS: usize = 10;
+const DIM: usize = 384;
+const MODEL: &str = "bench-vectors";
+
+/// Realistic queries: what agents write, 10-30 words (the paraphrases of tests/data/tool_queries*.json).
+fn queries() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut out = Vec::new();
+    for f in ["tool_queries_heldout.json", "tool_queries.json"] {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
+        for q in v["queries"].as_array().unwrap() {
+            let q = q["query"].as_str().unwrap();
+            if (10..=30).contains(&q.split_whitespace().count()) {
+                out.push(q.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// xorshift: reproducible pseudo-random vectors without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+    fn unit(&mut self) -> Vec<f32> {
+        let v: Vec<f32> = (0..DIM).map(|_| self.next()).collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / n).collect()
+    }
+}
+
+/// `n` synthetic tools in `store` (servers `svc0`, `svc1`, ...), each with a random unit vector.
+fn build_in(store: &Store, n: usize) {
+    let registry = Registry::new(store.clone(), EventBus::default());
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for s in 0..n / PER_SERVER {
+        let server = registry
+            .register(ServerSpec {
+                name: format!("svc{s}"),
+                command: Some("x".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let tools: Vec<ToolInfo> = (0..PER_SERVER)
+            .map(|i| {
+                let k = s * PER_SERVER + i;
+                let (v, o) = (VERBS[k % VERBS.len()], NOUNS[(k / VERBS.len()) % NOUNS.len()]);
+                ToolInfo {
+                    name: format!("{v}_{o}_{k}"),
+                    description: format!("{v} a {o} in service {s}; variant {k} with options for filtering and paging"),
+                    input_schema: serde_json::json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+                }
+            })
+            .collect();
+        registry.save_tools(server.id, &tools).unwrap();
+        let vectors: Vec<(i64, Vec<f32>)> = registry
+            .tools(server.id)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.id, rng.unit()))
+            .collect();
+        store.set_embeddings(MODEL, &vectors).unwrap();
+    }
+}
+
+fn p50(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1000.0
+}
+
+/// The profile of the first `n` tools' servers of a 2n-tool registry.
+fn half(n: usize) -> Profile {
+    Profile {
+        name: "half".into(),
+        servers: (0..n / PER_SERVER).map(|s| format!("svc{s}")).collect(),
+        ..Profile::default()
+    }
+}
+
+fn in_profile(n: usize, server: &str) -> bool {
+    server
+        .strip_prefix("svc")
+        .and_then(|s| s.parse::<usize>().ok())
+        .is_some_and(|s| s < n / PER_SERVER)
+}
+
+#[tokio::main]
+async fn main() {
+    // BM25 for the end-to-end part (the query's embedding is not what differs between the two).
+    // SAFETY: set before any thread reads the environment.
+    unsafe { std::env::set_var("AGENT_DISCOVER_EMBEDDING_PROVIDER", "none") };
+    let queries = queries();
+    println!("## Profiles: find_tool in a profile against the aggregated one\n");
+    println!(
+        "{} realistic queries x {ROUNDS} rounds, p50. Aggregated: a registry of N tools; profile: N tools (half the servers) \
+         of a registry of 2N.\n",
+        queries.len()
+    );
+    println!(
+        "| N tools | find_tool BM25, aggregated | find_tool BM25, profile | rank hybrid, aggregated | rank hybrid, profile |"
+    );
+    println!("|---|---|---|---|---|");
+    for n in [2_000usize, 10_000] {
+        let whole = tempfile::tempdir().unwrap();
+        let double = tempfile::tempdir().unwrap();
+        build_in(
+            &Store::open(&Config::in_dir(whole.path()).db_path).unwrap(),
+            n,
+        );
+        build_in(
+            &Store::open(&Config::in_dir(double.path()).db_path).unwrap(),
+            2 * n,
+        );
+        let all = App::open(Config::in_dir(whole.path())).unwrap();
+        let two = App::open(Config::in_dir(double.path())).unwrap();
+        let profile = two.create_profile(half(n)).unwrap();
+        let (mut agg, mut prof) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            for q in &queries {
+                let t = Instant::now();
+                let a = all.find_tool(q, 5, false).await.unwrap();
+                agg.push(t.elapsed());
+                let t = Instant::now();
+                let p = two
+                    .find_tool_in(q, 5, false, None, Some(&profile))
+                    .await
+                    .unwrap();
+                prof.push(t.elapsed());
+                let _ = a;
+                let v = serde_json::to_value(&p).unwrap();
+                if let Some(s) = v["server"].as_str() {
+                    assert!(in_profile(n, s), "a tool outside the profile: {v}");
+                }
+                for m in v["other_matches"].as_array().into_iter().flatten() {
+                    assert!(
+                        in_profile(
+                            n,
+                            m["call_as"].as_str().unwrap().split("__").next().unwrap()
+                        ),
+                        "{v}"
+                    );
+                }
+            }
+        }
+        // Hybrid ranking, at the search layer (synthetic vectors; the query's embedding excluded).
+        let s_all = Search::new(
+            Store::open(&Config::in_dir(whole.path()).db_path).unwrap(),
+            Provider::None,
+            Provider::from_env_value("none").1,
+        );
+        let store2 = Store::open(&Config::in_dir(double.path()).db_path).unwrap();
+        let within = Within::new(
+            store2
+                .indexed_tool_names()
+                .unwrap()
+                .into_iter()
+                .filter(|(_, s, t)| profile.allows(s, Some(t)))
+                .map(|(id, _, _)| id),
+        );
+        assert_eq!(within.len(), n);
+        let s_two = Search::new(store2, Provider::None, Provider::from_env_value("none").1);
+        let q = Rng(42).unit();
+        let vector = || Some((q.clone(), MODEL.to_owned()));
+        // The first query loads each vector index.
+        s_all.rank_with(&queries[0], vector(), 5).await.unwrap();
+        s_two
+            .rank_with_in(&queries[0], vector(), 5, Some(&within))
+            .await
+            .unwrap();
+        let (mut hagg, mut hprof) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            for query in &queries {
+                let t = Instant::now();
+                s_all.rank_with(query, vector(), 5).await.unwrap();
+                hagg.push(t.elapsed());
+                let t = Instant::now();
+                let r = s_two
+                    .rank_with_in(query, vector(), 5, Some(&within))
+                    .await
+                    .unwrap();
+                hprof.push(t.elapsed());
+                assert!(r.hits.iter().all(|h| within.contains(h.tool.id)));
+            }
+        }
+        println!(
+            "| {n} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
+            p50(agg),
+            p50(prof),
+            p50(hagg),
+            p50(hprof)
+        );
+    }
+}

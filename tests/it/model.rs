@@ -685,7 +685,8 @@ async fn the_registry_tool_says_what_is_installed_and_hits_carry_what_a_call_nee
         "{d}"
     );
     assert!(d.contains("fx ("), "the server with tools comes first: {d}");
-    assert!(d.len() < 2_000, "{} chars", d.len());
+    // The description names every action (about forty now): a budget, not the exact size.
+    assert!(d.len() < 2_400, "{} chars", d.len());
     let info = agent.client.peer_info().unwrap();
     let instructions = info.instructions.as_deref().unwrap_or_default();
     assert!(

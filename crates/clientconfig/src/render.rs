@@ -62,6 +62,10 @@ fn placeholders(format: Format, s: &str) -> String {
 
 /// Renders servers in a client's format (a complete file).
 pub fn render(format: Format, servers: &[ExportServer]) -> Result<Rendered> {
+    // Servers by name, whatever order maps keep (serde_json's preserves insertion order in this build).
+    let mut sorted: Vec<&ExportServer> = servers.iter().collect();
+    sorted.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+    let servers = sorted;
     let mut skipped = Vec::new();
     if format == Format::Codex {
         let mut root = toml::Table::new();

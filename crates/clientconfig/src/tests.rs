@@ -298,7 +298,7 @@ fn export_then_import_round_trips_for_every_format() {
             .into_iter()
             .filter(|s| !skipped.contains(&s.spec.name.as_str()))
             .collect();
-        // Rendered files list servers by name (serde_json and toml maps are sorted).
+        // Rendered files list servers by name.
         want.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         assert_eq!(got.servers.len(), want.len(), "{format}");
         for (g, w) in got.servers.iter().zip(&want) {

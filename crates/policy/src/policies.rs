@@ -156,7 +156,13 @@ impl Policies {
                     state.files = files;
                     *self.shared.set.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
                     self.shared.any.store(n > 0, Ordering::Release);
-                    tracing::info!(policies = n, source = %source.display(), "policies loaded");
+                    // Info only when there are policies: every CLI command opens the registry, and an empty set is
+                    // the default, not news.
+                    if n > 0 {
+                        tracing::info!(policies = n, source = %source.display(), "policies loaded");
+                    } else {
+                        tracing::debug!(source = %source.display(), "no policies");
+                    }
                 }
                 Ok(n)
             }

@@ -14,7 +14,24 @@ pub mod explain;
 mod grants;
 mod named;
 #[cfg(unix)]
+#[cfg(unix)]
 pub mod netproxy;
+/// Elsewhere there is no filtering proxy (the sandbox refuses such starts before one would be needed): it refuses
+/// nothing.
+#[cfg(not(unix))]
+pub mod netproxy {
+    /// A host a server was refused (see the Unix module).
+    #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+    pub struct Refused {
+        pub host: String,
+        pub count: u64,
+        pub reason: String,
+    }
+
+    pub fn refused(_server: &str) -> Vec<Refused> {
+        Vec::new()
+    }
+}
 mod places;
 mod project;
 pub mod settings;

@@ -330,7 +330,6 @@ const MIGRATIONS: &[&str] = &[
         server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
         settings TEXT NOT NULL
     );
-    );
     "#,
     // Limits: per-server settings (JSON of `LimitSettings`), and the state replicas share in team mode: rate
     // buckets leased in batches, and each server's breaker opening. Only creates its own tables.
@@ -348,7 +347,6 @@ const MIGRATIONS: &[&str] = &[
         server TEXT PRIMARY KEY,
         open_until_ms INTEGER NOT NULL,
         failures INTEGER NOT NULL
-    );
     );
     "#,
     // Profiles: a named set of servers and tool globs one client sees (the JSON of `ad_core::profile::Profile`).

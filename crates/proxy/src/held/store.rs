@@ -62,7 +62,11 @@ pub(crate) struct Binding {
 
 impl Binding {
     pub fn new(server: &str, method: &str, name: &str, args: Option<&Value>) -> Binding {
-        let args = serde_json::to_vec(args.unwrap_or(&Value::Null)).unwrap_or_default();
+        // Keys sorted: a retry may send the same arguments in another order (serde_json keeps insertion order here).
+        let args = serde_json::to_vec(&ad_registry::pinning::canonical(
+            args.unwrap_or(&Value::Null),
+        ))
+        .unwrap_or_default();
         Binding {
             server: server.to_owned(),
             method: method.to_owned(),
@@ -401,7 +405,8 @@ mod tests {
     #[test]
     fn a_binding_names_the_arguments_by_the_hex_of_their_digest() {
         let args = json!({"text": "ping", "n": [1, 2]});
-        let want: String = Sha256::digest(serde_json::to_vec(&args).unwrap())
+        // Over the keys sorted: `{"n":[1,2],"text":"ping"}`.
+        let want: String = Sha256::digest(br#"{"n":[1,2],"text":"ping"}"#)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();

@@ -39,11 +39,13 @@ pub fn definition(tool: &Tool) -> Value {
     ] {
         d.insert(key.into(), canonical(full.get(key).unwrap_or(&Value::Null)));
     }
-    Value::Object(d)
+    // Sorted here too: serde_json's maps keep insertion order in this build (a dependency turns `preserve_order` on),
+    // and fingerprints stored by earlier builds were taken over sorted keys.
+    canonical(&Value::Object(d))
 }
 
 /// `v` with object keys sorted at every depth (arrays keep their order).
-pub(crate) fn canonical(v: &Value) -> Value {
+pub fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
             let sorted: BTreeMap<&String, Value> =

@@ -128,7 +128,9 @@ fn arguments_are_walked_with_paths_and_labels() {
         "token": "${GITHUB_TOKEN}",
     });
     let found = secrets_in_arguments(args.as_object().unwrap());
-    let got: Vec<(&str, &str)> = found.iter().map(|f| (f.path.as_str(), f.format)).collect();
+    // By path: the walk follows the map's own order (insertion order in this build).
+    let mut got: Vec<(&str, &str)> = found.iter().map(|f| (f.path.as_str(), f.format)).collect();
+    got.sort();
     assert_eq!(
         got,
         vec![

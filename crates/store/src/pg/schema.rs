@@ -241,7 +241,6 @@ const MIGRATIONS: &[&str] = &[
         server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
         settings TEXT NOT NULL
     );
-    );
     "#,
     // v10: SQLite's schema version 18 (limits): per-server settings, shared rate buckets and breaker openings.
     r#"
@@ -258,7 +257,6 @@ const MIGRATIONS: &[&str] = &[
         server TEXT PRIMARY KEY,
         open_until_ms BIGINT NOT NULL,
         failures BIGINT NOT NULL
-    );
     );
     "#,
     // v11: SQLite's schema version 19 (profiles, see schema.rs).

@@ -221,20 +221,19 @@ impl Proxy {
         ) {
             Ok(d) => guarded.extend(d),
             Err(e) => {
-                crate::spans::refused(span, "guard", &e);
-                let note = crate::callguard::blocked_note(&e);
-                let res = Err(e);
-                self.inner.account(
-                    server,
-                    child.server_id,
+                let note = mark(crate::callguard::blocked_note(&e).as_deref());
+                let args = crate::callguard::masked_arguments(args);
+                return self.refuse_call(
+                    span,
+                    "guard",
+                    &child,
                     tool,
-                    crate::callguard::masked_arguments(args),
-                    started.elapsed(),
-                    &res,
-                    mark(note.as_deref()).as_deref(),
+                    args,
+                    started,
+                    e,
+                    note,
                     who.as_deref(),
                 );
-                return res;
             }
         }
         let masks = !guarded.is_empty();
@@ -246,19 +245,17 @@ impl Proxy {
         let asked_by = match self.police(server, tool, args.as_ref(), &caller) {
             Ok(asked_by) => asked_by,
             Err(e) => {
-                crate::spans::refused(span, "policy", &e);
-                let res = Err(e);
-                self.inner.account(
-                    server,
-                    child.server_id,
+                return self.refuse_call(
+                    span,
+                    "policy",
+                    &child,
                     tool,
                     logged(args),
-                    started.elapsed(),
-                    &res,
-                    mark(None).as_deref(),
+                    started,
+                    e,
+                    mark(None),
                     who.as_deref(),
                 );
-                return res;
             }
         };
         // Its server's limits (`limits/`): the breaker, then the rate limits; the concurrency cap once approved.
@@ -269,8 +266,9 @@ impl Proxy {
         ) {
             Ok(a) => a,
             Err(e) => {
-                return self.limit_refused(
+                return self.refuse_call(
                     span,
+                    "limit",
                     &child,
                     tool,
                     logged(args),
@@ -317,24 +315,23 @@ impl Proxy {
                 return res;
             }
             Err(e) => {
-                crate::spans::refused(span, "approval", &e);
-                let res = Err(e);
-                self.inner.account(
-                    server,
-                    child.server_id,
+                return self.refuse_call(
+                    span,
+                    "approval",
+                    &child,
                     tool,
                     logged(args),
-                    started.elapsed(),
-                    &res,
-                    mark(None).as_deref(),
+                    started,
+                    e,
+                    mark(None),
                     who.as_deref(),
                 );
-                return res;
             }
         };
         if let Err(e) = admission.enter().await {
-            return self.limit_refused(
+            return self.refuse_call(
                 span,
+                "limit",
                 &child,
                 tool,
                 logged(args),
@@ -422,6 +419,36 @@ impl Proxy {
             &res,
             mark(note.as_deref()).as_deref(),
             who.as_deref(),
+        );
+        res
+    }
+
+    /// A call refused before it reached the child, at `step` (`guard`, `policy`, `limit`, `approval`): its span and
+    /// call-log entry say so, and the refusal is the answer.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse_call(
+        &self,
+        span: Option<ad_core::trace::Started>,
+        step: &'static str,
+        child: &crate::state::Child,
+        tool: &str,
+        args: Option<Map<String, Value>>,
+        started: Instant,
+        e: Error,
+        note: Option<String>,
+        who: Option<&ad_core::identity::Principal>,
+    ) -> Result<CallToolResponse> {
+        crate::spans::refused(span, step, &e);
+        let res = Err(e);
+        self.inner.account(
+            &child.name,
+            child.server_id,
+            tool,
+            args,
+            started.elapsed(),
+            &res,
+            note.as_deref(),
+            who,
         );
         res
     }

@@ -52,33 +52,3 @@ impl Proxy {
         self.inner.limits.prometheus()
     }
 }
-
-impl Proxy {
-    /// A call its server's limits refused: its span and call-log entry say so, and the refusal is the answer.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn limit_refused(
-        &self,
-        span: Option<ad_core::trace::Started>,
-        child: &crate::state::Child,
-        tool: &str,
-        args: Option<serde_json::Map<String, Value>>,
-        started: std::time::Instant,
-        e: ad_core::error::Error,
-        note: Option<String>,
-        who: Option<&ad_core::identity::Principal>,
-    ) -> Result<rmcp::model::CallToolResponse> {
-        crate::spans::refused(span, "limit", &e);
-        let res = Err(e);
-        self.inner.account(
-            &child.name,
-            child.server_id,
-            tool,
-            args,
-            started.elapsed(),
-            &res,
-            note.as_deref(),
-            who,
-        );
-        res
-    }
-}

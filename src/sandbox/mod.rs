@@ -122,7 +122,7 @@ impl App {
             "error_kind": kind,
             "refused": refused,
             "refused_hosts": net::refused_hosts(&s.name),
-            "network": ad_core::netallow::network_text(settings.network, &settings.hosts),
+            "network": ad_core::sandbox::network_text(settings.network, &settings.hosts),
             "advice": advice,
         }))
     }

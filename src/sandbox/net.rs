@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::model::Server;
-use ad_core::netallow::{AllowList, network_text};
+use ad_core::netallow::AllowList;
+use ad_core::sandbox::network_text;
 use ad_core::sandbox::{Grant, GrantSource, Network, SandboxSettings};
 
 /// At most this many suggestions are shown.

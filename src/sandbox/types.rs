@@ -46,7 +46,7 @@ impl SandboxPatch {
     /// `current` with this patch's fields replaced (not yet validated: the registry validates what it stores).
     pub fn apply(self, current: SandboxSettings) -> Result<SandboxSettings> {
         let (network, hosts) = match self.network {
-            Some(n) => ad_core::netallow::parse_network(&n)?,
+            Some(n) => ad_core::sandbox::parse_network(&n)?,
             None => (current.network, current.hosts),
         };
         Ok(SandboxSettings {

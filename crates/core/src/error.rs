@@ -147,7 +147,7 @@ pub enum Error {
     SecretInArguments {
         server: String,
         tool: String,
-        secrets: Vec<crate::guards::SecretFound>,
+        secrets: Vec<SecretFound>,
     },
     /// #27 (approvals): a call that needed a person's approval and got no answer before its deadline.
     #[error(
@@ -479,4 +479,15 @@ impl Error {
             })
         )
     }
+}
+
+/// A credential found in a call's arguments, as the `secret_in_arguments` error carries it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecretFound {
+    /// The argument's path (`config.token`, `headers[0]`).
+    pub argument: String,
+    /// The credential's format (`github_token`, `private_key`, `labelled_secret`, ...).
+    pub format: String,
+    /// Its first characters and its length, never the credential (`ghp_…(40 chars)`).
+    pub masked: String,
 }

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+pub use crate::error::SecretFound;
 
 /// Environment variables: the global setting of each guard (`off`, `warn` or `block`).
 pub const ENV_ARGUMENTS: &str = "AGENT_DISCOVER_GUARD_ARGUMENTS";
@@ -150,17 +151,6 @@ impl GuardSettings {
     pub fn is_empty(&self) -> bool {
         *self == GuardSettings::default()
     }
-}
-
-/// A credential found in a call's arguments, as the `secret_in_arguments` error carries it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SecretFound {
-    /// The argument's path (`config.token`, `headers[0]`).
-    pub argument: String,
-    /// The credential's format (`github_token`, `private_key`, `labelled_secret`, ...).
-    pub format: String,
-    /// Its first characters and its length, never the credential (`ghp_…(40 chars)`).
-    pub masked: String,
 }
 
 #[cfg(test)]

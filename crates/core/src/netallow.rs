@@ -7,7 +7,6 @@ use std::fmt;
 use std::net::IpAddr;
 
 use crate::error::Error;
-use crate::sandbox::Network;
 
 /// At most this many entries in one server's allow-list.
 pub const MAX_HOSTS: usize = 256;
@@ -181,120 +180,5 @@ impl AllowList {
     /// Whether an entry names `host` as an IP literal (a connection to that address was asked for by address).
     pub fn names_ip(&self, ip: IpAddr) -> bool {
         self.0.iter().any(|r| r.ip == Some(ip))
-    }
-}
-
-/// Parses a `network` setting as the fronts take it: `full`, `none`, or `hosts:ENTRY,ENTRY,...` (entries separated
-/// by commas or spaces). Answers the mode and the normalised entries (empty unless `hosts`).
-pub fn parse_network(text: &str) -> Result<(Network, Vec<String>), Error> {
-    let text = text.trim();
-    let Some(rest) = text
-        .get(..HOSTS_PREFIX.len())
-        .filter(|p| p.eq_ignore_ascii_case(HOSTS_PREFIX))
-        .map(|_| &text[HOSTS_PREFIX.len()..])
-    else {
-        return match text.parse::<Network>()? {
-            Network::Hosts => Err(Error::invalid(
-                "network",
-                "`hosts` needs its list: hosts:api.example.com,*.example.org[:PORT]",
-            )),
-            n => Ok((n, Vec::new())),
-        };
-    };
-    let entries: Vec<&str> = rest
-        .split([',', ' '])
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .collect();
-    if entries.is_empty() {
-        return Err(Error::invalid(
-            "network",
-            "hosts: needs at least one host (use `none` for no network at all)",
-        ));
-    }
-    let list = AllowList::parse(&entries)?;
-    let mut out = list.entries();
-    out.dedup();
-    Ok((Network::Hosts, out))
-}
-
-/// The `network` setting as text: `full`, `none` or `hosts:a,b`.
-pub fn network_text(network: Network, hosts: &[String]) -> String {
-    match network {
-        Network::Hosts => format!("{HOSTS_PREFIX}{}", hosts.join(",")),
-        n => n.as_str().to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_wildcards_ports_and_literals_match_as_documented() {
-        let (mode, hosts) = parse_network(
-            "hosts:API.github.com, *.slack.com,10.0.0.5:8443,[::1]:9000,db.local:5432",
-        )
-        .unwrap();
-        assert_eq!(mode, Network::Hosts);
-        assert_eq!(
-            hosts,
-            [
-                "api.github.com",
-                "*.slack.com",
-                "10.0.0.5:8443",
-                "[::1]:9000",
-                "db.local:5432"
-            ]
-        );
-        let list = AllowList::parse(&hosts).unwrap();
-        assert!(list.allows("api.github.com", 443));
-        assert!(list.allows("API.GitHub.com.", 80), "case and a final dot");
-        assert!(!list.allows("github.com", 443));
-        assert!(list.allows("hooks.slack.com", 443));
-        assert!(list.allows("a.b.slack.com", 443));
-        assert!(
-            !list.allows("slack.com", 443),
-            "a wildcard is subdomains only"
-        );
-        assert!(!list.allows("evilslack.com", 443));
-        assert!(list.allows("10.0.0.5", 8443));
-        assert!(
-            !list.allows("10.0.0.5", 443),
-            "the port is part of the entry"
-        );
-        assert!(list.allows("[::1]", 9000));
-        assert!(list.allows("::1", 9000));
-        assert!(!list.allows("127.0.0.1", 9000));
-        assert!(list.allows("db.local", 5432));
-        assert!(!list.allows("db.local", 5433));
-        assert!(list.names_ip("10.0.0.5".parse().unwrap()));
-        assert_eq!(
-            network_text(mode, &hosts[..2]),
-            "hosts:api.github.com,*.slack.com"
-        );
-    }
-
-    #[test]
-    fn bad_entries_are_refused_naming_the_entry() {
-        for bad in [
-            "hosts:",
-            "hosts",
-            "hosts:exa mple..com",
-            "hosts:a.com:0",
-            "hosts:a.com:99999",
-            "hosts:*",
-            "hosts:foo.*.com",
-            "hosts:[::1",
-            "hosts:-a.com",
-            "wide",
-        ] {
-            let e = parse_network(bad).unwrap_err();
-            assert!(e.to_string().contains("network"), "{bad}: {e}");
-        }
-        assert_eq!(parse_network("none").unwrap(), (Network::None, vec![]));
-        assert_eq!(parse_network(" full ").unwrap(), (Network::Full, vec![]));
-        let many: Vec<String> = (0..=MAX_HOSTS).map(|i| format!("h{i}.example")).collect();
-        assert!(AllowList::parse(&many).is_err());
     }
 }

@@ -6,11 +6,13 @@
 //! start of a package runner (`npx -y`, `uvx`, ...), which downloads its package before it answers.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use ad_core::error::{Error, Result, StartFailure};
 use ad_core::model::Server;
+
+use crate::which::{child_path, find};
 
 /// `off` (or `0`, `false`): never fetch a missing launcher; the start fails naming the program instead.
 pub const ENV_FETCH: &str = "AGENT_DISCOVER_FETCH_LAUNCHERS";
@@ -45,36 +47,6 @@ pub fn fetch_enabled() -> bool {
             "off" | "0" | "false" | "no"
         )
     })
-}
-
-/// The PATH a child with `env` gets: its own, else ours.
-fn child_path(env: &BTreeMap<String, String>) -> String {
-    env.get("PATH")
-        .cloned()
-        .or_else(|| std::env::var("PATH").ok())
-        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
-}
-
-/// `program` as the child's PATH finds it (a name with a `/` is taken as it is).
-pub fn find(program: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return p.is_file().then_some(p);
-    }
-    std::env::split_paths(&child_path(env))
-        .map(|d| d.join(program))
-        .find(|p| executable(p))
-}
-
-fn executable(p: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    }
-    #[cfg(not(unix))]
-    p.is_file()
 }
 
 fn missing(server: &str, message: String) -> Error {

@@ -60,6 +60,7 @@ mod tasks;
 mod tools;
 mod typed;
 pub mod visibility;
+mod which;
 mod whole_list;
 
 use std::sync::Weak;

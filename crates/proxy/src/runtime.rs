@@ -209,7 +209,7 @@ pub async fn ensure(root: &Path, major: u64) -> Result<NodeChoice, String> {
     std::fs::create_dir_all(&partial)
         .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
     let _ = std::fs::write(partial.join("package.json"), "{\"private\": true}\n");
-    if crate::launcher::find("npm", &BTreeMap::new()).is_none() {
+    if crate::which::find("npm", &BTreeMap::new()).is_none() {
         // No npm to install with: the platform package and npm fetched directly (`node_fetch.rs`).
         if let Err(e) = node_fetch::install(&partial, major).await {
             let _ = std::fs::remove_dir_all(&partial);

@@ -1,8 +1,8 @@
 //! What a path that a server's arguments or environment name grants, after it is resolved (`..` and symlinks): a
 //! directory is data (writable: a filesystem server's root, a repository, a database's folder); a database file (or
-//! one still to be created) makes its folder writable (journals sit beside it); another file is writable alone; code
-//! is read-only, with its project; a file or folder in a dot-folder of HOME is read-only, alone. Never HOME or above,
-//! agent-discover's data, or a system directory for writing.
+//! one still to be created) makes its folder writable (journals sit beside it); another file is writable, its folder
+//! readable; code is read-only, with its project; a file or folder in a dot-folder of HOME is read-only, alone. Never
+//! HOME or above, agent-discover's data, or a system directory for writing.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -37,7 +37,21 @@ pub(super) fn grants(
             .map(|r| (r, false))
             .collect();
     }
-    grant(value, config).into_iter().collect()
+    let mut out: Vec<(PathBuf, bool)> = grant(value, config).into_iter().collect();
+    // A plain file's folder, read-only: a loader lists the folder of the file it is given (esbuild, which bundles a
+    // config file before loading it, reads its directory; configs import their neighbours). Not for a file of a
+    // dot-folder of HOME, nor when the folder is HOME or above, agent-discover's data or a system directory.
+    if let Some((file, _)) = out.first()
+        && file.is_file()
+        && places::home_dot_entry(config, file).is_none()
+        && let Some(folder) = file.parent()
+        && !places::covers_private(config, folder)
+        && !places::is_system(folder)
+    {
+        let folder = folder.to_path_buf();
+        out.push((folder, false));
+    }
+    out
 }
 
 pub(super) fn is_executable(p: &Path) -> bool {
@@ -195,5 +209,26 @@ mod tests {
             Some((PathBuf::from("/etc/hostname"), false))
         );
         assert_eq!(grant("/etc", &cfg), Some((PathBuf::from("/etc"), false)));
+        // A plain file named in the arguments: the file, and its folder read-only (a loader lists beside it).
+        let env = BTreeMap::new();
+        assert_eq!(
+            grants(&s(home.join("notes/a.md")), &cfg, &env),
+            [(home.join("notes/a.md"), true), (home.join("notes"), false)]
+        );
+        assert_eq!(
+            grants(&s(home.join("proj/config.json")), &cfg, &env),
+            [
+                (home.join("proj/config.json"), true),
+                (home.join("proj"), false)
+            ]
+        );
+        for alone in [home.join("memory.json"), home.join(".kube/config")] {
+            assert_eq!(
+                grants(&s(alone.clone()), &cfg, &env).len(),
+                1,
+                "{}",
+                alone.display()
+            );
+        }
     }
 }

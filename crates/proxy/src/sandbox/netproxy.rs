@@ -22,8 +22,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use ad_core::error::{Error, Result};
-use ad_core::netallow::{AllowList, network_text};
+use ad_core::netallow::AllowList;
 use ad_core::sandbox::Network;
+use ad_core::sandbox::network_text;
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
@@ -136,18 +137,56 @@ pub fn refused(server: &str) -> Vec<Refused> {
 /// Where the socket of `server`'s proxy is: a directory of this process's own under the temporary directory (a Unix
 /// socket path must stay under 108 bytes, so not under the data directory).
 fn socket_path(server: &str) -> PathBuf {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    let mut dir =
-        std::env::temp_dir().join(format!("agent-discover-net-{uid}-{}", std::process::id()));
-    if dir.as_os_str().len() > 60 {
-        dir =
-            PathBuf::from("/tmp").join(format!("agent-discover-net-{uid}-{}", std::process::id()));
-    }
+    let dir = sockets_dir(std::process::id());
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| sweep_stale(&dir));
     let name: String = super::dir_name(server).chars().take(32).collect();
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     dir.join(format!("{n}-{name}.sock"))
+}
+
+/// The private directory of process `pid`'s proxy sockets.
+fn sockets_dir(pid: u32) -> PathBuf {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let dir = std::env::temp_dir().join(format!("agent-discover-net-{uid}-{pid}"));
+    if dir.as_os_str().len() > 60 {
+        return PathBuf::from("/tmp").join(format!("agent-discover-net-{uid}-{pid}"));
+    }
+    dir
+}
+
+/// Removes the socket directories of this user's agent-discover processes that have ended (a process that was killed
+/// could not remove its own), once per process, before the first socket is made beside them.
+fn sweep_stale(own: &Path) {
+    let Some(parent) = own.parent() else { return };
+    let Some(own_name) = own.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    // `agent-discover-net-UID-`: the same user's directories only.
+    let Some(prefix) = own_name
+        .rsplit_once('-')
+        .map(|(head, _)| format!("{head}-"))
+    else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -513,6 +552,30 @@ async fn connect(addrs: &[SocketAddr]) -> std::io::Result<TcpStream> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn socket_directories_of_ended_processes_are_swept_and_live_ones_kept() {
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let ended_pid = ended.id();
+        ended.wait().unwrap();
+        let stale = sockets_dir(ended_pid);
+        let own = sockets_dir(std::process::id());
+        let mut alive = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let live = sockets_dir(alive.id());
+        for dir in [&stale, &own, &live] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(stale.join("0-x.sock"), b"").unwrap();
+        sweep_stale(&own);
+        assert!(!stale.exists(), "{} left behind", stale.display());
+        assert!(own.exists() && live.exists());
+        alive.kill().unwrap();
+        alive.wait().unwrap();
+        let _ = std::fs::remove_dir_all(&live);
+    }
 
     #[test]
     fn requests_name_their_destination() {

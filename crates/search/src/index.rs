@@ -118,3 +118,37 @@ pub(crate) fn quantize(v: &[f32], out: &mut Vec<i8>) -> f32 {
     );
     scale
 }
+
+#[cfg(test)]
+mod quantize_tests {
+    use super::quantize;
+    use crate::provider;
+    use crate::scan::{dot, dot_i8};
+
+    #[test]
+    fn int8_vectors_keep_the_cosine_within_a_hundredth() {
+        let mut seed = 7u64;
+        let mut unit = || {
+            let v: Vec<f32> = (0..384)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                })
+                .collect();
+            provider::normalize(v)
+        };
+        for _ in 0..50 {
+            let (a, b) = (unit(), unit());
+            let mut q = Vec::new();
+            let scale = quantize(&a, &mut q);
+            let exact = dot(&a, &b);
+            let approx = dot_i8(&q, &b) * scale;
+            assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+        }
+        let mut q = Vec::new();
+        assert_eq!(quantize(&[0.0; 4], &mut q), 1.0);
+        assert_eq!(q, [0; 4]);
+    }
+}

@@ -59,6 +59,9 @@ impl PersonalBounds {
     }
 }
 
+/// A (server, user) pair: whose child.
+type Key = (String, String);
+
 /// One (server, user)'s place: being started (it counts towards the bounds), or running.
 enum Place {
     Starting,
@@ -72,9 +75,9 @@ enum Place {
 
 /// The children with users' own keys and their bounds (in [`Inner`]).
 pub(crate) struct Personal {
-    places: Mutex<HashMap<(String, String), Place>>,
+    places: Mutex<HashMap<Key, Place>>,
     /// One start at a time per (server, user).
-    gates: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    gates: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
     bounds: Mutex<PersonalBounds>,
     reaper: AtomicBool,
     /// Wakes the reaper when the bounds change.

@@ -3,6 +3,7 @@
 
 import { h, buildForm } from './schema-form.js';
 import { initProfiles } from './profiles.js';
+import { loadMyKeys } from './personal.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -205,6 +206,7 @@ function serverCard(s) {
     h('div', { class: 'actions', dataset: { role: 'actions' } }),
     h('details', { dataset: { role: 'tools-section' } }, h('summary', {}, 'Tools'), h('ul', { class: 'tool-list', dataset: { role: 'tools' } })),
     h('details', { dataset: { load: 'secrets' } }, h('summary', {}, 'Secrets'), h('div', { dataset: { role: 'body' } })),
+    h('details', { dataset: { load: 'mykeys' } }, h('summary', {}, 'My keys'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { load: 'metrics' } }, h('summary', {}, 'Metrics'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { load: 'limits' } }, h('summary', {}, 'Limits'), h('div', { dataset: { role: 'body' } })),
     h('details', { dataset: { role: 'policy-section' } }, h('summary', {}, 'Approval policy'), h('div', { dataset: { role: 'policy' } })),
@@ -411,7 +413,9 @@ async function loadSection(details) {
   const id = card.dataset.id;
   const body = details.querySelector('[data-role="body"]');
   try {
-    if (details.dataset.load === 'overrides') {
+    if (details.dataset.load === 'mykeys') {
+      await loadMyKeys(body, id, { api, toast, act, reload: () => loadSection(details) });
+    } else if (details.dataset.load === 'overrides') {
       await loadOverrides(details, id, body);
     } else if (details.dataset.load === 'metrics') {
       const rows = await api('GET', `/api/servers/${id}/metrics`);

@@ -283,18 +283,53 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum SecretsCommand {
-    /// Set a secret; without VALUE it is read from stdin (so it stays out of shell history).
+    /// Set a secret; without VALUE it is read from stdin (so it stays out of shell history). With `--mine`, a user's
+    /// own value (team mode with identity): that user's calls run the server with it.
     Set {
         name: String,
         key: String,
         value: Option<String>,
+        #[command(flatten)]
+        mine: Mine,
     },
-    /// Delete a secret.
-    Rm { name: String, key: String },
-    /// List a server's secrets, masked.
+    /// Delete a secret (with `--mine`, a user's own value).
+    Rm {
+        name: String,
+        key: String,
+        #[command(flatten)]
+        mine: Mine,
+    },
+    /// List a server's secrets, masked (with `--mine`, a user's own values).
     Ls {
         name: String,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        mine: Mine,
     },
+    /// Which users have their own values of a server's secrets (names, never values), and whether users without
+    /// them use the shared ones.
+    Users {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Whether users without their own values use the server's shared ones (`on`, the default) or are refused
+    /// with an error saying how to add theirs (`off`).
+    Shared {
+        name: String,
+        #[arg(value_parser = ["on", "off"])]
+        allow: String,
+    },
+}
+
+/// A user's own values instead of the server's shared ones.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Mine {
+    /// A user's own value, not the shared one.
+    #[arg(long)]
+    pub mine: bool,
+    /// Whose (with `--mine`): the user as `ISSUER#SUB`, as the call log names them.
+    #[arg(long, env = "AGENT_DISCOVER_USER")]
+    pub user: Option<String>,
 }

@@ -17,6 +17,7 @@ mod introspect;
 mod limits;
 mod market;
 mod model;
+mod personal;
 mod policy;
 mod profiles;
 mod sandbox;

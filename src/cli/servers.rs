@@ -188,16 +188,16 @@ pub(super) async fn deactivate(app: &App, name: String, json: bool) -> anyhow::R
 }
 
 pub(super) fn secrets(app: &App, cmd: SecretsCommand) -> anyhow::Result<()> {
+    // A user's own values, and who has them (`personal.rs`).
+    let cmd = match super::personal::secrets(app, cmd)? {
+        Some(cmd) => cmd,
+        None => return Ok(()),
+    };
     match cmd {
-        SecretsCommand::Set { name, key, value } => {
-            let value = match value {
-                Some(v) => v,
-                None => {
-                    let mut v = String::new();
-                    std::io::stdin().read_line(&mut v)?;
-                    v.trim_end_matches(['\r', '\n']).to_owned()
-                }
-            };
+        SecretsCommand::Set {
+            name, key, value, ..
+        } => {
+            let value = super::personal::value_or_stdin(value)?;
             app.secrets.set(&name, &key, &value)?;
             eprintln!(
                 "set `{key}` for `{name}` ({})",
@@ -205,14 +205,14 @@ pub(super) fn secrets(app: &App, cmd: SecretsCommand) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        SecretsCommand::Rm { name, key } => {
+        SecretsCommand::Rm { name, key, .. } => {
             if !app.secrets.delete(&name, &key)? {
                 anyhow::bail!("server `{name}` has no secret `{key}`");
             }
             eprintln!("removed `{key}` from `{name}`");
             Ok(())
         }
-        SecretsCommand::Ls { name, json } => {
+        SecretsCommand::Ls { name, json, .. } => {
             let list = app.secrets.list(&name)?;
             if json {
                 return print_json(&serde_json::to_value(&list)?);
@@ -223,6 +223,8 @@ pub(super) fn secrets(app: &App, cmd: SecretsCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        // Handled by `personal.rs`.
+        SecretsCommand::Users { .. } | SecretsCommand::Shared { .. } => Ok(()),
     }
 }
 

@@ -25,7 +25,7 @@ use crate::model::{ListFilter, Server, ServerPatch, ServerSpec, ServerSummary, S
 use crate::proxy::Caller;
 
 /// Finds the server a path names: all digits is an id, anything else a name.
-fn server(app: &App, key: &str) -> ApiResult<Server> {
+pub(super) fn server(app: &App, key: &str) -> ApiResult<Server> {
     Ok(match key.parse::<i64>() {
         Ok(id) => app.registry.get_by_id(id)?,
         Err(_) => app.registry.get(key)?,
@@ -95,7 +95,7 @@ pub async fn list_servers(
 }
 
 /// A registered server the caller may see; a hidden one is as unknown as one that is not registered (issue 30).
-fn visible_server(
+pub(super) fn visible_server(
     app: &App,
     principal: Option<Extension<Arc<Principal>>>,
     key: &str,

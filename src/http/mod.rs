@@ -21,6 +21,7 @@ mod limits;
 mod oauth;
 mod openapi;
 mod overrides;
+mod personal;
 mod pins;
 mod policy;
 mod profiles;
@@ -157,6 +158,11 @@ pub(crate) fn ops() -> Vec<Op> {
         op(M::GET, "/api/servers/{id}/secrets", "A server's secrets, masked", list_secrets).returns(200, "SecretList"),
         op(M::PUT, "/api/servers/{id}/secrets/{key}", "Set a secret (encrypted at rest; used at the next activation)", set_secret).body("SecretValue").returns(200, "SecretSet"),
         op(M::DELETE, "/api/servers/{id}/secrets/{key}", "Delete a secret", delete_secret).returns(200, "Status"),
+        op(M::GET, "/api/servers/{id}/my-secrets", "Your own values of a server's secrets, masked (identity on)", personal::list_mine).returns(200, "Object"),
+        op(M::PUT, "/api/servers/{id}/my-secrets/{key}", "Set your own value of a secret: your calls then run with it (identity on)", personal::set_mine).body("SecretValue").returns(200, "Object"),
+        op(M::DELETE, "/api/servers/{id}/my-secrets/{key}", "Delete your own value of a secret", personal::delete_mine).returns(200, "Status"),
+        op(M::GET, "/api/servers/{id}/personal-keys", "Which users have their own keys (never the values), the rule for the others, their running children", personal::view).returns(200, "Object"),
+        op(M::PUT, "/api/servers/{id}/personal-keys", "Whether users without their own values use the shared ones ({\"allow_shared\": bool})", personal::set).body("Object").returns(200, "Object"),
         op(M::POST, "/api/servers/{id}/health", "Check that a server answers; records the result", check_health).returns(200, "HealthReport"),
         op(M::GET, "/api/servers/{id}/metrics", "Per-tool call metrics of a server", server_metrics).returns(200, "ToolMetricsList"),
         op(M::POST, "/api/servers/{id}/call", "Call a tool of an active server (logged like any proxied call)", call_tool).body("CallRequest").returns(200, "CallToolResult"),

@@ -134,6 +134,8 @@ fn for_users(method: &Method, path: &str) -> bool {
                 return match rest.split_once('/') {
                     None => get,
                     Some((_, "call")) => method == Method::POST,
+                    // Their own keys (`personal.rs`: the handlers act for the caller only).
+                    Some((_, r)) if r == "my-secrets" || r.starts_with("my-secrets/") => true,
                     Some(_) => false,
                 };
             }
@@ -220,6 +222,11 @@ mod tests {
         assert!(for_users(&Method::GET, "/api/servers/one"));
         assert!(!for_users(&Method::DELETE, "/api/servers/one"));
         assert!(!for_users(&Method::GET, "/api/servers/one/secrets"));
+        assert!(for_users(
+            &Method::PUT,
+            "/api/servers/one/my-secrets/API_KEY"
+        ));
+        assert!(!for_users(&Method::GET, "/api/servers/one/personal-keys"));
         assert!(for_users(&Method::GET, "/ws"));
         assert!(!for_users(&Method::GET, "/api/status"));
         assert!(for_users(&Method::GET, "/app.js"));

@@ -135,3 +135,5 @@ mod limits;
 mod policy;
 // Profiles: a named set of servers and tools served as its own view, on every front.
 mod profiles;
+// Each user's own keys: per-user children with their own values, the shared fallback or its refusal, bounds.
+mod personal_keys;

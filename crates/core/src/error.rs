@@ -212,6 +212,22 @@ pub enum Error {
         server: String,
         tool: String,
     },
+    /// A server called with each user's own keys: the caller has none of their own, and the administrator does not
+    /// let users without one use the shared values (`personal.rs` of the registry).
+    #[error(
+        "personal_key_required: server `{server}` needs your own value of {keys}; add it with `agent-discover secrets set {server} KEY --mine --user YOU`, `PUT /api/servers/{server}/my-secrets/KEY` or the dashboard's \"My keys\""
+    )]
+    PersonalKeyRequired { server: String, keys: Box<str> },
+    /// The children started with users' own keys are at their bound (`scope`: `server` or `total`), none idle enough
+    /// to be stopped for this one.
+    #[error(
+        "personal_children_limit: {limit} children with users' own keys already run ({scope} bound) for `{server}` and none is idle; retry when one is (AGENT_DISCOVER_PERSONAL_CHILDREN, AGENT_DISCOVER_PERSONAL_CHILDREN_PER_SERVER)"
+    )]
+    PersonalChildrenLimit {
+        server: String,
+        scope: &'static str,
+        limit: usize,
+    },
 }
 
 impl Error {
@@ -265,7 +281,9 @@ impl Error {
             Error::ApprovalDenied { .. }
             | Error::SecretInArguments { .. }
             | Error::PolicyDenied { .. }
-            | Error::OutsideProfile { .. } => ErrorCode::Denied,
+            | Error::OutsideProfile { .. }
+            | Error::PersonalKeyRequired { .. } => ErrorCode::Denied,
+            Error::PersonalChildrenLimit { .. } => ErrorCode::Unavailable,
             Error::ApprovalTimeout { .. } => ErrorCode::Timeout,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::ServerBusy { .. } | Error::ServerUnavailable { .. } => ErrorCode::Unavailable,
@@ -288,6 +306,8 @@ impl Error {
             Error::ServerBusy { .. } => "server_busy",
             Error::ServerUnavailable { .. } => "server_unavailable",
             Error::OutsideProfile { .. } => "outside_profile",
+            Error::PersonalKeyRequired { .. } => "personal_key_required",
+            Error::PersonalChildrenLimit { .. } => "personal_children_limit",
             e => e.tool_error_kind().as_str(),
         }
     }
@@ -367,7 +387,9 @@ impl Error {
                 ..
             } => ToolErrorKind::Timeout,
             Error::StartFailed { .. } => ToolErrorKind::TransportError,
-            Error::AuthRequired { .. } => ToolErrorKind::AuthUnavailable,
+            Error::AuthRequired { .. } | Error::PersonalKeyRequired { .. } => {
+                ToolErrorKind::AuthUnavailable
+            }
             Error::NotFound { what: "tool", .. }
             | Error::ToolChanged { .. }
             | Error::ToolFlagged { .. }
@@ -376,7 +398,8 @@ impl Error {
             | Error::Unavailable(_)
             | Error::Io(_)
             | Error::ServerBusy { .. }
-            | Error::ServerUnavailable { .. } => ToolErrorKind::TransportError,
+            | Error::ServerUnavailable { .. }
+            | Error::PersonalChildrenLimit { .. } => ToolErrorKind::TransportError,
             Error::SandboxDenied { .. } => ToolErrorKind::SandboxDenied,
             // The contract has no kind for it; MCP's proxy_call says `input_required` (`mcp::proxy_call_response`).
             Error::InputRequired { .. }

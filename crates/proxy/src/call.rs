@@ -154,7 +154,7 @@ impl Inner {
         // A remote server that exchanges the caller's token (issue 30): the request names its user.
         name_user(&mut options.meta, child, caller);
         // A 2026-07-28 caller's log messages: registered before the child can log anything about this call.
-        let logs = self.watch_logs(&child.name, caller);
+        let logs = self.watch_logs(&crate::personal::route_name(child), caller);
         // rmcp assigns the outgoing progress token itself; we learn it from the handle and route by it. The child may
         // answer with progress (or a request of its own) as soon as rmcp writes the request, which can be before
         // this task runs again: the routes are registered under `registering`, which those wait for.
@@ -190,11 +190,13 @@ impl Inner {
             forwarded: forwarded.clone(),
             seen: child.progress_seen.clone(),
         };
-        let key = (child.name.clone(), token.clone());
+        // A child started with a user's own keys has routes of its own (`personal.rs`).
+        let (route_name, route_token) = crate::personal::route_of(child, &token);
+        let key = (child.name.clone(), route_token);
         lock(&self.progress).insert(key.clone(), route);
         if let Some(peer) = &caller.peer {
             let mut callers = lock(&self.callers);
-            callers.entry(child.name.clone()).or_default().push((
+            callers.entry(route_name.clone()).or_default().push((
                 token.clone(),
                 peer.clone(),
                 caller.in_exchange,
@@ -205,7 +207,7 @@ impl Inner {
             lock(&self.progress).remove(&key);
             lock(&child.progress_seen).remove(&token);
             if caller.peer.is_some()
-                && let Some(v) = lock(&self.callers).get_mut(&child.name)
+                && let Some(v) = lock(&self.callers).get_mut(&route_name)
             {
                 // This call's own entry: calls of one server overlap and end in any order.
                 v.retain(|(t, _, _)| *t != token);

@@ -78,14 +78,20 @@ impl ChildClient {
         let inner = self.proxy.upgrade()?;
         // The call this request is about may still be registering its caller (`call.rs`).
         inner.registered().await;
-        // A 2026-07-28 client's fast-lane call becomes an exchange now, as the normal path runs it (`relay/handover.rs`).
-        let asking = match inner.hand_over_lane_call(&self.server) {
+        // A 2026-07-28 client's fast-lane call becomes an exchange now, as the normal path runs it (`relay/handover.rs`);
+        // a child started with a user's own keys has no lane, and its exchanges are filed apart (`personal.rs`).
+        let lane = match self.personal {
+            None => inner.hand_over_lane_call(&self.server),
+            Some(_) => None,
+        };
+        let asking = match lane {
             Some(asking) => asking,
             None => {
                 // A parked exchange takes the request only when no other call of the child is in flight: a legacy
                 // client's call after a 2026-07-28 client left an exchange parked gets its own child's questions.
-                let parked_ok = !inner.plain_call_in_flight(&self.server);
-                inner.held.asking_for(&self.server, parked_ok)?
+                let route = self.route();
+                let parked_ok = !inner.plain_call_in_flight(&route);
+                inner.held.asking_for(&route, parked_ok)?
             }
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -151,6 +157,13 @@ impl ClientHandler for ChildClient {
         _context: NotificationContext<RoleClient>,
     ) {
         if let Some(inner) = self.proxy.upgrade() {
+            // A child started with a user's own keys: its messages go to that user's calls only (`personal.rs`).
+            if self.personal.is_some() {
+                inner
+                    .forward_personal_log(&self.route(), params, self.logs_counted)
+                    .await;
+                return;
+            }
             inner
                 .forward_log(&self.server, params, self.logs_counted)
                 .await;
@@ -177,6 +190,9 @@ impl ClientHandler for ChildClient {
         if let Some(inner) = self.proxy.upgrade() {
             if self.legacy_session {
                 params.progress_token = crate::state::legacy_token(&params.progress_token);
+            }
+            if let Some(user) = &self.personal {
+                params.progress_token = crate::personal::user_token(user, &params.progress_token);
             }
             inner.route_progress(&self.server, params).await;
         }
@@ -206,8 +222,8 @@ impl ClientHandler for ChildClient {
             .proxy
             .upgrade()
             .ok_or_else(|| self.refused("sampling", "shutting down"))?;
-        let peer = inner
-            .client_for(&self.server, |caps| caps.sampling.is_some())
+        let peer = self
+            .asked_client(&inner, |caps| caps.sampling.is_some())
             .ok_or_else(|| {
                 self.refused(
                     "sampling",
@@ -232,8 +248,8 @@ impl ClientHandler for ChildClient {
             .proxy
             .upgrade()
             .ok_or_else(|| self.refused("elicitation", "shutting down"))?;
-        let peer = inner
-            .client_for(&self.server, |caps| caps.elicitation.is_some())
+        let peer = self
+            .asked_client(&inner, |caps| caps.elicitation.is_some())
             .ok_or_else(|| {
                 self.refused(
                     "elicitation",
@@ -259,8 +275,8 @@ impl ClientHandler for ChildClient {
             .proxy
             .upgrade()
             .ok_or_else(|| self.refused("roots", "shutting down"))?;
-        let peer = inner
-            .client_for(&self.server, |caps| caps.roots.is_some())
+        let peer = self
+            .asked_client(&inner, |caps| caps.roots.is_some())
             .ok_or_else(|| {
                 self.refused("roots", "no connected client declared the roots capability")
             })?;

@@ -312,7 +312,7 @@ impl Proxy {
 }
 
 /// A log level's severity, lowest first (RFC 5424 order).
-fn rank(level: LoggingLevel) -> u8 {
+pub(super) fn rank(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
         LoggingLevel::Info => 1,

@@ -277,14 +277,18 @@ impl Proxy {
         }
         let id = held.next.fetch_add(1, Ordering::Relaxed);
         let (tx, steps) = mpsc::channel(4);
+        // A user's own child's exchanges are filed apart from the shared child's (`personal.rs`).
         lock(&held.asking)
-            .entry(child.name.clone())
+            .entry(crate::personal::route_name(child))
             .or_default()
             .push((id, tx.clone()));
         let cancel = CancellationToken::new();
         // Boxed: the call's future is large, and a task moves its future several times on the way in.
         let task = Box::pin(work(self.inner.clone(), cancel.clone()));
-        let (inner, server) = (Arc::downgrade(&self.inner), child.name.clone());
+        let (inner, server) = (
+            Arc::downgrade(&self.inner),
+            crate::personal::route_name(child),
+        );
         tokio::spawn(async move {
             let res = task.await;
             if let Some(inner) = inner.upgrade() {
@@ -314,7 +318,9 @@ impl Proxy {
         mut refused: Option<&'static str>,
     ) -> Result<Outcome> {
         let caps = caller.capabilities.clone().unwrap_or_default();
-        let logs = self.inner.watch_logs(&child.name, caller);
+        let logs = self
+            .inner
+            .watch_logs(&crate::personal::route_name(child), caller);
         let cancelled = || async {
             match &caller.cancel {
                 Some(c) => c.cancelled().await,

@@ -41,6 +41,7 @@ mod metrics;
 pub mod names;
 mod overrides;
 pub mod pages;
+mod personal;
 mod policy;
 mod recovery;
 pub mod relay;
@@ -67,6 +68,7 @@ use std::sync::Weak;
 
 pub use caller::Caller;
 pub use lifecycle::{Activation, FOLLOW_BACKOFF};
+pub use personal::{PersonalBounds, PersonalChild};
 pub use policy::client_of;
 pub use recovery::MAX_FAILURES;
 pub use single::ServerError;

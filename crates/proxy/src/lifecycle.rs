@@ -101,6 +101,8 @@ impl Proxy {
         }
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
+        // Users' own children start again on their next call, with the server's new configuration.
+        self.inner.stop_personal(Some(name)).await;
         let slot = lock(&self.inner.children).remove(name);
         let Some(slot) = slot else {
             return Ok(None);
@@ -178,6 +180,7 @@ impl Proxy {
     pub async fn deactivate_to(&self, name: &str, status: ServerStatus) -> Result<bool> {
         let guard = self.inner.lock_for(name);
         let _held = guard.lock().await;
+        self.inner.stop_personal(Some(name)).await;
         let slot = lock(&self.inner.children).remove(name);
         let Some(slot) = slot else {
             if let Ok(server) = self.inner.registry.get(name)
@@ -228,6 +231,7 @@ impl Proxy {
         let calllog = self.inner.calllog.clone();
         let _ = tokio::task::spawn_blocking(move || calllog.flush()).await;
         self.flush_metrics().await;
+        self.inner.stop_personal(None).await;
         let slots: Vec<Slot> = lock(&self.inner.children).drain().map(|(_, s)| s).collect();
         // Nothing runs them any more; the active flags stay, so the next start restores them.
         for slot in &slots {

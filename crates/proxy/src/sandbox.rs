@@ -67,9 +67,10 @@ const PASSED: &[&str] = &[
 /// paths: an `npx`/`uvx` server installs on its first start).
 const PASSED_PREFIXES: &[&str] = &["LC_", "npm_config_", "NPM_CONFIG_", "PIP_", "UV_"];
 
-/// The state directory of `server`: its HOME and TMPDIR, created on demand, private to it.
+/// The state directory of `server`: its HOME and TMPDIR, created on demand, private to it (and for a child started
+/// with a user's own keys, private to that user's: `personal.rs`).
 pub fn state_dir(config: &SandboxConfig, server: &str) -> PathBuf {
-    config.state_root.join(server)
+    config.state_root.join(crate::personal::state_name(server))
 }
 
 /// A state directory name for `label`: characters outside `[A-Za-z0-9_-]` become `_`, at most 64 of them.

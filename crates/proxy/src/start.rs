@@ -94,12 +94,15 @@ impl Inner {
             .call_timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(self.timeouts.call);
-        let secrets = self.secrets.env_for(server.id)?;
+        let mut secrets = self.secrets.env_for(server.id)?;
+        // A child started with a user's own keys: theirs over the shared ones (`personal.rs`).
+        let personal = crate::personal::overlay(&mut secrets);
         let handler = ChildClient {
             proxy: Arc::downgrade(self),
             server: server.name.clone(),
             legacy_session: false,
             logs_counted: false,
+            personal: personal.clone(),
         };
         let stderr = Arc::new(StderrRing::default());
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -468,6 +471,7 @@ impl Inner {
             legacy_retry: Mutex::new(None),
             runtime,
             fetched,
+            personal,
         });
         // Which tools ask or refuse (`approval.rs`): the fast lane leaves them to the normal path.
         self.gate_approvals(&child);

@@ -144,6 +144,8 @@ pub(crate) struct Inner {
     pub(super) limits: crate::limits::Limits,
     /// The policies for calls (`policy.rs`), set once by the application.
     pub(super) policies: std::sync::OnceLock<ad_policy::Policies>,
+    /// The children started with a user's own keys, one per (server, user), and their bounds (`personal.rs`).
+    pub(super) personal: crate::personal::Personal,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -224,6 +226,8 @@ pub(super) struct Child {
     pub(super) runtime: Option<crate::runtime::RuntimeInfo>,
     /// A launcher fetched for this start (`launcher.rs`), told to the user in the activation's answer.
     pub(super) fetched: Option<String>,
+    /// The user whose own keys this child was started with (`personal.rs`); `None` for the server's shared child.
+    pub(super) personal: Option<Arc<str>>,
 }
 
 /// Opens a child's legacy session (`start.rs`): each call is one attempt, with its own connection.
@@ -314,6 +318,7 @@ impl Proxy {
             local: Mutex::new(None),
             limits: crate::limits::Limits::new(registry.clone()),
             policies: std::sync::OnceLock::new(),
+            personal: Default::default(),
         });
         Proxy { inner }
     }
@@ -329,6 +334,9 @@ pub struct ChildClient {
     /// Its transport counted each log message as it read it (`typed.rs`, before rmcp hands the message to a task of
     /// its own): forwarding one ends that count instead of starting one (`forward::flush_logs`).
     pub(super) logs_counted: bool,
+    /// The user of a child started with their own keys (`personal.rs`): its progress, log messages and requests go
+    /// to that user's calls only.
+    pub(super) personal: Option<Arc<str>>,
 }
 
 /// The key of a progress route for a call made on a child's [`LegacySession`]: rmcp numbers progress tokens per

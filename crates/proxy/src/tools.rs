@@ -179,7 +179,8 @@ impl Proxy {
         if let Some(span) = &span {
             caller.trace = Some(span.context().clone());
         }
-        let child = match self.inner.ready_child(server).await {
+        // The shared child, or the caller's own when they have their own keys (`personal.rs`).
+        let child = match self.inner.child_for(server, &caller).await {
             Ok(c) => c,
             // Not running because it waits for an OAuth authorization: say where to give it.
             Err(e) => {

@@ -13,6 +13,7 @@ pub mod config;
 pub mod guards;
 pub mod limits;
 pub mod overrides;
+pub mod personal;
 pub mod pinning;
 pub mod registry;
 pub mod sandbox;

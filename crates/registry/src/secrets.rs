@@ -41,9 +41,9 @@ pub fn mask(value: &str) -> String {
 
 #[derive(Clone)]
 pub struct Secrets {
-    registry: Registry,
-    events: EventBus,
-    cipher: SealKey,
+    pub(crate) registry: Registry,
+    pub(crate) events: EventBus,
+    pub(crate) cipher: SealKey,
 }
 
 impl fmt::Debug for Secrets {
@@ -207,6 +207,29 @@ impl SealKey {
         let mut blob = nonce.to_vec();
         blob.extend_from_slice(&sealed);
         Ok(blob)
+    }
+
+    /// A key of its own for `context` (a user's): the first 32 bytes of the XChaCha20 keystream under this key for
+    /// a nonce that is the SHA-256 of `context` (a PRF of key and nonce), so a value sealed with one context's key
+    /// does not open with another's, and no key is stored.
+    pub fn derive(&self, context: &str) -> Result<SealKey> {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(format!("agent-discover/derived-key\0{context}"));
+        let nonce = XNonce::try_from(&digest[..NONCE_LEN])
+            .map_err(|_| Error::Internal("key derivation".into()))?;
+        let stream = self
+            .0
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: &[0u8; 32],
+                    aad: b"agent-discover/derived-key",
+                },
+            )
+            .map_err(|_| Error::Internal("key derivation failed".into()))?;
+        let key = Key::<XChaCha20Poly1305>::try_from(&stream[..32])
+            .map_err(|_| Error::Internal("key derivation".into()))?;
+        Ok(SealKey(XChaCha20Poly1305::new(&key)))
     }
 
     /// Decrypts what [`SealKey::seal`] sealed with the same `aad`; `None` when it does not open.

@@ -23,6 +23,7 @@ mod limits;
 pub mod market_cache;
 mod oauth;
 mod overrides;
+mod personal;
 pub mod pg;
 mod pins;
 mod profiles;

@@ -357,6 +357,22 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // Each user's own secret values (sealed per user) and each server's rule for users without their own.
+    r#"
+    CREATE TABLE personal_secrets (
+        server_id INTEGER NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        user_key TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value BLOB NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (server_id, user_key, key)
+    );
+    CREATE TABLE personal_settings (
+        server_id INTEGER PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        allow_shared INTEGER NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

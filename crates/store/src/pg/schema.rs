@@ -267,6 +267,22 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL
     );
     "#,
+    // v12: SQLite's schema version 20 (each user's own secret values, see schema.rs).
+    r#"
+    CREATE TABLE personal_secrets (
+        server_id BIGINT NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+        user_key TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value BYTEA NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (server_id, user_key, key)
+    );
+    CREATE TABLE personal_settings (
+        server_id BIGINT PRIMARY KEY REFERENCES servers(id) ON DELETE CASCADE,
+        allow_shared BIGINT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -2,7 +2,9 @@
 //! (`set.cedar`: 41 policies, a few applying to each benchmarked tool, most with argument conditions):
 //! `cargo bench -p ad-policy` (release profile). Prints the mean and p50/p99 per call for: no policies at all, a tool
 //! no policy can apply to, a tool only the policy scoped to every tool applies to, and policed calls that are
-//! allowed, denied and asked. `POLICY_BENCH_CALLS` sets the calls per case (default 200,000).
+//! allowed, denied and asked. `POLICY_BENCH_CALLS` sets the calls per case (default 200,000). Besides the wall time,
+//! the thread's CPU time per call (Linux's `/proc/thread-self/schedstat`): on a machine shared with other builds the
+//! wall time includes the time the thread waited for a core, the CPU time does not.
 
 use std::time::Instant;
 
@@ -20,6 +22,14 @@ fn policies(text: &str, count: usize) -> (tempfile::TempDir, Policies) {
     (dir, p)
 }
 
+/// Nanoseconds this thread has run on a CPU (0 where the kernel does not say).
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
     assert_eq!(p.evaluate(call).map(|d| d.outcome), want, "{name}");
     // `POLICY_BENCH_CALLS` (default 200,000) calls per case; a multiple of 100.
@@ -29,6 +39,7 @@ fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
         .unwrap_or(200_000)
         .max(100);
     let mut samples = Vec::with_capacity(n / 100);
+    let cpu = cpu_ns();
     let started = Instant::now();
     for _ in 0..n / 100 {
         let t = Instant::now();
@@ -38,10 +49,11 @@ fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
         samples.push(t.elapsed().as_nanos() as f64 / 100.0);
     }
     let mean = started.elapsed().as_nanos() as f64 / n as f64;
+    let cpu = cpu_ns().saturating_sub(cpu) as f64 / n as f64;
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
     println!(
-        "{name:<48} mean {:>8.0} ns  p50 {:>8.0} ns  p99 {:>8.0} ns",
+        "{name:<48} mean {:>8.0} ns  p50 {:>8.0} ns  p99 {:>8.0} ns  cpu {cpu:>8.0} ns",
         mean,
         at(0.5),
         at(0.99)

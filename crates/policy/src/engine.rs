@@ -17,8 +17,10 @@
 //! policies in file order).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use cedar_policy::{
     ActionConstraint, Authorizer, Context, Decision as CedarDecision, Effect, Entities, Entity,
@@ -71,7 +73,21 @@ pub(crate) struct Set {
     authorizer: Authorizer,
     call: EntityUid,
     types: Types,
+    /// The entities of recent calls by their hash ([`Set::cached_entities`]).
+    cache: Mutex<HashMap<u64, Vec<(CacheKey, Arc<Entities>)>>>,
 }
+
+/// Who calls what: what a call's entities are made of.
+struct CacheKey {
+    user: Option<String>,
+    groups: Vec<String>,
+    server: String,
+    tool: String,
+    resource: bool,
+}
+
+/// Distinct callers and tools whose entities are kept before the cache starts again.
+const CACHE_MAX: usize = 4096;
 
 impl Default for Set {
     fn default() -> Set {
@@ -84,6 +100,7 @@ impl Default for Set {
             text: String::new(),
             authorizer: Authorizer::new(),
             call: EntityUid::from_type_name_and_id(ty("Action"), EntityId::new("call")),
+            cache: Mutex::new(HashMap::new()),
             types: Types {
                 user: ty("User"),
                 group: ty("Group"),
@@ -269,7 +286,7 @@ impl Set {
     /// The decision for `call`, by the policies of its tool's slice; `None` when no policy is scoped to its tool.
     pub(crate) fn decide(&self, call: &Call<'_>) -> Option<Decision> {
         let slice = self.index.get(call.server, call.tool)?;
-        Some(self.decide_in(slice, call))
+        Some(self.decide_in(slice, call, true))
     }
 
     /// Ids in the set's order (Cedar reports deciding policies as a hash set).
@@ -281,13 +298,14 @@ impl Set {
         ids.into_iter().map(|(_, p)| p.to_string()).collect()
     }
 
-    fn decide_in(&self, slice: &Slice, call: &Call<'_>) -> Decision {
+    /// `cached`: the call's entities may come from the cache (the tests' whole-set decision builds them afresh).
+    fn decide_in(&self, slice: &Slice, call: &Call<'_>, cached: bool) -> Decision {
         let decided = |outcome, policies: Vec<String>, reason: String| Decision {
             outcome,
             policies,
             reason,
         };
-        let (req, entities) = match self.request(call, &slice.reads) {
+        let (req, entities) = match self.request(call, &slice.reads, cached) {
             Ok(r) => r,
             Err(e) => {
                 return decided(
@@ -362,7 +380,9 @@ impl Set {
     }
 
     /// The Cedar request and entities of `call`, with the arguments and the tool's attributes the policies read.
-    fn request(&self, call: &Call<'_>, reads: &Reads) -> Result<(Request, Entities), String> {
+    /// The entities of `call`: the user in their groups, the tool (with its attributes when `resource`: some
+    /// policy reads them) in its server, the server.
+    fn entities(&self, call: &Call<'_>, resource_attrs: bool) -> Result<Entities, String> {
         let uid = |t: &EntityTypeName, id: &str| {
             EntityUid::from_type_name_and_id(t.clone(), EntityId::new(id))
         };
@@ -372,9 +392,9 @@ impl Set {
         let server = uid(&t.server, call.server);
         let resource = uid(&t.tool, &tool_id(call.server, call.tool));
         let parents = HashSet::from([server.clone()]);
-        let tool = if reads.resource {
+        let tool = if resource_attrs {
             Entity::new(
-                resource.clone(),
+                resource,
                 HashMap::from([
                     (
                         "server".to_owned(),
@@ -389,17 +409,86 @@ impl Set {
             )
             .map_err(|e| e.to_string())?
         } else {
-            Entity::new_no_attrs(resource.clone(), parents)
+            Entity::new_no_attrs(resource, parents)
         };
-        let entities = Entities::from_entities(
+        Entities::from_entities(
             [
-                Entity::new_no_attrs(principal.clone(), groups),
+                Entity::new_no_attrs(principal, groups),
                 tool,
                 Entity::new_no_attrs(server, HashSet::new()),
             ],
             None,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+    }
+
+    /// [`Set::entities`] from the cache of recent callers and tools, else made and kept: building them (Cedar
+    /// computes the hierarchy's closure) was half of a policed call's cost, and a user calls the same tools again and
+    /// again. The cache lives as long as the set; it is emptied when it holds [`CACHE_MAX`] entries.
+    fn cached_entities(
+        &self,
+        call: &Call<'_>,
+        resource_attrs: bool,
+    ) -> Result<Arc<Entities>, String> {
+        let mut h = std::hash::DefaultHasher::new();
+        (
+            call.user,
+            call.groups,
+            call.server,
+            call.tool,
+            resource_attrs,
+        )
+            .hash(&mut h);
+        let hash = h.finish();
+        let same = |k: &CacheKey| {
+            k.user.as_deref() == call.user
+                && k.groups == call.groups
+                && k.server == call.server
+                && k.tool == call.tool
+                && k.resource == resource_attrs
+        };
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(hit) = cache
+                .get(&hash)
+                .and_then(|v| v.iter().find(|(k, _)| same(k)))
+            {
+                return Ok(hit.1.clone());
+            }
+        }
+        let made = Arc::new(self.entities(call, resource_attrs)?);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= CACHE_MAX {
+            cache.clear();
+        }
+        let key = CacheKey {
+            user: call.user.map(str::to_owned),
+            groups: call.groups.to_vec(),
+            server: call.server.to_owned(),
+            tool: call.tool.to_owned(),
+            resource: resource_attrs,
+        };
+        cache.entry(hash).or_default().push((key, made.clone()));
+        Ok(made)
+    }
+
+    fn request(
+        &self,
+        call: &Call<'_>,
+        reads: &Reads,
+        cached: bool,
+    ) -> Result<(Request, Arc<Entities>), String> {
+        let entities = if cached {
+            self.cached_entities(call, reads.resource)?
+        } else {
+            Arc::new(self.entities(call, reads.resource)?)
+        };
+        let uid = |t: &EntityTypeName, id: &str| {
+            EntityUid::from_type_name_and_id(t.clone(), EntityId::new(id))
+        };
+        let t = &self.types;
+        let principal = uid(&t.user, call.user.unwrap_or(LOCAL_USER));
+        let resource = uid(&t.tool, &tool_id(call.server, call.tool));
         let args = match call.args {
             Some(m) => RestrictedExpression::new_record(
                 m.iter()
@@ -450,7 +539,7 @@ impl Set {
                 ..Reads::default()
             },
         };
-        Some(self.decide_in(&whole, call))
+        Some(self.decide_in(&whole, call, false))
     }
 }
 

@@ -66,7 +66,7 @@ use std::sync::Weak;
 
 pub use caller::Caller;
 pub use lifecycle::{Activation, FOLLOW_BACKOFF};
-pub use policy::client_of;
+pub use policy::{client_of, police};
 pub use recovery::MAX_FAILURES;
 pub use single::ServerError;
 pub use skills::LoadedSkill;

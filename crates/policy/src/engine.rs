@@ -74,8 +74,11 @@ pub(crate) struct Set {
     call: EntityUid,
     types: Types,
     /// The entities of recent calls by their hash ([`Set::cached_entities`]).
-    cache: Mutex<HashMap<u64, Vec<(CacheKey, Arc<Entities>)>>>,
+    cache: Mutex<EntityCache>,
 }
+
+/// Recent calls' entities by the hash of who calls what (several keys may share a hash).
+type EntityCache = HashMap<u64, Vec<(CacheKey, Arc<Entities>)>>;
 
 /// Who calls what: what a call's entities are made of.
 struct CacheKey {

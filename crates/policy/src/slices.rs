@@ -167,7 +167,7 @@ fn slice<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<Option<Arc<Slic
 }
 
 /// The policies scoped to server `s`'s tools.
-fn of_server<'a, 'b>(entries: &'a [Entry], s: &'b str) -> impl Iterator<Item = &'a Entry> {
+fn of_server<'a>(entries: &'a [Entry], s: &str) -> impl Iterator<Item = &'a Entry> {
     entries
         .iter()
         .filter(move |e| matches!(&e.scope, Some((true, x)) if x == s))

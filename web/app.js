@@ -4,6 +4,7 @@
 import { h, buildForm } from './schema-form.js';
 import { initProfiles } from './profiles.js';
 import { loadMyKeys } from './personal.js';
+import { initPolicies } from './policies.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -58,7 +59,7 @@ function fmtTime(ts) {
 
 // ---------- tabs and keyboard ----------
 
-const TABS = ['servers', 'browse', 'logs', 'test', 'pins', 'profiles'];
+const TABS = ['servers', 'browse', 'logs', 'test', 'pins', 'profiles', 'policies'];
 
 function showTab(name, focus = true) {
   for (const t of TABS) {
@@ -72,6 +73,7 @@ function showTab(name, focus = true) {
   if (name === 'test') renderTestPickers();
   if (name === 'pins') loadPending();
   if (name === 'profiles') loadProfiles();
+  if (name === 'policies') loadPolicies();
   history.replaceState(null, '', `#${name}`);
 }
 
@@ -909,6 +911,10 @@ async function loadAgents() {
 // ---------- profiles (`profiles.js`) ----------
 
 const loadProfiles = initProfiles({ api, toast, act });
+
+// ---------- policies (`policies.js`) ----------
+
+const loadPolicies = initPolicies({ api, toast, act });
 
 // ---------- start ----------
 

@@ -30,6 +30,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../web/personal.js"),
     ),
     (
+        "policies.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../web/policies.js"),
+    ),
+    (
         "schema-form.js",
         "text/javascript; charset=utf-8",
         include_str!("../../web/schema-form.js"),

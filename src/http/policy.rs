@@ -54,6 +54,7 @@ pub fn schemas() -> Value {
             "source": {"type": ["string", "null"]}, "policies": {"type": "integer"},
             "generation": {"type": "integer", "description": "bumped each time a set is put in force"},
             "loaded_at": {"type": ["string", "null"]}, "files": {"type": "array", "items": {"type": "string"}},
+            "digest": {"type": "string", "description": "a fingerprint of the files' names and texts: equal on replicas that read the same"},
             "error": error, "error_at": {"type": ["string", "null"]},
             "list": {"type": "array", "items": policy}}},
         "PolicyTest": {"type": "object", "required": ["server", "tool"], "additionalProperties": false, "properties": {

@@ -3,11 +3,13 @@
 // Rust test starts), review and approve a tool whose description changed (Approvals), set an `ask` approval rule
 // from a server card and approve and deny waiting calls (Approvals), override a tool from its card (approved in
 // Approvals, then listed and called under its new name), disable the running server (its child exits) and
-// enable it again, create and remove a profile (Profiles), and save screenshots.
+// enable it again, create and remove a profile (Profiles), see a policy file in force, try calls against it and see a
+// broken file's error while the set stays (Policies), and save screenshots.
 //
 // Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
 // Environment: FIXTURE_COMMAND (the agent-discover-fixture binary), PLAYWRIGHT_CORE (path of the playwright-core
-// package), CHROMIUM (default /usr/bin/chromium). Run by the `it` test binary (tests/it/http.rs), which sets all three.
+// package), CHROMIUM (default /usr/bin/chromium), POLICY_DIR (the served process's policy directory). Run by the `it`
+// test binary (tests/it/http.rs), which sets them all.
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,8 +17,9 @@ import { join } from 'node:path';
 
 const [url, shot] = process.argv.slice(2);
 const fixture = process.env.FIXTURE_COMMAND;
-if (!url || !shot || !fixture || !process.env.PLAYWRIGHT_CORE) {
-  console.error('usage: FIXTURE_COMMAND=... PLAYWRIGHT_CORE=... node dashboard.mjs URL SCREENSHOT.png');
+const policyDir = process.env.POLICY_DIR;
+if (!url || !shot || !fixture || !process.env.PLAYWRIGHT_CORE || !policyDir) {
+  console.error('usage: FIXTURE_COMMAND=... PLAYWRIGHT_CORE=... POLICY_DIR=... node dashboard.mjs URL SCREENSHOT.png');
   process.exit(2);
 }
 const { chromium } = createRequire(import.meta.url)(process.env.PLAYWRIGHT_CORE);
@@ -246,6 +249,36 @@ try {
   await pcard.getByRole('button', { name: 'Remove profile web' }).click();
   await pcard.waitFor({ state: 'detached' });
   await page.locator('#profile-empty').waitFor({ state: 'visible' });
+
+  step('see a policy file in Policies, try calls against it, and a broken file\'s error while the set stays');
+  const policyText = '@id("web-no-secret") forbid (principal, action, resource == Tool::"fx/echo")\n'
+    + '  when { context.args has text && context.args.text like "*secret*" };\n';
+  writeFileSync(join(policyDir, 'web.cedar'), policyText);
+  await page.keyboard.press('7');
+  await page.locator('#panel-policies').waitFor({ state: 'visible' });
+  await page.getByRole('button', { name: 'Reload files' }).click();
+  const prow = page.locator('#policy-rows tr[data-policy="web-no-secret"]');
+  await prow.locator('.pill', { hasText: /^forbid$/ }).waitFor();
+  await prow.locator('code', { hasText: /^fx\/echo$/ }).waitFor();
+  await page.locator('#count-policies', { hasText: /^1$/ }).waitFor();
+  const tform = page.locator('#policy-test-form');
+  await tform.getByLabel('Server', { exact: true }).fill('fx');
+  await tform.getByLabel('Tool', { exact: true }).fill('echo');
+  await tform.getByLabel('Arguments (JSON)', { exact: true }).fill('{"text": "my secret"}');
+  await tform.getByRole('button', { name: 'Try it' }).click();
+  await page.locator('#policy-decision[data-outcome="deny"]', { hasText: 'deny by web-no-secret' }).waitFor();
+  await tform.getByLabel('Arguments (JSON)', { exact: true }).fill('{"text": "hello"}');
+  await tform.getByRole('button', { name: 'Try it' }).click();
+  await page.locator('#policy-decision[data-outcome="allow"]').waitFor();
+  writeFileSync(join(policyDir, 'web.cedar'), 'forbid (principal, action, resource');
+  await page.getByRole('button', { name: 'Reload files' }).click();
+  await page.locator('#policy-error', { hasText: 'previous set stays' }).waitFor();
+  await page.locator('#policy-error', { hasText: 'web.cedar' }).waitFor();
+  await prow.waitFor();
+  writeFileSync(join(policyDir, 'web.cedar'), policyText);
+  await page.getByRole('button', { name: 'Reload files' }).click();
+  await page.locator('#policy-error').waitFor({ state: 'hidden' });
+  await prow.waitFor();
 
   step('screenshots');
   await page.keyboard.press('1');

@@ -1488,6 +1488,7 @@ async fn dashboard_in_a_real_browser() {
         .arg(format!("{}/", served.url))
         .arg(&shot)
         .env("FIXTURE_COMMAND", harness::fixture())
+        .env("POLICY_DIR", dir.path().join("policies"))
         .env("PLAYWRIGHT_CORE", &playwright)
         .env("CHROMIUM", &chromium)
         .kill_on_drop(true)

@@ -490,3 +490,77 @@ async fn two_replicas_on_one_postgres_share_a_rate_limit() {
     assert!((10..=11).contains(&total), "{passed:?}");
     assert!(passed[0] > 0 && passed[1] > 0, "{passed:?}");
 }
+
+/// Team mode: a breaker opened on one replica is followed by the others as soon as PostgreSQL's notification of it
+/// arrives, not on their next timed read of the limits (two `Limits` over their own connections to one database, as
+/// two `serve` processes have).
+#[test]
+fn a_breaker_opened_on_one_replica_refuses_on_the_other_once_notified() {
+    use ad_core::limits::{Breaker, LimitSettings};
+    use agent_discover::error::Error;
+    use agent_discover::events::EventBus;
+    use agent_discover::proxy::limits::Limits;
+    use agent_discover::registry::Registry;
+    use agent_discover::store::Store;
+
+    let server = crate::pg::server();
+    let url = server.new_database();
+    let (a_store, b_store) = (
+        Store::open_url(&url).unwrap(),
+        Store::open_url(&url).unwrap(),
+    );
+    let a_reg = Registry::new(a_store, EventBus::default());
+    let spec = serde_json::from_value(json!({"name": "fx", "command": "true"})).unwrap();
+    a_reg.register(spec).unwrap();
+    let settings = LimitSettings {
+        breaker: Some(Breaker {
+            failures: 2,
+            window_ms: 30_000,
+            cooldown_ms: 60_000,
+        }),
+        ..LimitSettings::default()
+    };
+    a_reg.set_limit_settings("fx", Some(settings)).unwrap();
+    let a = Limits::new(a_reg);
+    let b = Limits::new(Registry::new(b_store.clone(), EventBus::default()));
+    // B has just read the limits: with a timed re-read it would let calls through for up to a second more.
+    b.admit("fx", "echo", None).unwrap().finish(false);
+    let seen = b_store.limits_marker().expect("the listener is connected");
+    let mut changes = b_store.remote_changes().expect("a PostgreSQL store");
+    for _ in 0..2 {
+        a.admit("fx", "echo", None).unwrap().finish(true);
+    }
+    assert!(matches!(
+        a.admit("fx", "echo", None),
+        Err(Error::ServerUnavailable { .. })
+    ));
+    // B hears of it (its listener counts the notification; no timer), then refuses at once.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            changes.wait_for(|s| s.limits + s.reconnects > seen),
+        )
+        .await
+        .expect("the breaker's opening was never notified")
+        .unwrap();
+    });
+    let started = Instant::now();
+    match b.admit("fx", "echo", None) {
+        Err(Error::ServerUnavailable {
+            failures,
+            retry_after_ms,
+            ..
+        }) => {
+            assert_eq!(failures, 2);
+            assert!(retry_after_ms > 30_000, "{retry_after_ms}");
+        }
+        Err(e) => panic!("refused otherwise: {e}"),
+        Ok(_) => panic!("the other replica still lets calls through"),
+    }
+    // Followed on that call, not after a timed re-read.
+    assert!(started.elapsed() < Duration::from_secs(1));
+}

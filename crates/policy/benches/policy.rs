@@ -1,40 +1,33 @@
-//! What the policies cost per call, through `Policies::evaluate` as the proxy calls it, over a realistic set (a
-//! filesystem allow-list by group with a path forbid, repository owners, amounts that ask, a script rule, and 20
-//! per-user rules): `cargo bench -p ad-policy` (release profile). Prints the mean and p50/p99 per call for a tool no
-//! policy is scoped to, a policed call that is allowed, one that is denied and one that asks. `POLICY_BENCH_CALLS`
-//! sets the calls per case (default 200,000).
+//! What the policies cost per call, through `Policies::evaluate` as the proxy calls it, over a realistic set
+//! (`set.cedar`: 41 policies, a few applying to each benchmarked tool, most with argument conditions):
+//! `cargo bench -p ad-policy` (release profile). Prints the mean and p50/p99 per call for: no policies at all, a tool
+//! no policy can apply to, a tool only the policy scoped to every tool applies to, and policed calls that are
+//! allowed, denied and asked. `POLICY_BENCH_CALLS` sets the calls per case (default 200,000). Besides the wall time,
+//! the thread's CPU time per call (Linux's `/proc/thread-self/schedstat`): on a machine shared with other builds the
+//! wall time includes the time the thread waited for a core, the CPU time does not.
 
 use std::time::Instant;
 
 use ad_policy::{Call, Outcome, Policies};
 use serde_json::{Map, Value, json};
 
-fn policies() -> (tempfile::TempDir, Policies) {
-    let mut text = String::from(
-        r#"
-@id("no-etc") forbid (principal, action == Action::"call", resource in Server::"fs")
-when { context.args has path && context.args.path like "/etc/*" };
-@id("fs-dev") permit (principal in Group::"dev", action == Action::"call", resource in Server::"fs");
-@id("gh-acme") forbid (principal, action, resource in Server::"github")
-when { context.args has owner && context.args.owner != "acme" } unless { principal in Group::"admins" };
-@id("gh-all") permit (principal, action, resource in Server::"github");
-@id("big-charge") @ask("") permit (principal, action, resource == Tool::"pay/charge")
-when { context.args has amount && context.args.amount > 100 };
-@id("small-charge") permit (principal, action, resource == Tool::"pay/charge")
-when { context.args has amount && context.args.amount <= 100 };
-@id("no-script-delete") forbid (principal, action, resource == Tool::"fs/delete") when { context.script };
-"#,
-    );
-    for i in 0..20 {
-        text.push_str(&format!(
-            "@id(\"u{i}\") forbid (principal == User::\"u{i}\", action, resource == Tool::\"s{i}/t{i}\") when {{ context.client == \"c{i}\" }};\n"
-        ));
-    }
+/// The benchmarks' policy set (shared with the workspace's `benches/policy_call.rs`).
+const SET: &str = include_str!("set.cedar");
+
+fn policies(text: &str, count: usize) -> (tempfile::TempDir, Policies) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bench.cedar"), text).unwrap();
     let p = Policies::open(dir.path().to_path_buf());
-    assert_eq!(p.list().len(), 27);
+    assert_eq!(p.list().len(), count, "{}", p.status());
     (dir, p)
+}
+
+/// Nanoseconds this thread has run on a CPU (0 where the kernel does not say).
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
@@ -46,6 +39,7 @@ fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
         .unwrap_or(200_000)
         .max(100);
     let mut samples = Vec::with_capacity(n / 100);
+    let cpu = cpu_ns();
     let started = Instant::now();
     for _ in 0..n / 100 {
         let t = Instant::now();
@@ -55,10 +49,11 @@ fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
         samples.push(t.elapsed().as_nanos() as f64 / 100.0);
     }
     let mean = started.elapsed().as_nanos() as f64 / n as f64;
+    let cpu = cpu_ns().saturating_sub(cpu) as f64 / n as f64;
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
     println!(
-        "{name:<44} mean {:>8.0} ns  p50 {:>8.0} ns  p99 {:>8.0} ns",
+        "{name:<48} mean {:>8.0} ns  p50 {:>8.0} ns  p99 {:>8.0} ns  cpu {cpu:>8.0} ns",
         mean,
         at(0.5),
         at(0.99)
@@ -70,14 +65,22 @@ fn args(v: Value) -> Map<String, Value> {
 }
 
 fn main() {
-    let (_dir, p) = policies();
-    let dev = vec!["dev".to_owned()];
+    let (_dir, p) = policies(SET, 41);
+    // The same set without the one policy scoped to every tool: a tool no policy names has no Cedar call.
+    let without_every: String = SET
+        .lines()
+        .filter(|l| !l.contains("\"suspended\""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (_dir2, scoped) = policies(&without_every, 40);
+    let groups = vec!["dev".to_owned(), "staff".to_owned()];
     let file = args(json!({"path": "/home/alice/notes.md", "content": "x".repeat(2000)}));
     let etc = args(json!({"path": "/etc/passwd", "content": "x"}));
     let charge = args(json!({"amount": 250, "currency": "EUR", "to": "acct-1"}));
+    let echo = args(json!({"text": "x"}));
     let call = |server, tool, args| Call {
         user: Some("alice"),
-        groups: &dev,
+        groups: &groups,
         client: Some("claude-code"),
         script: false,
         server,
@@ -85,10 +88,22 @@ fn main() {
         args: Some(args),
     };
     measure(
-        "unpoliced tool (no policy scoped to it)",
-        &p,
+        "no policies at all",
+        &Policies::default(),
+        &call("fs", "write_file", &file),
+        None,
+    );
+    measure(
+        "a tool no policy can apply to",
+        &scoped,
         &call("time", "now", &file),
         None,
+    );
+    measure(
+        "a tool only the every-tool policy applies to",
+        &p,
+        &call("time", "now", &file),
+        Some(Outcome::Allow),
     );
     measure(
         "policed, allowed (fs/write_file, 2 kB arg)",
@@ -108,11 +123,10 @@ fn main() {
         &call("pay", "charge", &charge),
         Some(Outcome::Ask),
     );
-    let empty = Policies::default();
     measure(
-        "no policies at all",
-        &empty,
-        &call("fs", "write_file", &file),
-        None,
+        "policed, allowed (fx/echo, 4 policies apply)",
+        &p,
+        &call("fx", "echo", &echo),
+        Some(Outcome::Allow),
     );
 }

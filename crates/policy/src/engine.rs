@@ -1,5 +1,7 @@
-//! The Cedar side: policy files parsed and checked into one `PolicySet`, the scope index that tells which tools some
-//! policy could apply to, and one call evaluated into a [`Decision`].
+//! The Cedar side: policy files parsed and checked into one `PolicySet`, cut into per-tool slices (`slices.rs`: the
+//! policies whose scope can match a tool), and one call evaluated by its tool's slice into a [`Decision`]. Per call:
+//! two hash lookups find the slice (none: the call is not policed, no Cedar call), then the request is built from
+//! entity types parsed once and only the arguments the slice's policies read.
 //!
 //! The call as Cedar sees it: principal `User::"<sub>"` (or `User::"local"`) whose parents are its
 //! `Group::"<group>"`s; action `Action::"call"`; resource `Tool::"<server>/<tool>"` whose parent is
@@ -11,11 +13,14 @@
 //! a tool some `permit` is scoped to that no `permit` allows is denied (inside a permit's scope the set is
 //! default-deny, as Cedar is); a tool no permit is scoped to is allowed. A policy that fails to evaluate (a missing
 //! attribute without `has`, a type error) counts as holding when it is a `forbid`: a policy meant to refuse must not
-//! let a call through because it could not be read.
+//! let a call through because it could not be read. Deciding policies are named in the set's order (files by name,
+//! policies in file order).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use cedar_policy::{
     ActionConstraint, Authorizer, Context, Decision as CedarDecision, Effect, Entities, Entity,
@@ -26,6 +31,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::call::{Call, Decision, LOCAL_USER, LoadError, Outcome};
+use crate::slices::{Entry, Index, Reads, Slice};
 
 /// A policy in force, as `policy list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -40,65 +46,76 @@ pub struct PolicyInfo {
     pub text: String,
 }
 
-/// Which tools some policies are scoped to.
-#[derive(Default)]
-struct Scope {
-    every: bool,
-    servers: HashSet<String>,
-    /// Tools by server.
-    tools: HashMap<String, HashSet<String>>,
-}
-
-impl Scope {
-    /// Whether a policy of these is scoped to the tool: a hash lookup or two, no allocation.
-    fn covers(&self, server: &str, tool: &str) -> bool {
-        self.every
-            || (!self.servers.is_empty() && self.servers.contains(server))
-            || self.tools.get(server).is_some_and(|t| t.contains(tool))
-    }
-}
-
 struct Meta {
     forbid: bool,
     ask: bool,
+    /// Its place in the set (files in name order, policies in file order): deciding policies are named in it.
+    order: usize,
 }
 
-/// A checked policy set with its scope index.
+/// The entity types of a call, parsed once.
+struct Types {
+    user: EntityTypeName,
+    group: EntityTypeName,
+    tool: EntityTypeName,
+    server: EntityTypeName,
+}
+
+/// A checked policy set with its per-tool slices (`slices.rs`).
 pub(crate) struct Set {
+    /// The whole set: what the slices are cut from (and, in tests, what they are compared with).
+    #[cfg_attr(not(test), allow(dead_code))]
     set: PolicySet,
     meta: HashMap<PolicyId, Meta>,
     infos: Vec<PolicyInfo>,
-    all: Scope,
-    permits: Scope,
+    index: Index,
     text: String,
     authorizer: Authorizer,
     call: EntityUid,
+    types: Types,
+    /// The entities of recent calls by their hash ([`Set::cached_entities`]).
+    cache: Mutex<EntityCache>,
 }
+
+/// Recent calls' entities by the hash of who calls what (several keys may share a hash).
+type EntityCache = HashMap<u64, Vec<(CacheKey, Arc<Entities>)>>;
+
+/// Who calls what: what a call's entities are made of.
+struct CacheKey {
+    user: Option<String>,
+    groups: Vec<String>,
+    server: String,
+    tool: String,
+    resource: bool,
+}
+
+/// Distinct callers and tools whose entities are kept before the cache starts again.
+const CACHE_MAX: usize = 4096;
 
 impl Default for Set {
     fn default() -> Set {
+        let ty = |t: &str| EntityTypeName::from_str(t).expect("a fixed entity type name");
         Set {
             set: PolicySet::new(),
             meta: HashMap::new(),
             infos: Vec::new(),
-            all: Scope::default(),
-            permits: Scope::default(),
+            index: Index::default(),
             text: String::new(),
             authorizer: Authorizer::new(),
-            call: uid("Action", "call"),
+            call: EntityUid::from_type_name_and_id(ty("Action"), EntityId::new("call")),
+            cache: Mutex::new(HashMap::new()),
+            types: Types {
+                user: ty("User"),
+                group: ty("Group"),
+                tool: ty("Tool"),
+                server: ty("Server"),
+            },
         }
     }
 }
 
 fn tool_id(server: &str, tool: &str) -> String {
     format!("{server}/{tool}")
-}
-
-fn uid(kind: &str, id: &str) -> EntityUid {
-    EntityUid::from_type_name_and_id(
-        EntityTypeName::from_str(kind).expect("a fixed entity type name"),
-        EntityId::new(id),
-    )
 }
 
 /// What a scope constraint names, checked: `Err` says why it can never match a call.
@@ -184,6 +201,7 @@ impl Set {
     /// `<file stem>:<n>` (its place in the file, from 0); ids must be unique across the files.
     pub(crate) fn compile(files: &[(PathBuf, String)]) -> Result<Set, LoadError> {
         let mut out = Set::default();
+        let mut entries = Vec::new();
         for (path, text) in files {
             let parsed = PolicySet::from_str(text)
                 .map_err(|e| LoadError::new(Some(path), parse_errors(&e)))?;
@@ -223,25 +241,14 @@ impl Set {
                         format!("policy `{id}`: {e} (ids must be unique)"),
                     )
                 })?;
-                for s in [&mut out.all]
-                    .into_iter()
-                    .chain((!forbid).then_some(&mut out.permits))
-                {
-                    match &scope {
-                        None => s.every = true,
-                        Some((true, server)) => {
-                            s.servers.insert(server.clone());
-                        }
-                        Some((false, id)) => {
-                            let (server, tool) = id.split_once('/').unwrap_or((id, ""));
-                            s.tools
-                                .entry(server.to_owned())
-                                .or_default()
-                                .insert(tool.to_owned());
-                        }
-                    }
-                }
-                out.meta.insert(pid, Meta { forbid, ask });
+                entries.push(Entry {
+                    policy: renamed.clone(),
+                    scope: scope.clone(),
+                    forbid,
+                    reads: Reads::of(&renamed),
+                });
+                let order = out.infos.len();
+                out.meta.insert(pid, Meta { forbid, ask, order });
                 out.infos.push(PolicyInfo {
                     id,
                     effect: if forbid { "forbid" } else { "permit" },
@@ -258,6 +265,7 @@ impl Set {
             out.text.push_str(text);
             out.text.push('\0');
         }
+        out.index = Index::build(&entries).map_err(|e| LoadError::new(None, e))?;
         Ok(out)
     }
 
@@ -273,23 +281,34 @@ impl Set {
         self.infos.clone()
     }
 
+    /// Whether some policy's scope can match a call of `tool` on `server` (its tool has a slice).
     pub(crate) fn covers(&self, server: &str, tool: &str) -> bool {
-        self.all.covers(server, tool)
+        self.index.get(server, tool).is_some()
     }
 
-    /// The decision for `call`; `None` when no policy is scoped to its tool.
+    /// The decision for `call`, by the policies of its tool's slice; `None` when no policy is scoped to its tool.
     pub(crate) fn decide(&self, call: &Call<'_>) -> Option<Decision> {
-        if !self.covers(call.server, call.tool) {
-            return None;
-        }
-        let decided = |outcome, policies: Vec<String>, reason: String| {
-            Some(Decision {
-                outcome,
-                policies,
-                reason,
-            })
+        let slice = self.index.get(call.server, call.tool)?;
+        Some(self.decide_in(slice, call, true))
+    }
+
+    /// Ids in the set's order (Cedar reports deciding policies as a hash set).
+    fn ordered<'a>(&self, ids: impl Iterator<Item = &'a PolicyId>) -> Vec<String> {
+        let mut ids: Vec<(usize, &PolicyId)> = ids
+            .map(|p| (self.meta.get(p).map_or(usize::MAX, |m| m.order), p))
+            .collect();
+        ids.sort_unstable_by_key(|(n, _)| *n);
+        ids.into_iter().map(|(_, p)| p.to_string()).collect()
+    }
+
+    /// `cached`: the call's entities may come from the cache (the tests' whole-set decision builds them afresh).
+    fn decide_in(&self, slice: &Slice, call: &Call<'_>, cached: bool) -> Decision {
+        let decided = |outcome, policies: Vec<String>, reason: String| Decision {
+            outcome,
+            policies,
+            reason,
         };
-        let request = match self.request(call) {
+        let (req, entities) = match self.request(call, &slice.reads, cached) {
             Ok(r) => r,
             Err(e) => {
                 return decided(
@@ -299,42 +318,42 @@ impl Set {
                 );
             }
         };
-        let (req, entities) = request;
-        let response = self.authorizer.is_authorized(&req, &self.set, &entities);
+        let response = self.authorizer.is_authorized(&req, &slice.set, &entities);
         let diagnostics = response.diagnostics();
-        let reasons: Vec<&PolicyId> = diagnostics.reason().collect();
         // A forbid that could not be evaluated refuses (see the module comment).
-        let broken: Vec<(String, String)> = diagnostics
+        let mut broken: Vec<(usize, String, String)> = diagnostics
             .errors()
             .filter_map(|e| match e {
                 cedar_policy::AuthorizationError::PolicyEvaluationError(e) => {
                     let id = e.policy_id();
                     self.meta
                         .get(id)
-                        .is_some_and(|m| m.forbid)
-                        .then(|| (id.to_string(), e.inner().to_string()))
+                        .filter(|m| m.forbid)
+                        .map(|m| (m.order, id.to_string(), e.inner().to_string()))
                 }
             })
             .collect();
+        broken.sort_unstable_by_key(|(n, _, _)| *n);
+        let reasons = || diagnostics.reason();
         match response.decision() {
-            CedarDecision::Deny if !reasons.is_empty() => {
-                let ids: Vec<String> = reasons.iter().map(|p| p.to_string()).collect();
+            CedarDecision::Deny if reasons().next().is_some() => {
+                let ids = self.ordered(reasons());
                 let reason = format!("forbidden by policy {}", ids.join(", "));
                 decided(Outcome::Deny, ids, reason)
             }
             _ if !broken.is_empty() => {
                 let reason = broken
                     .iter()
-                    .map(|(id, e)| format!("forbid policy {id} could not be evaluated ({e})"))
+                    .map(|(_, id, e)| format!("forbid policy {id} could not be evaluated ({e})"))
                     .collect::<Vec<_>>()
                     .join("; ");
                 decided(
                     Outcome::Deny,
-                    broken.into_iter().map(|(id, _)| id).collect(),
+                    broken.into_iter().map(|(_, id, _)| id).collect(),
                     format!("{reason}: refused to be safe"),
                 )
             }
-            CedarDecision::Deny if self.permits.covers(call.server, call.tool) => decided(
+            CedarDecision::Deny if slice.permits => decided(
                 Outcome::Deny,
                 vec![],
                 "no policy permits this call (policies permit calls of this tool only under conditions or to others)"
@@ -346,13 +365,10 @@ impl Set {
                 "no forbid policy holds and no permit policy is scoped to this tool".into(),
             ),
             CedarDecision::Allow => {
-                let asking: Vec<String> = reasons
-                    .iter()
-                    .filter(|p| self.meta.get(**p).is_some_and(|m| m.ask))
-                    .map(|p| p.to_string())
-                    .collect();
+                let asking =
+                    self.ordered(reasons().filter(|p| self.meta.get(*p).is_some_and(|m| m.ask)));
                 if asking.is_empty() {
-                    let ids: Vec<String> = reasons.iter().map(|p| p.to_string()).collect();
+                    let ids = self.ordered(reasons());
                     let reason = format!("permitted by policy {}", ids.join(", "));
                     decided(Outcome::Allow, ids, reason)
                 } else {
@@ -366,38 +382,124 @@ impl Set {
         }
     }
 
-    /// The Cedar request and entities of `call`.
-    fn request(&self, call: &Call<'_>) -> Result<(Request, Entities), String> {
-        let groups: HashSet<EntityUid> = call.groups.iter().map(|g| uid("Group", g)).collect();
-        let principal = uid("User", call.user.unwrap_or(LOCAL_USER));
-        let server = uid("Server", call.server);
-        let resource = uid("Tool", &tool_id(call.server, call.tool));
-        let tool = Entity::new(
-            resource.clone(),
-            HashMap::from([
-                (
-                    "server".to_owned(),
-                    RestrictedExpression::new_string(call.server.to_owned()),
-                ),
-                (
-                    "name".to_owned(),
-                    RestrictedExpression::new_string(call.tool.to_owned()),
-                ),
-            ]),
-            HashSet::from([server.clone()]),
-        )
-        .map_err(|e| e.to_string())?;
-        let entities = Entities::from_entities(
+    /// The Cedar request and entities of `call`, with the arguments and the tool's attributes the policies read.
+    /// The entities of `call`: the user in their groups, the tool (with its attributes when `resource`: some
+    /// policy reads them) in its server, the server.
+    fn entities(&self, call: &Call<'_>, resource_attrs: bool) -> Result<Entities, String> {
+        let uid = |t: &EntityTypeName, id: &str| {
+            EntityUid::from_type_name_and_id(t.clone(), EntityId::new(id))
+        };
+        let t = &self.types;
+        let groups: HashSet<EntityUid> = call.groups.iter().map(|g| uid(&t.group, g)).collect();
+        let principal = uid(&t.user, call.user.unwrap_or(LOCAL_USER));
+        let server = uid(&t.server, call.server);
+        let resource = uid(&t.tool, &tool_id(call.server, call.tool));
+        let parents = HashSet::from([server.clone()]);
+        let tool = if resource_attrs {
+            Entity::new(
+                resource,
+                HashMap::from([
+                    (
+                        "server".to_owned(),
+                        RestrictedExpression::new_string(call.server.to_owned()),
+                    ),
+                    (
+                        "name".to_owned(),
+                        RestrictedExpression::new_string(call.tool.to_owned()),
+                    ),
+                ]),
+                parents,
+            )
+            .map_err(|e| e.to_string())?
+        } else {
+            Entity::new_no_attrs(resource, parents)
+        };
+        Entities::from_entities(
             [
-                Entity::new_no_attrs(principal.clone(), groups),
+                Entity::new_no_attrs(principal, groups),
                 tool,
                 Entity::new_no_attrs(server, HashSet::new()),
             ],
             None,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+    }
+
+    /// [`Set::entities`] from the cache of recent callers and tools, else made and kept: building them (Cedar
+    /// computes the hierarchy's closure) was half of a policed call's cost, and a user calls the same tools again and
+    /// again. The cache lives as long as the set; it is emptied when it holds [`CACHE_MAX`] entries.
+    fn cached_entities(
+        &self,
+        call: &Call<'_>,
+        resource_attrs: bool,
+    ) -> Result<Arc<Entities>, String> {
+        let mut h = std::hash::DefaultHasher::new();
+        (
+            call.user,
+            call.groups,
+            call.server,
+            call.tool,
+            resource_attrs,
+        )
+            .hash(&mut h);
+        let hash = h.finish();
+        let same = |k: &CacheKey| {
+            k.user.as_deref() == call.user
+                && k.groups == call.groups
+                && k.server == call.server
+                && k.tool == call.tool
+                && k.resource == resource_attrs
+        };
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(hit) = cache
+                .get(&hash)
+                .and_then(|v| v.iter().find(|(k, _)| same(k)))
+            {
+                return Ok(hit.1.clone());
+            }
+        }
+        let made = Arc::new(self.entities(call, resource_attrs)?);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= CACHE_MAX {
+            cache.clear();
+        }
+        let key = CacheKey {
+            user: call.user.map(str::to_owned),
+            groups: call.groups.to_vec(),
+            server: call.server.to_owned(),
+            tool: call.tool.to_owned(),
+            resource: resource_attrs,
+        };
+        cache.entry(hash).or_default().push((key, made.clone()));
+        Ok(made)
+    }
+
+    fn request(
+        &self,
+        call: &Call<'_>,
+        reads: &Reads,
+        cached: bool,
+    ) -> Result<(Request, Arc<Entities>), String> {
+        let entities = if cached {
+            self.cached_entities(call, reads.resource)?
+        } else {
+            Arc::new(self.entities(call, reads.resource)?)
+        };
+        let uid = |t: &EntityTypeName, id: &str| {
+            EntityUid::from_type_name_and_id(t.clone(), EntityId::new(id))
+        };
+        let t = &self.types;
+        let principal = uid(&t.user, call.user.unwrap_or(LOCAL_USER));
+        let resource = uid(&t.tool, &tool_id(call.server, call.tool));
         let args = match call.args {
-            Some(m) => record(m)?,
+            Some(m) => RestrictedExpression::new_record(
+                m.iter()
+                    .filter(|(k, _)| reads.arg(k))
+                    .filter_map(|(k, v)| value(v).map(|v| (k.clone(), v)))
+                    .collect::<Vec<_>>(),
+            )
+            .map_err(|e| e.to_string())?,
             None => RestrictedExpression::new_record([]).map_err(|e| e.to_string())?,
         };
         let context = Context::from_pairs([
@@ -415,6 +517,32 @@ impl Set {
         let req = Request::new(principal, self.call.clone(), resource, context, None)
             .map_err(|e| e.to_string())?;
         Ok((req, entities))
+    }
+
+    /// [`Set::decide`] by the whole set and every argument, the scope read from the policies' listing: what the
+    /// slices must always agree with.
+    #[cfg(test)]
+    pub(crate) fn decide_whole(&self, call: &Call<'_>) -> Option<Decision> {
+        let tool = tool_id(call.server, call.tool);
+        let server = format!("{}/*", call.server);
+        let scoped = |i: &&PolicyInfo| i.scope == "*" || i.scope == server || i.scope == tool;
+        if !self.infos.iter().any(|i| scoped(&i)) {
+            return None;
+        }
+        let whole = Slice {
+            set: self.set.clone(),
+            permits: self
+                .infos
+                .iter()
+                .filter(scoped)
+                .any(|i| i.effect == "permit"),
+            reads: Reads {
+                all_args: true,
+                resource: true,
+                ..Reads::default()
+            },
+        };
+        Some(self.decide_in(&whole, call, false))
     }
 }
 

@@ -35,6 +35,8 @@ struct State {
     generation: u64,
     loaded_at_ms: Option<u64>,
     files: Vec<String>,
+    /// A fingerprint of the set in force (its files' names and texts), to tell whether replicas read the same.
+    digest: String,
     /// The last load's failure, while the set in force is an older one.
     error: Option<LoadError>,
     error_at_ms: Option<u64>,
@@ -153,6 +155,7 @@ impl Policies {
                 if changed || state.loaded_at_ms.is_none() {
                     state.generation += 1;
                     state.loaded_at_ms = Some(now());
+                    state.digest = digest(&files, set.text());
                     state.files = files;
                     *self.shared.set.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
                     self.shared.any.store(n > 0, Ordering::Release);
@@ -190,6 +193,7 @@ impl Policies {
             "generation": state.generation,
             "loaded_at_ms": state.loaded_at_ms,
             "files": state.files,
+            "digest": state.digest,
             "error": state.error,
             "error_at_ms": state.error_at_ms,
         })
@@ -204,6 +208,24 @@ impl Policies {
     pub fn check_text(text: &str) -> Result<Vec<PolicyInfo>, LoadError> {
         engine::Set::compile(&[(PathBuf::from("inline.cedar"), text.to_owned())]).map(|s| s.infos())
     }
+}
+
+/// FNV-1a (64 bits) over the files' names (not their directories: replicas may mount them elsewhere) and the texts:
+/// equal on every replica that reads the same files.
+fn digest(files: &[String], text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let names = files.iter().map(|f| {
+        Path::new(f)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    for part in names.chain([text.to_owned()]) {
+        for b in part.bytes().chain([0]) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
 }
 
 /// The policy files of `source`, sorted by name: the file itself, or the directory's `*.cedar` files (a missing

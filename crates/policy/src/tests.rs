@@ -232,3 +232,51 @@ fn no_policies_police_nothing() {
     assert!(!p.active());
     assert!(p.status()["error"].is_null());
 }
+
+/// Replicas share policies by mounting the same files (a Kubernetes ConfigMap volume): there each file is a symlink
+/// through `..data`, itself a symlink to a timestamped directory, and an update swaps `..data` by a rename. The
+/// watcher of the directory reads the new set; the digest in `status` moves with it and is equal for equal files.
+#[tokio::test]
+async fn a_config_map_volume_update_is_read_like_an_edit() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("..2026_01")).unwrap();
+    std::fs::write(
+        d.join("..2026_01/main.cedar"),
+        r#"@id("first") forbid (principal, action, resource == Tool::"s/t");"#,
+    )
+    .unwrap();
+    symlink("..2026_01", d.join("..data")).unwrap();
+    symlink("..data/main.cedar", d.join("main.cedar")).unwrap();
+    let p = Policies::open(d.to_path_buf());
+    assert_eq!(p.list()[0].id, "first", "{}", p.status());
+    let first = p.status()["digest"].as_str().unwrap().to_owned();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    p.watch(cancel.clone());
+
+    std::fs::create_dir(d.join("..2026_02")).unwrap();
+    let second = r#"@id("second") permit (principal, action, resource in Server::"s");"#;
+    std::fs::write(d.join("..2026_02/main.cedar"), second).unwrap();
+    symlink("..2026_02", d.join("..data_tmp")).unwrap();
+    std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+    std::fs::remove_dir_all(d.join("..2026_01")).unwrap();
+    // Polled with a deadline: a file watcher has no event a test can wait on.
+    let started = std::time::Instant::now();
+    while p.list().first().map(|i| i.id.as_str()) != Some("second") {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the swap was not read: {}",
+            p.status()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    let digest = p.status()["digest"].as_str().unwrap().to_owned();
+    assert_ne!(digest, first);
+    // Another replica mounting the same file elsewhere has the same digest.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("main.cedar"), second).unwrap();
+    let replica = Policies::open(other.path().to_path_buf());
+    assert_eq!(replica.status()["digest"], digest.as_str());
+}

@@ -69,7 +69,7 @@ use std::sync::Weak;
 pub use caller::Caller;
 pub use lifecycle::{Activation, FOLLOW_BACKOFF};
 pub use personal::{PersonalBounds, PersonalChild};
-pub use policy::client_of;
+pub use policy::{client_of, police};
 pub use recovery::MAX_FAILURES;
 pub use single::ServerError;
 pub use skills::LoadedSkill;

@@ -41,33 +41,45 @@ impl Proxy {
         args: Option<&Map<String, Value>>,
         caller: &Caller,
     ) -> Result<Option<String>> {
-        let Some(policies) = self.inner.policies.get().filter(|p| p.active()) else {
-            return Ok(None);
-        };
-        let client = client_of(caller);
-        let principal = caller.principal.as_deref();
-        let call = Call {
-            user: principal.map(|p| p.sub.as_str()),
-            groups: principal.map(|p| p.groups.as_slice()).unwrap_or_default(),
-            client: client.as_deref(),
-            script: caller.script,
-            server,
-            tool,
-            args,
-        };
-        let Some(decision) = policies.evaluate(&call) else {
-            return Ok(None);
-        };
-        match decision.outcome {
-            Outcome::Allow => Ok(None),
-            Outcome::Ask => Ok(Some(decision.policy().to_owned())),
-            Outcome::Deny => Err(Error::PolicyDenied {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-                policy: decision.policy().to_owned(),
-                reason: decision.reason.into(),
-            }),
-        }
+        police(self.inner.policies.get(), server, tool, args, caller)
+    }
+}
+
+/// The policy step of a call as the call path takes it (public for the benchmark): who calls, from the caller; the
+/// decision of the policies in force. `Ok(None)` goes on, `Ok(Some(policy))` asks a person, `Err` refuses.
+pub fn police(
+    policies: Option<&Policies>,
+    server: &str,
+    tool: &str,
+    args: Option<&Map<String, Value>>,
+    caller: &Caller,
+) -> Result<Option<String>> {
+    let Some(policies) = policies.filter(|p| p.active()) else {
+        return Ok(None);
+    };
+    let client = client_of(caller);
+    let principal = caller.principal.as_deref();
+    let call = Call {
+        user: principal.map(|p| p.sub.as_str()),
+        groups: principal.map(|p| p.groups.as_slice()).unwrap_or_default(),
+        client: client.as_deref(),
+        script: caller.script,
+        server,
+        tool,
+        args,
+    };
+    let Some(decision) = policies.evaluate(&call) else {
+        return Ok(None);
+    };
+    match decision.outcome {
+        Outcome::Allow => Ok(None),
+        Outcome::Ask => Ok(Some(decision.policy().to_owned())),
+        Outcome::Deny => Err(Error::PolicyDenied {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            policy: decision.policy().to_owned(),
+            reason: decision.reason.into(),
+        }),
     }
 }
 

@@ -104,6 +104,14 @@ impl Store {
         }
     }
 
+    /// What this replica's PostgreSQL listener has seen so far (a lock and a copy); `None` on SQLite.
+    pub fn listen_state(&self) -> Option<pg::ListenState> {
+        match &*self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(p) => Some(p.listen_state()),
+        }
+    }
+
     /// Runs SQLite-only search code (FTS5) on the database itself, or on a PostgreSQL backend's up-to-date mirror.
     fn with_fts<T>(&self, f: impl FnOnce(&sqlite::Sqlite) -> Result<T>) -> Result<T> {
         match &*self.backend {

@@ -11,7 +11,21 @@ use ad_core::limits::LimitSettings;
 /// this one's read and write).
 const LEASE_ATTEMPTS: usize = 16;
 
+/// Tells the other replicas (PostgreSQL) that limit settings or a breaker changed, with the commit: they follow at
+/// once ([`Store::limits_marker`]). Nothing on SQLite.
+fn limits_changed(c: &dyn crate::db::Conn) -> Result<()> {
+    crate::pg::notify(c, crate::pg::backend::CHANNEL, crate::pg::LIMITS_PAYLOAD)
+}
+
 impl Store {
+    /// On a shared PostgreSQL registry whose listener is connected: a number that moves whenever any replica
+    /// committed a change of limit settings or a breaker (or the listener reconnected, after which anything may have
+    /// changed unseen). `None` on SQLite, and while the listener is disconnected: read them again on a timer then.
+    pub fn limits_marker(&self) -> Option<u64> {
+        let state = self.listen_state()?;
+        state.connected.then_some(state.limits + state.reconnects)
+    }
+
     /// Every server's stored limit settings, by server name.
     pub fn all_limit_settings(&self) -> Result<Vec<(String, LimitSettings)>> {
         let rows = self.read(|c| {
@@ -40,6 +54,7 @@ impl Store {
     ) -> Result<()> {
         let json = settings.map(to_json).transpose()?;
         self.write(|c| {
+            limits_changed(c)?;
             match &json {
                 Some(json) => c.execute(
                     "INSERT INTO server_limits (server_id, settings) VALUES (?1, ?2)
@@ -124,6 +139,7 @@ impl Store {
     /// Records a server's breaker as open until `open_until_ms` (Unix ms) after `failures`; 0 records it closed.
     pub fn set_breaker(&self, server: &str, open_until_ms: i64, failures: u32) -> Result<()> {
         self.write(|c| {
+            limits_changed(c)?;
             c.execute(
                 "INSERT INTO limit_breakers (server, open_until_ms, failures) VALUES (?1, ?2, ?3)
                  ON CONFLICT (server) DO UPDATE SET open_until_ms = excluded.open_until_ms,

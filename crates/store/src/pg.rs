@@ -29,7 +29,7 @@ use tokio_postgres::{Client, Config, Statement};
 use super::db::{Conn, Dialect, Row, StoreError, StoreErrorKind, Value};
 use ad_core::error::{Error, Result};
 
-pub use listen::{ListenState, PgListener, notify};
+pub use listen::{LIMITS_PAYLOAD, ListenState, PgListener, notify};
 pub use schema::{PG_SCHEMA_VERSION, migrate, schema_version};
 pub use tls::SslMode;
 

@@ -28,7 +28,8 @@ impl Proxy {
     }
 
     /// Replaces a server's limits (`None`: back to the defaults); they apply to the next call here at once, and in
-    /// other processes after their next look at the registry (a quarter second on SQLite, a second on PostgreSQL).
+    /// other processes after their next look at the registry (a quarter second on SQLite; on PostgreSQL once the
+    /// change's notification arrives).
     pub fn set_limits(&self, server: &str, settings: Option<LimitSettings>) -> Result<Value> {
         self.inner.registry.set_limit_settings(server, settings)?;
         self.inner.limits.refresh(true);

@@ -5,9 +5,9 @@
 //! through at once, and otherwise leaves it to the normal path, which refuses or queues it).
 //!
 //! Settings are the registry's (`ad_core::limits::LimitSettings`, one row per server), read again after a commit
-//! (SQLite's change marker, looked at no more than every [`RECHECK`]; on PostgreSQL every [`RECHECK_PG`]). In team
-//! mode the rate buckets are shared by the replicas through the database (`shared.rs`) and so is the breaker's
-//! opening.
+//! (SQLite's change marker, looked at no more than every [`RECHECK`]; on PostgreSQL when a replica's change of limits
+//! or breakers is notified, else every [`RECHECK_PG`] while the listener is down). In team mode the rate buckets are
+//! shared by the replicas through the database (`shared.rs`) and so is the breaker's opening.
 //!
 //! What it must not know: HTTP, MCP's wire, the fronts. It answers with `ad_core::error::Error`'s typed refusals.
 
@@ -36,8 +36,10 @@ use crate::sync::lock;
 
 /// How often the settings' change marker is looked at (SQLite).
 const RECHECK: Duration = Duration::from_millis(250);
-/// How often settings are read again where the store has no cheap marker (PostgreSQL).
+/// How often settings are read again where the store has no cheap marker (PostgreSQL while its listener is down).
 const RECHECK_PG: Duration = Duration::from_secs(1);
+/// How often they are read again when changes are notified (PostgreSQL with its listener up): a safety net only.
+const RECHECK_PUSHED: Duration = Duration::from_secs(30);
 /// Callers remembered per server for caller rate limits before the idle ones are forgotten.
 const MAX_CALLERS: usize = 10_000;
 
@@ -53,6 +55,8 @@ pub struct Limits {
 
 struct Loaded {
     marker: Option<(i64, u64)>,
+    /// The pushed marker (PostgreSQL's notifications of limit changes) when the settings were read.
+    pushed: Option<u64>,
     checked: Option<Instant>,
     /// The stored settings by server name (servers without a row have the defaults).
     stored: HashMap<String, LimitSettings>,
@@ -161,7 +165,7 @@ impl Drop for Admission {
 }
 
 /// Who a call's caller rate limit counts: the authenticated user, else the client's session, else the local user.
-pub(crate) fn caller_key(caller: &crate::caller::Caller) -> Option<String> {
+pub fn caller_key(caller: &crate::caller::Caller) -> Option<String> {
     match (&caller.principal, &caller.session) {
         (Some(p), _) => Some(format!("user:{}", p.user_key())),
         (None, Some(session)) => Some(format!("session:{session}")),
@@ -187,6 +191,7 @@ impl Limits {
             servers: Mutex::new(HashMap::new()),
             loaded: Mutex::new(Loaded {
                 marker: None,
+                pushed: None,
                 checked: None,
                 stored: HashMap::new(),
             }),
@@ -223,27 +228,47 @@ impl Limits {
     /// Reads the settings again when they may have changed (or at once with `now`: after this process set them).
     pub(crate) fn refresh(&self, now: bool) {
         let at = Instant::now();
-        let marker = {
+        let store = self.registry.store();
+        let (marker, pushed) = {
             let mut loaded = lock(&self.loaded);
-            let every = if loaded.marker.is_some() {
-                RECHECK
+            // PostgreSQL with its listener up: another replica's change of settings or breakers is notified
+            // (`Store::limits_marker`), so they are read when the marker moves, at once, and otherwise only as a
+            // safety net every `RECHECK_PUSHED`.
+            if let Some(pushed) = store.limits_marker() {
+                let fresh = loaded.pushed == Some(pushed)
+                    && loaded
+                        .checked
+                        .is_some_and(|c| at.duration_since(c) < RECHECK_PUSHED);
+                if !now && fresh {
+                    return;
+                }
+                loaded.checked = Some(at);
+                // Taken now: the callers behind this one do not read them too.
+                loaded.pushed = Some(pushed);
+                (None, Some(pushed))
             } else {
-                RECHECK_PG
-            };
-            if !now && loaded.checked.is_some_and(|c| at.duration_since(c) < every) {
-                return;
+                let every = if loaded.marker.is_some() {
+                    RECHECK
+                } else {
+                    RECHECK_PG
+                };
+                if !now && loaded.checked.is_some_and(|c| at.duration_since(c) < every) {
+                    return;
+                }
+                loaded.checked = Some(at);
+                let marker = self.registry.rules_marker();
+                if !now && marker.is_some() && marker == loaded.marker {
+                    return;
+                }
+                (marker, None)
             }
-            loaded.checked = Some(at);
-            let marker = self.registry.rules_marker();
-            if !now && marker.is_some() && marker == loaded.marker {
-                return;
-            }
-            marker
         };
-        let rows = match self.registry.store().all_limit_settings() {
+        let rows = match store.all_limit_settings() {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the limits failed; the last ones read stay");
+                // Read again on the next call.
+                lock(&self.loaded).pushed = None;
                 return;
             }
         };
@@ -261,6 +286,7 @@ impl Limits {
             });
             loaded.stored = stored;
             loaded.marker = marker;
+            loaded.pushed = pushed;
         }
         if let Some(shared) = &self.shared {
             shared.follow_breakers(self);

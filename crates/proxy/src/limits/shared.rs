@@ -4,8 +4,8 @@
 //! and a lease never grants more than the shared bucket holds, so all replicas together never exceed the burst plus
 //! the rate; they may fall short by the tokens leased but not yet spent (at most one batch per replica and bucket).
 //! A breaker's opening (and closing) is written to the database, whatever the backend; every process on the registry
-//! follows it when it reads its settings again (a change marker on SQLite; at most a second on PostgreSQL), and
-//! `status` in another process shows it.
+//! follows it when it reads its settings again (a change marker on SQLite; on PostgreSQL the write's `NOTIFY`, so at
+//! the first call after it arrives), and `status` in another process shows it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -114,6 +114,11 @@ impl Postgres {
         )
     }
 
+    /// What the listener has seen so far.
+    pub(crate) fn listen_state(&self) -> ListenState {
+        self.listener.state()
+    }
+
     /// The listener's state as a watch channel: it changes with every notification and reconnection.
     pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<ListenState> {
         self.listener.subscribe()

@@ -34,11 +34,17 @@ pub fn notify(c: &dyn Conn, channel: &str, payload: &str) -> Result<()> {
     Ok(())
 }
 
+/// The payload of a notification that limit settings or a breaker changed (sent beside the commit's own), so a
+/// replica follows them at once without reading them again after every other commit.
+pub const LIMITS_PAYLOAD: &str = "limits";
+
 /// What a listener has seen so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ListenState {
     /// Notifications received on the channel.
     pub notifications: u64,
+    /// Of those, the ones whose payload is [`LIMITS_PAYLOAD`].
+    pub limits: u64,
     /// Times the listening connection was lost.
     pub losses: u64,
     /// Times it was connected and listening again after a loss.
@@ -91,7 +97,8 @@ impl std::fmt::Debug for PgListener {
 /// One live listening connection: its client (dropping it closes the socket) and the notifications it receives.
 struct Session {
     _client: Client,
-    notifications: tokio::sync::mpsc::UnboundedReceiver<()>,
+    /// One message per notification: whether its payload is [`LIMITS_PAYLOAD`].
+    notifications: tokio::sync::mpsc::UnboundedReceiver<bool>,
     pid: i32,
 }
 
@@ -105,7 +112,7 @@ async fn establish(config: PgConfig, channel: String) -> std::result::Result<Ses
         while let Some(message) = messages.next().await {
             match message {
                 Ok(AsyncMessage::Notification(n)) if n.channel() == wanted => {
-                    if tx.send(()).is_err() {
+                    if tx.send(n.payload() == LIMITS_PAYLOAD).is_err() {
                         break;
                     }
                 }
@@ -230,8 +237,11 @@ impl Drop for PgListener {
 /// listener is dropped).
 async fn supervise(config: PgConfig, channel: String, shared: Arc<Shared>, mut session: Session) {
     loop {
-        while session.notifications.recv().await.is_some() {
-            shared.update(|s| s.notifications += 1);
+        while let Some(limits) = session.notifications.recv().await {
+            shared.update(|s| {
+                s.notifications += 1;
+                s.limits += u64::from(limits);
+            });
         }
         drop(session);
         shared.update(|s| {

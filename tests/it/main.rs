@@ -135,3 +135,5 @@ mod limits;
 mod policy;
 // Profiles: a named set of servers and tools served as its own view, on every front.
 mod profiles;
+// A profile's own tool overrides: what its clients see and call, reviewed and scanned; the aggregated front unchanged.
+mod profile_overrides;

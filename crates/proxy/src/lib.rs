@@ -42,6 +42,7 @@ pub mod names;
 mod overrides;
 pub mod pages;
 mod policy;
+mod profile_view;
 mod recovery;
 pub mod relay;
 mod restore;

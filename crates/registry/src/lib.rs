@@ -1,5 +1,5 @@
 //! The registry domain between storage and the proxy: registered servers and their tools (`registry`), sealed
-//! per-server secrets (`secrets`), tool pinning and filters (`pinning`), tool overrides (`overrides`), approval policies and the digest approvals are
+//! per-server secrets (`secrets`), tool pinning and filters (`pinning`), tool overrides (`overrides`) and a profile's own (`profile_overrides`), approval policies and the digest approvals are
 //! bound to (`approval`), per-server sandbox settings (`sandbox`), the call log (`calllog`) and the resolved
 //! configuration (`config`).
 //!
@@ -14,6 +14,7 @@ pub mod guards;
 pub mod limits;
 pub mod overrides;
 pub mod pinning;
+pub mod profile_overrides;
 pub mod registry;
 pub mod sandbox;
 pub mod secrets;

@@ -3,6 +3,7 @@
 
 import { h, buildForm } from './schema-form.js';
 import { initProfiles } from './profiles.js';
+import { initSavedScripts } from './saved.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -70,7 +71,7 @@ function showTab(name, focus = true) {
   if (focus) $(`#tab-${name}`).focus();
   if (name === 'test') renderTestPickers();
   if (name === 'pins') loadPending();
-  if (name === 'profiles') loadProfiles();
+  if (name === 'profiles') { loadProfiles(); loadSaved(); }
   history.replaceState(null, '', `#${name}`);
 }
 
@@ -905,6 +906,7 @@ async function loadAgents() {
 // ---------- profiles (`profiles.js`) ----------
 
 const loadProfiles = initProfiles({ api, toast, act });
+const loadSaved = initSavedScripts({ api, toast, act });
 
 // ---------- start ----------
 

@@ -4,7 +4,6 @@
 //! `ad_registry::profile_overrides`; a profile's MCP view applies it (`ad_proxy`'s `profile_view.rs`), and `find_tool`,
 //! `get_schema` and `script_api` within a profile show the tool as the profile does ([`App::shown_in_profile`]).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -427,7 +426,7 @@ impl App {
     }
 }
 
-fn to_value(all: &BTreeMap<String, BTreeMap<String, ToolOverride>>) -> Value {
+fn to_value(all: &po::Overrides) -> Value {
     if all.is_empty() {
         return Value::Null;
     }

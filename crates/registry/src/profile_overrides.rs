@@ -25,6 +25,9 @@ pub const FIELD: &str = "profile_overrides";
 /// A profile's overrides as kept: server → the tool's own name → override.
 pub type Overrides = BTreeMap<String, BTreeMap<String, ToolOverride>>;
 
+/// The overrides profiles set on one server's tools: the tool's own name → profile → override.
+pub type ByTool = BTreeMap<String, BTreeMap<String, ToolOverride>>;
+
 /// A profile's `overrides`, read strictly (for a profile being stored): an error names the server and tool.
 pub fn parse(v: &Value) -> Result<Overrides> {
     let mut out = Overrides::new();
@@ -118,7 +121,7 @@ impl ProfileLayer {
 #[derive(Debug, Default)]
 pub(crate) struct LayerCache {
     layers: Mutex<HashMap<String, Arc<ProfileLayer>>>,
-    gated: Mutex<HashMap<String, BTreeMap<String, BTreeMap<String, ToolOverride>>>>,
+    gated: Mutex<HashMap<String, ByTool>>,
 }
 
 /// A tool from a pinned definition (its fields, nulls left out).
@@ -130,11 +133,8 @@ fn tool_of(def: &Value) -> Option<Tool> {
 
 impl Registry {
     /// The overrides every profile sets on `server`'s tools, by the tool's own name, then profile (as stored).
-    pub fn profile_overrides_on(
-        &self,
-        server: &str,
-    ) -> Result<BTreeMap<String, BTreeMap<String, ToolOverride>>> {
-        let mut out: BTreeMap<String, BTreeMap<String, ToolOverride>> = BTreeMap::new();
+    pub fn profile_overrides_on(&self, server: &str) -> Result<ByTool> {
+        let mut out = ByTool::new();
         for p in self.store().profiles()? {
             for (tool, o) in lenient(&p, server) {
                 out.entry(tool).or_default().insert(p.name.clone(), o);
@@ -230,11 +230,7 @@ impl Registry {
     }
 
     /// Notes the profiles' overrides the gate pins for `server` now (and forgets its layer).
-    pub(crate) fn note_gated(
-        &self,
-        server: &str,
-        by_tool: BTreeMap<String, BTreeMap<String, ToolOverride>>,
-    ) {
+    pub(crate) fn note_gated(&self, server: &str, by_tool: ByTool) {
         self.forget_profile_layer(server);
         self.layers()
             .gated

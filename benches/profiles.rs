@@ -6,7 +6,8 @@
 //! FTS5 query restricted to them, the answer built), and `Search::rank_with_in` hybrid (BM25 plus the cosine top-k over
 //! 384-dim unit vectors, excluding embedding the query). Every profile answer is checked to hold only profile tools.
 //!
-//! Run: `cargo bench --bench profiles`.
+//! Run: `cargo bench --bench profiles`. `PROFILES_BENCH_N` (comma-separated sizes, default `2000,10000`) and
+//! `PROFILES_BENCH_ROUNDS` (default 10) make a shorter run.
 
 use std::time::{Duration, Instant};
 
@@ -122,6 +123,13 @@ fn build_in(store: &Store, n: usize) {
     }
 }
 
+fn rounds() -> usize {
+    std::env::var("PROFILES_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(ROUNDS)
+}
+
 fn p50(mut v: Vec<Duration>) -> f64 {
     v.sort();
     v[v.len() / 2].as_secs_f64() * 1000.0
@@ -151,15 +159,20 @@ async fn main() {
     let queries = queries();
     println!("## Profiles: find_tool in a profile against the aggregated one\n");
     println!(
-        "{} realistic queries x {ROUNDS} rounds, p50. Aggregated: a registry of N tools; profile: N tools (half the servers) \
+        "{} realistic queries x {} rounds, p50. Aggregated: a registry of N tools; profile: N tools (half the servers) \
          of a registry of 2N.\n",
-        queries.len()
+        queries.len(),
+        rounds()
     );
     println!(
         "| N tools | find_tool BM25, aggregated | find_tool BM25, profile | rank hybrid, aggregated | rank hybrid, profile |"
     );
     println!("|---|---|---|---|---|");
-    for n in [2_000usize, 10_000] {
+    let sizes: Vec<usize> = std::env::var("PROFILES_BENCH_N")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![2_000, 10_000]);
+    for n in sizes {
         let whole = tempfile::tempdir().unwrap();
         let double = tempfile::tempdir().unwrap();
         build_in(
@@ -174,7 +187,7 @@ async fn main() {
         let two = App::open(Config::in_dir(double.path())).unwrap();
         let profile = two.create_profile(half(n)).unwrap();
         let (mut agg, mut prof) = (Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
+        for _ in 0..rounds() {
             for q in &queries {
                 let t = Instant::now();
                 let a = all.find_tool(q, 5, false).await.unwrap();
@@ -227,7 +240,7 @@ async fn main() {
             .await
             .unwrap();
         let (mut hagg, mut hprof) = (Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
+        for _ in 0..rounds() {
             for query in &queries {
                 let t = Instant::now();
                 s_all.rank_with(query, vector(), 5).await.unwrap();

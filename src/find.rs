@@ -343,6 +343,12 @@ impl App {
                 .as_ref()
                 .is_some_and(|f| f.allows(&h.tool.name))
         });
+        // Within a profile, each tool as the profile shows it (its own overrides, `profile_overrides.rs`).
+        if let Some(p) = profile.filter(|p| !p.overrides.is_null()) {
+            for h in &mut ranking.hits {
+                self.record_in_profile(p, &mut h.tool);
+            }
+        }
         let top_score = ranking.hits.first().map(|h| h.score).unwrap_or(0.0);
         // One index: an agent's skill that covers the query better than the best tool answers instead (#15).
         if let Some(m) = skill

@@ -45,6 +45,7 @@ pub mod otel;
 pub mod overrides;
 pub mod pins;
 pub mod policy;
+pub mod profile_overrides;
 pub mod profiles;
 pub mod sandbox;
 pub mod saved_scripts;

@@ -63,6 +63,8 @@ impl App {
             return Err(Error::not_found("tool", format!("{server}__{t}")));
         }
         let approved = self.registry.store().approve_pins(s.id, tool, by)?;
+        // What profiles apply is read again from the approved pins.
+        self.registry.forget_profile_layer(server);
         for t in &approved {
             self.events.emit(Event::ToolApproved {
                 name: server.to_owned(),

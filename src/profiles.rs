@@ -131,7 +131,7 @@ impl App {
                 ));
             }
         }
-        Ok(())
+        self.check_profile_overrides(p)
     }
 
     /// Creates a profile; one of the same name is a conflict.
@@ -144,6 +144,7 @@ impl App {
             });
         }
         self.registry.store().put_profile(&p)?;
+        self.profile_changed(None, Some(&p));
         Ok(p)
     }
 
@@ -179,7 +180,9 @@ impl App {
     /// Removes a profile; false when there was none.
     pub fn remove_profile(&self, name: &str) -> Result<bool> {
         ad_core::profile::check_name(name)?;
+        let before = self.registry.store().profile(name)?;
         let removed = self.registry.store().delete_profile(name)?;
+        self.profile_changed(before.as_ref(), None);
         self.scopes
             .0
             .lock()
@@ -198,7 +201,14 @@ impl App {
             .indexed_tool_names()?
             .into_iter()
             .filter(|(_, s, t)| p.allows(s, Some(t)))
-            .map(|(_, s, t)| crate::proxy::names::expose(&s, &t))
+            .map(|(_, s, t)| {
+                // As the profile shows it, with its own overrides.
+                let shown = self.shown_in_profile(&p, &s, &t);
+                crate::proxy::names::expose(
+                    &s,
+                    shown.as_ref().map_or(t.as_str(), |x| x.tool.name.as_ref()),
+                )
+            })
             .collect();
         tools.sort();
         let mut v = serde_json::to_value(&p).map_err(|e| Error::Internal(e.to_string()))?;
@@ -244,7 +254,9 @@ impl App {
             }
         }
         for p in &file.profiles {
+            let before = self.registry.store().profile(&p.name)?;
             self.registry.store().put_profile(p)?;
+            self.profile_changed(before.as_ref(), Some(p));
         }
         Ok(file.profiles.into_iter().map(|p| p.name).collect())
     }

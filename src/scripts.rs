@@ -143,11 +143,16 @@ impl App {
                 }
             }
         }
-        // Only what the caller may see (issue 30).
+        // Only what the caller may see (issue 30), as its profile shows it.
         tools.retain(|t| {
             profile.is_none_or(|p| p.allows(&t.server, Some(&t.tool)))
                 && self.proxy.visible_to(principal, &t.server, Some(&t.tool))
         });
+        if let Some(p) = profile.filter(|p| !p.overrides.is_null()) {
+            for t in &mut tools {
+                self.api_tool_in_profile(p, t);
+            }
+        }
         if tools.len() > API_TOOLS {
             notes.push(format!(
                 "{} tools found; the first {API_TOOLS} are declared: ask by server or by query for the others",

@@ -5,6 +5,7 @@ import { h, buildForm } from './schema-form.js';
 import { initProfiles } from './profiles.js';
 import { loadMyKeys } from './personal.js';
 import { initPolicies } from './policies.js';
+import { initSavedScripts } from './saved.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -72,7 +73,7 @@ function showTab(name, focus = true) {
   if (focus) $(`#tab-${name}`).focus();
   if (name === 'test') renderTestPickers();
   if (name === 'pins') loadPending();
-  if (name === 'profiles') loadProfiles();
+  if (name === 'profiles') { loadProfiles(); loadSaved(); }
   if (name === 'policies') loadPolicies();
   history.replaceState(null, '', `#${name}`);
 }
@@ -911,6 +912,7 @@ async function loadAgents() {
 // ---------- profiles (`profiles.js`) ----------
 
 const loadProfiles = initProfiles({ api, toast, act });
+const loadSaved = initSavedScripts({ api, toast, act });
 
 // ---------- policies (`policies.js`) ----------
 

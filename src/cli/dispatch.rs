@@ -209,6 +209,14 @@ async fn migrate(req: crate::migrate::MigrateRequest, json: bool) -> anyhow::Res
         report.agents_copied.len(),
         report.agents_skipped.len()
     )?;
+    writeln!(
+        out,
+        "profiles copied: {}, skipped: {}; saved scripts copied: {}, skipped: {}",
+        report.profiles_copied.len(),
+        report.profiles_skipped.len(),
+        report.scripts_copied.len(),
+        report.scripts_skipped.len()
+    )?;
     for (table, n) in &report.rows {
         writeln!(out, "  {table}: {n} row(s)")?;
     }

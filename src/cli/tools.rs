@@ -82,6 +82,9 @@ pub enum ToolsCommand {
         /// Remove the tool's override.
         #[arg(long, conflicts_with_all = ["new_name", "title", "description", "annotations", "fixed", "hidden"])]
         clear: bool,
+        /// The override of this profile (what its clients see, over the server's own override).
+        #[arg(long, value_name = "PROFILE")]
+        profile: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -89,6 +92,9 @@ pub enum ToolsCommand {
     /// (`approved`), withheld until approved (`pending`) or not listed since (`unseen`).
     Overrides {
         name: Option<String>,
+        /// The overrides of this profile.
+        #[arg(long, value_name = "PROFILE")]
+        profile: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -230,8 +236,10 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             fixed,
             hidden,
             clear,
+            profile,
             json,
         } => {
+            let profile = profile.as_deref();
             let given = crate::overrides::from_flags(
                 new_name,
                 title,
@@ -241,17 +249,12 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
                 hidden,
             )?;
             let res = if clear {
-                app.clear_tool_override(&name, &tool).await?
+                app.clear_tool_override_in(profile, &name, &tool).await?
             } else if given.is_empty() {
-                app.tool_override(&name, &tool)?
+                app.tool_override_in(profile, &name, &tool)?
             } else {
-                let s = app.registry.get(&name)?;
-                let current = app
-                    .registry
-                    .tool_overrides(s.id)?
-                    .remove(&tool)
-                    .unwrap_or_default();
-                app.set_tool_override(&name, &tool, current.layer(&given))
+                let current = app.current_tool_override(profile, &name, &tool)?;
+                app.set_tool_override_in(profile, &name, &tool, current.layer(&given))
                     .await?
             };
             if json {
@@ -274,8 +277,12 @@ pub async fn run(app: &App, cmd: ToolsCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        ToolsCommand::Overrides { name, json } => {
-            let all = app.tool_overrides(name.as_deref())?;
+        ToolsCommand::Overrides {
+            name,
+            profile,
+            json,
+        } => {
+            let all = app.tool_overrides_in(profile.as_deref(), name.as_deref())?;
             if json {
                 return print_json(&Value::Array(all));
             }

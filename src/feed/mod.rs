@@ -280,7 +280,8 @@ async fn rebuild(
                     let overridden = app
                         .registry
                         .get(&n.name)
-                        .is_ok_and(|s| app.registry.overrides_stale(s.id));
+                        .is_ok_and(|s| app.registry.overrides_stale(s.id))
+                        || app.registry.profile_overrides_stale(&n.name);
                     changed || hidden || missing || overridden
                 })
                 .map(|n| n.name.clone())

@@ -35,6 +35,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../web/policies.js"),
     ),
     (
+        "saved.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../web/saved.js"),
+    ),
+    (
         "schema-form.js",
         "text/javascript; charset=utf-8",
         include_str!("../../web/schema-form.js"),

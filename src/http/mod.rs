@@ -196,13 +196,18 @@ pub(crate) fn ops() -> Vec<Op> {
             .body("ToolFilter")
             .returns(200, "ToolFilter"),
         op(M::GET, "/api/tools/overrides", "Tool overrides (what the agent sees instead of a tool's own definition), of every server or one", overrides::list)
-            .query(&[("server", "only this server's")])
+            .query(&[("server", "only this server's"), ("profile", "this profile's overrides instead of the servers' own")])
             .returns(200, "ToolOverrideList"),
-        op(M::GET, "/api/servers/{id}/tools/{tool}/override", "One tool's override, the name it is shown as and whether it is served", overrides::get).returns(200, "ToolOverride"),
+        op(M::GET, "/api/servers/{id}/tools/{tool}/override", "One tool's override, the name it is shown as and whether it is served", overrides::get)
+            .query(&[("profile", "this profile's override of the tool instead of the server's own")])
+            .returns(200, "ToolOverride"),
         op(M::PUT, "/api/servers/{id}/tools/{tool}/override", "Replace a tool's override (the tool is withheld until approved with it)", overrides::set)
+            .query(&[("profile", "set this profile's override (what its clients see, over the server's own)")])
             .body("ToolOverrideBody")
             .returns(200, "ToolOverride"),
-        op(M::DELETE, "/api/servers/{id}/tools/{tool}/override", "Remove a tool's override", overrides::clear).returns(200, "ToolOverrideCleared"),
+        op(M::DELETE, "/api/servers/{id}/tools/{tool}/override", "Remove a tool's override", overrides::clear)
+            .query(&[("profile", "remove this profile's override instead of the server's own")])
+            .returns(200, "ToolOverrideCleared"),
         op(M::GET, "/api/servers/{id}/tool-policy", "A server's approval policy rules (allow, ask, deny per server, tool or annotation) and what each tool resolves to", approvals::get_policy)
             .returns(200, "ToolPolicy"),
         op(M::PUT, "/api/servers/{id}/tool-policy", "Set or remove one approval policy rule (`tool`, `annotation` or neither: server-wide; `policy` null removes it)", approvals::set_policy)

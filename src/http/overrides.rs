@@ -14,42 +14,68 @@ use ad_registry::overrides::ToolOverride;
 #[derive(Deserialize)]
 pub struct ListQuery {
     server: Option<String>,
+    profile: Option<String>,
 }
 
-/// `GET /api/tools/overrides`: every tool override, or one server's.
+/// `?profile=NAME`: a profile's override instead of the server's own.
+#[derive(Deserialize)]
+pub struct ProfileQuery {
+    profile: Option<String>,
+}
+
+/// `GET /api/tools/overrides`: every tool override, or one server's (a profile's with `profile`).
 pub async fn list(
     State(s): State<AppState>,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     let server = q.server.map(|k| name_of(&s, &k)).transpose()?;
-    Ok(Json(Value::Array(s.app.tool_overrides(server.as_deref())?)))
+    Ok(Json(Value::Array(s.app.tool_overrides_in(
+        q.profile.as_deref(),
+        server.as_deref(),
+    )?)))
 }
 
 /// `GET /api/servers/{id}/tools/{tool}/override`.
 pub async fn get(
     State(s): State<AppState>,
     Path((server, tool)): Path<(String, String)>,
+    Params(q): Params<ProfileQuery>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(s.app.tool_override(&name_of(&s, &server)?, &tool)?))
+    let server = name_of(&s, &server)?;
+    Ok(Json(s.app.tool_override_in(
+        q.profile.as_deref(),
+        &server,
+        &tool,
+    )?))
 }
 
 /// `PUT /api/servers/{id}/tools/{tool}/override`: replaces the tool's override (an empty one clears it).
 pub async fn set(
     State(s): State<AppState>,
     Path((server, tool)): Path<(String, String)>,
+    Params(q): Params<ProfileQuery>,
     Body(body): Body<ToolOverride>,
 ) -> ApiResult<Json<Value>> {
     let server = name_of(&s, &server)?;
-    Ok(Json(s.app.set_tool_override(&server, &tool, body).await?))
+    Ok(Json(
+        s.app
+            .set_tool_override_in(q.profile.as_deref(), &server, &tool, body)
+            .await?,
+    ))
 }
 
 /// `DELETE /api/servers/{id}/tools/{tool}/override`.
 pub async fn clear(
     State(s): State<AppState>,
     Path((server, tool)): Path<(String, String)>,
+    Params(q): Params<ProfileQuery>,
 ) -> ApiResult<Json<Value>> {
     let server = name_of(&s, &server)?;
-    Ok(Json(s.app.clear_tool_override(&server, &tool).await?))
+    Ok(Json(
+        s.app
+            .clear_tool_override_in(q.profile.as_deref(), &server, &tool)
+            .await?,
+    ))
 }
 
 /// The OpenAPI components these routes use.

@@ -110,7 +110,7 @@ pub fn schemas() -> Value {
             "description": {"type": "string"},
             "servers": {"type": "array", "items": {"type": "string"}, "description": "servers whose every tool, resource and prompt the profile holds"},
             "tools": {"type": "array", "items": {"type": "string"}, "description": "globs over SERVER__TOOL names (`*`, `?`)"},
-            "overrides": {"type": "object", "description": "the profile's tool overrides, kept and exported (not applied to calls yet)"}}},
+            "overrides": {"type": "object", "description": "the profile's own tool overrides, {SERVER: {TOOL: override}} with TOOL the tool's own name, applied over the server's own to what its clients see and call"}}},
         "ProfileView": {"type": "object", "properties": {
             "name": {"type": "string"}, "description": {"type": "string"}, "servers": names, "tools": names,
             "known_tools": {"type": "array", "items": {"type": "string"}, "description": "the known tools it holds, as call_as names"},

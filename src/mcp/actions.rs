@@ -223,6 +223,8 @@ pub enum Action {
         set: Option<Map<String, Value>>,
         /// true: remove the tool's override
         clear: Option<bool>,
+        /// A profile: its own override of the tool (what its clients see, over the server's) instead of the server's
+        profile: Option<String>,
     },
     /// Shows a server's approval policy (allow, ask or deny, for the server, one tool, or the tools with an annotation)
     /// and what each tool resolves to, or sets one rule when `policy` is given. From here a rule can only be made

@@ -91,10 +91,11 @@ impl ServerHandler for McpServer {
             if self.view.mode() == ToolsMode::Dynamic {
                 // Code mode (#28) on top, where clients that rank top-level tools see it; static mode keeps it an action.
                 tools.push(scripts::definition());
-                // Only what the caller's groups may see (issue 30), within the profile.
-                tools.extend(self.app.proxy.tools_within(principal.as_deref(), |s, t| {
-                    profile.as_ref().is_none_or(|p| p.allows(s, Some(t)))
-                }));
+                // Only what the caller's groups may see (issue 30), within the profile, as it shows them.
+                tools.extend(match &profile {
+                    Some(p) => self.app.proxy.tools_in_profile(principal.as_deref(), p),
+                    None => self.app.proxy.tools_for(principal.as_deref()),
+                });
             }
             Ok(ListToolsResult::with_all_items(tools))
         })
@@ -287,15 +288,10 @@ impl ServerHandler for McpServer {
         if name == scripts::NAME && self.view.mode() == ToolsMode::Dynamic {
             return Some(scripts::definition());
         }
-        let (server, tool) = self.app.proxy.resolve_running(name)?;
-        if let View::Profile { name: profile, .. } = &self.view
-            && !self
-                .app
-                .profile(profile)
-                .is_ok_and(|p| p.allows(&server, Some(&tool)))
-        {
-            return None;
+        if let View::Profile { name: profile, .. } = &self.view {
+            return super::view::profile_tool(&self.app, profile, name);
         }
+        let (server, tool) = self.app.proxy.resolve_running(name)?;
         let mut t = self.app.proxy.server_tool(&server, &tool)?;
         t.name = name.to_owned().into();
         Some(t)

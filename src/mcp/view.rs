@@ -70,6 +70,18 @@ pub(super) fn profile_of(app: &App, view: &View) -> Result<Option<Arc<Profile>>,
     }
 }
 
+/// The tool a profile's clients call `name` (`server__tool` as the profile shows it), when the profile holds it.
+pub(super) fn profile_tool(app: &App, profile: &str, name: &str) -> Option<rmcp::model::Tool> {
+    let p = app.profile(profile).ok()?;
+    let (server, tool) = app.proxy.resolve(name)?;
+    let (mut t, server_name) = app.proxy.profile_tool(&p, &server, &tool)?;
+    if !p.allows(&server, Some(&server_name)) {
+        return None;
+    }
+    t.name = name.to_owned().into();
+    Some(t)
+}
+
 /// Whether an `agent-discover://SERVER/...` URI (a resource, a template, a skill) is of a server the profile holds.
 pub(super) fn keeps_uri(profile: Option<&Profile>, uri: &str) -> bool {
     let Some(p) = profile else { return true };

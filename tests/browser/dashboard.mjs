@@ -3,8 +3,9 @@
 // Rust test starts), review and approve a tool whose description changed (Approvals), set an `ask` approval rule
 // from a server card and approve and deny waiting calls (Approvals), override a tool from its card (approved in
 // Approvals, then listed and called under its new name), disable the running server (its child exits) and
-// enable it again, create and remove a profile (Profiles), see a policy file in force, try calls against it and see a
-// broken file's error while the set stays (Policies), and save screenshots.
+// enable it again, create and remove a profile (Profiles), show and remove a saved script (beside Profiles), see a
+// policy file in force, try calls against it and see a broken file's error while the set stays (Policies), and save
+// screenshots.
 //
 // Usage: node tests/browser/dashboard.mjs URL SCREENSHOT.png
 // Environment: FIXTURE_COMMAND (the agent-discover-fixture binary), PLAYWRIGHT_CORE (path of the playwright-core
@@ -234,6 +235,17 @@ try {
     throw new Error(`fx has no new live child after Enable: ${JSON.stringify(after)}`);
   }
 
+  step('save a script through REST, to be listed beside Profiles');
+  await page.evaluate(async () => {
+    const res = await fetch('/api/scripts/saved', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'total', code: 'return args.a + args.b;', description: 'Totals two numbers',
+        input_schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } } }),
+    });
+    if (!res.ok) throw new Error(`saving a script failed: ${res.status} ${await res.text()}`);
+  });
+
   step('create a profile of fx\'s echo in Profiles, see the tools it holds and its endpoint, then remove it');
   await page.keyboard.press('6');
   await page.locator('#panel-profiles').waitFor({ state: 'visible' });
@@ -249,6 +261,16 @@ try {
   await pcard.getByRole('button', { name: 'Remove profile web' }).click();
   await pcard.waitFor({ state: 'detached' });
   await page.locator('#profile-empty').waitFor({ state: 'visible' });
+
+  step('the saved script beside Profiles: its body and input schema shown, then removed');
+  const scard = page.locator('article[data-script="total"]');
+  await scard.locator('code', { hasText: 'scripts__total' }).waitFor();
+  await scard.getByRole('button', { name: 'Show script total' }).click();
+  await scard.locator('pre.script-body', { hasText: 'return args.a + args.b;' }).waitFor();
+  await scard.locator('pre.script-schema', { hasText: '"number"' }).waitFor();
+  await scard.getByRole('button', { name: 'Remove script total' }).click();
+  await scard.waitFor({ state: 'detached' });
+  await page.locator('#script-empty').waitFor({ state: 'visible' });
 
   step('see a policy file in Policies, try calls against it, and a broken file\'s error while the set stays');
   const policyText = '@id("web-no-secret") forbid (principal, action, resource == Tool::"fx/echo")\n'

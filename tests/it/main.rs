@@ -137,3 +137,5 @@ mod policy;
 mod profiles;
 // Each user's own keys: per-user children with their own values, the shared fallback or its refusal, bounds.
 mod personal_keys;
+// A profile's own tool overrides: what its clients see and call, reviewed and scanned; the aggregated front unchanged.
+mod profile_overrides;

@@ -173,3 +173,85 @@ async fn personal_registry_copies_into_a_team_registry_once() {
     assert!(!ok && err.contains("wrong key"), "{err}");
     drop(replica);
 }
+
+/// What `migrate` copies besides servers: profiles (with their own tool overrides), saved scripts, a server's paging
+/// limit and its tool overrides; from SQLite into another SQLite file (`Store::copy_into`, what `migrate` runs) and
+/// into PostgreSQL (the command); a second copy skips what the target has by name, `replace` copies it again.
+#[tokio::test]
+async fn profiles_scripts_paging_and_overrides_are_copied() {
+    use agent_discover::store::Store;
+    let personal = tempfile::tempdir().unwrap();
+    let p = personal.path();
+    let script = p.join("sum.js");
+    std::fs::write(&script, "return args.a + args.b;").unwrap();
+    let steps: [&[&str]; 7] = [
+        &["add", "fx", "--", harness::fixture(), "--name", "fx"],
+        &["activate", "fx"],
+        &["profiles", "create", "dev", "--server", "fx"],
+        &[
+            "tools",
+            "override",
+            "fx",
+            "echo",
+            "--profile",
+            "dev",
+            "--name",
+            "say",
+        ],
+        &[
+            "tools",
+            "override",
+            "fx",
+            "echo",
+            "--description",
+            "Echoes, overridden",
+        ],
+        &["scripts", "save", "sum", "--file", script.to_str().unwrap()],
+        &["paging", "fx", "5000"],
+    ];
+    for args in steps {
+        let (ok, _, err) = run(p, args, &[]).await;
+        assert!(ok, "{args:?}: {err}");
+    }
+    let db = p.join("agent-discover.db");
+    let check = |target: &Store| {
+        let profiles = target.profiles().unwrap();
+        assert_eq!(profiles.len(), 1, "{profiles:?}");
+        assert_eq!(profiles[0].overrides["fx"]["echo"]["name"], "say");
+        let scripts = target.saved_scripts().unwrap();
+        assert_eq!(scripts.len(), 1, "{scripts:?}");
+        assert_eq!(scripts[0].code, "return args.a + args.b;");
+        let fx = target.server_by_name("fx").unwrap().unwrap().id;
+        assert_eq!(target.page_bytes(fx).unwrap(), Some(5000));
+        let overrides = target.tool_overrides(fx).unwrap();
+        assert_eq!(overrides[0].body["description"], "Echoes, overridden");
+    };
+
+    // SQLite into a fresh SQLite file.
+    let other = tempfile::tempdir().unwrap();
+    let source = Store::open(&db).unwrap();
+    let target = Store::open(&other.path().join("target.db")).unwrap();
+    let same = |_: agent_discover::store::copy::Sealed<'_>, blob: &[u8]| Ok(blob.to_vec());
+    let report = source.copy_into(&target, false, &same).unwrap();
+    assert_eq!(report.profiles_copied, ["dev"], "{report:?}");
+    assert_eq!(report.scripts_copied, ["sum"], "{report:?}");
+    assert_eq!(report.rows.get("server_paging"), Some(&1), "{report:?}");
+    check(&target);
+    let again = source.copy_into(&target, false, &same).unwrap();
+    assert_eq!(again.profiles_skipped, ["dev"], "{again:?}");
+    assert_eq!(again.scripts_skipped, ["sum"], "{again:?}");
+    assert!(again.profiles_copied.is_empty() && again.scripts_copied.is_empty());
+    let replaced = source.copy_into(&target, true, &same).unwrap();
+    assert_eq!(replaced.profiles_copied, ["dev"], "{replaced:?}");
+    check(&target);
+    drop((source, target));
+
+    // SQLite into PostgreSQL, through the command.
+    let server = pg::server();
+    let url = server.new_database();
+    let (ok, report, err) = migrate(p, &url, &[("AGENT_DISCOVER_MASTER_KEY", TEAM_KEY)]).await;
+    assert!(ok, "{err}");
+    assert_eq!(report["profiles_copied"], json!(["dev"]), "{report}");
+    assert_eq!(report["scripts_copied"], json!(["sum"]), "{report}");
+    check(&Store::open_url(&url).unwrap());
+}

@@ -370,12 +370,12 @@ fn export_and_import_round_trip_in_json_and_toml() {
             "coding",
         ],
     ));
-    // Overrides are kept and carried (a profile's own place for them): given through an imported file.
+    // A profile's own overrides (`{SERVER: {TOOL: override}}`) are carried: given through an imported file.
     let with_overrides = files.path().join("in.json");
     std::fs::write(
         &with_overrides,
         json!({"version": 1, "profiles": [{"name": "ops", "servers": ["beta"],
-               "overrides": {"beta__echo": {"description": "Say it again"}}}]})
+               "overrides": {"beta": {"echo": {"description": "Say it again"}}}}]})
         .to_string(),
     )
     .unwrap();

@@ -258,9 +258,9 @@ impl Dispatch for Host {
 
     fn tools(&self) -> Vec<ToolName> {
         let mut seen = std::collections::HashSet::new();
-        // Only the tools the run's caller may see (issue 30).
+        // Only the tools the run's caller may see (issue 30), within its profile as the profile shows them.
         self.proxy
-            .exposed_tools_for(self.caller.principal.as_deref())
+            .exposed_tools_of(&self.caller)
             .into_iter()
             .filter_map(|(server, tool, exposed)| {
                 let names = (ident(&server), ident(&tool));

@@ -30,8 +30,9 @@ pub struct Profile {
     /// Globs over `SERVER__TOOL` names: tools the profile holds besides its servers' (`github__*_issue`, `*search*`).
     #[serde(default)]
     pub tools: Vec<String>,
-    /// The profile's own tool overrides (new name, description, fixed or hidden parameters). Kept as given and
-    /// carried through export and import; they are not applied to calls by this version.
+    /// The profile's own tool overrides, `{SERVER: {TOOL: override}}` with `TOOL` the tool's own name (new name,
+    /// title, description, annotations, fixed or hidden parameters), applied over the server's own override to what
+    /// the profile's clients see and call (`ad_registry::profile_overrides`); carried through export and import.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub overrides: serde_json::Value,
 }

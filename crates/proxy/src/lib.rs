@@ -43,6 +43,7 @@ mod overrides;
 pub mod pages;
 mod personal;
 mod policy;
+mod profile_view;
 mod recovery;
 pub mod relay;
 mod restore;

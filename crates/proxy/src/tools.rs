@@ -56,7 +56,7 @@ impl Proxy {
 
     /// What `each` takes from every listed server's tools, by server name: children, then servers still being
     /// restored. Only what `each` returns is copied out (a tool list's schemas are not cloned for its names).
-    fn listed<T>(&self, each: impl Fn(&Tool) -> T) -> Vec<(String, Vec<T>)> {
+    pub(crate) fn listed<T>(&self, each: impl Fn(&Tool) -> T) -> Vec<(String, Vec<T>)> {
         // The built-in server's (`local.rs`), read before the children are locked.
         let local = self.local_tools();
         let children = lock(&self.inner.children);
@@ -147,6 +147,10 @@ impl Proxy {
         args: Option<Map<String, Value>>,
         caller: Caller,
     ) -> Result<CallToolResponse> {
+        // A tool by the name the caller's profile shows: the server's name for it and its arguments
+        // (`profile_view.rs`).
+        let (profiled, args) = self.profile_inbound(&caller, server, tool, args)?;
+        let tool: &str = &profiled;
         // A tool outside the caller's profile is refused as such; a hidden server's tool is answered as a server that
         // is not there (`visibility.rs`).
         if let Some(e) = self.outside_profile(&caller, server, tool) {
@@ -831,7 +835,7 @@ impl Slot {
 
 /// MCP Apps (SEP-1865): a tool's `_meta.ui.resourceUri` names a `ui://` resource of its server; on the aggregated
 /// front it becomes the exposed URI that `resources/read` routes back to that server, as its resource list shows it.
-fn expose_app_resource(server: &str, tool: &mut Tool) {
+pub(crate) fn expose_app_resource(server: &str, tool: &mut Tool) {
     if let Some(meta) = tool.meta.as_mut()
         && let Some(Value::Object(ui)) = meta.get_mut("ui")
         && let Some(Value::String(uri)) = ui.get_mut("resourceUri")

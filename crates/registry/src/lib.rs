@@ -1,5 +1,5 @@
 //! The registry domain between storage and the proxy: registered servers and their tools (`registry`), sealed
-//! per-server secrets (`secrets`), tool pinning and filters (`pinning`), tool overrides (`overrides`), approval policies and the digest approvals are
+//! per-server secrets (`secrets`), tool pinning and filters (`pinning`), tool overrides (`overrides`) and a profile's own (`profile_overrides`), approval policies and the digest approvals are
 //! bound to (`approval`), per-server sandbox settings (`sandbox`), the call log (`calllog`) and the resolved
 //! configuration (`config`).
 //!
@@ -15,6 +15,7 @@ pub mod limits;
 pub mod overrides;
 pub mod personal;
 pub mod pinning;
+pub mod profile_overrides;
 pub mod registry;
 pub mod sandbox;
 pub mod secrets;

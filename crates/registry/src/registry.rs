@@ -20,6 +20,8 @@ pub struct Registry {
     policies: std::sync::Arc<std::sync::Mutex<PolicyCache>>,
     /// How calls of overridden tools reach each server's child, as the gate last applied its overrides.
     inbound: std::sync::Arc<crate::overrides::InboundCache>,
+    /// The approved profile overrides of each server's tools (`profile_overrides.rs`).
+    layers: std::sync::Arc<crate::profile_overrides::LayerCache>,
 }
 
 /// Servers' stored approval rules read under one store marker ([`Store::fresh_marker`]): any commit, by this process
@@ -38,6 +40,7 @@ impl Registry {
             pin_policy: Default::default(),
             policies: Default::default(),
             inbound: Default::default(),
+            layers: Default::default(),
         }
     }
 
@@ -87,6 +90,10 @@ impl Registry {
 
     pub(crate) fn inbound_cache(&self) -> &crate::overrides::InboundCache {
         &self.inbound
+    }
+
+    pub(crate) fn layers(&self) -> &crate::profile_overrides::LayerCache {
+        &self.layers
     }
 
     pub fn store(&self) -> &Store {

@@ -1,5 +1,6 @@
-//! SQL for copying one registry into another (`agent-discover migrate`): every server with its rows, the agents and
-//! the introspection records, in one target transaction, with server ids assigned by the target.
+//! SQL for copying one registry into another (`agent-discover migrate`): every server with its rows (tools, pins,
+//! filters, overrides, settings, paging limit), the agents, the introspection records, the saved scripts and the
+//! profiles (with their overrides), in one target transaction, with server ids assigned by the target.
 //!
 //! Encrypted columns are bound to their row (server id, key), so each sealed value goes through a caller's `reseal`
 //! function that opens it with the source's key and seals it again for the target row; this module holds no key.
@@ -36,6 +37,12 @@ pub struct CopyReport {
     /// Agents copied and agents the target already had (by id).
     pub agents_copied: Vec<String>,
     pub agents_skipped: Vec<String>,
+    /// Profiles copied and profiles the target already had (by name; with `replace` they are replaced and copied).
+    pub profiles_copied: Vec<String>,
+    pub profiles_skipped: Vec<String>,
+    /// Saved scripts copied and saved scripts the target already had (by name, as profiles).
+    pub scripts_copied: Vec<String>,
+    pub scripts_skipped: Vec<String>,
     /// Rows inserted, per table.
     pub rows: BTreeMap<&'static str, u64>,
 }
@@ -68,6 +75,15 @@ const PLAIN: &[(&str, &str)] = &[
     ("server_limits", "settings"),
     ("tool_policies", "target, policy, set_at"),
     ("tool_overrides", "tool, body, updated_at"),
+    ("server_paging", "page_bytes"),
+];
+/// The registry-wide tables keyed by a name (their first column), copied row by row: (table, columns).
+const NAMED: &[(&str, &str)] = &[
+    (
+        "saved_scripts",
+        "name, description, input_schema, code, timeout_ms, created_at, updated_at",
+    ),
+    ("profiles", "name, spec, updated_at"),
 ];
 const SECRET_COLS: &str = "key, value, masked, created_at, updated_at";
 const OAUTH_COLS: &str = "kind, value, auth_url, updated_at";
@@ -88,6 +104,8 @@ struct Snapshot {
     per_server: HashMap<(&'static str, i64), Vec<Row>>,
     agents: Vec<Row>,
     introspections: Vec<Row>,
+    /// Per table of [`NAMED`], its rows.
+    named: Vec<(&'static str, &'static str, Vec<Row>)>,
 }
 
 impl Store {
@@ -150,11 +168,19 @@ fn snapshot(c: &dyn Conn) -> Result<Snapshot> {
         &format!("SELECT {INTROSPECTION_COLS} FROM introspections ORDER BY key"),
         &[],
     )?;
+    let named = NAMED
+        .iter()
+        .map(|(table, cols)| {
+            let rows = c.query(&format!("SELECT {cols} FROM {table} ORDER BY name"), &[])?;
+            Ok((*table, *cols, rows))
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(Snapshot {
         servers,
         per_server,
         agents,
         introspections,
+        named,
     })
 }
 
@@ -279,6 +305,35 @@ fn copy(c: &dyn Conn, snap: &Snapshot, replace: bool, reseal: &Reseal<'_>) -> Re
             "ON CONFLICT (key) DO NOTHING",
         )?;
         count(&mut report, "introspections", n);
+    }
+    // Saved scripts and profiles: one the target has by name is skipped, or with `replace` replaced.
+    for (table, cols, rows) in &snap.named {
+        for r in rows {
+            let name: String = r.get(0)?;
+            let exists = c
+                .query_opt(
+                    &format!("SELECT 1 FROM {table} WHERE name = ?1"),
+                    &[Value::Text(name.clone())],
+                )?
+                .is_some();
+            let (copied, skipped) = match *table {
+                "profiles" => (&mut report.profiles_copied, &mut report.profiles_skipped),
+                _ => (&mut report.scripts_copied, &mut report.scripts_skipped),
+            };
+            if exists {
+                if !replace {
+                    skipped.push(name);
+                    continue;
+                }
+                c.execute(
+                    &format!("DELETE FROM {table} WHERE name = ?1"),
+                    &[Value::Text(name.clone())],
+                )?;
+            }
+            copied.push(name);
+            let n = insert(c, table, cols, &r.0, "")?;
+            count(&mut report, table, n);
+        }
     }
     Ok(report)
 }

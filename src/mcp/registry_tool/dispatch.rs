@@ -180,14 +180,16 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             server,
             tool,
         } => match target(app, call_as, server, tool) {
-            Ok((server, tool)) if !app.proxy.visible(&caller, &server, Some(&tool)) => {
-                Err(Error::not_found(
+            // A tool the caller's profile overrides, by the name the profile shows (`profile_overrides.rs`).
+            Ok((server, tool)) => match app.schema_in_profile(&caller, &server, &tool) {
+                Some(r) => r.map_err(Into::into),
+                None if !app.proxy.visible(&caller, &server, Some(&tool)) => Err(Error::not_found(
                     "tool",
                     format!("{server}__{tool} (activate the server once so its tools are known)"),
                 )
-                .into())
-            }
-            Ok((server, tool)) => get_schema(app, server, tool),
+                .into()),
+                None => get_schema(app, server, tool),
+            },
             Err(e) => Err(e.into()),
         },
         Action::SetSecret { name, key, value } => set_secret(app, server_name(name)?, key, value),
@@ -273,20 +275,35 @@ async fn run(app: &Arc<App>, action: Action, caller: Caller) -> Result<Reply, Fa
             tool,
             set,
             clear,
+            profile,
         } => {
             let name = server_name(name)?;
+            let profile = profile.as_deref();
+            // A connection through a profile cannot change profiles, their overrides included.
+            if let (Some(_), Some(own)) = (profile, &caller.profile)
+                && (set.is_some() || clear == Some(true))
+            {
+                return Err(Error::invalid(
+                    "profile",
+                    format!(
+                        "this connection serves the profile `{}`, which cannot change profiles",
+                        own.name
+                    ),
+                )
+                .into());
+            }
             match (tool, set, clear == Some(true)) {
                 (None, None, false) => app
-                    .tool_overrides(Some(&name))
+                    .tool_overrides_in(profile, Some(&name))
                     .map(|o| json!({"overrides": o})),
-                (Some(tool), None, true) => app.clear_tool_override(&name, &tool).await,
+                (Some(tool), None, true) => app.clear_tool_override_in(profile, &name, &tool).await,
                 (Some(tool), Some(set), false) => {
                     match serde_json::from_value(Value::Object(set)) {
-                        Ok(o) => app.set_tool_override(&name, &tool, o).await,
+                        Ok(o) => app.set_tool_override_in(profile, &name, &tool, o).await,
                         Err(e) => Err(Error::invalid("set", e.to_string())),
                     }
                 }
-                (Some(tool), None, false) => app.tool_override(&name, &tool),
+                (Some(tool), None, false) => app.tool_override_in(profile, &name, &tool),
                 (None, _, _) => Err(Error::invalid("tool", "required with `set` or `clear`")),
                 (Some(_), Some(_), true) => {
                     Err(Error::invalid("clear", "give `set` or `clear`, not both"))

@@ -5,7 +5,8 @@
 //! description, input and output schema and annotations) and compared with its approved pin. A tool whose
 //! fingerprint differs from the approved one is withheld (not listed, not indexed for `find_tool`, calls refused
 //! with `tool_changed`) until someone approves it. A tool with an override (`overrides.rs`) is pinned as its own
-//! definition plus the override (a change of either is reviewed) and scanned as the agent will see it. Tools of a server seen for the first time, and new tools of a
+//! definition plus the override and the overrides profiles set on it (a change of any is reviewed), and scanned as
+//! every agent will see it. Tools of a server seen for the first time, and new tools of a
 //! known server, are approved automatically unless the [`Policy`] says to hold them.
 
 use std::collections::{BTreeMap, HashMap};
@@ -181,6 +182,10 @@ impl Registry {
         // tool's own name, the pin covers its own definition and the override together, the scanner reads the shown.
         let overrides = self.tool_overrides(server_id)?;
         let listed = self.apply_overrides(server_id, server, overrides, listed);
+        // Profiles' own overrides are pinned with the tool too, each profile's shown tool scanned
+        // (`profile_overrides.rs`); what profiles apply is remade from the approved pins after this listing.
+        let by_profile = self.profile_overrides_on(server)?;
+        self.note_gated(server, by_profile.clone());
         // The scanner's view of the registry, loaded only if some definition is new or changed.
         let own: Vec<String> = listed.iter().map(|(t, _)| t.name.to_string()).collect();
         let mut names: Option<scan::Names> = None;
@@ -212,11 +217,26 @@ impl Registry {
             if !filter.allows(&name) {
                 continue;
             }
+            let mut def = def;
+            let mut variants = Vec::new();
+            if let Some(profiles) = by_profile.get(&name) {
+                def[crate::profile_overrides::FIELD] =
+                    crate::profile_overrides::pinned_value(profiles);
+                variants.extend(profiles.values().map(|o| definition(&o.apply(&tool).0)));
+            }
             let fp = fingerprint(&def);
             let seen = shown.as_ref().unwrap_or(&def);
+            // The scanner reads every shown form: the server's, and each profile's.
+            let mut scan_all = |seen: &Value| -> Result<Vec<ad_scan::Finding>> {
+                let mut findings = scan_def(seen)?;
+                for v in &variants {
+                    findings.extend(scan_def(v)?);
+                }
+                Ok(findings)
+            };
             match pins.get(&name) {
                 None => {
-                    let findings = scan_def(seen)?;
+                    let findings = scan_all(seen)?;
                     let flagged = ad_scan::withholds(&findings);
                     let hold = flagged && policy.scan == ScanMode::On;
                     let approve = !hold
@@ -265,10 +285,21 @@ impl Registry {
                     }
                     exposed.push(tool);
                 }
+                // Only profiles' overrides gone (a profile removed, an override cleared): nothing new to review.
+                Some(pin)
+                    if pin
+                        .approved_definition
+                        .as_ref()
+                        .is_some_and(|a| crate::profile_overrides::only_dropped(a, &def)) =>
+                {
+                    self.store()
+                        .record_pin(server_id, &name, &fp, &def, None, Some("profiles"))?;
+                    exposed.push(tool);
+                }
                 Some(pin) => {
                     if pin.current_fingerprint != fp {
                         // Withheld for changing in any case; the findings tell the reviewer what the change carries.
-                        let findings = scan_def(seen)?;
+                        let findings = scan_all(seen)?;
                         self.store().record_pin(
                             server_id,
                             &name,
@@ -332,6 +363,7 @@ pub fn diff(pin: &PinRow) -> Vec<FieldChange> {
         "outputSchema",
         "annotations",
         "override",
+        crate::profile_overrides::FIELD,
     ];
     fields
         .iter()

@@ -48,4 +48,5 @@ pub mod policy;
 pub mod profiles;
 pub mod sandbox;
 pub mod saved_scripts;
+pub mod scan_model;
 pub mod scripts;

@@ -97,7 +97,11 @@ impl App {
             None => Store::open(&config.db_path)?,
         };
         let events = EventBus::default();
-        let registry = Registry::new(store, events.clone()).with_pin_policy(config.pinning);
+        // Search's embedding provider; its local model is lent to the scanner too when asked for (`scan_model.rs`).
+        let (provider, provider_status) = crate::search::Provider::from_env();
+        let registry = Registry::new(store, events.clone())
+            .with_pin_policy(config.pinning)
+            .with_scan_model(crate::scan_model::from_env(&provider));
         let secrets = Secrets::open(&config.data_dir, registry.clone(), events.clone())?;
         let calllog = Arc::new(match (config.team, &config.replica) {
             (true, Some(replica)) => CallLog::shared(
@@ -134,7 +138,6 @@ impl App {
             config.db_path.clone(),
         );
         proxy.set_guards(config.guards);
-        let (provider, provider_status) = crate::search::Provider::from_env();
         let search = Search::new(registry.store().clone(), provider, provider_status);
         spawn_search_indexer(&events, search.clone());
         let marketplace = std::sync::OnceLock::new();

@@ -49,4 +49,5 @@ pub mod profile_overrides;
 pub mod profiles;
 pub mod sandbox;
 pub mod saved_scripts;
+pub mod scan_model;
 pub mod scripts;

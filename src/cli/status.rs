@@ -47,6 +47,7 @@ pub(super) async fn status(
             "servers": servers,
             "metrics": metrics,
             "search": app.search.status(),
+            "scanner": crate::scan_model::status(&app.registry, &app.search.status()),
             "sandbox_kernel": kernel,
             "guards": guards_of(app, &calls)?,
             "policy": app.policy_status(),
@@ -132,6 +133,16 @@ pub(super) async fn status(
         search["fallback_reason"]
             .as_str()
             .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    )?;
+    let scanner = crate::scan_model::status(&app.registry, &search);
+    writeln!(
+        out,
+        "scanner: semantic signal {}{}",
+        scanner["semantic"].as_str().unwrap_or("?"),
+        scanner["detail"]
+            .as_str()
+            .map(|d| format!(" ({d})"))
             .unwrap_or_default()
     )?;
     writeln!(out, "sandbox: {}", sandbox_line(&kernel))?;

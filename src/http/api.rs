@@ -554,6 +554,7 @@ pub async fn status(State(s): State<AppState>) -> ApiResult<Json<Value>> {
         "guards": s.app.guards_view(None)?,
         "metrics": store.metrics_overview()?,
         "search": s.app.search.status(),
+        "scanner": crate::scan_model::status(&s.app.registry, &s.app.search.status()),
         "policy": s.app.policy_status(),
         "registry": {
             "db_path": s.app.config.db_path,

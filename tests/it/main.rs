@@ -90,6 +90,8 @@ mod approvals;
 // the next call, fast lane included.
 mod fresh_rules;
 mod guards;
+/// What else flows back to the agent (resources, prompts, a task's result) and credentials by origin.
+mod guards_flows;
 // Issue 31, part 4: the HTTP front's cheaper path answers untyped requests with their id as before.
 mod http_front;
 // Issue 28: code mode: scripts that call tools through the proxy, their limits, approvals and fronts.

@@ -17,14 +17,14 @@ use crate::harness::{self, fixture};
 
 /// The status notifications a client received, in order: (task id, status).
 #[derive(Default)]
-struct Statuses {
+pub(crate) struct Statuses {
     seen: Mutex<Vec<(String, TaskStatus)>>,
     arrived: tokio::sync::Notify,
 }
 
 #[derive(Clone)]
-struct TaskClient {
-    statuses: Arc<Statuses>,
+pub(crate) struct TaskClient {
+    pub(crate) statuses: Arc<Statuses>,
 }
 
 impl ClientHandler for TaskClient {
@@ -55,7 +55,7 @@ impl ClientHandler for TaskClient {
 
 impl Statuses {
     /// Waits (bounded) for a notification saying `id` has `status`.
-    async fn wait(&self, id: &str, status: TaskStatus) {
+    pub(crate) async fn wait(&self, id: &str, status: TaskStatus) {
         let found = || {
             self.seen
                 .lock()
@@ -82,14 +82,18 @@ impl Statuses {
     }
 }
 
-fn args(v: Value) -> JsonObject {
+pub(crate) fn args(v: Value) -> JsonObject {
     match v {
         Value::Object(m) => m,
         _ => panic!("arguments must be an object"),
     }
 }
 
-async fn create(client: &RunningService<RoleClient, TaskClient>, tool: &str, a: Value) -> Task {
+pub(crate) async fn create(
+    client: &RunningService<RoleClient, TaskClient>,
+    tool: &str,
+    a: Value,
+) -> Task {
     let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args(a));
     match client
         .peer()
@@ -105,7 +109,7 @@ async fn create(client: &RunningService<RoleClient, TaskClient>, tool: &str, a: 
     }
 }
 
-async fn get(client: &RunningService<RoleClient, TaskClient>, id: &str) -> DetailedTask {
+pub(crate) async fn get(client: &RunningService<RoleClient, TaskClient>, id: &str) -> DetailedTask {
     let got = client
         .peer()
         .get_task(GetTaskParams::new(id))

@@ -92,6 +92,8 @@ impl Proxy {
         // A skill file whose manifest entry was handed on is verified before it is (`skills.rs`).
         self.inner
             .verify_skill_read(server, original, &res.contents)?;
+        self.inner
+            .guard_resource(server, child.server_id, original, &mut res);
         for c in &mut res.contents {
             match c {
                 ResourceContents::TextResourceContents { uri, .. }
@@ -132,14 +134,23 @@ impl Proxy {
         if !self.visible(caller, &child.name, None) {
             return Err(Error::not_found("prompt", &request.name));
         }
-        request.name = prompt;
+        request.name = prompt.clone();
+        // The messages pass the result guards (`callguard/flows.rs`).
+        let guard = |mut res: GetPromptResponse| {
+            self.inner
+                .guard_prompt(&child.name, child.server_id, &prompt, &mut res);
+            res
+        };
         if caller.mints_for(&child) {
-            return self.prompt_minting(&child, request, caller).await;
+            return self
+                .prompt_minting(&child, request, caller)
+                .await
+                .map(guard);
         }
         request.meta = None;
         crate::call::name_user(&mut request.meta, &child, caller);
         match child.peer.get_prompt_once(request).await {
-            Ok(res) => Ok(complete_prompt(res)),
+            Ok(res) => Ok(guard(complete_prompt(res))),
             Err(e) => {
                 let e = child_error(&child.name, e);
                 Err(self.inner.user_refusal(&child, caller, e).await)

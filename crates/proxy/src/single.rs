@@ -89,6 +89,8 @@ impl Proxy {
                 Ok(ReadResourceResponse::Complete(mut r)) => {
                     r.result_type.get_or_insert(ResultType::COMPLETE);
                     self.inner.verify_skill_read(name, uri, &r.contents)?;
+                    self.inner
+                        .guard_resource(name, child.server_id, uri, &mut r);
                     Ok(r.into())
                 }
                 Ok(other) => Ok(other),
@@ -105,6 +107,8 @@ impl Proxy {
         res.result_type.get_or_insert(ResultType::COMPLETE);
         // A skill file whose manifest entry was handed on is verified before it is (`skills.rs`).
         self.inner.verify_skill_read(name, uri, &res.contents)?;
+        self.inner
+            .guard_resource(name, child.server_id, uri, &mut res);
         Ok(res.into())
     }
 
@@ -136,10 +140,18 @@ impl Proxy {
         {
             self.inner.gate_one(&child, ad_scan::Kind::Prompt, p)?;
         }
+        let prompt = request.name.clone();
+        // The messages pass the result guards (`callguard/flows.rs`).
+        let guard = |mut res: GetPromptResponse| {
+            self.inner
+                .guard_prompt(name, child.server_id, &prompt, &mut res);
+            res
+        };
         if caller.mints_for(&child) {
             return self
                 .prompt_minting(&child, request, caller)
                 .await
+                .map(guard)
                 .map_err(Into::into);
         }
         request.meta = None;
@@ -149,7 +161,7 @@ impl Proxy {
             .get_prompt_once(request)
             .await
             .map_err(|e| upstream(name, e))?;
-        Ok(complete_prompt(res))
+        Ok(guard(complete_prompt(res)))
     }
 
     pub async fn server_complete(

@@ -125,7 +125,11 @@ impl Proxy {
             .task_request(&child, &id, request, caller)
             .await?
         {
-            ServerResult::GetTaskResult(r) => Ok(r),
+            ServerResult::GetTaskResult(mut r) => {
+                // A completed task's result passes the result guards, as the call's own result would.
+                self.inner.guard_task(server, child.server_id, &mut r);
+                Ok(r)
+            }
             _ => Err(unexpected(server)),
         }
     }

@@ -22,6 +22,8 @@ pub struct Registry {
     inbound: std::sync::Arc<crate::overrides::InboundCache>,
     /// The approved profile overrides of each server's tools (`profile_overrides.rs`).
     layers: std::sync::Arc<crate::profile_overrides::LayerCache>,
+    /// The scanner's semantic signal, when the application lends it a model (`pinning/scan.rs`).
+    scan_model: Option<std::sync::Arc<ad_scan::Model>>,
 }
 
 /// Servers' stored approval rules read under one store marker ([`Store::fresh_marker`]): any commit, by this process
@@ -41,7 +43,19 @@ impl Registry {
             policies: Default::default(),
             inbound: Default::default(),
             layers: Default::default(),
+            scan_model: None,
         }
+    }
+
+    /// Scans new and changed definitions with the semantic signal of `model` beside the rules.
+    pub fn with_scan_model(mut self, model: Option<std::sync::Arc<ad_scan::Model>>) -> Registry {
+        self.scan_model = model;
+        self
+    }
+
+    /// The model the scanner's semantic signal uses, if the application lent one.
+    pub fn scan_model(&self) -> Option<&std::sync::Arc<ad_scan::Model>> {
+        self.scan_model.as_ref()
     }
 
     pub fn with_pin_policy(mut self, policy: crate::pinning::policy::Policy) -> Registry {

@@ -8,8 +8,10 @@
 //! rule, a severity, where it sits and the offending excerpt with hidden characters made visible.
 //!
 //! What it must not know: storage, the registry, the proxy or MCP transports. It is a pure, deterministic function
-//! of its input (no I/O, no clock, no model), cheap enough to run on every definition when first seen and when it
-//! changes; whoever calls it decides what a finding means (the registry withholds, the catalog reports).
+//! of its input (no I/O, no clock), cheap enough to run on every definition when first seen and when it changes;
+//! whoever calls it decides what a finding means (the registry withholds, the catalog reports). One signal may use a
+//! sentence encoder the caller lends ([`scan_with`], [`Model`]): the definition's orders compared with attack and
+//! honest exemplars and with the tool's purpose; without one the rules decide alone.
 
 mod decode;
 mod fields;
@@ -22,6 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use fields::Kind;
+pub use rules::semantic::{Encoder, Model, Score};
 
 /// How much a finding weighs: `medium` and `high` withhold a definition until a person approves it; `low` is shown
 /// beside it but withholds nothing.
@@ -75,8 +78,26 @@ pub struct Context<'a> {
 /// Scans one definition of `kind` (its JSON as the server lists it). Findings are ordered by severity, highest
 /// first, then by where they sit.
 pub fn scan(kind: Kind, definition: &Value, ctx: &Context<'_>) -> Vec<Finding> {
+    scan_with(kind, definition, ctx, None)
+}
+
+/// As [`scan`], with the semantic signal when `model` is given and usable (`resembles_attack` findings); when it
+/// is not ([`Model::ready`] says why), the rules' findings alone.
+pub fn scan_with(
+    kind: Kind,
+    definition: &Value,
+    ctx: &Context<'_>,
+    model: Option<&Model>,
+) -> Vec<Finding> {
     let fields = fields::collect(kind, definition);
     let mut findings = rules::run(&fields, ctx);
+    // A definition the rules already withhold is not embedded: the signal could only agree.
+    if let Some(m) = model
+        && !withholds(&findings)
+    {
+        let semantic = rules::semantic::check(&fields, m, &findings);
+        findings.extend(semantic);
+    }
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
@@ -85,6 +106,16 @@ pub fn scan(kind: Kind, definition: &Value, ctx: &Context<'_>) -> Vec<Finding> {
     });
     findings.dedup_by(|a, b| a.rule == b.rule && a.field == b.field);
     findings
+}
+
+/// The semantic signal's scores of a definition's orders (for calibration and diagnosis), or why the model cannot
+/// be used.
+pub fn semantic_scores(
+    kind: Kind,
+    definition: &Value,
+    model: &Model,
+) -> Result<Vec<Score>, String> {
+    rules::semantic::scores(&fields::collect(kind, definition), model)
 }
 
 /// What a definition's findings mean for it: `high` withholds it until a person approves it; `medium` shows it with

@@ -160,6 +160,20 @@ impl LocalModel {
         }
     }
 
+    /// Embeds `texts` on the calling thread, loading the model if needed (blocking: a thread that may block). For
+    /// callers outside search (the scanner's semantic signal); the idle unload counts from this use when a tokio
+    /// runtime is there to time it.
+    pub fn embed_now(self: &Arc<Self>, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let v = {
+            let lease = self.lease()?;
+            lease.model.embed_batch(texts)
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.schedule_unload();
+        }
+        Ok(v)
+    }
+
     pub fn is_loaded(&self) -> bool {
         matches!(&*self.lock(), ModelState::Loaded { .. })
     }

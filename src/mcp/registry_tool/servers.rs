@@ -168,6 +168,7 @@ pub(super) async fn status(
         "calls": {"logged": logged, "recent": recent},
         "metrics": store.metrics_overview()?,
         "search": app.search.status(),
+        "scanner": crate::scan_model::status(&app.registry, &app.search.status()),
         "sandbox_kernel": app.sandbox_kernel(),
         // The guards on calls: the global settings and each server's decisions since this process started.
         "guards": app.guards_view(None)?,

@@ -19,6 +19,8 @@ use ad_store::PinRow;
 /// what the store holds for it.
 pub(crate) struct Names {
     pairs: Vec<(String, String)>,
+    /// The semantic signal's model, when the application lent one.
+    model: Option<std::sync::Arc<ad_scan::Model>>,
 }
 
 impl Names {
@@ -30,7 +32,10 @@ impl Names {
             .filter(|(s, _)| s != server)
             .collect();
         pairs.extend(own.iter().map(|t| (server.to_owned(), t.clone())));
-        Ok(Names { pairs })
+        Ok(Names {
+            pairs,
+            model: registry.scan_model().cloned(),
+        })
     }
 
     pub(crate) fn scan(&self, server: &str, kind: Kind, definition: &Value) -> Vec<Finding> {
@@ -39,13 +44,14 @@ impl Names {
             .iter()
             .map(|(s, t)| ToolRef { server: s, tool: t })
             .collect();
-        ad_scan::scan(
+        ad_scan::scan_with(
             kind,
             definition,
             &Context {
                 server,
                 tools: &refs,
             },
+            self.model.as_deref(),
         )
     }
 }

@@ -7,7 +7,7 @@
 //! (a file's content, a web page, a log), so the rules about those are left out, and only `high` findings count.
 
 use crate::fields::{Field, Role};
-use crate::{Context, Finding, Severity, rules};
+use crate::{Finding, Severity, rules};
 
 /// The rules whose `high` findings in a result mean it speaks to the agent.
 const RESULT_RULES: &[&str] = &[
@@ -77,22 +77,69 @@ pub fn instructions_in(text: &str) -> Vec<Finding> {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let text = &text[..end];
-    if !worth_reading(text) {
+    let Some(text) = parts_worth_reading(&text[..end]) else {
         return Vec::new();
-    }
+    };
     let fields = [Field {
         path: "text".into(),
-        text: text.to_owned(),
+        text,
         role: Role::Prose,
     }];
-    let mut found: Vec<Finding> = rules::run(&fields, &Context::default())
+    let mut found: Vec<Finding> = rules::run_on_result(&fields)
         .into_iter()
         .filter(|f| f.severity == Severity::High && RESULT_RULES.contains(&f.rule))
         .collect();
     found.sort_by(|a, b| a.rule.cmp(b.rule));
     found.dedup_by(|a, b| a.rule == b.rule);
     found
+}
+
+/// What of `text` the rules read: each sentence (cut at a line end, and at `.`, `!` or `?` before a space) holding a
+/// trigger word, with the sentence before and the one after it, joined by line breaks; the whole text when every
+/// sentence is kept; `None` when none is. One pass over the text: in long prose most sentences have no trigger, and
+/// the rules cost far more per byte than this test.
+fn parts_worth_reading(text: &str) -> Option<String> {
+    if !worth_reading(text) {
+        return None;
+    }
+    let b = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for i in 0..b.len() {
+        let end = match b[i] {
+            b'\n' => true,
+            b'.' | b'!' | b'?' => b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace()),
+            _ => false,
+        };
+        if end {
+            spans.push((start, i + 1));
+            start = i + 1;
+        }
+    }
+    if start < b.len() {
+        spans.push((start, b.len()));
+    }
+    let hit: Vec<bool> = spans
+        .iter()
+        .map(|&(s, e)| worth_reading(&text[s..e]))
+        .collect();
+    let keep = |i: usize| hit[i] || (i > 0 && hit[i - 1]) || hit.get(i + 1) == Some(&true);
+    if (0..spans.len()).all(&keep) {
+        return Some(text.to_owned());
+    }
+    let mut out = String::new();
+    let mut last = None;
+    for (i, &(s, e)) in spans.iter().enumerate() {
+        if !keep(i) {
+            continue;
+        }
+        if last.is_some_and(|l| l + 1 != i) {
+            out.push('\n');
+        }
+        out.push_str(&text[s..e]);
+        last = Some(i);
+    }
+    Some(out)
 }
 
 /// Whether a text may carry instructions to the agent at all (a cheap test, before [`instructions_in`] reads it).

@@ -13,11 +13,13 @@ use crate::fields::{Field, Role};
 use crate::text::{self, Hidden};
 use crate::{Context, Finding, Severity};
 
+mod exemplars;
 mod index;
 mod intent;
 mod intent_words;
 mod lexicon;
 mod phrases;
+pub(crate) mod semantic;
 mod sentence;
 mod stuffing;
 mod window;
@@ -28,6 +30,18 @@ use phrases::phrase_rules;
 use window::{described, in_quotes, ordered_sentence, own_scope, refused};
 
 pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
+    run_with(fields, ctx, true)
+}
+
+/// The rules a tool's result is read with (`guard::instructions_in`): all but the parameter-stuffing rules and the
+/// decoders, whose only finding (`encoded_payload`) says nothing about a result, which legitimately holds base64,
+/// hex and escapes. Decoding read the text again once per decoder (ROT13, reversed, leetspeak, ...): most of the time
+/// a result of prose took.
+pub(crate) fn run_on_result(fields: &[Field]) -> Vec<Finding> {
+    run_with(fields, &Context::default(), false)
+}
+
+fn run_with(fields: &[Field], ctx: &Context<'_>, definition: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     let others: Vec<(Vec<String>, &str, &str)> = ctx
         .tools
@@ -72,14 +86,21 @@ pub(crate) fn run(fields: &[Field], ctx: &Context<'_>) -> Vec<Finding> {
         .collect();
     for f in fields {
         hidden_chars(f, &mut out);
-        out.extend(stuffing::check(f, &params));
+        if definition {
+            out.extend(stuffing::check(f, &params));
+        }
         let readable = if f.role == Role::Param || f.role == Role::Name {
             text::words_of_name(&f.text)
         } else {
             f.text.clone()
         };
         read(f, &readable, None, &others, &own, &server, &mut out);
-        for d in decode::all(&f.text) {
+        let decoded = if definition {
+            decode::all(&f.text)
+        } else {
+            Vec::new()
+        };
+        for d in decoded {
             let mut inner = Vec::new();
             read(
                 f,

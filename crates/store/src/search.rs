@@ -132,9 +132,11 @@ impl Store {
              )
              SELECT t.id, t.server_id, s.name, t.name, t.description, hits.score
              FROM hits JOIN server_tools t ON t.id = hits.id JOIN servers s ON s.id = t.server_id ORDER BY hits.score DESC";
+        // `+rowid`: the scope filters the matches. A bare `rowid IN (...)` is offered to FTS5, which then runs the
+        // whole MATCH once per id of the scope (150 ms instead of 3 for 250 ids among 2,000 tools).
         const WITHIN: &str = "WITH hits AS (
                 SELECT rowid AS id, -ad_bm25(server_tools_fts, 4.0, 1.0) AS score FROM server_tools_fts
-                WHERE server_tools_fts MATCH ?1 AND rowid IN (SELECT value FROM json_each(?3))
+                WHERE server_tools_fts MATCH ?1 AND +rowid IN (SELECT value FROM json_each(?3))
                 ORDER BY score DESC LIMIT ?2
              )
              SELECT t.id, t.server_id, s.name, t.name, t.description, hits.score

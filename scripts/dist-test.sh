@@ -4,7 +4,10 @@
 # client configs users will write: the tarball's binary; the wheel with pip, pipx and `uvx agent-discover mcp`; the
 # npm packages from a local registry with `npm install -g` and `npx -y agent-discover mcp`; the container image with
 # podman (`serve`: /health, its health check, MCP through the published port); the Helm chart (lint, render, schema
-# validation). `--cargo-install` also runs `cargo install --path .` (a release build: slow).
+# validation); the aarch64 tarball, when dist/ has one, under qemu-user (`--version`, an MCP session over stdio).
+# `--cargo-install` also installs with `cargo install --path .` and `cargo install --git` (the URL a local clone's,
+# file://, so nothing leaves the machine), both with dist.sh's profile, target and features, and checks that each
+# names the same version, commit and target as the tarball's binary and answers as it does.
 #
 # Needs scripts/test.sh's cache (.ci/cache: the Python SDK venv, uv) and a prior scripts/dist.sh. Not run by CI
 # (a dist build takes minutes of both cores); CI runs the quick checks: `--version` and `health` (tests/it/dist.rs).
@@ -127,9 +130,45 @@ echo "== Helm chart" >&2
 "$tools/bin/pip" install --quiet --disable-pip-version-check helm-python-sdk kubernetes-validate pyyaml
 "$tools/bin/python" scripts/chart_check.py charts/agent-discover >&2
 
+echo "== aarch64 tarball under qemu-user" >&2
+arm=aarch64-unknown-linux-musl
+if [ -f "dist/agent-discover-$version-$arm.tar.gz" ]; then
+  command -v qemu-aarch64-static >/dev/null || fail "the aarch64 binary is run under qemu: apt-get install qemu-user-static"
+  mkdir "$work/arm"
+  tar -C "$work/arm" -xzf "dist/agent-discover-$version-$arm.tar.gz"
+  armbin="$work/arm/agent-discover-$version-$arm/agent-discover"
+  file -b "$armbin" | grep -q 'ARM aarch64.*statically linked' || fail "$armbin: $(file -b "$armbin")"
+  qemu-aarch64-static "$armbin" --version | grep -q "^agent-discover $version (commit [0-9a-f]\{12\}\(-dirty\)\?, $arm)$" ||
+    fail "aarch64 --version: $(qemu-aarch64-static "$armbin" --version)"
+  drive aarch64-qemu qemu-aarch64-static "$armbin" mcp
+else
+  echo "dist/ has no aarch64 tarball (scripts/dist.sh x86_64-unknown-linux-musl aarch64-unknown-linux-musl builds it)" >&2
+fi
+
 if [ "$cargo_install" = 1 ]; then
+  # dist.sh's binary names itself; an installed one must name the same version, commit and target.
+  same_build() { # NAME BINARY
+    local want got
+    want=$("$bin" --version | sed 's/-dirty//')
+    got=$("$2" --version | sed 's/-dirty//')
+    [ "$got" = "$want" ] || fail "$1 built '$got', dist.sh built '$want'"
+  }
+  install_args=(--locked --profile dist --target "$target" --features mimalloc --target-dir "$repo/target")
   echo "== cargo install --path ." >&2
-  nice -n 15 cargo install --quiet --locked --path . --root "$work/cargo" --target-dir target
-  drive cargo-install "$work/cargo/bin/agent-discover" mcp
+  # With dist.sh's commit stamp, cargo finds dist.sh's build fresh in target/: the installed binary is the same file.
+  AGENT_DISCOVER_COMMIT=$("$bin" --version | sed -n 's/.*(commit \([^,]*\),.*/\1/p') \
+    cargo install --quiet "${install_args[@]}" --path . --root "$work/cargo-path"
+  same_build "cargo install --path" "$work/cargo-path/bin/agent-discover"
+  strip -o "$work/cargo-path/stripped" "$work/cargo-path/bin/agent-discover"
+  cmp -s "$work/cargo-path/stripped" "$bin" && echo "cargo install --path: the same file as dist.sh's binary" >&2 ||
+    echo "cargo install --path: built again (the checkout changed since dist.sh), same version, commit and target" >&2
+  drive cargo-install-path "$work/cargo-path/bin/agent-discover" mcp
+  echo "== cargo install --git file://<a clone>" >&2
+  # The committed state only: a bare clone, installed at this checkout's commit.
+  git clone --quiet --bare "$repo" "$work/clone.git"
+  AGENT_DISCOVER_COMMIT='' cargo install --quiet "${install_args[@]}" --git "file://$work/clone.git" \
+    --rev "$(git rev-parse HEAD)" --root "$work/cargo-git" agent-discover
+  same_build "cargo install --git" "$work/cargo-git/bin/agent-discover"
+  drive cargo-install-git "$work/cargo-git/bin/agent-discover" mcp
 fi
 echo "every artefact installed and answered" >&2

@@ -66,9 +66,10 @@ fn loopback_up() -> Result<(), String> {
         for (i, b) in b"lo".iter().enumerate() {
             req.ifr_name[i] = *b as libc::c_char;
         }
-        let ok = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) == 0 && {
+        // `as _`: the request is a `c_ulong` in glibc's `ioctl` and a `c_int` in musl's (the static builds).
+        let ok = libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) == 0 && {
             req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            libc::ioctl(fd, libc::SIOCSIFFLAGS, &req) == 0
+            libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &req) == 0
         };
         libc::close(fd);
         if !ok {

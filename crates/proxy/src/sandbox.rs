@@ -317,7 +317,9 @@ pub fn spawn(
     ring: std::sync::Arc<crate::spawn::StderrRing>,
 ) -> Result<crate::spawn::Spawned> {
     match plan(config, name, program, args, env, settings)? {
-        Some(mut plan) => {
+        Some(plan) => {
+            #[cfg(unix)]
+            let mut plan = plan;
             #[cfg(unix)]
             if plan.network == ad_core::sandbox::Network::Hosts {
                 plan.net_proxy = Some(netproxy::prepare(name, &settings.hosts, ring.clone())?);

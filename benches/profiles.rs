@@ -13,115 +13,15 @@ use std::time::{Duration, Instant};
 
 use agent_discover::app::App;
 use agent_discover::config::Config;
-use agent_discover::events::EventBus;
-use agent_discover::model::{ServerSpec, ToolInfo};
 use agent_discover::profiles::Profile;
-use agent_discover::registry::Registry;
 use agent_discover::search::{Provider, Search, Within};
 use agent_discover::store::Store;
 
-const VERBS: &[&str] = &[
-    "create", "list", "get", "update", "delete", "search", "send", "archive", "export", "sync",
-    "assign", "close",
-];
-const NOUNS: &[&str] = &[
-    "issue",
-    "subscription",
-    "invoice",
-    "customer",
-    "message",
-    "channel",
-    "file",
-    "folder",
-    "event",
-    "ticket",
-    "user",
-    "team",
-    "project",
-    "page",
-    "database",
-    "table",
-    "record",
-    "pipeline",
-    "deployment",
-    "alert",
-    "dashboard",
-    "report",
-    "contact",
-    "order",
-    "payment",
-];
-const PER_SERVER: usize = 50;
+mod synthetic;
+use synthetic::{PER_SERVER, Rng, queries};
+
 const ROUNDS: usize = 10;
-const DIM: usize = 384;
 const MODEL: &str = "bench-vectors";
-
-/// Realistic queries: what agents write, 10-30 words (the paraphrases of tests/data/tool_queries*.json).
-fn queries() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let mut out = Vec::new();
-    for f in ["tool_queries_heldout.json", "tool_queries.json"] {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
-        for q in v["queries"].as_array().unwrap() {
-            let q = q["query"].as_str().unwrap();
-            if (10..=30).contains(&q.split_whitespace().count()) {
-                out.push(q.to_owned());
-            }
-        }
-    }
-    out
-}
-
-/// xorshift: reproducible pseudo-random vectors without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    }
-    fn unit(&mut self) -> Vec<f32> {
-        let v: Vec<f32> = (0..DIM).map(|_| self.next()).collect();
-        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.into_iter().map(|x| x / n).collect()
-    }
-}
-
-/// `n` synthetic tools in `store` (servers `svc0`, `svc1`, ...), each with a random unit vector.
-fn build_in(store: &Store, n: usize) {
-    let registry = Registry::new(store.clone(), EventBus::default());
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for s in 0..n / PER_SERVER {
-        let server = registry
-            .register(ServerSpec {
-                name: format!("svc{s}"),
-                command: Some("x".into()),
-                ..Default::default()
-            })
-            .unwrap();
-        let tools: Vec<ToolInfo> = (0..PER_SERVER)
-            .map(|i| {
-                let k = s * PER_SERVER + i;
-                let (v, o) = (VERBS[k % VERBS.len()], NOUNS[(k / VERBS.len()) % NOUNS.len()]);
-                ToolInfo {
-                    name: format!("{v}_{o}_{k}"),
-                    description: format!("{v} a {o} in service {s}; variant {k} with options for filtering and paging"),
-                    input_schema: serde_json::json!({"type": "object", "properties": {"id": {"type": "string"}}}),
-                }
-            })
-            .collect();
-        registry.save_tools(server.id, &tools).unwrap();
-        let vectors: Vec<(i64, Vec<f32>)> = registry
-            .tools(server.id)
-            .unwrap()
-            .into_iter()
-            .map(|t| (t.id, rng.unit()))
-            .collect();
-        store.set_embeddings(MODEL, &vectors).unwrap();
-    }
-}
 
 fn rounds() -> usize {
     std::env::var("PROFILES_BENCH_ROUNDS")
@@ -176,14 +76,16 @@ async fn main() {
     for n in sizes {
         let whole = tempfile::tempdir().unwrap();
         let double = tempfile::tempdir().unwrap();
-        build_in(
-            &Store::open(&Config::in_dir(whole.path()).db_path).unwrap(),
+        drop(synthetic::build_in(
+            Store::open(&Config::in_dir(whole.path()).db_path).unwrap(),
             n,
-        );
-        build_in(
-            &Store::open(&Config::in_dir(double.path()).db_path).unwrap(),
+            MODEL,
+        ));
+        drop(synthetic::build_in(
+            Store::open(&Config::in_dir(double.path()).db_path).unwrap(),
             2 * n,
-        );
+            MODEL,
+        ));
         let all = App::open(Config::in_dir(whole.path())).unwrap();
         let two = App::open(Config::in_dir(double.path())).unwrap();
         let profile = two.create_profile(half(n)).unwrap();

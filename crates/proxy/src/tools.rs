@@ -726,9 +726,13 @@ impl Proxy {
 impl Inner {
     /// Re-lists a child's tools after it said they changed, stores them and tells clients.
     pub(super) async fn refresh_tools(&self, name: &str) {
-        let child = match lock(&self.children).get(name) {
-            Some(Slot::Running(c)) => c.clone(),
-            _ => return,
+        let slot = match lock(&self.children).get(name) {
+            Some(Slot::Running(c)) => Some(c.clone()),
+            Some(_) => return,
+            None => None,
+        };
+        let Some(child) = slot else {
+            return self.gate_last_seen(name).await;
         };
         match child.peer.list_all_tools().await {
             Ok(tools) => {
@@ -752,6 +756,23 @@ impl Inner {
 }
 
 impl Inner {
+    /// No child of `name` runs in this process (a CLI command, or a server not started here): its tools are reviewed
+    /// again as last seen, under the start lock, so a change of what the agent sees is in the pins at once.
+    async fn gate_last_seen(&self, name: &str) {
+        let start = self.lock_for(name);
+        let _held = start.lock().await;
+        if lock(&self.children).contains_key(name) {
+            return;
+        }
+        let result = self
+            .registry
+            .get(name)
+            .and_then(|s| self.registry.gate_last_seen(s.id, name));
+        if let Err(e) = result {
+            tracing::warn!(server = name, error = %e, "cannot review the tools as last seen");
+        }
+    }
+
     /// A child's prompts or resource templates that may be shown: the scanner's step of the registry's gate
     /// (`Registry::gate_definitions`); a flagged one is withheld until approved.
     pub(crate) fn gate<T: serde::Serialize>(

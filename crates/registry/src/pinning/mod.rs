@@ -45,6 +45,24 @@ pub fn definition(tool: &Tool) -> Value {
     canonical(&Value::Object(d))
 }
 
+/// The tool a pinned definition was taken from: its own fields, without what overrides added to the pin.
+fn own_tool(pinned: &Value) -> Option<Tool> {
+    let mut own = serde_json::Map::new();
+    for key in [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ] {
+        if let Some(v) = pinned.get(key).filter(|v| !v.is_null()) {
+            own.insert(key.into(), v.clone());
+        }
+    }
+    serde_json::from_value(Value::Object(own)).ok()
+}
+
 /// `v` with object keys sorted at every depth (arrays keep their order).
 pub fn canonical(v: &Value) -> Value {
     match v {
@@ -331,6 +349,24 @@ impl Registry {
             }
         }
         Ok(exposed)
+    }
+
+    /// Reviews `server`'s tools again as last seen (each pin's current definition, the tool's own part), for a
+    /// process that changed what the agent sees of them (an override, a profile's override) without running the
+    /// child: the pins then say at once what the serving process will say when it next lists the tools, so a status
+    /// read or an approval right after the change covers the change.
+    pub fn gate_last_seen(&self, server_id: i64, server: &str) -> Result<()> {
+        let tools: Vec<Tool> = self
+            .store()
+            .pins_of(server_id)?
+            .into_iter()
+            .filter(|p| scan::split_key(&p.tool).0 == ad_scan::Kind::Tool)
+            .filter_map(|p| own_tool(&p.current_definition))
+            .collect();
+        if !tools.is_empty() {
+            self.try_gate(server_id, server, tools)?;
+        }
+        Ok(())
     }
 
     /// Whether `tool` of `server` is withheld because it differs from (or was never given) an approval.

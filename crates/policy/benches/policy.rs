@@ -2,7 +2,8 @@
 //! (`set.cedar`: 41 policies, a few applying to each benchmarked tool, most with argument conditions):
 //! `cargo bench -p ad-policy` (release profile). Prints the mean and p50/p99 per call for: no policies at all, a tool
 //! no policy can apply to, a tool only the policy scoped to every tool applies to, and policed calls that are
-//! allowed, denied and asked. `POLICY_BENCH_CALLS` sets the calls per case (default 200,000). Besides the wall time,
+//! allowed, denied and asked. `POLICY_BENCH_CALLS` sets the calls per case (default 200,000), `POLICY_BENCH_ONLY=TEXT` runs
+//! only the cases whose name holds TEXT. Besides the wall time,
 //! the thread's CPU time per call (Linux's `/proc/thread-self/schedstat`): on a machine shared with other builds the
 //! wall time includes the time the thread waited for a core, the CPU time does not.
 
@@ -31,6 +32,10 @@ fn cpu_ns() -> u64 {
 }
 
 fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
+    // `POLICY_BENCH_ONLY=TEXT`: only the cases whose name holds TEXT (to profile one).
+    if std::env::var("POLICY_BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
+        return;
+    }
     assert_eq!(p.evaluate(call).map(|d| d.outcome), want, "{name}");
     // `POLICY_BENCH_CALLS` (default 200,000) calls per case; a multiple of 100.
     let n: usize = std::env::var("POLICY_BENCH_CALLS")

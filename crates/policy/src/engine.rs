@@ -31,6 +31,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::call::{Call, Decision, LOCAL_USER, LoadError, Outcome};
+use crate::callers::Part;
 use crate::slices::{Entry, Index, Reads, Slice};
 
 /// A policy in force, as `policy list` shows it.
@@ -289,7 +290,15 @@ impl Set {
     /// The decision for `call`, by the policies of its tool's slice; `None` when no policy is scoped to its tool.
     pub(crate) fn decide(&self, call: &Call<'_>) -> Option<Decision> {
         let slice = self.index.get(call.server, call.tool)?;
-        Some(self.decide_in(slice, call, true))
+        // Only the policies that can hold for this caller (`callers.rs`); none: Cedar would find nothing.
+        let part = match slice.callers.part(call) {
+            Ok(p) => p,
+            Err(e) => return Some(unputtable(e)),
+        };
+        Some(match part {
+            Part::Some(set) => self.decide_in(slice, &set, call, true),
+            Part::Nothing => none_hold(slice.permits),
+        })
     }
 
     /// Ids in the set's order (Cedar reports deciding policies as a hash set).
@@ -302,23 +311,13 @@ impl Set {
     }
 
     /// `cached`: the call's entities may come from the cache (the tests' whole-set decision builds them afresh).
-    fn decide_in(&self, slice: &Slice, call: &Call<'_>, cached: bool) -> Decision {
-        let decided = |outcome, policies: Vec<String>, reason: String| Decision {
-            outcome,
-            policies,
-            reason,
-        };
+    /// `set`: the slice's policies, or the part of them that can hold for this caller.
+    fn decide_in(&self, slice: &Slice, set: &PolicySet, call: &Call<'_>, cached: bool) -> Decision {
         let (req, entities) = match self.request(call, &slice.reads, cached) {
             Ok(r) => r,
-            Err(e) => {
-                return decided(
-                    Outcome::Deny,
-                    vec![],
-                    format!("the call could not be put to the policies: {e}"),
-                );
-            }
+            Err(e) => return unputtable(e),
         };
-        let response = self.authorizer.is_authorized(&req, &slice.set, &entities);
+        let response = self.authorizer.is_authorized(&req, set, &entities);
         let diagnostics = response.diagnostics();
         // A forbid that could not be evaluated refuses (see the module comment).
         let mut broken: Vec<(usize, String, String)> = diagnostics
@@ -353,17 +352,7 @@ impl Set {
                     format!("{reason}: refused to be safe"),
                 )
             }
-            CedarDecision::Deny if slice.permits => decided(
-                Outcome::Deny,
-                vec![],
-                "no policy permits this call (policies permit calls of this tool only under conditions or to others)"
-                    .into(),
-            ),
-            CedarDecision::Deny => decided(
-                Outcome::Allow,
-                vec![],
-                "no forbid policy holds and no permit policy is scoped to this tool".into(),
-            ),
+            CedarDecision::Deny => none_hold(slice.permits),
             CedarDecision::Allow => {
                 let asking =
                     self.ordered(reasons().filter(|p| self.meta.get(*p).is_some_and(|m| m.ask)));
@@ -502,21 +491,34 @@ impl Set {
             .map_err(|e| e.to_string())?,
             None => RestrictedExpression::new_record([]).map_err(|e| e.to_string())?,
         };
-        let context = Context::from_pairs([
-            ("args".to_owned(), args),
-            (
+        // The client and the script flag only when some policy reads them (a read of one that is not there would
+        // be an error, so a policy that reads it always finds it).
+        let mut pairs = Vec::with_capacity(3);
+        pairs.push(("args".to_owned(), args));
+        if reads.client {
+            pairs.push((
                 "client".to_owned(),
                 RestrictedExpression::new_string(call.client.unwrap_or_default().to_owned()),
-            ),
-            (
+            ));
+        }
+        if reads.script {
+            pairs.push((
                 "script".to_owned(),
                 RestrictedExpression::new_bool(call.script),
-            ),
-        ])
-        .map_err(|e| e.to_string())?;
+            ));
+        }
+        let context = Context::from_pairs(pairs).map_err(|e| e.to_string())?;
         let req = Request::new(principal, self.call.clone(), resource, context, None)
             .map_err(|e| e.to_string())?;
         Ok((req, entities))
+    }
+
+    /// Whether `call` is put to only part of its slice (or to none of it) for its caller.
+    #[cfg(test)]
+    pub(crate) fn narrowed(&self, call: &Call<'_>) -> bool {
+        self.index
+            .get(call.server, call.tool)
+            .is_some_and(|s| s.callers.narrowed(call))
     }
 
     /// [`Set::decide`] by the whole set and every argument, the scope read from the policies' listing: what the
@@ -530,19 +532,50 @@ impl Set {
             return None;
         }
         let whole = Slice {
-            set: self.set.clone(),
+            callers: crate::callers::Callers::of(std::iter::empty()).ok()?,
             permits: self
                 .infos
                 .iter()
                 .filter(scoped)
                 .any(|i| i.effect == "permit"),
-            reads: Reads {
-                all_args: true,
-                resource: true,
-                ..Reads::default()
-            },
+            reads: Reads::everything(),
         };
-        Some(self.decide_in(&whole, call, false))
+        Some(self.decide_in(&whole, &self.set, call, false))
+    }
+}
+
+fn decided(outcome: Outcome, policies: Vec<String>, reason: String) -> Decision {
+    Decision {
+        outcome,
+        policies,
+        reason,
+    }
+}
+
+/// The call could not be made into a Cedar request: refused.
+fn unputtable(e: String) -> Decision {
+    decided(
+        Outcome::Deny,
+        vec![],
+        format!("the call could not be put to the policies: {e}"),
+    )
+}
+
+/// No policy holds (none satisfied, none in error): inside a permit's scope the set is default-deny, else allowed.
+fn none_hold(permits: bool) -> Decision {
+    if permits {
+        decided(
+            Outcome::Deny,
+            vec![],
+            "no policy permits this call (policies permit calls of this tool only under conditions or to others)"
+                .into(),
+        )
+    } else {
+        decided(
+            Outcome::Allow,
+            vec![],
+            "no forbid policy holds and no permit policy is scoped to this tool".into(),
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 //! The per-tool slices never change a decision: random policy sets and random calls, each call decided by its tool's
 //! slice (with only the arguments the slice reads) and by the whole set (with every argument), compared whole
-//! (outcome, deciding policies, reason).
+//! (outcome, deciding policies, reason). The slice is also narrowed for each caller (`callers.rs`): principal scopes and
+//! first conditions on the client or the script flag the call contradicts.
 
 use std::path::PathBuf;
 
@@ -42,6 +43,11 @@ const GROUPS: &[&str] = &["dev", "admins", "ops"];
 /// (an argument read without `has`, a type mismatch), some read the arguments as a whole or the tool's attributes.
 const CONDITIONS: &[&str] = &[
     r#"context.args has path && context.args.path like "/etc/*""#,
+    r#"!context.script"#,
+    r#""c1" == context.client"#,
+    r#"context.script && context.args.amount > 100"#,
+    r#"context.client == "c2" && context.args.nested.deep == 1"#,
+    r#"!context.script && context.args has owner && context.args.owner == "acme""#,
     r#"context.args.amount > 100"#,
     r#"context.args has amount && context.args.amount <= 100"#,
     r#"context.args has owner && context.args.owner == "acme""#,
@@ -61,9 +67,13 @@ const CONDITIONS: &[&str] = &[
 fn policy(rng: &mut Rng, id: usize) -> String {
     let forbid = rng.chance(40);
     let ask = !forbid && rng.chance(25);
-    let principal = match rng.below(4) {
+    let principal = match rng.below(8) {
         0 | 1 => "principal".to_owned(),
         2 => format!("principal == User::\"{}\"", rng.pick(USERS)),
+        3 => format!("principal in User::\"{}\"", rng.pick(USERS)),
+        4 => "principal is User".to_owned(),
+        5 => format!("principal is User in Group::\"{}\"", rng.pick(GROUPS)),
+        6 => format!("principal == Group::\"{}\"", rng.pick(GROUPS)),
         _ => format!("principal in Group::\"{}\"", rng.pick(GROUPS)),
     };
     let action = if rng.chance(50) {
@@ -128,6 +138,8 @@ fn slices_decide_as_the_whole_set_over_random_policies_and_calls() {
     let (mut compared, mut unpoliced) = (0, 0);
     let mut outcomes = [0usize; 3];
     let mut broken = 0;
+    // Calls put to only part of their slice, for their caller (`callers.rs`).
+    let mut narrowed = 0;
     for set_no in 0..120 {
         let n = 1 + rng.below(12);
         let text: String = (0..n).map(|i| policy(&mut rng, i)).collect();
@@ -156,6 +168,7 @@ fn slices_decide_as_the_whole_set_over_random_policies_and_calls() {
                 tool: rng.pick(TOOLS),
                 args: (!rng.chance(5)).then_some(&args),
             };
+            narrowed += usize::from(set.narrowed(&call));
             let sliced = set.decide(&call);
             let whole = set.decide_whole(&call);
             assert_eq!(
@@ -183,4 +196,5 @@ fn slices_decide_as_the_whole_set_over_random_policies_and_calls() {
         assert!(n > 100, "{o:?}: {n}");
     }
     assert!(broken > 20, "{broken} refusals by a forbid that failed");
+    assert!(narrowed > 500, "{narrowed} calls narrowed for their caller");
 }

@@ -11,6 +11,7 @@
 //! (reload on change), each using only the ones before it.
 
 mod call;
+mod callers;
 mod engine;
 #[cfg(test)]
 mod equivalence;

@@ -15,7 +15,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use cedar_policy::{Policy, PolicySet};
+use cedar_policy::Policy;
+
+use crate::callers::Callers;
 use serde_json::Value;
 
 /// What the policies of a slice read of a call.
@@ -26,13 +28,29 @@ pub(crate) struct Reads {
     pub(crate) args: BTreeSet<String>,
     /// A condition names `resource` (its attributes `server` and `name`, or anything else about it).
     pub(crate) resource: bool,
+    /// A condition reads `context.client`, `context.script` (or the context as a whole).
+    pub(crate) client: bool,
+    pub(crate) script: bool,
 }
 
 impl Reads {
     fn merge(&mut self, other: &Reads) {
         self.all_args |= other.all_args;
         self.resource |= other.resource;
+        self.client |= other.client;
+        self.script |= other.script;
         self.args.extend(other.args.iter().cloned());
+    }
+
+    /// Every argument, the tool's attributes, the client and the script flag.
+    pub(crate) fn everything() -> Reads {
+        Reads {
+            all_args: true,
+            resource: true,
+            client: true,
+            script: true,
+            args: BTreeSet::new(),
+        }
     }
 
     /// Whether the argument `key` is put in the call's context.
@@ -50,10 +68,7 @@ impl Reads {
                 }
             }
             // Not expected for a parsed static policy; if it happens, read everything.
-            Err(_) => {
-                reads.all_args = true;
-                reads.resource = true;
-            }
+            Err(_) => reads = Reads::everything(),
         }
         reads
     }
@@ -68,8 +83,12 @@ impl Reads {
                         // A literal: nothing of the call in it.
                         "Value" => {}
                         "Var" => match inner.as_str() {
-                            // `context` as a whole (compared, passed on): every argument.
-                            Some("context") => self.all_args = true,
+                            // `context` as a whole (compared, passed on): all of it.
+                            Some("context") => {
+                                self.all_args = true;
+                                self.client = true;
+                                self.script = true;
+                            }
                             Some("resource") => self.resource = true,
                             _ => {}
                         },
@@ -108,18 +127,22 @@ impl Reads {
             // `context.args` itself (as a whole): every argument. `context has args`, `context.client`,
             // `context.script` read nothing of the arguments.
             Some("args") if is_var(left, "context") && kind == "." => self.all_args = true,
+            Some("client") if is_var(left, "context") => self.client = true,
+            Some("script") if is_var(left, "context") => self.script = true,
             Some(_) if is_var(left, "context") => {}
             _ => self.walk(left),
         }
     }
 }
 
-/// The policies that can apply to one tool's calls, as Cedar evaluates them.
+/// The policies that can apply to one tool's calls (ids are unique in the whole set, checked when it was compiled,
+/// so in any part of it).
 pub(crate) struct Slice {
-    pub(crate) set: PolicySet,
     /// Some permit is scoped to the tool: inside a permit's scope the set is default-deny.
     pub(crate) permits: bool,
     pub(crate) reads: Reads,
+    /// Which of its policies can hold for a caller (`callers.rs`).
+    pub(crate) callers: Callers,
 }
 
 /// One policy of the set, as the index files it.
@@ -146,22 +169,22 @@ pub(crate) struct Index {
 }
 
 fn slice<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<Option<Arc<Slice>>, String> {
-    let mut set = PolicySet::new();
     let mut permits = false;
     let mut reads = Reads::default();
     let mut any = false;
+    let mut policies = Vec::new();
     for e in entries {
-        // Ids are unique in the whole set (checked when it was compiled), so in any part of it.
-        set.add(e.policy.clone()).map_err(|e| e.to_string())?;
+        policies.push(&e.policy);
         permits |= !e.forbid;
         reads.merge(&e.reads);
         any = true;
     }
+    let callers = Callers::of(policies.into_iter())?;
     Ok(any.then(|| {
         Arc::new(Slice {
-            set,
             permits,
             reads,
+            callers,
         })
     }))
 }

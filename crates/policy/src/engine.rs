@@ -52,6 +52,8 @@ struct Meta {
     ask: bool,
     /// Its place in the set (files in name order, policies in file order): deciding policies are named in it.
     order: usize,
+    /// Its id as text (what a decision names).
+    id: String,
 }
 
 /// The entity types of a call, parsed once.
@@ -76,6 +78,8 @@ pub(crate) struct Set {
     types: Types,
     /// The entities of recent calls by their hash ([`Set::cached_entities`]).
     cache: Mutex<EntityCache>,
+    /// For calls whose policies look up no entity.
+    no_entities: Arc<Entities>,
 }
 
 /// Recent calls' entities by the hash of who calls what (several keys may share a hash).
@@ -105,6 +109,7 @@ impl Default for Set {
             authorizer: Authorizer::new(),
             call: EntityUid::from_type_name_and_id(ty("Action"), EntityId::new("call")),
             cache: Mutex::new(HashMap::new()),
+            no_entities: Arc::new(Entities::empty()),
             types: Types {
                 user: ty("User"),
                 group: ty("Group"),
@@ -249,7 +254,15 @@ impl Set {
                     reads: Reads::of(&renamed),
                 });
                 let order = out.infos.len();
-                out.meta.insert(pid, Meta { forbid, ask, order });
+                out.meta.insert(
+                    pid,
+                    Meta {
+                        forbid,
+                        ask,
+                        order,
+                        id: id.clone(),
+                    },
+                );
                 out.infos.push(PolicyInfo {
                     id,
                     effect: if forbid { "forbid" } else { "permit" },
@@ -303,11 +316,16 @@ impl Set {
 
     /// Ids in the set's order (Cedar reports deciding policies as a hash set).
     fn ordered<'a>(&self, ids: impl Iterator<Item = &'a PolicyId>) -> Vec<String> {
-        let mut ids: Vec<(usize, &PolicyId)> = ids
-            .map(|p| (self.meta.get(p).map_or(usize::MAX, |m| m.order), p))
+        let mut ids: Vec<(usize, &PolicyId, Option<&Meta>)> = ids
+            .map(|p| {
+                let m = self.meta.get(p);
+                (m.map_or(usize::MAX, |m| m.order), p, m)
+            })
             .collect();
-        ids.sort_unstable_by_key(|(n, _)| *n);
-        ids.into_iter().map(|(_, p)| p.to_string()).collect()
+        ids.sort_unstable_by_key(|(n, _, _)| *n);
+        ids.into_iter()
+            .map(|(_, p, m)| m.map_or_else(|| p.to_string(), |m| m.id.clone()))
+            .collect()
     }
 
     /// `cached`: the call's entities may come from the cache (the tests' whole-set decision builds them afresh).
@@ -354,13 +372,13 @@ impl Set {
             }
             CedarDecision::Deny => none_hold(slice.permits),
             CedarDecision::Allow => {
-                let asking =
-                    self.ordered(reasons().filter(|p| self.meta.get(*p).is_some_and(|m| m.ask)));
-                if asking.is_empty() {
+                let asks = |p: &&PolicyId| self.meta.get(*p).is_some_and(|m| m.ask);
+                if !reasons().any(|p| asks(&p)) {
                     let ids = self.ordered(reasons());
                     let reason = format!("permitted by policy {}", ids.join(", "));
                     decided(Outcome::Allow, ids, reason)
                 } else {
+                    let asking = self.ordered(reasons().filter(asks));
                     let reason = format!(
                         "permitted by policy {} once a person approves",
                         asking.join(", ")
@@ -470,7 +488,10 @@ impl Set {
         reads: &Reads,
         cached: bool,
     ) -> Result<(Request, Arc<Entities>), String> {
-        let entities = if cached {
+        let entities = if cached && !reads.entities {
+            // No condition names an entity and the scopes were matched already: Cedar looks none up.
+            self.no_entities.clone()
+        } else if cached {
             self.cached_entities(call, reads.resource)?
         } else {
             Arc::new(self.entities(call, reads.resource)?)

@@ -44,6 +44,7 @@ const GROUPS: &[&str] = &["dev", "admins", "ops"];
 const CONDITIONS: &[&str] = &[
     r#"context.args has path && context.args.path like "/etc/*""#,
     r#"!context.script"#,
+    r#"User::"alice" in Group::"dev""#,
     r#""c1" == context.client"#,
     r#"context.script && context.args.amount > 100"#,
     r#"context.client == "c2" && context.args.nested.deep == 1"#,

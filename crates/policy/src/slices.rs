@@ -31,6 +31,9 @@ pub(crate) struct Reads {
     /// A condition reads `context.client`, `context.script` (or the context as a whole).
     pub(crate) client: bool,
     pub(crate) script: bool,
+    /// A condition names `principal`, `resource` or an entity: it needs the call's entities (the user in their
+    /// groups, the tool in its server). Scopes need none: they are matched before Cedar sees the call (`callers.rs`).
+    pub(crate) entities: bool,
 }
 
 impl Reads {
@@ -39,6 +42,7 @@ impl Reads {
         self.resource |= other.resource;
         self.client |= other.client;
         self.script |= other.script;
+        self.entities |= other.entities;
         self.args.extend(other.args.iter().cloned());
     }
 
@@ -49,6 +53,7 @@ impl Reads {
             resource: true,
             client: true,
             script: true,
+            entities: true,
             args: BTreeSet::new(),
         }
     }
@@ -80,8 +85,9 @@ impl Reads {
             Value::Object(node) => {
                 for (kind, inner) in node {
                     match kind.as_str() {
-                        // A literal: nothing of the call in it.
-                        "Value" => {}
+                        // A literal: nothing of the call in it, but an entity literal is looked up in the call's
+                        // entities (the caller may be the user it names).
+                        "Value" => self.entities |= inner.to_string().contains("__entity"),
                         "Var" => match inner.as_str() {
                             // `context` as a whole (compared, passed on): all of it.
                             Some("context") => {
@@ -89,7 +95,11 @@ impl Reads {
                                 self.client = true;
                                 self.script = true;
                             }
-                            Some("resource") => self.resource = true,
+                            Some("resource") => {
+                                self.resource = true;
+                                self.entities = true;
+                            }
+                            Some("principal") => self.entities = true,
                             _ => {}
                         },
                         // A record literal's keys are attribute names, not kinds.
@@ -300,6 +310,31 @@ mod tests {
                 .resource
         );
         assert!(!reads(r#"permit (principal, action, resource in Server::"s");"#).resource);
+        // What needs the call's entities: the principal, the resource, an entity named in a condition.
+        for (text, needs) in [
+            (
+                r#"permit (principal in Group::"g", action, resource in Server::"s");"#,
+                false,
+            ),
+            (
+                r#"permit (principal, action, resource) when { context.args.a == 1 };"#,
+                false,
+            ),
+            (
+                r#"permit (principal, action, resource) when { principal in Group::"g" };"#,
+                true,
+            ),
+            (
+                r#"permit (principal, action, resource) when { resource in Server::"s" };"#,
+                true,
+            ),
+            (
+                r#"permit (principal, action, resource) when { User::"u" in Group::"g" };"#,
+                true,
+            ),
+        ] {
+            assert_eq!(reads(text).entities, needs, "{text}");
+        }
         // A record literal whose key looks like a kind reads nothing more than what it holds.
         let r = reads(
             r#"permit (principal, action, resource) when { {"Var": context.args.k, ".": 1} has Var };"#,

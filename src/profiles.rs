@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::search::Within;
 pub use ad_core::profile::Profile;
 
-pub mod scopes;
+pub(crate) mod scopes;
 
 pub use scopes::Scopes;
 

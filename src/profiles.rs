@@ -2,8 +2,7 @@
 //! show, remove, export and import; and a profile's search scope, the ids of its tools, kept while the tools stand.
 //! What a profile holds is `ad_core::profile`'s rule; the MCP fronts serve a profile as a view (`mcp/view.rs`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -13,12 +12,9 @@ use crate::error::{Error, Result};
 use crate::search::Within;
 pub use ad_core::profile::Profile;
 
-/// One profile's search scope, with the definition and the tools' version (`Search::tools_version`) it was made for.
-type Scope = (Profile, (u64, i64), Arc<Within>);
+pub(crate) mod scopes;
 
-/// The search scope of each profile, by name.
-#[derive(Default, Debug)]
-pub struct Scopes(Mutex<HashMap<String, Scope>>);
+pub use scopes::Scopes;
 
 /// A change to a profile: each field given replaces (`description`, `servers`, `tools`) or adds and removes entries.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -8,7 +8,7 @@ use rmcp::{Peer, RoleServer};
 #[cfg(doc)]
 use ad_core::error::Error;
 
-use crate::state::Child;
+use crate::pages::store::META_KEY;
 
 /// Who is calling: the connected client's peer (to route progress and child requests back) and its progress token.
 #[derive(Clone, Default)]
@@ -92,8 +92,8 @@ impl Caller {
             page_bytes: request
                 .meta
                 .as_ref()
-                .and_then(|m| m.0.0.get(crate::pages::META_KEY))
-                .or_else(|| context.meta.0.0.get(crate::pages::META_KEY))
+                .and_then(|m| m.0.0.get(META_KEY))
+                .or_else(|| context.meta.0.0.get(META_KEY))
                 .and_then(serde_json::Value::as_u64)
                 .map(|b| b as usize),
             profile: None,
@@ -148,20 +148,6 @@ impl Caller {
             page_bytes: None,
             profile: None,
         }
-    }
-
-    /// Whether a 2026-07-28 caller's request to `child`, a legacy child, has the child's requests minted into
-    /// input-required results (`held.rs`).
-    pub(super) fn mints_for(&self, child: &Child) -> bool {
-        self.takes_input_required() && child.protocol.has_initialize()
-    }
-
-    /// Whether a call of `child` runs as an exchange of `held.rs`, where the child's questions go to this caller
-    /// alone: minted into input-required results for a 2026-07-28 caller, asked of a legacy caller's client that
-    /// declared the capability, else refused with [`Error::InputRequired`].
-    pub(super) fn holds_questions(&self, child: &Child) -> bool {
-        child.protocol.has_initialize()
-            && (self.takes_input_required() || self.questions_to_caller || self.peer.is_none())
     }
 
     /// Whether the caller speaks 2026-07-28 or later, and so takes input-required results itself.

@@ -11,15 +11,13 @@
 //! contents, `prompts/get` messages, a task's result in `tasks/get`), and a credential a result guard in `warn` let
 //! through is remembered (hashed, `origins.rs`) so that it may go back as an argument to the server it came from.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use ad_core::error::{Error, Result};
-use ad_core::guards::{GuardSettings, Guards, Mode, SecretFound};
+use ad_core::guards::{Guards, Mode, SecretFound};
 use ad_core::trace::{Kind, SpanContext, Started};
 use ad_scan::guard as scan;
 
@@ -27,45 +25,10 @@ use crate::state::{ChildLane, Inner, Proxy};
 use crate::sync::lock;
 
 mod flows;
+pub(crate) mod guarding;
 mod origins;
 
-/// The guards' state in a proxy: the global settings, servers' own settings (cached while the store's fresh
-/// marker stands) and the decisions counted since this process started.
-#[derive(Default)]
-pub(crate) struct Guarding {
-    global: Mutex<Guards>,
-    own: Mutex<OwnCache>,
-    counts: Mutex<BTreeMap<String, GuardCounts>>,
-    /// Credentials results passed to the agent (`warn`), by the server they came from.
-    origins: Mutex<origins::Origins>,
-}
-
-#[derive(Default)]
-struct OwnCache {
-    marker: Option<(i64, u64)>,
-    servers: HashMap<i64, GuardSettings>,
-}
-
-/// The guards' decisions for one server since this process started, as `status` shows them.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct GuardCounts {
-    /// Calls refused for credentials in their arguments (`block`).
-    pub arguments_blocked: u64,
-    /// Calls let through with credentials in their arguments, reported (`warn`).
-    pub arguments_warned: u64,
-    /// Calls let through because the credentials were the server's own configured secrets.
-    pub arguments_own: u64,
-    /// Calls let through because the credentials came to the agent in this server's own results (`warn`).
-    pub arguments_origin: u64,
-    /// Results whose credentials were masked (`block`).
-    pub result_secrets_masked: u64,
-    /// Results with credentials passed on as they were, reported (`warn`).
-    pub result_secrets_warned: u64,
-    /// Results whose instructions to the agent were marked (`warn`).
-    pub instructions_marked: u64,
-    /// Results whose instructions to the agent were withheld (`block`).
-    pub instructions_withheld: u64,
-}
+pub use guarding::GuardCounts;
 
 /// One guard's decision on a call.
 #[derive(Debug, Clone, PartialEq, Eq)]

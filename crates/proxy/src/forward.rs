@@ -465,6 +465,38 @@ impl Inner {
         }
     }
 
+    /// A log message of a user's own child (its `route`): to the calls of that user that asked for log messages
+    /// (2026-07-28 requests), never broadcast to other clients. `counted`: as for `Inner::forward_log`.
+    #[allow(deprecated)] // Logging is deprecated by SEP-2577, but legacy children and clients use it.
+    pub(super) async fn forward_personal_log(
+        &self,
+        route: &str,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        counted: bool,
+    ) {
+        let server = route.split('\u{1f}').next().unwrap_or(route);
+        let mut named = params.clone();
+        named.logger = Some(match &params.logger {
+            Some(l) if !l.is_empty() => format!("{server}/{l}"),
+            _ => server.to_owned(),
+        });
+        let callers: Vec<(bool, Peer<RoleServer>)> = lock(&self.log_callers)
+            .get(route)
+            .into_iter()
+            .flatten()
+            .filter(|c| !c.peer.is_transport_closed() && rank(params.level) >= rank(c.level))
+            .map(|c| (c.scoped, c.peer.clone()))
+            .collect();
+        for (raw, peer) in callers {
+            let msg = if raw { params.clone() } else { named.clone() };
+            let _ = peer.notify_logging_message(msg).await;
+        }
+        if counted {
+            self.logs_in_flight
+                .send_modify(|n| *n = n.saturating_sub(1));
+        }
+    }
+
     /// Waits (bounded) for the log messages being forwarded now: a child's message that came before its result
     /// reaches a 2026-07-28 caller's stream before the result closes it. rmcp hands each notification to a task of
     /// its own, so the ones read just before the result are let run first.

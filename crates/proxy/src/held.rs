@@ -80,6 +80,23 @@ fn check_answer(request: &InputRequest, answer: &Value) -> std::result::Result<(
     res.map_err(|e| e.to_string())
 }
 
+/// Whether a call of a legacy child is held here (`Caller` is a leaf that knows no child: these ask the child's era).
+impl Caller {
+    /// Whether a 2026-07-28 caller's request to `child`, a legacy child, has the child's requests minted into
+    /// input-required results (`held.rs`).
+    pub(super) fn mints_for(&self, child: &Child) -> bool {
+        self.takes_input_required() && child.protocol.has_initialize()
+    }
+
+    /// Whether a call of `child` runs as an exchange of `held.rs`, where the child's questions go to this caller
+    /// alone: minted into input-required results for a 2026-07-28 caller, asked of a legacy caller's client that
+    /// declared the capability, else refused with [`Error::InputRequired`].
+    pub(super) fn holds_questions(&self, child: &Child) -> bool {
+        child.protocol.has_initialize()
+            && (self.takes_input_required() || self.questions_to_caller || self.peer.is_none())
+    }
+}
+
 impl Proxy {
     /// A `tools/call` of a legacy child whose requests go to this caller alone: minted into input-required results
     /// for a 2026-07-28 caller; asked of a legacy caller's client that declared the capability; else the call ends

@@ -12,8 +12,9 @@
 //! through the typed APIs of `ad-registry` and `ad-store`).
 //!
 //! Files import only files below them. At the bottom, leaves that know nothing of the proxy (`sync`, `names`,
-//! `guard`, `spawn`, `sse`, `metrics`, `coalesce`, `envelope`, `held/store`, `whole_list`); then `state`, the object graph as data;
-//! above it, the files that act on it, each one responsibility.
+//! `guard`, `spawn`, `sse`, `metrics`, `coalesce`, `envelope`, `held/store`, `whole_list`, `caller`, `limits`, and the
+//! data `state` keeps for the files above: `callguard/guarding`, `pages/store`, `local/server`, `personal/bounds`);
+//! then `state`, the object graph as data; above it, the files that act on it, each one responsibility.
 
 mod accounting;
 mod aggregate;
@@ -28,6 +29,7 @@ mod envelope;
 mod era;
 pub mod esm;
 mod failure;
+mod failure_body;
 mod forward;
 pub mod guard;
 mod held;
@@ -46,6 +48,7 @@ mod policy;
 mod profile_view;
 mod recovery;
 pub mod relay;
+mod relist;
 mod restore;
 pub mod runtime;
 pub mod sandbox;

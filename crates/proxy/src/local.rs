@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::BoxFuture;
 use rmcp::model::{CallToolResponse, Tool};
 use serde_json::{Map, Value};
 
@@ -19,25 +18,10 @@ use crate::caller::Caller;
 use crate::state::Proxy;
 use crate::sync::lock;
 
-/// What the application serves as the built-in server.
-pub trait LocalServer: Send + Sync {
-    /// The tools' current definitions (before pins and filters).
-    fn tools(&self) -> Result<Vec<Tool>>;
-    /// Calls one of them; `Err` for what a proxied call's failure would be.
-    fn call(
-        &self,
-        tool: String,
-        args: Option<Map<String, Value>>,
-        caller: Caller,
-    ) -> BoxFuture<'static, Result<CallToolResponse>>;
-}
+pub(crate) mod server;
 
-/// The built-in server, in [`crate::state::Inner`].
-#[derive(Clone)]
-pub(crate) struct Local {
-    pub(crate) name: String,
-    pub(crate) server: Arc<dyn LocalServer>,
-}
+pub(crate) use server::Local;
+pub use server::LocalServer;
 
 impl Proxy {
     /// Serves `server` as the built-in server `name` (the composition root, once).

@@ -15,9 +15,9 @@
 //! The fast lanes never see these calls: a caller with a user exists only on the HTTP front with identity on, where
 //! the HTTP lane is not installed, and the stdio front has no users.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{ClientCapabilities, NumberOrString, ProgressToken};
@@ -27,74 +27,12 @@ use ad_core::error::{Error, Result};
 use ad_core::model::Server;
 
 use crate::caller::Caller;
-use crate::state::{Child, ChildClient, Inner, Proxy};
+use crate::state::{Child, ChildClient, Inner, Personal, Place, Proxy};
 use crate::sync::lock;
 
-/// How many children with users' own keys may run, and when an idle one is stopped.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PersonalBounds {
-    /// In all (`AGENT_DISCOVER_PERSONAL_CHILDREN`, default 32).
-    pub total: usize,
-    /// Per server (`AGENT_DISCOVER_PERSONAL_CHILDREN_PER_SERVER`, default 8).
-    pub per_server: usize,
-    /// Stopped after this long without a call (`AGENT_DISCOVER_PERSONAL_IDLE_SECS`, default 300).
-    pub idle: Duration,
-}
+pub(crate) mod bounds;
 
-impl PersonalBounds {
-    /// The bounds the environment sets, the defaults for what it does not (or sets to something unreadable).
-    pub fn from_env() -> PersonalBounds {
-        let read = |name: &str, default: u64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|v| *v > 0)
-                .unwrap_or(default)
-        };
-        PersonalBounds {
-            total: read("AGENT_DISCOVER_PERSONAL_CHILDREN", 32) as usize,
-            per_server: read("AGENT_DISCOVER_PERSONAL_CHILDREN_PER_SERVER", 8) as usize,
-            idle: Duration::from_secs(read("AGENT_DISCOVER_PERSONAL_IDLE_SECS", 300)),
-        }
-    }
-}
-
-/// A (server, user) pair: whose child.
-type Key = (String, String);
-
-/// One (server, user)'s place: being started (it counts towards the bounds), or running.
-enum Place {
-    Starting,
-    Running {
-        child: Arc<Child>,
-        /// The user's values it was started with (`Secrets::personal_fingerprint`).
-        fingerprint: u64,
-        last_used: Instant,
-    },
-}
-
-/// The children with users' own keys and their bounds (in [`Inner`]).
-pub(crate) struct Personal {
-    places: Mutex<HashMap<Key, Place>>,
-    /// One start at a time per (server, user).
-    gates: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
-    bounds: Mutex<PersonalBounds>,
-    reaper: AtomicBool,
-    /// Wakes the reaper when the bounds change.
-    wake: Arc<tokio::sync::Notify>,
-}
-
-impl Default for Personal {
-    fn default() -> Personal {
-        Personal {
-            places: Mutex::default(),
-            gates: Mutex::default(),
-            bounds: Mutex::new(PersonalBounds::from_env()),
-            reaper: AtomicBool::new(false),
-            wake: Arc::default(),
-        }
-    }
-}
+pub use bounds::PersonalBounds;
 
 /// One running child with a user's own keys, as status and the admin's view show it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -334,41 +272,6 @@ impl Inner {
             .personal
             .drain_where(|(s, _)| server.is_none_or(|name| *s == name));
         futures::future::join_all(done.iter().map(|c| c.stop())).await;
-    }
-
-    /// A log message of a user's own child (its `route`): to the calls of that user that asked for log messages
-    /// (2026-07-28 requests), never broadcast to other clients. `counted`: as for `Inner::forward_log`.
-    #[allow(deprecated)] // Logging is deprecated by SEP-2577, but legacy children and clients use it.
-    pub(super) async fn forward_personal_log(
-        &self,
-        route: &str,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        counted: bool,
-    ) {
-        let server = route.split('\u{1f}').next().unwrap_or(route);
-        let mut named = params.clone();
-        named.logger = Some(match &params.logger {
-            Some(l) if !l.is_empty() => format!("{server}/{l}"),
-            _ => server.to_owned(),
-        });
-        let callers: Vec<(bool, Peer<RoleServer>)> = lock(&self.log_callers)
-            .get(route)
-            .into_iter()
-            .flatten()
-            .filter(|c| {
-                !c.peer.is_transport_closed()
-                    && crate::forward::rank(params.level) >= crate::forward::rank(c.level)
-            })
-            .map(|c| (c.scoped, c.peer.clone()))
-            .collect();
-        for (raw, peer) in callers {
-            let msg = if raw { params.clone() } else { named.clone() };
-            let _ = peer.notify_logging_message(msg).await;
-        }
-        if counted {
-            self.logs_in_flight
-                .send_modify(|n| *n = n.saturating_sub(1));
-        }
     }
 }
 

@@ -1,8 +1,11 @@
 //! What the proxy holds, data only: the handle ([`Proxy`]) and its shared state ([`Inner`]), each child's slot and
 //! connection ([`Slot`], [`Child`]), and the structures that point back into them (the rmcp client handler of a
 //! child, both ends of the fast lane and its calls in flight), with the plain records they keep (progress routes,
-//! subscriptions, task owners). The object graph is declared here, in one place, so that the files acting on it
-//! (named in each field's doc) all sit above it; none of them is imported here. [`Proxy::new`] builds it empty.
+//! subscriptions, task owners, the children started with users' own keys). The object graph is declared here, in one
+//! place, so that the files acting on it (named in each field's doc) all sit above it; none of them is imported
+//! here. What a field keeps for one of them that points nowhere into the graph is that file's leaf, imported from
+//! below (`callguard/guarding.rs`, `pages/store.rs`, `local/server.rs`, `limits/`, `personal/bounds.rs`).
+//! [`Proxy::new`] builds it empty.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -19,9 +22,14 @@ use rmcp::{Peer, RoleClient, RoleServer};
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, watch};
 
+use crate::callguard::guarding::Guarding;
 use crate::coalesce::Sink;
 use crate::held::store::Held;
+use crate::limits::{Admission, Limits};
+use crate::local::server::Local;
 use crate::metrics::CallMetrics;
+use crate::pages::store::Pages;
+use crate::personal::bounds::PersonalBounds;
 use crate::spawn::StderrRing;
 use ad_core::error::Error;
 use ad_core::events::EventBus;
@@ -81,7 +89,7 @@ pub(crate) struct Inner {
     /// How stdio children are confined (`sandbox.rs`).
     pub(super) sandbox: ad_registry::config::SandboxConfig,
     /// The guards on calls: settings and decisions (`callguard.rs`).
-    pub(super) guards: crate::callguard::Guarding,
+    pub(super) guards: Guarding,
     pub(super) children: Mutex<HashMap<String, Slot>>,
     /// Serialises activate/deactivate/restart of one server.
     pub(super) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -137,15 +145,15 @@ pub(crate) struct Inner {
     /// Which servers and tools a caller's principal may see (`visibility.rs`, issue 30).
     pub(super) visibility: Mutex<Option<Visibility>>,
     /// Large results kept to be read in pages (`pages.rs`).
-    pub(super) pages: crate::pages::Pages,
+    pub(super) pages: Pages,
     /// The built-in server served by the application itself (saved scripts, `local.rs`).
-    pub(super) local: Mutex<Option<crate::local::Local>>,
+    pub(super) local: Mutex<Option<Local>>,
     /// Rate limits, concurrency caps and circuit breakers, per server (`limits/`).
-    pub(super) limits: crate::limits::Limits,
+    pub(super) limits: Limits,
     /// The policies for calls (`policy.rs`), set once by the application.
     pub(super) policies: std::sync::OnceLock<ad_policy::Policies>,
     /// The children started with a user's own keys, one per (server, user), and their bounds (`personal.rs`).
-    pub(super) personal: crate::personal::Personal,
+    pub(super) personal: Personal,
 }
 
 /// How a restore ended: `None` while it runs, then `Ok` or the start's error.
@@ -228,6 +236,43 @@ pub(super) struct Child {
     pub(super) fetched: Option<String>,
     /// The user whose own keys this child was started with (`personal.rs`); `None` for the server's shared child.
     pub(super) personal: Option<Arc<str>>,
+}
+
+/// A (server, user) pair: whose child.
+pub(super) type Key = (String, String);
+
+/// One (server, user)'s place: being started (it counts towards the bounds), or running.
+pub(super) enum Place {
+    Starting,
+    Running {
+        child: Arc<Child>,
+        /// The user's values it was started with (`Secrets::personal_fingerprint`).
+        fingerprint: u64,
+        last_used: Instant,
+    },
+}
+
+/// The children with users' own keys and their bounds (`personal.rs`), in [`Inner`].
+pub(crate) struct Personal {
+    pub(super) places: Mutex<HashMap<Key, Place>>,
+    /// One start at a time per (server, user).
+    pub(super) gates: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
+    pub(super) bounds: Mutex<PersonalBounds>,
+    pub(super) reaper: AtomicBool,
+    /// Wakes the reaper when the bounds change.
+    pub(super) wake: Arc<tokio::sync::Notify>,
+}
+
+impl Default for Personal {
+    fn default() -> Personal {
+        Personal {
+            places: Mutex::default(),
+            gates: Mutex::default(),
+            bounds: Mutex::new(PersonalBounds::from_env()),
+            reaper: AtomicBool::new(false),
+            wake: Arc::default(),
+        }
+    }
 }
 
 /// Opens a child's legacy session (`start.rs`): each call is one attempt, with its own connection.
@@ -316,7 +361,7 @@ impl Proxy {
             visibility: Mutex::new(None),
             pages: Default::default(),
             local: Mutex::new(None),
-            limits: crate::limits::Limits::new(registry.clone()),
+            limits: Limits::new(registry.clone()),
             policies: std::sync::OnceLock::new(),
             personal: Default::default(),
         });
@@ -449,7 +494,7 @@ pub(super) struct FastCall {
     /// `held.rs` (`Caller::questions_to_caller`), as on the normal path.
     pub(super) asks_caller: bool,
     /// Its server's limits let it through (`limits/`): the concurrency slot it holds, the breaker told its outcome.
-    pub(super) admitted: Option<crate::limits::Admission>,
+    pub(super) admitted: Option<Admission>,
 }
 
 /// A 2026-07-28 client's fast-lane call whose child asked the client something: its end is reported to the

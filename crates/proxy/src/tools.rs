@@ -1,22 +1,21 @@
 //! Tools across children: the exposed list, names resolved back to (server, tool), the proxied `tools/call` (the
-//! normal path, and the target the fast lane takes instead), re-listing after a change, and suggestions for a name
-//! that matches nothing.
+//! normal path, and the target the fast lane takes instead), and a call of a tool not exposed told apart (withheld,
+//! approved meanwhile, unknown). Re-listing after a change is `relist.rs`; a failed call's body, with suggestions for
+//! a name that matches nothing, `failure_body.rs`.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Tool};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use ad_core::error::{Error, Result};
-use ad_core::events::Event;
-use ad_core::model::ToolInfo;
 
 use crate::approval::Gate;
 use crate::caller::Caller;
 use crate::names;
-use crate::state::{Child, ChildLane, Inner, Proxy, Slot};
+use crate::state::{Child, ChildLane, Proxy, Slot};
 use crate::sync::lock;
 
 impl Proxy {
@@ -606,232 +605,6 @@ impl Proxy {
         }
         out
     }
-
-    /// A failed proxied call as agents get it (SEP-1303): `{error, code, kind, server, tool, did_you_mean}`, with the
-    /// scanner's `reasons`, an `authUrl`, the `approval` id and who denied it where there are; `kind: input_required`
-    /// (and what is `needs`) for a call that needs input its caller cannot give. The MCP fronts' tool error results and
-    /// a script's errors (`details`) alike.
-    pub fn failure_body(&self, server: &str, tool: &str, e: &Error) -> Value {
-        self.failure_body_for(server, tool, e, None)
-    }
-
-    /// [`Proxy::failure_body`] whose suggestions are only tools `principal` may see (`visibility.rs`).
-    pub fn failure_body_for(
-        &self,
-        server: &str,
-        tool: &str,
-        e: &Error,
-        principal: Option<&ad_core::identity::Principal>,
-    ) -> Value {
-        let did_you_mean = self.did_you_mean_for(&names::expose(server, tool), 3, principal);
-        if let Error::InputRequired { what, .. } = e {
-            return json!({
-                "error": e.to_string(),
-                "code": e.code().as_str(),
-                "kind": "input_required",
-                "needs": what,
-                "server": server,
-                "tool": tool,
-                "did_you_mean": did_you_mean,
-            });
-        }
-        // Withheld tools (`tool_changed`, `tool_flagged`) and #27's `approval_denied` / `approval_timeout` are kept
-        // apart; everything else is seed 001's kind.
-        let mut body = json!({
-            "error": e.to_string(),
-            "code": e.code().as_str(),
-            "kind": e.call_kind(),
-            "server": server,
-            "tool": tool,
-            "did_you_mean": did_you_mean,
-        });
-        if let Some(reasons) = e.reasons() {
-            body["reasons"] = json!(reasons);
-        }
-        if let Error::AuthRequired { auth_url, .. } = e {
-            body["authUrl"] = json!(auth_url);
-        }
-        if let Error::ApprovalDenied {
-            approval: Some(id), ..
-        }
-        | Error::ApprovalTimeout {
-            approval: Some(id), ..
-        } = e
-        {
-            body["approval"] = json!(id);
-        }
-        if let Error::ApprovalDenied { by, .. } = e {
-            body["denied_by"] = json!(by);
-        }
-        crate::callguard::describe_refusal(e, &mut body);
-        if let Some(ms) = e.retry_after_ms() {
-            body["retry_after_ms"] = json!(ms);
-        }
-        if let Error::PolicyDenied { policy, reason, .. } = e {
-            body["policy"] = json!(policy);
-            body["reason"] = json!(reason);
-        }
-        body
-    }
-
-    /// Tool names similar to `name` across every known server (stored catalog), best first.
-    pub fn did_you_mean(&self, name: &str, limit: usize) -> Vec<Value> {
-        self.did_you_mean_for(name, limit, None)
-    }
-
-    /// [`Proxy::did_you_mean`] among the tools `principal` may see (`visibility.rs`).
-    pub fn did_you_mean_for(
-        &self,
-        name: &str,
-        limit: usize,
-        principal: Option<&ad_core::identity::Principal>,
-    ) -> Vec<Value> {
-        let wanted = names::strip_mcp(name);
-        let wanted_tool = wanted.rsplit("__").next().unwrap_or(wanted);
-        let Ok(servers) = self.inner.registry.list(&Default::default()) else {
-            return vec![];
-        };
-        let mut scored: Vec<(f64, Value)> = Vec::new();
-        for s in servers {
-            if !self.visible_to(principal, &s.server.name, None) {
-                continue;
-            }
-            let Ok(tools) = self.inner.registry.tools(s.server.id) else {
-                continue;
-            };
-            // Filtered tools are never suggested.
-            let Ok(filter) = self.inner.registry.tool_filter(s.server.id) else {
-                continue;
-            };
-            for t in tools {
-                let exposed = names::expose(&s.server.name, &t.name);
-                if exposed == wanted
-                    || !filter.allows(&t.name)
-                    || !self.visible_to(principal, &s.server.name, Some(&t.name))
-                {
-                    continue;
-                }
-                let score = names::similarity(wanted, &exposed)
-                    .max(names::similarity(wanted_tool, &t.name));
-                if score >= 0.3 {
-                    scored.push((score, json!({"call_as": exposed, "server": s.server.name, "tool": t.name, "description": t.description, "score": (score * 100.0).round() / 100.0})));
-                }
-            }
-        }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored.into_iter().take(limit).map(|(_, v)| v).collect()
-    }
-}
-
-impl Inner {
-    /// Re-lists a child's tools after it said they changed, stores them and tells clients.
-    pub(super) async fn refresh_tools(&self, name: &str) {
-        let slot = match lock(&self.children).get(name) {
-            Some(Slot::Running(c)) => Some(c.clone()),
-            Some(_) => return,
-            None => None,
-        };
-        let Some(child) = slot else {
-            return self.gate_last_seen(name).await;
-        };
-        match child.peer.list_all_tools().await {
-            Ok(tools) => {
-                // The list is held while the pins are checked and written: a call that finds a tool's changed pin
-                // pending in the database (another request may read it there) waits for the list that withholds it.
-                {
-                    let mut listed = lock(&child.tools);
-                    *listed = self.registry.gate_tools(child.server_id, name, tools);
-                }
-                self.gate_approvals(&child);
-                let _ = self
-                    .registry
-                    .save_tools(child.server_id, &child.tool_infos());
-                self.events.emit(Event::ToolsChanged {
-                    name: name.to_owned(),
-                });
-            }
-            Err(e) => tracing::warn!(server = name, error = %e, "re-listing tools failed"),
-        }
-    }
-}
-
-impl Inner {
-    /// No child of `name` runs in this process (a CLI command, or a server not started here): its tools are reviewed
-    /// again as last seen, under the start lock, so a change of what the agent sees is in the pins at once.
-    async fn gate_last_seen(&self, name: &str) {
-        let start = self.lock_for(name);
-        let _held = start.lock().await;
-        if lock(&self.children).contains_key(name) {
-            return;
-        }
-        let result = self
-            .registry
-            .get(name)
-            .and_then(|s| self.registry.gate_last_seen(s.id, name));
-        if let Err(e) = result {
-            tracing::warn!(server = name, error = %e, "cannot review the tools as last seen");
-        }
-    }
-
-    /// A child's prompts or resource templates that may be shown: the scanner's step of the registry's gate
-    /// (`Registry::gate_definitions`); a flagged one is withheld until approved.
-    pub(crate) fn gate<T: serde::Serialize>(
-        &self,
-        child: &Child,
-        kind: ad_scan::Kind,
-        items: Vec<T>,
-    ) -> Vec<T> {
-        let values: Vec<Value> = items
-            .iter()
-            .map(|i| serde_json::to_value(i).unwrap_or(Value::Null))
-            .collect();
-        let shown = self
-            .registry
-            .gate_definitions(child.server_id, &child.name, kind, &values);
-        items
-            .into_iter()
-            .zip(shown)
-            .filter_map(|(i, show)| show.then_some(i))
-            .collect()
-    }
-
-    /// One prompt (or template) about to be used: refused with the scanner's reasons if it is withheld.
-    pub(crate) fn gate_one<T: serde::Serialize>(
-        &self,
-        child: &Child,
-        kind: ad_scan::Kind,
-        item: &T,
-    ) -> Result<()> {
-        let value = serde_json::to_value(item).unwrap_or(Value::Null);
-        let shown = self.registry.gate_definitions(
-            child.server_id,
-            &child.name,
-            kind,
-            std::slice::from_ref(&value),
-        );
-        if shown.first() == Some(&true) {
-            return Ok(());
-        }
-        let name = value["name"].as_str().unwrap_or_default();
-        let key = ad_registry::pinning::scan::pin_key(kind, name);
-        let pin = self.registry.store().pin(&child.name, &key)?;
-        Err(pin
-            .and_then(|p| ad_registry::pinning::scan::flagged_error(&child.name, &p))
-            .unwrap_or_else(|| Error::not_found(kind.as_str(), name)))
-    }
-}
-
-impl Child {
-    pub(super) fn tool_infos(&self) -> Vec<ToolInfo> {
-        lock(&self.tools)
-            .iter()
-            .map(|t| ToolInfo {
-                name: t.name.to_string(),
-                description: t.description.as_deref().unwrap_or_default().to_owned(),
-                input_schema: Value::Object((*t.input_schema).clone()),
-            })
-            .collect()
-    }
 }
 
 impl Slot {
@@ -887,6 +660,7 @@ fn names_param_headers(schema: &Map<String, Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn param_header_annotations_are_found_anywhere_in_a_schema() {

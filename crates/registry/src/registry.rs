@@ -20,7 +20,7 @@ pub struct Registry {
     policies: std::sync::Arc<std::sync::Mutex<PolicyCache>>,
     /// How calls of overridden tools reach each server's child, as the gate last applied its overrides.
     inbound: std::sync::Arc<crate::overrides::InboundCache>,
-    /// The approved profile overrides of each server's tools (`profile_overrides.rs`).
+    /// The approved profile overrides of each server's tools (`profile_overrides/`).
     layers: std::sync::Arc<crate::profile_overrides::LayerCache>,
     /// The scanner's semantic signal, when the application lends it a model (`pinning/scan.rs`).
     scan_model: Option<std::sync::Arc<ad_scan::Model>>,

@@ -16,8 +16,9 @@ use rmcp::model::{
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use super::FrontLane;
+use super::ending::Reply;
 use super::wire::{Era, ProgressMeta};
-use super::{FrontLane, Reply};
 use crate::caller::Caller;
 use crate::state::{ChildLane, FastCall, Slot};
 use crate::sync::lock;

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use ad_core::error::Error;
 
-use super::Reply;
+use super::ending::Reply;
 use crate::caller::Caller;
 use crate::held::store::{Binding, Outcome, Step};
 use crate::state::{ChildLane, FastCall, Handed, Inner, Proxy, Slot};

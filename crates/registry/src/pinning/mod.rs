@@ -4,7 +4,7 @@
 //! hide is dropped (to callers it does not exist); every other tool is fingerprinted (SHA-256 over its name, title,
 //! description, input and output schema and annotations) and compared with its approved pin. A tool whose
 //! fingerprint differs from the approved one is withheld (not listed, not indexed for `find_tool`, calls refused
-//! with `tool_changed`) until someone approves it. A tool with an override (`overrides.rs`) is pinned as its own
+//! with `tool_changed`) until someone approves it. A tool with an override (`overrides/`) is pinned as its own
 //! definition plus the override and the overrides profiles set on it (a change of any is reviewed), and scanned as
 //! every agent will see it. Tools of a server seen for the first time, and new tools of a
 //! known server, are approved automatically unless the [`Policy`] says to hold them.
@@ -14,36 +14,17 @@ use std::collections::{BTreeMap, HashMap};
 use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::registry::Registry;
 use ad_core::error::{Error, Result};
 use ad_core::events::Event;
 use ad_store::PinRow;
 
+pub(crate) mod digest;
 pub mod policy;
 pub mod scan;
+pub use digest::{canonical, definition, fingerprint};
 pub use policy::{ENV_NEW_SERVERS, ENV_NEW_TOOLS, ENV_SCAN, Policy, ScanMode};
-
-/// The pinned parts of a tool, with object keys sorted at every depth (the fingerprint must not depend on the order
-/// in which a server happens to send keys).
-pub fn definition(tool: &Tool) -> Value {
-    let full = serde_json::to_value(tool).unwrap_or(Value::Null);
-    let mut d = serde_json::Map::new();
-    for key in [
-        "name",
-        "title",
-        "description",
-        "inputSchema",
-        "outputSchema",
-        "annotations",
-    ] {
-        d.insert(key.into(), canonical(full.get(key).unwrap_or(&Value::Null)));
-    }
-    // Sorted here too: serde_json's maps keep insertion order in this build (a dependency turns `preserve_order` on),
-    // and fingerprints stored by earlier builds were taken over sorted keys.
-    canonical(&Value::Object(d))
-}
 
 /// The tool a pinned definition was taken from: its own fields, without what overrides added to the pin.
 fn own_tool(pinned: &Value) -> Option<Tool> {
@@ -61,29 +42,6 @@ fn own_tool(pinned: &Value) -> Option<Tool> {
         }
     }
     serde_json::from_value(Value::Object(own)).ok()
-}
-
-/// `v` with object keys sorted at every depth (arrays keep their order).
-pub fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let sorted: BTreeMap<&String, Value> =
-                m.iter().map(|(k, v)| (k, canonical(v))).collect();
-            let mut out = serde_json::Map::new();
-            for (k, v) in sorted {
-                out.insert(k.clone(), v);
-            }
-            Value::Object(out)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Hex SHA-256 of a definition's compact JSON (keys sorted by [`definition`]).
-pub fn fingerprint(definition: &Value) -> String {
-    let digest = Sha256::digest(definition.to_string().as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `*` matches any run of characters, `?` any one; everything else matches itself.
@@ -114,7 +72,7 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
 pub struct ToolFilter {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
-    /// Names tools are shown under by their overrides, to their own names (`overrides.rs`): patterns match a tool's
+    /// Names tools are shown under by their overrides, to their own names (`overrides/`): patterns match a tool's
     /// own name, whichever name it is asked by.
     #[serde(skip)]
     pub renamed: BTreeMap<String, String>,
@@ -196,12 +154,12 @@ impl Registry {
             .keys()
             .any(|k| scan::split_key(k).0 == ad_scan::Kind::Tool);
         let policy = self.pin_policy();
-        // What the agent will see: each tool with its override applied (`overrides.rs`); filters and pins key on the
+        // What the agent will see: each tool with its override applied (`overrides/`); filters and pins key on the
         // tool's own name, the pin covers its own definition and the override together, the scanner reads the shown.
         let overrides = self.tool_overrides(server_id)?;
         let listed = self.apply_overrides(server_id, server, overrides, listed);
         // Profiles' own overrides are pinned with the tool too, each profile's shown tool scanned
-        // (`profile_overrides.rs`); what profiles apply is remade from the approved pins after this listing.
+        // (`profile_overrides/`); what profiles apply is remade from the approved pins after this listing.
         let by_profile = self.profile_overrides_on(server)?;
         self.note_gated(server, by_profile.clone());
         // The scanner's view of the registry, loaded only if some definition is new or changed.

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::digest::{canonical, fingerprint};
 use super::policy::ScanMode;
-use super::{canonical, fingerprint};
 use crate::registry::Registry;
 use ad_core::error::{Error, Result};
 use ad_core::events::Event;

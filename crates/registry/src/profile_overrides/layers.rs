@@ -1,135 +1,17 @@
-//! A profile's own tool overrides: what one profile's clients see of a server's tool, on top of what the server's
-//! override (`overrides.rs`) shows everyone. A profile keeps them as `{SERVER: {TOOL: override}}`, `TOOL` being the
-//! tool's own name (as for a server's override); each is applied to the tool as the server shows it, so a profile
-//! renames, describes, annotates, fixes or hides what the server's override left.
-//!
-//! The gate (`pinning/mod.rs`) pins them with the tool: a tool's pinned definition carries `profile_overrides`
-//! (`{PROFILE: override}`) beside its own definition and its server's `override`, so setting or changing a profile's
-//! override is reviewed like any change, and the scanner reads each profile's shown tool. What a profile applies is
-//! what was approved: [`ProfileLayer`] is made from the approved pins, never from the profile as stored.
+//! The registry's side of profile overrides: what every profile sets on a server's tools (as stored), the approved
+//! layer of each server made from its pins and kept until the gate lists the server again, and whether another
+//! process changed a profile since.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 
-use rmcp::model::Tool;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::overrides::{Applied, ToolOverride};
+use super::types::{ByTool, FIELD, ProfileLayer, Shown, lenient, tool_of};
+use crate::overrides::ToolOverride;
+use crate::pinning::scan::split_key;
 use crate::registry::Registry;
-use ad_core::error::{Error, Result};
-use ad_core::profile::Profile;
-
-/// The pinned definition's field holding the profiles' overrides of a tool.
-pub const FIELD: &str = "profile_overrides";
-
-/// A profile's overrides as kept: server → the tool's own name → override.
-pub type Overrides = BTreeMap<String, BTreeMap<String, ToolOverride>>;
-
-/// The overrides profiles set on one server's tools: the tool's own name → profile → override.
-pub type ByTool = BTreeMap<String, BTreeMap<String, ToolOverride>>;
-
-/// A profile's `overrides`, read strictly (for a profile being stored): an error names the server and tool.
-pub fn parse(v: &Value) -> Result<Overrides> {
-    let mut out = Overrides::new();
-    let Some(servers) = v.as_object() else {
-        return if v.is_null() {
-            Ok(out)
-        } else {
-            Err(Error::invalid(
-                "overrides",
-                "an object {SERVER: {TOOL: override}}",
-            ))
-        };
-    };
-    for (server, tools) in servers {
-        let Some(tools) = tools.as_object() else {
-            return Err(Error::invalid(
-                "overrides",
-                format!("`{server}`: an object {{TOOL: override}} (TOOL the tool's own name)"),
-            ));
-        };
-        for (tool, body) in tools {
-            let o: ToolOverride = serde_json::from_value(body.clone())
-                .map_err(|e| Error::invalid("overrides", format!("`{server}` `{tool}`: {e}")))?;
-            o.validate()?;
-            if !o.is_empty() {
-                out.entry(server.clone())
-                    .or_default()
-                    .insert(tool.clone(), o);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// [`parse`] for a stored profile: what cannot be read is skipped with a warning.
-fn lenient(p: &Profile, server: &str) -> BTreeMap<String, ToolOverride> {
-    let Some(tools) = p.overrides.get(server).and_then(Value::as_object) else {
-        return BTreeMap::new();
-    };
-    tools
-        .iter()
-        .filter_map(|(tool, body)| match serde_json::from_value::<ToolOverride>(body.clone()) {
-            Ok(o) if o.validate().is_ok() && !o.is_empty() => Some((tool.clone(), o)),
-            Ok(_) => None,
-            Err(e) => {
-                tracing::warn!(profile = %p.name, server, tool, error = %e, "unreadable profile override skipped");
-                None
-            }
-        })
-        .collect()
-}
-
-/// One tool as a profile shows it: the tool, and how its call is turned back into the server's (`Applied::tool` is
-/// the name the server's listing shows).
-#[derive(Debug, Clone)]
-pub struct Shown {
-    pub tool: Tool,
-    pub applied: Applied,
-}
-
-/// The approved profile overrides of one server's tools.
-#[derive(Debug, Default)]
-pub struct ProfileLayer {
-    /// profile → the name the server shows → the tool as the profile shows it.
-    by_server_name: HashMap<String, HashMap<String, Arc<Shown>>>,
-    /// profile → the name the profile shows → the name the server shows.
-    back: HashMap<String, HashMap<String, String>>,
-}
-
-impl ProfileLayer {
-    /// The tool `server_name` (as the server shows it) as `profile` shows it; `None` when the profile does not
-    /// override it.
-    pub fn shown(&self, profile: &str, server_name: &str) -> Option<&Arc<Shown>> {
-        self.by_server_name.get(profile)?.get(server_name)
-    }
-
-    /// The overridden tool `profile` shows as `name`.
-    pub fn called(&self, profile: &str, name: &str) -> Option<&Arc<Shown>> {
-        let server_name = self.back.get(profile)?.get(name)?;
-        self.shown(profile, server_name)
-    }
-
-    /// Whether `profile` overrides any tool.
-    pub fn has(&self, profile: &str) -> bool {
-        self.by_server_name.contains_key(profile)
-    }
-}
-
-/// By server name: the layers made ([`Registry::profile_layer`]), and the profiles' overrides the gate last pinned
-/// (to tell when the store holds others).
-#[derive(Debug, Default)]
-pub(crate) struct LayerCache {
-    layers: Mutex<HashMap<String, Arc<ProfileLayer>>>,
-    gated: Mutex<HashMap<String, ByTool>>,
-}
-
-/// A tool from a pinned definition (its fields, nulls left out).
-fn tool_of(def: &Value) -> Option<Tool> {
-    let mut m: Map<String, Value> = def.as_object()?.clone();
-    m.retain(|k, v| !v.is_null() && k != "override" && k != FIELD);
-    serde_json::from_value(Value::Object(m)).ok()
-}
+use ad_core::error::Result;
 
 impl Registry {
     /// The overrides every profile sets on `server`'s tools, by the tool's own name, then profile (as stored).
@@ -164,7 +46,7 @@ impl Registry {
             let Some(def) = pin.approved_definition.as_ref().filter(|_| !pin.pending()) else {
                 continue;
             };
-            if crate::pinning::scan::split_key(&pin.tool).0 != ad_scan::Kind::Tool {
+            if split_key(&pin.tool).0 != ad_scan::Kind::Tool {
                 continue;
             }
             let own = tool_of(def);
@@ -255,48 +137,14 @@ impl Registry {
     }
 }
 
-/// Whether `current` is the `approved` definition with some profiles' overrides taken away and none added or
-/// changed: what is left was reviewed already.
-pub fn only_dropped(approved: &Value, current: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.as_object_mut() {
-            m.remove(FIELD);
-        }
-        v
-    };
-    if strip(approved) != strip(current) {
-        return false;
-    }
-    let (Some(was), now) = (
-        approved.get(FIELD).and_then(Value::as_object),
-        current.get(FIELD),
-    ) else {
-        return false;
-    };
-    match now.and_then(Value::as_object) {
-        None => !was.is_empty(),
-        Some(now) => now.len() < was.len() && now.iter().all(|(p, o)| was.get(p) == Some(o)),
-    }
-}
-
-/// The `profile_overrides` field a tool's pinned definition carries for these overrides (`Null`: none).
-pub fn pinned_value(by_profile: &BTreeMap<String, ToolOverride>) -> Value {
-    if by_profile.is_empty() {
-        return Value::Null;
-    }
-    let m: Map<String, Value> = by_profile
-        .iter()
-        .map(|(p, o)| (p.clone(), serde_json::to_value(o).unwrap_or(Value::Null)))
-        .collect();
-    crate::pinning::canonical(&Value::Object(m))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::types::parse;
     use super::*;
     use ad_core::events::EventBus;
     use ad_core::model::ServerSpec;
+    use ad_core::profile::Profile;
+    use rmcp::model::Tool;
     use serde_json::json;
 
     fn tool(v: Value) -> Tool {

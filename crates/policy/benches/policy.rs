@@ -1,4 +1,4 @@
-//! What the policies cost per call, through `Policies::evaluate` as the proxy calls it, over a realistic set
+//! What the policies cost per call, through `Policies::evaluate_call` as the proxy calls it, over a realistic set
 //! (`set.cedar`: 41 policies, a few applying to each benchmarked tool, most with argument conditions):
 //! `cargo bench -p ad-policy` (release profile). Prints the mean and p50/p99 per call for: no policies at all, a tool
 //! no policy can apply to, a tool only the policy scoped to every tool applies to, and policed calls that are
@@ -36,7 +36,7 @@ fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
     if std::env::var("POLICY_BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
         return;
     }
-    assert_eq!(p.evaluate(call).map(|d| d.outcome), want, "{name}");
+    assert_eq!(p.evaluate_call(call).map(|d| d.outcome), want, "{name}");
     // `POLICY_BENCH_CALLS` (default 200,000) calls per case; a multiple of 100.
     let n: usize = std::env::var("POLICY_BENCH_CALLS")
         .ok()
@@ -49,7 +49,7 @@ fn measure(name: &str, p: &Policies, call: &Call<'_>, want: Option<Outcome>) {
     for _ in 0..n / 100 {
         let t = Instant::now();
         for _ in 0..100 {
-            std::hint::black_box(p.evaluate(std::hint::black_box(call)));
+            std::hint::black_box(p.evaluate_call(std::hint::black_box(call)));
         }
         samples.push(t.elapsed().as_nanos() as f64 / 100.0);
     }

@@ -302,6 +302,11 @@ impl Set {
 
     /// The decision for `call`, by the policies of its tool's slice; `None` when no policy is scoped to its tool.
     pub(crate) fn decide(&self, call: &Call<'_>) -> Option<Decision> {
+        self.decide_as(call, true)
+    }
+
+    /// [`Set::decide`]; `explain` false: an allowed call's decision names no policy and gives no reason.
+    pub(crate) fn decide_as(&self, call: &Call<'_>, explain: bool) -> Option<Decision> {
         let slice = self.index.get(call.server, call.tool)?;
         // Only the policies that can hold for this caller (`callers.rs`); none: Cedar would find nothing.
         let part = match slice.callers.part(call) {
@@ -309,7 +314,7 @@ impl Set {
             Err(e) => return Some(unputtable(e)),
         };
         Some(match part {
-            Part::Some(set) => self.decide_in(slice, &set, call, true),
+            Part::Some(set) => self.decide_in(slice, &set, call, true, explain),
             Part::Nothing => none_hold(slice.permits),
         })
     }
@@ -330,7 +335,14 @@ impl Set {
 
     /// `cached`: the call's entities may come from the cache (the tests' whole-set decision builds them afresh).
     /// `set`: the slice's policies, or the part of them that can hold for this caller.
-    fn decide_in(&self, slice: &Slice, set: &PolicySet, call: &Call<'_>, cached: bool) -> Decision {
+    fn decide_in(
+        &self,
+        slice: &Slice,
+        set: &PolicySet,
+        call: &Call<'_>,
+        cached: bool,
+        explain: bool,
+    ) -> Decision {
         let (req, entities) = match self.request(call, &slice.reads, cached) {
             Ok(r) => r,
             Err(e) => return unputtable(e),
@@ -374,6 +386,9 @@ impl Set {
             CedarDecision::Allow => {
                 let asks = |p: &&PolicyId| self.meta.get(*p).is_some_and(|m| m.ask);
                 if !reasons().any(|p| asks(&p)) {
+                    if !explain {
+                        return decided(Outcome::Allow, vec![], String::new());
+                    }
                     let ids = self.ordered(reasons());
                     let reason = format!("permitted by policy {}", ids.join(", "));
                     decided(Outcome::Allow, ids, reason)
@@ -561,7 +576,7 @@ impl Set {
                 .any(|i| i.effect == "permit"),
             reads: Reads::everything(),
         };
-        Some(self.decide_in(&whole, &self.set, call, false))
+        Some(self.decide_in(&whole, &self.set, call, false, true))
     }
 }
 

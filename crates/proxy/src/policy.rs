@@ -68,7 +68,7 @@ pub fn police(
         tool,
         args,
     };
-    let Some(decision) = policies.evaluate(&call) else {
+    let Some(decision) = policies.evaluate_call(&call) else {
         return Ok(None);
     };
     match decision.outcome {

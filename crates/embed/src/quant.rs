@@ -8,9 +8,9 @@
 // Index loops mirror the shape of the tile.
 #![allow(clippy::needless_range_loop)]
 
-use super::kernels::{NR, SPLIT_ROWS, W_BLOCK_BYTES, threads};
 #[cfg(target_arch = "x86_64")]
 use super::kernels::{MR, for_each_tile};
+use super::kernels::{NR, SPLIT_ROWS, W_BLOCK_BYTES, threads};
 
 /// Assembly summing the 8 i32 lanes of `$a` into its lowest lane, with `{t}` as scratch (exact in any order); used
 /// by the i16 kernels of `x86` and the 8-bit one of `vnni8`.

@@ -3,11 +3,12 @@
 #
 #   scripts/dist.sh [--no-image] [TARGET...]     TARGET: x86_64-unknown-linux-musl (default), aarch64-unknown-linux-musl
 #
-# Per target: a static binary (musl, `dist` profile: fat LTO, one codegen unit; mimalloc as the allocator; the
-# dashboard is compiled in), stripped; a tarball with the binary, README.md and LICENSE; a Python wheel carrying the
-# binary (pip, pipx, uvx); an npm package carrying the binary (an optional dependency of the `agent-discover` launcher
-# package, as esbuild and Biome do it). Then the launcher package, SHA256SUMS over everything, and (unless
-# --no-image) the container image from Containerfile as an OCI archive. scripts/dist-test.sh installs and drives them.
+# Per target: a static binary (musl, `dist` profile: fat LTO, one codegen unit, optimised for size except the call
+# path's crates; mimalloc as the allocator; the dashboard is compiled in), stripped; a tarball with the binary,
+# README.md and LICENSE; a Python wheel carrying the binary (pip, pipx, uvx); an npm package carrying the binary (an
+# optional dependency of the `agent-discover` launcher package, as esbuild and Biome do it). Then the launcher
+# package, SHA256SUMS over everything, and (unless --no-image) the container image from Containerfile as an OCI
+# archive. scripts/dist-test.sh installs and drives them.
 #
 # The binary of a target is built once and reused by every packaging step. x86_64 needs Debian's musl-tools (the C
 # parts: SQLite, aws-lc, mimalloc); aarch64 is cross-compiled with zig as the C compiler and linker (PyPI's ziglang

@@ -8,7 +8,9 @@
 // Index loops mirror the shape of the tile.
 #![allow(clippy::needless_range_loop)]
 
-use super::kernels::{MR, NR, SPLIT_ROWS, W_BLOCK_BYTES, for_each_tile, threads};
+#[cfg(target_arch = "x86_64")]
+use super::kernels::{MR, for_each_tile};
+use super::kernels::{NR, SPLIT_ROWS, W_BLOCK_BYTES, threads};
 
 /// Assembly summing the 8 i32 lanes of `$a` into its lowest lane, with `{t}` as scratch (exact in any order); used
 /// by the i16 kernels of `x86` and the 8-bit one of `vnni8`.
@@ -396,6 +398,8 @@ pub(super) fn matmul_q8(
 }
 
 /// `acc[r * w.rows + o] = Σ_i xq[r][i] · q[o][i]` (exact; xq in `act`'s range).
+// Elsewhere than on x86-64 every layout takes the portable loop, whatever `act` and the panels.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32], act: Activations) {
     assert!(xq.len() >= rows * w.stride && acc.len() >= rows * w.rows);
     if let Some(p) = &w.panels {

@@ -193,14 +193,11 @@ fn start(
 fn attach_lifeline(
     cmd: &mut tokio::process::Command,
 ) -> Result<(Option<std::os::fd::OwnedFd>, Option<Lifeline>)> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two descriptors into the array we own; O_CLOEXEC keeps them out of other children.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    use std::os::fd::{AsRawFd, OwnedFd};
+    // Both ends close-on-exec, which keeps them out of other children (the standard library's pipe: `pipe2` with
+    // `O_CLOEXEC` on Linux; macOS, which has no `pipe2`, gets the same flags its own way).
+    let (read, write) = std::io::pipe()?;
+    let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
     let read_fd = read.as_raw_fd();
     cmd.process_group(0);
     // SAFETY: the closure runs between fork and exec and only calls async-signal-safe dup2.

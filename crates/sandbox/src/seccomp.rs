@@ -9,6 +9,13 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
+/// `kexec_file_load`: the libc crate does not name it for musl on aarch64, where it is the generic system call table's
+/// 294.
+#[cfg(target_arch = "aarch64")]
+const SYS_KEXEC_FILE_LOAD: libc::c_long = 294;
+#[cfg(not(target_arch = "aarch64"))]
+const SYS_KEXEC_FILE_LOAD: libc::c_long = libc::SYS_kexec_file_load;
+
 /// Refused outright.
 const DENIED: &[libc::c_long] = &[
     libc::SYS_ptrace,
@@ -22,7 +29,7 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_swapoff,
     libc::SYS_reboot,
     libc::SYS_kexec_load,
-    libc::SYS_kexec_file_load,
+    SYS_KEXEC_FILE_LOAD,
     libc::SYS_init_module,
     libc::SYS_finit_module,
     libc::SYS_delete_module,

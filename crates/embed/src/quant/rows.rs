@@ -7,6 +7,7 @@
 
 /// The largest magnitude in `row`, NaNs left out.
 pub(super) fn abs_max(row: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
     if wide() {
         // SAFETY: the CPU has AVX-512 F (`wide`).
         return unsafe { x86::abs_max(row) };
@@ -17,6 +18,7 @@ pub(super) fn abs_max(row: &[f32]) -> f32 {
 /// `out[i]` = `row[i] · inv` rounded half away from zero (by truncation: `round()` is a libm call on baseline x86-64);
 /// the caller keeps `|row[i] · inv|` within i16 (a NaN gives 0).
 pub(super) fn symmetric(row: &[f32], out: &mut [i16], inv: f32) {
+    #[cfg(target_arch = "x86_64")]
     if wide() {
         // SAFETY: the CPU has AVX-512 F (`wide`); `out` is as long as `row` (the caller's slices).
         unsafe { x86::symmetric(row, out, inv) };
@@ -46,16 +48,20 @@ pub(super) fn quantize_rows_zp(
     let mut scales = vec![0f32; rows];
     zp.clear();
     zp.resize(rows, 0);
+    #[cfg(target_arch = "x86_64")]
     let wide = wide();
     for r in 0..rows {
         let row = &x[r * cols..][..cols];
         let out = &mut xq[r * stride..][..stride];
+        #[cfg(target_arch = "x86_64")]
         let (lo, hi) = if wide {
             // SAFETY: the CPU has AVX-512 F (`wide`).
             unsafe { x86::range(row) }
         } else {
             range(row)
         };
+        #[cfg(not(target_arch = "x86_64"))]
+        let (lo, hi) = range(row);
         if hi - lo == 0.0 || !(hi - lo).is_finite() {
             out.fill(0);
             continue;
@@ -67,27 +73,25 @@ pub(super) fn quantize_rows_zp(
         scales[r] = s;
         zp[r] = 128 - z;
         let zf = z as f32;
+        #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: the CPU has AVX-512 F (`wide`); `out` is at least `row.len()` long.
             unsafe { x86::convert(row, &mut out[..cols], inv, zf) };
-        } else {
-            for (d, &v) in out[..cols].iter_mut().zip(row) {
-                *d = one(v, inv, zf);
-            }
+            out[cols..].fill(0);
+            continue;
+        }
+        for (d, &v) in out[..cols].iter_mut().zip(row) {
+            *d = one(v, inv, zf);
         }
         out[cols..].fill(0);
     }
     scales
 }
 
-/// Whether the AVX-512 loops can run.
+/// Whether the AVX-512 loops can run (other architectures take the portable loops).
+#[cfg(target_arch = "x86_64")]
 fn wide() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// `u − 128` for v: `u = round(v / s) + z`, rounded half up by truncation (v / s + z >= -0.5 for v in the range),

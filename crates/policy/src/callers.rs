@@ -42,15 +42,17 @@ enum Guard {
     Client(bool, String),
 }
 
-/// One policy of a slice with what must hold of a call for it to be evaluated at all.
-struct Member {
+/// One policy of a set with what must hold of a call for it to be evaluated at all: made once per load, shared by
+/// every slice the policy is in.
+#[derive(Clone)]
+pub(crate) struct Member {
     policy: Policy,
     who: Who,
     guard: Option<Guard>,
 }
 
 impl Member {
-    fn of(policy: &Policy) -> Member {
+    pub(crate) fn of(policy: &Policy) -> Member {
         let est = policy.to_json().ok();
         Member {
             policy: est
@@ -181,9 +183,9 @@ pub(crate) struct Callers {
 }
 
 impl Callers {
-    /// `policies` in the slice's order.
-    pub(crate) fn of<'a>(policies: impl Iterator<Item = &'a Policy>) -> Result<Callers, String> {
-        let members: Vec<Member> = policies.map(Member::of).collect();
+    /// `members` in the slice's order.
+    pub(crate) fn of(members: impl Iterator<Item = Member>) -> Result<Callers, String> {
+        let members: Vec<Member> = members.collect();
         let narrows = members
             .iter()
             .any(|m| m.who != Who::Anyone || m.guard.is_some());

@@ -248,7 +248,7 @@ impl Set {
                     )
                 })?;
                 entries.push(Entry {
-                    policy: renamed.clone(),
+                    member: crate::callers::Member::of(&renamed),
                     scope: scope.clone(),
                     forbid,
                     reads: Reads::of(&renamed),

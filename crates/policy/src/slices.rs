@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use cedar_policy::Policy;
 
-use crate::callers::Callers;
+use crate::callers::{Callers, Member};
 use serde_json::Value;
 
 /// What the policies of a slice read of a call.
@@ -157,7 +157,8 @@ pub(crate) struct Slice {
 
 /// One policy of the set, as the index files it.
 pub(crate) struct Entry {
-    pub(crate) policy: Policy,
+    /// The policy, with what a caller must be for it to be evaluated (`callers.rs`).
+    pub(crate) member: Member,
     /// `None`: every tool; `Some((true, server))`: a server's tools; `Some((false, "server/tool"))`: one tool.
     pub(crate) scope: Option<(bool, String)>,
     pub(crate) forbid: bool,
@@ -182,14 +183,14 @@ fn slice<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<Option<Arc<Slic
     let mut permits = false;
     let mut reads = Reads::default();
     let mut any = false;
-    let mut policies = Vec::new();
+    let mut members = Vec::new();
     for e in entries {
-        policies.push(&e.policy);
+        members.push(e.member.clone());
         permits |= !e.forbid;
         reads.merge(&e.reads);
         any = true;
     }
-    let callers = Callers::of(policies.into_iter())?;
+    let callers = Callers::of(members.into_iter())?;
     Ok(any.then(|| {
         Arc::new(Slice {
             permits,

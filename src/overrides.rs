@@ -93,21 +93,7 @@ impl App {
                 .as_object()
                 .cloned()
                 .unwrap_or_default();
-            if let Some(p) = o
-                .fixed
-                .keys()
-                .chain(&o.hidden)
-                .find(|p| !props.contains_key(*p))
-            {
-                let known: Vec<&str> = props.keys().map(String::as_str).collect();
-                return Err(Error::invalid(
-                    "parameter",
-                    format!(
-                        "`{p}` is not a parameter of `{tool}` (its parameters: {})",
-                        known.join(", ")
-                    ),
-                ));
-            }
+            check_parameters(&o, &props, &format!("of `{tool}`"))?;
         }
         store.set_tool_override(s.id, tool, &to_value(&o))?;
         self.events.emit(Event::ServerUpdated {
@@ -128,6 +114,33 @@ impl App {
             self.proxy.relist_tools(server).await;
         }
         Ok(json!({"server": server, "tool": tool, "cleared": cleared}))
+    }
+}
+
+/// Every parameter `o` fixes or hides is one of `props` (the parameters the tool shows); `of` says whose they are in
+/// the error.
+pub(crate) fn check_parameters(
+    o: &ToolOverride,
+    props: &serde_json::Map<String, Value>,
+    of: &str,
+) -> Result<()> {
+    match o
+        .fixed
+        .keys()
+        .chain(&o.hidden)
+        .find(|p| !props.contains_key(*p))
+    {
+        Some(p) => {
+            let known: Vec<&str> = props.keys().map(String::as_str).collect();
+            Err(Error::invalid(
+                "parameter",
+                format!(
+                    "`{p}` is not a parameter {of} (its parameters: {})",
+                    known.join(", ")
+                ),
+            ))
+        }
+        None => Ok(()),
     }
 }
 

@@ -278,21 +278,7 @@ impl App {
         if let Some(so) = server_overrides.get(tool) {
             props.retain(|k, _| !so.fixed.contains_key(k) && !so.hidden.contains(k));
         }
-        if let Some(bad) = o
-            .fixed
-            .keys()
-            .chain(&o.hidden)
-            .find(|k| !props.contains_key(*k))
-        {
-            let known: Vec<&str> = props.keys().map(String::as_str).collect();
-            return Err(Error::invalid(
-                "parameter",
-                format!(
-                    "`{bad}` is not a parameter `{tool}` shows (its parameters: {})",
-                    known.join(", ")
-                ),
-            ));
-        }
+        crate::overrides::check_parameters(o, &props, &format!("`{tool}` shows"))?;
         if let Some(n) = &o.name
             && *n != server_name(tool)
         {

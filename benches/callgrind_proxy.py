@@ -5,8 +5,11 @@
 #
 # Usage (after `cargo build --release -p agent-discover -p ad-fixture` and `scripts/test.sh`, which installs the SDK
 # into .ci/cache/venv):
-#   .ci/cache/venv/bin/python benches/callgrind_proxy.py [N] [--null BENCH_EXECUTABLE]
-# then `callgrind_annotate --inclusive=yes target/callgrind-proxy-N.out` shows where they go.
+#   .ci/cache/venv/bin/python benches/callgrind_proxy.py [N] [--null BENCH_EXECUTABLE] [--policies FILE]
+#       [--limits] [--via-registry]
+# --policies FILE puts a Cedar policy file in the data dir's policy directory; --limits sets a server and a tool rate
+# on the test server (`registry limits`, 1000000/s each: never refusing); --via-registry calls through the `registry`
+# tool's `proxy_call` instead of `fx__echo`. Then `callgrind_annotate --inclusive=yes target/callgrind-proxy-N.out` shows where they go.
 import os
 import re
 import subprocess
@@ -23,9 +26,15 @@ BIN = os.environ.get("AGENT_DISCOVER_BIN") or os.path.join(ROOT, "target", "rele
 FIXTURE = os.environ.get("AGENT_DISCOVER_FIXTURE") or os.path.join(ROOT, "target", "release", "agent-discover-fixture")
 
 
-async def run(calls: int, null: str | None) -> int:
+async def run(calls: int, null: str | None, policies: str | None = None, limits: bool = False,
+              via_registry: bool = False) -> int:
     out = os.path.join(ROOT, "target", f"callgrind-{'null' if null else 'proxy'}-{calls}.out")
-    target = [null, "null-proxy", FIXTURE] if null else [BIN, "--data-dir", tempfile.mkdtemp(), "mcp"]
+    data = tempfile.mkdtemp()
+    if policies:
+        os.makedirs(os.path.join(data, "policies"))
+        with open(policies) as src, open(os.path.join(data, "policies", "set.cedar"), "w") as dst:
+            dst.write(src.read())
+    target = [null, "null-proxy", FIXTURE] if null else [BIN, "--data-dir", data, "mcp"]
     env = dict(os.environ, AGENT_DISCOVER_DASHBOARD="off", AGENT_DISCOVER_EMBEDDING_PROVIDER="none")
     params = StdioServerParameters(
         command="valgrind",
@@ -39,10 +48,19 @@ async def run(calls: int, null: str | None) -> int:
                          {"action": "activate", "name": "fx"}):
                 r = await client.call_tool("registry", args)
                 assert not r.is_error, r
+            if limits:
+                r = await client.call_tool("registry", {"action": "limits", "name": "fx", "rate": "1000000/s",
+                                                        "tool_rate": "1000000/s"})
+                assert not r.is_error, r
             tool = "fx__echo"
         for _ in range(calls):
-            r = await client.call_tool(tool, {"text": "ping"})
-            assert not r.is_error and r.content[0].text == "ping", r
+            if via_registry:
+                r = await client.call_tool("registry", {"action": "proxy_call", "server": "fx", "tool": "echo",
+                                                        "arguments": {"text": "ping"}})
+                assert not r.is_error and "ping" in r.content[0].text, r
+            else:
+                r = await client.call_tool(tool, {"text": "ping"})
+                assert not r.is_error and r.content[0].text == "ping", r
     # valgrind writes the profile when the process exits after stdin closes.
     totals = subprocess.run(["callgrind_annotate", out], capture_output=True, text=True, check=True).stdout
     return int(re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", totals).group(1).replace(",", ""))
@@ -58,9 +76,17 @@ def main() -> None:
         i = args.index("--null")
         null = args[i + 1]
         del args[i:i + 2]
+    policies = None
+    if "--policies" in args:
+        i = args.index("--policies")
+        policies = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
+    limits = "--limits" in args
+    via_registry = "--via-registry" in args
+    args = [a for a in args if a not in ("--limits", "--via-registry")]
     calls = int(args[0]) if args else 2000
-    base = anyio.run(run, 0, null)
-    total = anyio.run(run, calls, null)
+    base = anyio.run(run, 0, null, policies, limits, via_registry)
+    total = anyio.run(run, calls, null, policies, limits, via_registry)
     print(f"{'minimal rmcp proxy' if null else 'agent-discover'}: {(total - base) / calls:,.0f} instructions per "
           f"proxied call ({calls} calls)")
 

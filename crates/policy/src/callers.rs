@@ -18,10 +18,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use cedar_policy::{EntityUid, Policy, PolicySet, PrincipalConstraint};
+use cedar_policy::{Effect, EntityUid, Policy, PolicyId, PolicySet, PrincipalConstraint};
 use serde_json::Value;
 
 use crate::call::{Call, LOCAL_USER};
+use crate::direct::{self, Cond};
 
 /// Who a policy's principal scope can match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +50,9 @@ pub(crate) struct Member {
     policy: Policy,
     who: Who,
     guard: Option<Guard>,
+    forbid: bool,
+    /// Its conditions, when they can be decided without Cedar (`direct.rs`).
+    direct: Option<Arc<Cond>>,
 }
 
 impl Member {
@@ -61,7 +65,13 @@ impl Member {
                 .unwrap_or_else(|| policy.clone()),
             who: who(&policy.principal_constraint()),
             guard: est.as_ref().and_then(guard),
+            forbid: policy.effect() == Effect::Forbid,
+            direct: est.as_ref().and_then(direct::compile).map(Arc::new),
         }
+    }
+
+    pub(crate) fn id(&self) -> &PolicyId {
+        self.policy.id()
     }
 
     fn can_hold(&self, call: &Call<'_>) -> bool {
@@ -161,6 +171,13 @@ fn test(e: &Value) -> Option<Guard> {
     None
 }
 
+/// The policies of a slice that hold for one call, decided without Cedar: forbids and permits, in the slice's order.
+#[derive(Default)]
+pub(crate) struct Held<'a> {
+    pub(crate) forbids: Vec<&'a PolicyId>,
+    pub(crate) permits: Vec<&'a PolicyId>,
+}
+
 /// What of a slice Cedar is to evaluate for one call.
 pub(crate) enum Part {
     /// No policy of the slice can hold: Cedar would find none satisfied and none in error.
@@ -203,6 +220,25 @@ impl Callers {
     #[cfg(test)]
     pub(crate) fn narrowed(&self, call: &Call<'_>) -> bool {
         self.members.iter().any(|m| !m.can_hold(call))
+    }
+
+    /// The policies of the slice that hold for `call`, when each one that can hold for its caller is decided
+    /// without Cedar and without an error (`direct.rs`); `None`: the call is Cedar's.
+    pub(crate) fn direct(&self, call: &Call<'_>) -> Option<Held<'_>> {
+        let mut held = Held::default();
+        for m in &self.members {
+            if !m.can_hold(call) {
+                continue;
+            }
+            if m.direct.as_ref()?.holds(call).ok()? {
+                if m.forbid {
+                    held.forbids.push(m.id());
+                } else {
+                    held.permits.push(m.id());
+                }
+            }
+        }
+        Some(held)
     }
 
     /// The part of the slice `call` is to be put to.

@@ -1,7 +1,10 @@
 //! The Cedar side: policy files parsed and checked into one `PolicySet`, cut into per-tool slices (`slices.rs`: the
 //! policies whose scope can match a tool), and one call evaluated by its tool's slice into a [`Decision`]. Per call:
-//! two hash lookups find the slice (none: the call is not policed, no Cedar call), then the request is built from
-//! entity types parsed once and only the arguments the slice's policies read.
+//! two hash lookups find the slice (none: the call is not policed, no Cedar call); when every policy of it that can
+//! hold for the caller is of the forms `direct.rs` decides and none would raise an error, the call is decided there,
+//! with no Cedar request; else the request is built from entity types parsed once and only the arguments the slice's
+//! policies read. Cedar's request for such a call could not have failed (every argument converts: strings, integers
+//! and booleans as they are, fractions always to a valid `decimal` or left out), so the two paths refuse alike.
 //!
 //! The call as Cedar sees it: principal `User::"<sub>"` (or `User::"local"`) whose parents are its
 //! `Group::"<group>"`s; action `Action::"call"`; resource `Tool::"<server>/<tool>"` whose parent is
@@ -308,6 +311,10 @@ impl Set {
     /// [`Set::decide`]; `explain` false: an allowed call's decision names no policy and gives no reason.
     pub(crate) fn decide_as(&self, call: &Call<'_>, explain: bool) -> Option<Decision> {
         let slice = self.index.get(call.server, call.tool)?;
+        // Every policy that can hold of a form decided without Cedar, and none in error (`direct.rs`).
+        if let Some(held) = slice.callers.direct(call) {
+            return Some(self.verdict(slice.permits, held.forbids, held.permits, explain));
+        }
         // Only the policies that can hold for this caller (`callers.rs`); none: Cedar would find nothing.
         let part = match slice.callers.part(call) {
             Ok(p) => p,
@@ -366,9 +373,7 @@ impl Set {
         let reasons = || diagnostics.reason();
         match response.decision() {
             CedarDecision::Deny if reasons().next().is_some() => {
-                let ids = self.ordered(reasons());
-                let reason = format!("forbidden by policy {}", ids.join(", "));
-                decided(Outcome::Deny, ids, reason)
+                self.verdict(slice.permits, reasons().collect(), vec![], explain)
             }
             _ if !broken.is_empty() => {
                 let reason = broken
@@ -384,23 +389,43 @@ impl Set {
             }
             CedarDecision::Deny => none_hold(slice.permits),
             CedarDecision::Allow => {
-                let asks = |p: &&PolicyId| self.meta.get(*p).is_some_and(|m| m.ask);
-                if !reasons().any(|p| asks(&p)) {
-                    if !explain {
-                        return decided(Outcome::Allow, vec![], String::new());
-                    }
-                    let ids = self.ordered(reasons());
-                    let reason = format!("permitted by policy {}", ids.join(", "));
-                    decided(Outcome::Allow, ids, reason)
-                } else {
-                    let asking = self.ordered(reasons().filter(asks));
-                    let reason = format!(
-                        "permitted by policy {} once a person approves",
-                        asking.join(", ")
-                    );
-                    decided(Outcome::Ask, asking, reason)
-                }
+                self.verdict(slice.permits, vec![], reasons().collect(), explain)
             }
+        }
+    }
+
+    /// The decision when no policy failed to evaluate, from the forbids and the permits that hold (Cedar's deciding
+    /// policies, or those `direct.rs` found); `permits`: some permit is scoped to the tool.
+    fn verdict(
+        &self,
+        permits: bool,
+        forbids: Vec<&PolicyId>,
+        holding: Vec<&PolicyId>,
+        explain: bool,
+    ) -> Decision {
+        if !forbids.is_empty() {
+            let ids = self.ordered(forbids.into_iter());
+            let reason = format!("forbidden by policy {}", ids.join(", "));
+            return decided(Outcome::Deny, ids, reason);
+        }
+        if holding.is_empty() {
+            return none_hold(permits);
+        }
+        let asks = |p: &&PolicyId| self.meta.get(*p).is_some_and(|m| m.ask);
+        if !holding.iter().any(asks) {
+            if !explain {
+                return decided(Outcome::Allow, vec![], String::new());
+            }
+            let ids = self.ordered(holding.into_iter());
+            let reason = format!("permitted by policy {}", ids.join(", "));
+            decided(Outcome::Allow, ids, reason)
+        } else {
+            let asking = self.ordered(holding.into_iter().filter(asks));
+            let reason = format!(
+                "permitted by policy {} once a person approves",
+                asking.join(", ")
+            );
+            decided(Outcome::Ask, asking, reason)
         }
     }
 
@@ -555,6 +580,14 @@ impl Set {
         self.index
             .get(call.server, call.tool)
             .is_some_and(|s| s.callers.narrowed(call))
+    }
+
+    /// Whether `call` is decided without Cedar (`direct.rs`).
+    #[cfg(test)]
+    pub(crate) fn direct(&self, call: &Call<'_>) -> bool {
+        self.index
+            .get(call.server, call.tool)
+            .is_some_and(|s| s.callers.direct(call).is_some())
     }
 
     /// [`Set::decide`] by the whole set and every argument, the scope read from the policies' listing: what the

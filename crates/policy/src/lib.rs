@@ -6,12 +6,14 @@
 //! Must not know: HTTP, MCP, the proxy or storage. The fronts hand a [`Call`] in and get a [`Decision`] out; what a
 //! deny or an ask means for a call (a typed error, an approval request) is the proxy's business.
 //!
-//! Files: `call.rs` (the vocabulary), `slices.rs` (the policies that can apply to each tool, cut once per load),
-//! `engine.rs` (Cedar: parse, check, evaluate a call by its tool's slice), `policies.rs` (the set in force), `watch.rs`
-//! (reload on change), each using only the ones before it.
+//! Files: `call.rs` (the vocabulary), `direct.rs` (the common conditions decided without a Cedar request),
+//! `callers.rs` (which of a slice's policies can hold for a caller), `slices.rs` (the policies that can apply to each
+//! tool, cut once per load), `engine.rs` (Cedar: parse, check, evaluate a call by its tool's slice), `policies.rs`
+//! (the set in force), `watch.rs` (reload on change), each using only the ones before it.
 
 mod call;
 mod callers;
+mod direct;
 mod engine;
 #[cfg(test)]
 mod equivalence;

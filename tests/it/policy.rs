@@ -30,6 +30,10 @@ when { context.args.a > 100 };
 @id("small-adds")
 permit (principal, action, resource == Tool::"fx/add")
 when { context.args.a <= 100 };
+
+@id("not-from-it")
+forbid (principal, action, resource == Tool::"fx/echo")
+when { context.args has text && context.args.text == "/by-client" && context.client == "it" };
 "#;
 
 const SECOND: &str = r#"
@@ -97,11 +101,12 @@ async fn policies_refuse_ask_and_reload_on_every_front() {
     agent
         .registry(json!({"action": "activate", "name": "fx"}))
         .await;
-    let st = policy_status(&agent, "loaded at start", |p| p["policies"] == 3).await;
+    let st = policy_status(&agent, "loaded at start", |p| p["policies"] == 4).await;
     assert_eq!(st["generation"], 1, "{st}");
     assert!(st["error"].is_null(), "{st}");
 
-    // A tool no policy is scoped to still takes the fast lane; a policed one takes the normal path.
+    // A tool no policy is scoped to takes the fast lane; so does a call of a policed one the policies allow at once,
+    // while one they refuse takes the normal path, which answers it.
     let before = fast_lane_calls(&agent).await;
     let r = agent.call("fx__sleep", json!({"ms": 1})).await;
     assert_ne!(r.is_error, Some(true), "{}", parse(&r));
@@ -114,11 +119,34 @@ async fn policies_refuse_ask_and_reload_on_every_front() {
         (v["server"].as_str(), v["tool"].as_str()),
         (Some("fx"), Some("echo"))
     );
-    assert_eq!(echo(&agent, "/public/x").await, (false, json!("/public/x")));
     assert_eq!(
         fast_lane_calls(&agent).await,
         before + 1,
-        "policed calls are not relayed"
+        "a refused call is not relayed"
+    );
+    assert_eq!(echo(&agent, "/public/x").await, (false, json!("/public/x")));
+    assert_eq!(
+        fast_lane_calls(&agent).await,
+        before + 2,
+        "an allowed policed call is relayed"
+    );
+    // The lane names the caller's client as the normal path does: this client (`it`) is refused, in both ways in.
+    let (is_error, v) = echo(&agent, "/by-client").await;
+    denied(is_error, &v, "not-from-it");
+    let (is_error, v) = agent
+        .try_registry(json!({"action": "proxy_call", "server": "fx", "tool": "echo", "arguments": {"text": "/by-client"}}))
+        .await
+        .unwrap();
+    denied(is_error, &v, "not-from-it");
+    assert_eq!(fast_lane_calls(&agent).await, before + 2);
+    let r = agent
+        .registry(json!({"action": "proxy_call", "server": "fx", "tool": "echo", "arguments": {"text": "/public/y"}}))
+        .await;
+    assert!(r.to_string().contains("/public/y"), "{r}");
+    assert_eq!(
+        fast_lane_calls(&agent).await,
+        before + 3,
+        "an allowed proxy_call is relayed"
     );
 
     // The registry's proxy_call, and a code-mode script's inner call, meet the same policy.
@@ -207,7 +235,16 @@ async fn policies_refuse_ask_and_reload_on_every_front() {
         .iter()
         .map(|p| p["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["no-secret-echo", "big-adds-ask", "small-adds"], "{l}");
+    assert_eq!(
+        ids,
+        [
+            "no-secret-echo",
+            "big-adds-ask",
+            "small-adds",
+            "not-from-it"
+        ],
+        "{l}"
+    );
     let scratch = tempfile::tempdir().unwrap();
     let bad = scratch.path().join("bad.cedar");
     std::fs::write(
@@ -243,7 +280,7 @@ async fn policies_refuse_ask_and_reload_on_every_front() {
     );
     assert_eq!(
         (st["generation"].as_u64(), st["policies"].as_u64()),
-        (Some(1), Some(3)),
+        (Some(1), Some(4)),
         "{st}"
     );
     let (is_error, v) = echo(&agent, "/secret/key").await;

@@ -2,8 +2,8 @@
 //! some policy is scoped to is put to the policy set in force, with who makes it (the principal's user and groups, the
 //! client) and its arguments. `deny` refuses with [`Error::PolicyDenied`] naming the deciding policy; `ask` makes the
 //! approval step ask a person whatever the tool's approval rules say (`approval.rs`); `allow` leaves the call to
-//! those rules. The fast lane (`relay.rs`) never relays a tool some policy is scoped to: one atomic load decides that
-//! while no policy is in force.
+//! those rules. The fast lane (`relay.rs`) relays a call of a tool some policy is scoped to only when the policies
+//! allow it at once for the front's caller (`relay/policed.rs`); one atomic load decides while no policy is in force.
 
 use serde_json::{Map, Value};
 
@@ -22,14 +22,6 @@ impl Proxy {
     /// The policies in force, when the application set them.
     pub fn policies(&self) -> Option<&Policies> {
         self.inner.policies.get()
-    }
-
-    /// Whether a call of `tool` on `server` must take the normal path for the policies.
-    pub(crate) fn policed(&self, server: &str, tool: &str) -> bool {
-        self.inner
-            .policies
-            .get()
-            .is_some_and(|p| p.covers(server, tool))
     }
 
     /// The policy step of a call: `Ok(None)` goes on, `Ok(Some(policy))` asks a person (the policy's id), `Err`

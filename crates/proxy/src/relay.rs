@@ -26,7 +26,8 @@
 //! decoded as the normal path decodes it, and an input-required answer goes to a 2026-07-28 client as it is, while a
 //! legacy client's call is handed to the normal path's rounds (`Inner::after_round`). With tracing on, the lane makes the call's
 //! two spans itself (the served request's and the proxied call's, `spans.rs`), takes the client's
-//! `_meta.traceparent` and hands the child its own.
+//! `_meta.traceparent` and hands the child its own. A call of a tool some policy is scoped to stays in the lane only
+//! when the policies allow it at once for this front's caller (`relay/policed.rs`).
 //!
 //! The lane's data ([`FrontLane`], [`ChildLane`], the calls in flight) is declared in `state.rs` with the rest of the
 //! object graph it points back into; its wire shapes are in `relay/wire.rs`.
@@ -34,6 +35,7 @@
 mod crossing;
 mod ending;
 mod handover;
+mod policed;
 mod registry;
 mod wire;
 
@@ -147,6 +149,10 @@ impl FrontLane {
             }
             // A legacy client's only (a 2026-07-28 client's goes the normal way).
             let era = meta.era().ok().filter(Option::is_none)?;
+            // The policies, when some are scoped to the tool (`relay/policed.rs`).
+            if !self.policies_pass(&lane.server, &tool, args, false) {
+                return None;
+            }
             // Its server's limits, checked in the lane (`limits/`); a call they would hold or refuse goes the normal way.
             let admitted = self.proxy.inner.limits.admit_in_lane(&lane.server, &tool)?;
             lane.start(
@@ -169,6 +175,10 @@ impl FrontLane {
         }
         let (lane, tool, child_protocol) =
             self.proxy.fast_target(&params.name, stateless.is_some())?;
+        // The policies, when some are scoped to the tool (`relay/policed.rs`).
+        if !self.policies_pass(&lane.server, &tool, params.arguments, stateless.is_some()) {
+            return None;
+        }
         // A 2026-07-28 child's input requests are asked of a legacy client through its peer (`relay/crossing.rs`):
         // without one (the HTTP lane), its calls take the normal path.
         if lane.envelope.get().is_some() && era.is_none() && self.peer.get().is_none() {

@@ -512,13 +512,10 @@ impl Proxy {
         if !child.protocol.has_initialize() {
             lane.envelope_of(&child.protocol, || child.capabilities.supports_tasks());
         }
-        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides; so do an
-        // overridden one, whose arguments are merged there (`overrides.rs`), and one some policy is scoped to
-        // (`policy.rs`).
-        if !self.inner.lane_allows(child, tool)
-            || self.inner.overridden(child, tool)
-            || self.policed(server, tool)
-        {
+        // A tool that asks a person or is refused takes the normal path, where `approval.rs` decides; so does an
+        // overridden one, whose arguments are merged there (`overrides.rs`). One some policy is scoped to is the
+        // lane's to check with the call's caller and arguments (`relay/policed.rs`).
+        if !self.inner.lane_allows(child, tool) || self.inner.overridden(child, tool) {
             return None;
         }
         lock(&child.tools)

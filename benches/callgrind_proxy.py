@@ -6,10 +6,11 @@
 # Usage (after `cargo build --release -p agent-discover -p ad-fixture` and `scripts/test.sh`, which installs the SDK
 # into .ci/cache/venv):
 #   .ci/cache/venv/bin/python benches/callgrind_proxy.py [N] [--null BENCH_EXECUTABLE] [--policies FILE]
-#       [--limits] [--via-registry]
+#       [--limits] [--via-registry [--page-bytes N]]
 # --policies FILE puts a Cedar policy file in the data dir's policy directory; --limits sets a server and a tool rate
 # on the test server (`registry limits`, 1000000/s each: never refusing); --via-registry calls through the `registry`
-# tool's `proxy_call` instead of `fx__echo`. Then `callgrind_annotate --inclusive=yes target/callgrind-proxy-N.out` shows where they go.
+# tool's `proxy_call` instead of `fx__echo` (with --page-bytes, its `page_bytes` argument too, which the fast lane
+# leaves to the normal path). Then `callgrind_annotate --inclusive=yes target/callgrind-proxy-N.out` shows where they go.
 import os
 import re
 import subprocess
@@ -27,7 +28,7 @@ FIXTURE = os.environ.get("AGENT_DISCOVER_FIXTURE") or os.path.join(ROOT, "target
 
 
 async def run(calls: int, null: str | None, policies: str | None = None, limits: bool = False,
-              via_registry: bool = False) -> int:
+              via_registry: bool = False, page_bytes: int | None = None) -> int:
     out = os.path.join(ROOT, "target", f"callgrind-{'null' if null else 'proxy'}-{calls}.out")
     data = tempfile.mkdtemp()
     if policies:
@@ -55,8 +56,10 @@ async def run(calls: int, null: str | None, policies: str | None = None, limits:
             tool = "fx__echo"
         for _ in range(calls):
             if via_registry:
-                r = await client.call_tool("registry", {"action": "proxy_call", "server": "fx", "tool": "echo",
-                                                        "arguments": {"text": "ping"}})
+                call = {"action": "proxy_call", "server": "fx", "tool": "echo", "arguments": {"text": "ping"}}
+                if page_bytes is not None:
+                    call["page_bytes"] = page_bytes
+                r = await client.call_tool("registry", call)
                 assert not r.is_error and "ping" in r.content[0].text, r
             else:
                 r = await client.call_tool(tool, {"text": "ping"})
@@ -81,12 +84,17 @@ def main() -> None:
         i = args.index("--policies")
         policies = os.path.abspath(args[i + 1])
         del args[i:i + 2]
+    page_bytes = None
+    if "--page-bytes" in args:
+        i = args.index("--page-bytes")
+        page_bytes = int(args[i + 1])
+        del args[i:i + 2]
     limits = "--limits" in args
     via_registry = "--via-registry" in args
     args = [a for a in args if a not in ("--limits", "--via-registry")]
     calls = int(args[0]) if args else 2000
-    base = anyio.run(run, 0, null, policies, limits, via_registry)
-    total = anyio.run(run, calls, null, policies, limits, via_registry)
+    base = anyio.run(run, 0, null, policies, limits, via_registry, page_bytes)
+    total = anyio.run(run, calls, null, policies, limits, via_registry, page_bytes)
     print(f"{'minimal rmcp proxy' if null else 'agent-discover'}: {(total - base) / calls:,.0f} instructions per "
           f"proxied call ({calls} calls)")
 

@@ -1,9 +1,10 @@
 //! What the policies cost per call, through `Policies::evaluate_call` as the proxy calls it, over a realistic set
 //! (`set.cedar`: 41 policies, a few applying to each benchmarked tool, most with argument conditions):
 //! `cargo bench -p ad-policy` (release profile). Prints the mean and p50/p99 per call for: no policies at all, a tool
-//! no policy can apply to, a tool only the policy scoped to every tool applies to, and policed calls that are
-//! allowed, denied and asked. `POLICY_BENCH_CALLS` sets the calls per case (default 200,000), `POLICY_BENCH_ONLY=TEXT` runs
-//! only the cases whose name holds TEXT. Besides the wall time,
+//! no policy can apply to, a tool only the policy scoped to every tool applies to, policed calls that are allowed,
+//! denied and asked (decided without a Cedar request: `direct.rs`), and one Cedar decides. `POLICY_BENCH_CALLS` sets
+//! the calls per case (default 200,000), `POLICY_BENCH_ONLY=TEXT` runs only the cases whose name holds TEXT. Besides
+//! the wall time,
 //! the thread's CPU time per call (Linux's `/proc/thread-self/schedstat`): on a machine shared with other builds the
 //! wall time includes the time the thread waited for a core, the CPU time does not.
 
@@ -83,6 +84,9 @@ fn main() {
     let etc = args(json!({"path": "/etc/passwd", "content": "x"}));
     let charge = args(json!({"amount": 250, "currency": "EUR", "to": "acct-1"}));
     let echo = args(json!({"text": "x"}));
+    // A fraction: Cedar's `decimal`, which the common forms do not model, so Cedar decides (and, comparing it with
+    // an integer, finds both payment permits in error: refused by default).
+    let cents = args(json!({"amount": 250.5, "currency": "EUR", "to": "acct-1"}));
     let call = |server, tool, args| Call {
         user: Some("alice"),
         groups: &groups,
@@ -133,5 +137,11 @@ fn main() {
         &p,
         &call("fx", "echo", &echo),
         Some(Outcome::Allow),
+    );
+    measure(
+        "policed by Cedar (pay/charge 250.5, in error)",
+        &p,
+        &call("pay", "charge", &cents),
+        Some(Outcome::Deny),
     );
 }

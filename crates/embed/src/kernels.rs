@@ -77,6 +77,8 @@ impl F16 {
 
 /// An element type of w: f32 or F16.
 pub trait Weight: Copy + Send + Sync + 'static {
+    /// Read by the x86-64 kernels only (their load instruction).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     const HALF: bool;
     fn get(self) -> f32;
 }

@@ -513,7 +513,8 @@ fn portable_dots(xq: &[i16], rows: usize, w: &QuantMatrix, acc: &mut [i32]) {
 }
 
 /// Rows of w per block (a multiple of NR): half of `W_BLOCK_BYTES` of int8 weights, so a block and a tile of x (up
-/// to 6 rows of i16) stay in cache while every tile passes over the block.
+/// to 6 rows of i16) stay in cache while every tile passes over the block. Used by the x86-64 kernels only.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn block_rows(stride: usize) -> usize {
     (W_BLOCK_BYTES / 2 / stride.max(1)).max(NR) / NR * NR
 }

@@ -53,7 +53,8 @@ impl Panels {
         self.data[((b * self.groups + g) * PANEL + c) * self.group + e]
     }
 
-    /// Whether this layout multiplies activations `act`: groups of 4 need 8-bit values.
+    /// Whether this layout multiplies activations `act`: groups of 4 need 8-bit values (asked by the x86-64 kernels).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) fn takes(&self, act: Activations) -> bool {
         self.group == 2 || act != Activations::Bits13
     }

@@ -3,8 +3,9 @@
 //! build stamp (version, commit, target; see build.rs) is read here, so only this crate sees it, and so is the
 //! allocator of the static release builds.
 
-/// musl's malloc serialises threads on one lock and returns memory late; the static builds use mimalloc instead
-/// (feature `mimalloc`, which scripts/dist.sh turns on; BENCHMARKS.md, "Release binaries", has the measurement).
+/// musl's malloc serialises threads on one lock and costs more instructions per call; the static builds use mimalloc
+/// instead, built without transparent huge pages (feature `mimalloc`, which scripts/dist.sh turns on; BENCHMARKS.md,
+/// "Release binaries", has the measurements).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

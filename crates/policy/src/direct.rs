@@ -194,10 +194,6 @@ impl Cond {
         }
     }
 
-    fn test(&self, call: &Call<'_>) -> Result<bool, Unknown> {
-        self.holds(call)
-    }
-
     fn eval<'a>(&'a self, call: &Call<'a>) -> Result<V<'a>, Unknown> {
         Ok(match self {
             Cond::Str(s) => V::Str(s),
@@ -221,9 +217,9 @@ impl Cond {
             Cond::Script => V::Bool(call.script),
             Cond::InGroup(g) => V::Bool(call.groups.iter().any(|x| x == g)),
             Cond::IsUser(u) => V::Bool(call.user.unwrap_or(LOCAL_USER) == u),
-            Cond::And(l, r) => V::Bool(l.test(call)? && r.test(call)?),
-            Cond::Or(l, r) => V::Bool(l.test(call)? || r.test(call)?),
-            Cond::Not(c) => V::Bool(!c.test(call)?),
+            Cond::And(l, r) => V::Bool(l.holds(call)? && r.holds(call)?),
+            Cond::Or(l, r) => V::Bool(l.holds(call)? || r.holds(call)?),
+            Cond::Not(c) => V::Bool(!c.holds(call)?),
             Cond::Eq(l, r) => V::Bool(l.eval(call)? == r.eval(call)?),
             Cond::Less(l, r, or_equal) => match (l.eval(call)?, r.eval(call)?) {
                 (V::Long(a), V::Long(b)) => V::Bool(if *or_equal { a <= b } else { a < b }),

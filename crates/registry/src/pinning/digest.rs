@@ -8,19 +8,22 @@ use rmcp::model::Tool;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// The fields of a tool a pin is taken over.
+pub(crate) const PINNED_PARTS: [&str; 6] = [
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+];
+
 /// The pinned parts of a tool, with object keys sorted at every depth (the fingerprint must not depend on the order
 /// in which a server happens to send keys).
 pub fn definition(tool: &Tool) -> Value {
     let full = serde_json::to_value(tool).unwrap_or(Value::Null);
     let mut d = serde_json::Map::new();
-    for key in [
-        "name",
-        "title",
-        "description",
-        "inputSchema",
-        "outputSchema",
-        "annotations",
-    ] {
+    for key in PINNED_PARTS {
         d.insert(key.into(), canonical(full.get(key).unwrap_or(&Value::Null)));
     }
     // Sorted here too: serde_json's maps keep insertion order in this build (a dependency turns `preserve_order` on),

@@ -29,14 +29,7 @@ pub use policy::{ENV_NEW_SERVERS, ENV_NEW_TOOLS, ENV_SCAN, Policy, ScanMode};
 /// The tool a pinned definition was taken from: its own fields, without what overrides added to the pin.
 fn own_tool(pinned: &Value) -> Option<Tool> {
     let mut own = serde_json::Map::new();
-    for key in [
-        "name",
-        "title",
-        "description",
-        "inputSchema",
-        "outputSchema",
-        "annotations",
-    ] {
+    for key in digest::PINNED_PARTS {
         if let Some(v) = pinned.get(key).filter(|v| !v.is_null()) {
             own.insert(key.into(), v.clone());
         }

@@ -12,7 +12,7 @@
 // package), CHROMIUM (default /usr/bin/chromium), POLICY_DIR (the served process's policy directory). Run by the `it`
 // test binary (tests/it/http.rs), which sets them all.
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -275,7 +275,13 @@ try {
   step('see a policy file in Policies, try calls against it, and a broken file\'s error while the set stays');
   const policyText = '@id("web-no-secret") forbid (principal, action, resource == Tool::"fx/echo")\n'
     + '  when { context.args has text && context.args.text like "*secret*" };\n';
-  writeFileSync(join(policyDir, 'web.cedar'), policyText);
+  // Saved as editors save (a whole new file renamed over the old): the server's watcher never reads a file half written.
+  const savePolicy = (text) => {
+    const part = join(policyDir, 'web.cedar.part');
+    writeFileSync(part, text);
+    renameSync(part, join(policyDir, 'web.cedar'));
+  };
+  savePolicy(policyText);
   await page.keyboard.press('7');
   await page.locator('#panel-policies').waitFor({ state: 'visible' });
   await page.getByRole('button', { name: 'Reload files' }).click();
@@ -292,12 +298,12 @@ try {
   await tform.getByLabel('Arguments (JSON)', { exact: true }).fill('{"text": "hello"}');
   await tform.getByRole('button', { name: 'Try it' }).click();
   await page.locator('#policy-decision[data-outcome="allow"]').waitFor();
-  writeFileSync(join(policyDir, 'web.cedar'), 'forbid (principal, action, resource');
+  savePolicy('forbid (principal, action, resource');
   await page.getByRole('button', { name: 'Reload files' }).click();
   await page.locator('#policy-error', { hasText: 'previous set stays' }).waitFor();
   await page.locator('#policy-error', { hasText: 'web.cedar' }).waitFor();
   await prow.waitFor();
-  writeFileSync(join(policyDir, 'web.cedar'), policyText);
+  savePolicy(policyText);
   await page.getByRole('button', { name: 'Reload files' }).click();
   await page.locator('#policy-error').waitFor({ state: 'hidden' });
   await prow.waitFor();

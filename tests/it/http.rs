@@ -817,6 +817,12 @@ async fn marketplace_env(dir: &Path) -> Vec<(&'static str, String)> {
 }
 
 pub(crate) async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]) -> Served {
+    serve_echoing(dir, extra, env, true).await
+}
+
+/// `serve` with `env`; its stderr is kept for [`Served::stderr_text`] and, when `echo`, also copied to the test's
+/// output as it comes (a test whose failure message carries the log passes `false`, so that message leads its output).
+async fn serve_echoing(dir: &Path, extra: &[&str], env: &[(&str, String)], echo: bool) -> Served {
     let mut args = vec!["serve", "--port", "0"];
     args.extend_from_slice(extra);
     let mut cmd = harness::command(dir, &args);
@@ -837,7 +843,9 @@ pub(crate) async fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, String)]
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     tokio::spawn(async move {
         while let Ok(Some(l)) = lines.next_line().await {
-            eprintln!("[serve {pid}] {l}");
+            if echo {
+                eprintln!("[serve {pid}] {l}");
+            }
             sink.lock().unwrap().push(l);
             notify.notify_waiters();
         }
@@ -1480,10 +1488,11 @@ async fn dashboard_in_a_real_browser() {
     );
     let dir = tmp();
     let env = marketplace_env(dir.path()).await;
-    let served = serve_env(dir.path(), &[], &env).await;
+    // Not echoed: a failure's message carries node's steps first, then this log, at the head of the test's output.
+    let served = serve_echoing(dir.path(), &[], &env, false).await;
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
     let _ = std::fs::remove_file(&shot);
-    let run = tokio::process::Command::new("node")
+    let mut node = tokio::process::Command::new("node")
         .arg(root.join("tests/browser/dashboard.mjs"))
         .arg(format!("{}/", served.url))
         .arg(&shot)
@@ -1491,19 +1500,59 @@ async fn dashboard_in_a_real_browser() {
         .env("POLICY_DIR", dir.path().join("policies"))
         .env("PLAYWRIGHT_CORE", &playwright)
         .env("CHROMIUM", &chromium)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
-        .await
-        .expect("the browser test took over 180 s")
+        .spawn()
         .expect("run node (install Node.js 18 or newer)");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Its steps are read as they come, so a run that overstays still says how far it got.
+    let steps = Arc::new(Mutex::new(String::new()));
+    let sink = steps.clone();
+    let mut err_lines = tokio::io::BufReader::new(node.stderr.take().unwrap()).lines();
+    let reader = tokio::spawn(async move {
+        while let Ok(Some(l)) = err_lines.next_line().await {
+            let mut s = sink.lock().unwrap();
+            s.push_str(&l);
+            s.push('\n');
+        }
+    });
+    let mut stdout = String::new();
+    let mut node_out = node.stdout.take().unwrap();
+    let run = async {
+        tokio::io::AsyncReadExt::read_to_string(&mut node_out, &mut stdout)
+            .await
+            .expect("read node's stdout");
+        node.wait().await.expect("wait for node")
+    };
+    let status = tokio::time::timeout(Duration::from_secs(180), run).await;
+    if status.is_err() {
+        let _ = node.start_kill();
+    }
+    // Bounded: a browser left behind could hold the pipe open.
+    let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+    let failed = |why: &str| -> String {
+        format!(
+            "browser test {why}; node's output:\n{}\n--- the served process's log ---\n{}",
+            steps.lock().unwrap(),
+            served.stderr_text()
+        )
+    };
+    let status = match status {
+        Ok(status) => status,
+        Err(_) => panic!("{}", failed("took over 180 s")),
+    };
     assert!(
-        out.status.success(),
-        "browser test failed:\n{stderr}\n{}",
-        served.stderr_text()
+        status.success(),
+        "{}",
+        failed(&format!("failed ({status})"))
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "dashboard ok");
+    assert_eq!(
+        stdout.trim(),
+        "dashboard ok",
+        "{}",
+        failed("printed no verdict")
+    );
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
         png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,

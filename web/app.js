@@ -167,8 +167,8 @@ function applySnapshot(msg) {
   if (!$('#panel-test').hidden) renderTestPickers();
   // Tool changes and approvals arrive as snapshots too.
   loadPending();
-  // Open secrets and metrics sections follow changes too.
-  for (const d of document.querySelectorAll('#server-list details[open][data-load]')) loadSection(d);
+  // Open secrets and metrics sections follow changes too (a form someone is filling in stays as it is).
+  for (const d of document.querySelectorAll('#server-list details[open][data-load]')) loadSection(d, true);
 }
 
 // ---------- servers ----------
@@ -411,10 +411,26 @@ async function remove(s) {
   toast(`${s.name} removed`);
 }
 
-async function loadSection(details) {
+// A section's form that someone has started filling in is marked, so the refreshes snapshots bring (they arrive
+// whenever anything changes, calls included) keep it; sending it clears the mark.
+$('#server-list').addEventListener('input', (e) => {
+  const form = e.target.closest('details[data-load] form');
+  if (form) form.dataset.edited = '1';
+});
+$('#server-list').addEventListener('submit', (e) => { delete e.target.dataset.edited; }, true);
+
+/** Fills an open section of a server's card; `keepEdited`: a refresh, which keeps a form being filled in. */
+async function loadSection(details, keepEdited = false) {
   const card = details.closest('article.server');
   const id = card.dataset.id;
   const body = details.querySelector('[data-role="body"]');
+  const edited = keepEdited ? body.querySelector('form[data-edited]') : null;
+  await fillSection(details, id, body);
+  const fresh = body.querySelector('form');
+  if (edited && edited.dataset.edited && fresh && fresh !== edited) fresh.replaceWith(edited);
+}
+
+async function fillSection(details, id, body) {
   try {
     if (details.dataset.load === 'mykeys') {
       await loadMyKeys(body, id, { api, toast, act, reload: () => loadSection(details) });

@@ -412,22 +412,25 @@ async function remove(s) {
 }
 
 // A section's form that someone has started filling in is marked, so the refreshes snapshots bring (they arrive
-// whenever anything changes, calls included) keep it; sending it clears the mark.
+// whenever anything changes, calls included) keep it. The person's own actions (opening the section, a change sent
+// and done) load it afresh, and a refresh that finishes after such a load leaves the form that load made.
 $('#server-list').addEventListener('input', (e) => {
   const form = e.target.closest('details[data-load] form');
   if (form) form.dataset.edited = '1';
 });
-$('#server-list').addEventListener('submit', (e) => { delete e.target.dataset.edited; }, true);
 
 /** Fills an open section of a server's card; `keepEdited`: a refresh, which keeps a form being filled in. */
 async function loadSection(details, keepEdited = false) {
   const card = details.closest('article.server');
   const id = card.dataset.id;
   const body = details.querySelector('[data-role="body"]');
+  const load = String(Number(details.dataset.loads || 0) + 1);
+  details.dataset.loads = load;
   const edited = keepEdited ? body.querySelector('form[data-edited]') : null;
   await fillSection(details, id, body);
+  if (!edited || details.dataset.loads !== load) return;
   const fresh = body.querySelector('form');
-  if (edited && edited.dataset.edited && fresh && fresh !== edited) fresh.replaceWith(edited);
+  if (fresh && fresh !== edited) fresh.replaceWith(edited);
 }
 
 async function fillSection(details, id, body) {
@@ -492,7 +495,7 @@ async function loadOverrides(details, id, body) {
     act(form.querySelector('button'), async () => {
       await api('PUT', `/api/servers/${id}/tools/${encodeURIComponent(tool.value)}/override`, o);
       toast(`${tool.value}: override saved; approve it under Approvals`);
-      loadOverrides(details, id, body);
+      loadSection(details);
     });
   });
   body.replaceChildren(
@@ -502,7 +505,7 @@ async function loadOverrides(details, id, body) {
         h('td', { class: 'note' }, r.override.description || ''),
         h('td', {}, h('span', { class: `pill override-${r.status}` }, r.status)),
         h('td', {}, h('button', { type: 'button', class: 'ghost danger', 'aria-label': `Clear override of ${r.tool}`,
-          onclick: (e) => act(e.currentTarget, async () => { await api('DELETE', `/api/servers/${id}/tools/${encodeURIComponent(r.tool)}/override`); loadOverrides(details, id, body); }) }, 'Clear'))))))
+          onclick: (e) => act(e.currentTarget, async () => { await api('DELETE', `/api/servers/${id}/tools/${encodeURIComponent(r.tool)}/override`); loadSection(details); }) }, 'Clear'))))))
       : h('p', { class: 'note' }, 'No overrides: the agent sees each tool as the server describes it.'),
     form);
 }

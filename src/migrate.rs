@@ -1,9 +1,11 @@
 //! `agent-discover migrate`: copies a personal (SQLite) registry into a team's (PostgreSQL) one, re-sealing every
-//! encrypted value (secrets, OAuth records, agent headers) from the personal key to the team's.
+//! encrypted value (secrets, users' own values, OAuth records, agent headers) from the personal key to the team's.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use ad_registry::personal::personal_seal;
+
 use crate::secrets::{KEY_FILE, SealKey};
 use crate::store::Store;
 use crate::store::copy::{CopyReport, Sealed};
@@ -73,6 +75,27 @@ pub fn migrate(req: &MigrateRequest) -> Result<CopyReport> {
         }
     }
     let reseal = |what: Sealed<'_>, blob: &[u8]| -> Result<Vec<u8>> {
+        let personal = personal.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "--from-key-file",
+                format!(
+                    "{} does not exist, and the registry has encrypted values",
+                    key_file.display()
+                ),
+            )
+        })?;
+        let team = team.as_ref().ok_or_else(no_team_key)?;
+        let wrong_key = || {
+            Error::invalid(
+                "--from-key-file",
+                format!(
+                    "{} does not open the personal registry's secrets (wrong key)",
+                    key_file.display()
+                ),
+            )
+        };
+        // A user's own value is sealed with a key derived for that user from each side's master key.
+        let mut derived = None;
         let (from, to) = match what {
             Sealed::Secret { from, to, key } => {
                 (crate::secrets::aad(from, key), crate::secrets::aad(to, key))
@@ -84,26 +107,24 @@ pub fn migrate(req: &MigrateRequest) -> Result<CopyReport> {
                 let aad = crate::agents::headers_aad(id);
                 (aad.clone(), aad)
             }
+            Sealed::Personal {
+                from,
+                to,
+                user,
+                key,
+            } => {
+                let (opener, from) = personal_seal(personal, from, user, key)?;
+                let (sealer, to) = personal_seal(team, to, user, key)?;
+                derived = Some((opener, sealer));
+                (from, to)
+            }
         };
-        let personal = personal.as_ref().ok_or_else(|| {
-            Error::invalid(
-                "--from-key-file",
-                format!(
-                    "{} does not exist, and the registry has encrypted values",
-                    key_file.display()
-                ),
-            )
-        })?;
-        let clear = personal.open(&from, blob).ok_or_else(|| {
-            Error::invalid(
-                "--from-key-file",
-                format!(
-                    "{} does not open the personal registry's secrets (wrong key)",
-                    key_file.display()
-                ),
-            )
-        })?;
-        team.as_ref().ok_or_else(no_team_key)?.seal(&to, &clear)
+        let (opener, sealer) = match &derived {
+            Some((opener, sealer)) => (opener, sealer),
+            None => (personal, team),
+        };
+        let clear = opener.open(&from, blob).ok_or_else(wrong_key)?;
+        sealer.seal(&to, &clear)
     };
     source.copy_into(&target, req.replace, &reseal)
 }

@@ -1,6 +1,7 @@
 //! Issue 16, item 5: `agent-discover migrate --from sqlite:PATH --to postgres://…` copies a personal registry (a
 //! server with its tools and a secret) into a team's on a real PostgreSQL; a team replica then serves the server, its
-//! secret opens with the team key (the fixture echoes it from its environment), and a second run copies nothing.
+//! secret opens with the team key (the fixture echoes it from its environment), so does a user's own value of it
+//! (and the rule for users without one), and a second run copies nothing.
 
 use serde_json::{Value, json};
 
@@ -8,6 +9,8 @@ use crate::{harness, pg, replicas};
 
 const TEAM_KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 const SECRET: &str = "sk-personal-5678";
+const ALICE: &str = "https://idp.example.test#alice";
+const ALICE_OWN: &str = "ak-alice-own-9012";
 
 async fn run(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let mut cmd = harness::command(dir, args);
@@ -57,10 +60,42 @@ async fn personal_registry_copies_into_a_team_registry_once() {
     let (ok, _, err) = run(p, &["secrets", "set", "fx", "PERSONAL_TOKEN", SECRET], &[]).await;
     assert!(ok, "{err}");
     assert!(p.join("secrets.key").is_file());
+    // A user's own value of that secret (sealed with a key derived for them), and users without one refused.
+    let (ok, _, err) = run(
+        p,
+        &[
+            "secrets",
+            "set",
+            "fx",
+            "PERSONAL_TOKEN",
+            ALICE_OWN,
+            "--mine",
+            "--user",
+            ALICE,
+        ],
+        &[],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(p, &["secrets", "shared", "fx", "off"], &[]).await;
+    assert!(ok, "{err}");
 
     let server = pg::server();
     let url = server.new_database();
     let team_key = [("AGENT_DISCOVER_MASTER_KEY", TEAM_KEY)];
+    // The team registry has a server already, so fx's id there differs from its personal one: sealed values bound
+    // to the old id would not open.
+    let scratch = tempfile::tempdir().unwrap();
+    let (ok, _, err) = run(
+        scratch.path(),
+        &["add", "pre", "--", harness::fixture(), "--name", "pre"],
+        &[
+            ("AGENT_DISCOVER_DATABASE_URL", url.as_str()),
+            ("AGENT_DISCOVER_MASTER_KEY", TEAM_KEY),
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
 
     // Typed refusals: bad syntax, a missing source, an unreachable target, no team key for the secret.
     let (ok, _, err) = run(p, &["migrate", "--from", "/x.db", "--to", &url], &team_key).await;
@@ -90,6 +125,8 @@ async fn personal_registry_copies_into_a_team_registry_once() {
     assert!(ok, "{err}");
     assert_eq!(report["copied"], json!(["fx"]), "{report}");
     assert_eq!(report["rows"]["server_secrets"], 1, "{report}");
+    assert_eq!(report["rows"]["personal_secrets"], 1, "{report}");
+    assert_eq!(report["rows"]["personal_settings"], 1, "{report}");
     let tools = report["rows"]["server_tools"].as_u64().unwrap_or(0);
     assert!(tools >= 2, "{report}");
 
@@ -136,6 +173,31 @@ async fn personal_registry_copies_into_a_team_registry_once() {
     .await;
     assert!(ok, "{err}");
     assert!(out.contains(SECRET), "{out}");
+
+    // Alice's own value opens on the team registry as hers (listing opens each value: masked, so it was decrypted
+    // with the key derived for her from the team's master key and bound to the server's new id), and the rule for
+    // users without their own came along.
+    let (ok, out, err) = run(
+        team_dir.path(),
+        &["secrets", "ls", "fx", "--mine", "--user", ALICE, "--json"],
+        &team_env,
+    )
+    .await;
+    assert!(ok, "{err}");
+    let mine: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    assert_eq!(mine[0]["key"], "PERSONAL_TOKEN", "{out}");
+    assert_eq!(mine[0]["masked_value"], "ak-a****", "{out}");
+    assert!(!out.contains(ALICE_OWN), "{out}");
+    let (ok, out, err) = run(
+        team_dir.path(),
+        &["secrets", "users", "fx", "--json"],
+        &team_env,
+    )
+    .await;
+    assert!(ok, "{err}");
+    let users: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    assert_eq!(users["allow_shared"], false, "{out}");
+    assert_eq!(users["users"][0]["user"], ALICE, "{out}");
 
     // Running it again copies nothing new.
     let (ok, again, err) = migrate(p, &url, &team_key).await;

@@ -38,6 +38,21 @@ fn aad(server_id: i64, user: &str, key: &str) -> String {
     format!("personal;server={server_id};user={user};key={key}")
 }
 
+/// The key and row binding of `user`'s own value of `key` for server `server_id` under the master key `master`:
+/// what `migrate` opens a value with and seals it again for the same user under another master key and server id.
+pub fn personal_seal(
+    master: &SealKey,
+    server_id: i64,
+    user: &str,
+    key: &str,
+) -> Result<(SealKey, String)> {
+    Ok((user_key(master, user)?, aad(server_id, user, key)))
+}
+
+fn user_key(master: &SealKey, user: &str) -> Result<SealKey> {
+    master.derive(&format!("user={user}"))
+}
+
 /// Checks a user key (`issuer#sub`, as the call log shows it).
 pub fn validate_user(user: &str) -> Result<()> {
     if user.is_empty() || user.len() > 1024 || user.chars().any(char::is_control) {
@@ -51,7 +66,7 @@ pub fn validate_user(user: &str) -> Result<()> {
 
 impl Secrets {
     fn user_key(&self, user: &str) -> Result<SealKey> {
-        self.cipher.derive(&format!("user={user}"))
+        user_key(&self.cipher, user)
     }
 
     /// Sets `user`'s own value of `key` for `server`; their next call starts their own child with it.

@@ -1,5 +1,5 @@
 //! SQL for copying one registry into another (`agent-discover migrate`): every server with its rows (tools, pins,
-//! filters, overrides, settings, paging limit), the agents, the introspection records, the saved scripts and the
+//! filters, overrides, settings, paging limit, users' own secret values and the rule for users without), the agents, the introspection records, the saved scripts and the
 //! profiles (with their overrides), in one target transaction, with server ids assigned by the target.
 //!
 //! Encrypted columns are bound to their row (server id, key), so each sealed value goes through a caller's `reseal`
@@ -18,6 +18,13 @@ pub enum Sealed<'a> {
     Secret { from: i64, to: i64, key: &'a str },
     /// `server_oauth.value` of `kind`.
     OAuth { from: i64, to: i64, kind: &'a str },
+    /// `personal_secrets.value`: `user`'s own value of `key`.
+    Personal {
+        from: i64,
+        to: i64,
+        user: &'a str,
+        key: &'a str,
+    },
     /// `agents.headers` of the agent `id` (bound to the id, which does not change).
     AgentHeaders { id: &'a str },
 }
@@ -76,6 +83,7 @@ const PLAIN: &[(&str, &str)] = &[
     ("tool_policies", "target, policy, set_at"),
     ("tool_overrides", "tool, body, updated_at"),
     ("server_paging", "page_bytes"),
+    ("personal_settings", "allow_shared"),
 ];
 /// The registry-wide tables keyed by a name (their first column), copied row by row: (table, columns).
 const NAMED: &[(&str, &str)] = &[
@@ -87,6 +95,13 @@ const NAMED: &[(&str, &str)] = &[
 ];
 const SECRET_COLS: &str = "key, value, masked, created_at, updated_at";
 const OAUTH_COLS: &str = "kind, value, auth_url, updated_at";
+const PERSONAL_COLS: &str = "user_key, key, value, created_at, updated_at";
+/// The tables of sealed values per server: (table, columns after `server_id`, index of the sealed value in them).
+const SEALED: &[(&str, &str, usize)] = &[
+    ("server_secrets", SECRET_COLS, 1),
+    ("server_oauth", OAUTH_COLS, 1),
+    ("personal_secrets", PERSONAL_COLS, 2),
+];
 const AGENT_COLS: &str = "id, url, command, args, card, card_url, headers, max_concurrent, status, last_error, \
      created_at, updated_at";
 /// Index of `headers` in [`AGENT_COLS`].
@@ -149,10 +164,10 @@ fn snapshot(c: &dyn Conn) -> Result<Snapshot> {
         })
         .collect::<Result<Vec<_>>>()?;
     let mut per_server: HashMap<(&'static str, i64), Vec<Row>> = HashMap::new();
-    let tables = PLAIN.iter().copied().chain([
-        ("server_secrets", SECRET_COLS),
-        ("server_oauth", OAUTH_COLS),
-    ]);
+    let tables = PLAIN
+        .iter()
+        .copied()
+        .chain(SEALED.iter().map(|(table, cols, _)| (*table, *cols)));
     for (table, cols) in tables {
         for mut r in c.query(
             &format!("SELECT server_id, {cols} FROM {table} ORDER BY server_id"),
@@ -241,30 +256,44 @@ fn copy(c: &dyn Conn, snap: &Snapshot, replace: bool, reseal: &Reseal<'_>) -> Re
                 count(&mut report, table, n);
             }
         }
-        // Sealed rows: (table, columns, what the first column names), each value re-sealed for its new server id.
-        for (table, cols) in [
-            ("server_secrets", SECRET_COLS),
-            ("server_oauth", OAUTH_COLS),
-        ] {
-            for r in snap.per_server.get(&(table, *old)).into_iter().flatten() {
+        // Sealed rows, each value re-sealed for its new server id.
+        for (table, cols, at) in SEALED {
+            for r in snap.per_server.get(&(*table, *old)).into_iter().flatten() {
                 let label: String = r.get(0)?;
-                let blob: Vec<u8> = r.get(1)?;
-                let what = if table == "server_secrets" {
-                    Sealed::Secret {
-                        from: *old,
-                        to: new,
-                        key: &label,
-                    }
-                } else {
-                    Sealed::OAuth {
-                        from: *old,
-                        to: new,
-                        kind: &label,
+                let blob: Vec<u8> = r.get(*at)?;
+                let sealed = match *table {
+                    "server_secrets" => reseal(
+                        Sealed::Secret {
+                            from: *old,
+                            to: new,
+                            key: &label,
+                        },
+                        &blob,
+                    )?,
+                    "server_oauth" => reseal(
+                        Sealed::OAuth {
+                            from: *old,
+                            to: new,
+                            kind: &label,
+                        },
+                        &blob,
+                    )?,
+                    _ => {
+                        let key: String = r.get(1)?;
+                        reseal(
+                            Sealed::Personal {
+                                from: *old,
+                                to: new,
+                                user: &label,
+                                key: &key,
+                            },
+                            &blob,
+                        )?
                     }
                 };
                 let mut values = vec![Value::Int(new)];
                 values.extend(r.0.iter().cloned());
-                values[2] = Value::Blob(reseal(what, &blob)?);
+                values[at + 1] = Value::Blob(sealed);
                 let n = insert(c, table, &format!("server_id, {cols}"), &values, "")?;
                 count(&mut report, table, n);
             }

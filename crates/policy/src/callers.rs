@@ -50,7 +50,7 @@ pub(crate) struct Member {
     policy: Policy,
     who: Who,
     guard: Option<Guard>,
-    forbid: bool,
+    pub(crate) forbid: bool,
     /// Its conditions, when they can be decided without Cedar (`direct.rs`).
     direct: Option<Arc<Cond>>,
 }

@@ -253,7 +253,6 @@ impl Set {
                 entries.push(Entry {
                     member: crate::callers::Member::of(&renamed),
                     scope: scope.clone(),
-                    forbid,
                     reads: Reads::of(&renamed),
                 });
                 let order = out.infos.len();

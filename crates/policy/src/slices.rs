@@ -161,7 +161,6 @@ pub(crate) struct Entry {
     pub(crate) member: Member,
     /// `None`: every tool; `Some((true, server))`: a server's tools; `Some((false, "server/tool"))`: one tool.
     pub(crate) scope: Option<(bool, String)>,
-    pub(crate) forbid: bool,
     pub(crate) reads: Reads,
 }
 
@@ -186,7 +185,7 @@ fn slice<'a>(entries: impl Iterator<Item = &'a Entry>) -> Result<Option<Arc<Slic
     let mut members = Vec::new();
     for e in entries {
         members.push(e.member.clone());
-        permits |= !e.forbid;
+        permits |= !e.member.forbid;
         reads.merge(&e.reads);
         any = true;
     }

@@ -342,25 +342,18 @@ pub struct FieldChange {
 pub fn diff(pin: &PinRow) -> Vec<FieldChange> {
     let empty = Value::Null;
     let approved = pin.approved_definition.as_ref().unwrap_or(&empty);
-    let fields = [
-        "name",
-        "title",
-        "description",
-        "inputSchema",
-        "outputSchema",
-        "annotations",
-        "override",
-        crate::profile_overrides::FIELD,
-    ];
+    // The tool's own pinned parts, then what the server's and the profiles' overrides make of it.
+    let fields = digest::PINNED_PARTS
+        .into_iter()
+        .chain(["override", crate::profile_overrides::FIELD]);
     fields
-        .iter()
         .filter_map(|f| {
             let (a, c) = (
-                approved.get(*f).unwrap_or(&Value::Null),
-                pin.current_definition.get(*f).unwrap_or(&Value::Null),
+                approved.get(f).unwrap_or(&Value::Null),
+                pin.current_definition.get(f).unwrap_or(&Value::Null),
             );
             (a != c).then(|| FieldChange {
-                field: (*f).to_owned(),
+                field: f.to_owned(),
                 approved: a.clone(),
                 current: c.clone(),
             })
